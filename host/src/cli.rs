@@ -1,0 +1,158 @@
+//! The command line: what was typed ([`Cli`]), and the mapping of outcomes
+//! to exit codes ([`run_cli`]), in one place.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::exit_codes;
+use crate::run::{self, RunError, RunOptions};
+
+/// Run evaluation suites and grade every assertion in a sandboxed
+/// WebAssembly plugin.
+#[derive(Debug, Parser)]
+#[command(name = "evalhost", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a suite against a target and grade the outputs.
+    Run(RunArgs),
+    /// Check suites without running anything: every problem, with file, line
+    /// and key.
+    Validate(ValidateArgs),
+}
+
+/// `evalhost run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The eval file (EVAL.yaml or any AgentV-style .yaml suite).
+    pub eval: PathBuf,
+    /// Target to run (default: the suite's `execution.target`, else `default`).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Targets file (default: `.evalhost/targets.yaml` or `.agentv/targets.yaml`,
+    /// searched upwards from the eval file).
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+    /// Run directory for results (default: `.evalhost/runs/<timestamp>`).
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Tests run in parallel (default: the number of CPUs).
+    #[arg(short = 'j', long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Pass threshold for tests without their own `execution.threshold`
+    /// (overrides the suite's).
+    #[arg(long, value_name = "0..1")]
+    pub threshold: Option<f64>,
+    /// Compile plugins without reading or writing the compile cache.
+    #[arg(long)]
+    pub no_compile_cache: bool,
+    /// Print only the summary, not a line per test.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// `evalhost validate`.
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Eval files to check.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+}
+
+/// Runs the parsed command line; returns the process exit code.
+pub fn run_cli(cli: Cli) -> ExitCode {
+    let mut stderr = std::io::stderr().lock();
+    let code = match cli.command {
+        Command::Run(args) => run_command(&args, &mut stderr),
+        Command::Validate(args) => validate_command(&args, &mut stderr),
+    };
+    ExitCode::from(code)
+}
+
+fn run_command(args: &RunArgs, err: &mut dyn Write) -> u8 {
+    let options = RunOptions {
+        eval: args.eval.clone(),
+        target: args.target.clone(),
+        targets_file: args.targets.clone(),
+        output: args.output.clone(),
+        workers: args.workers,
+        threshold: args.threshold,
+        no_compile_cache: args.no_compile_cache,
+        quiet: args.quiet,
+    };
+    match run::run(&options, err) {
+        Ok(Ok(summary)) => {
+            if summary.all_passed() {
+                exit_codes::SUCCESS
+            } else if summary.total > 0 && summary.execution_errors == summary.total {
+                exit_codes::EXECUTION_ERROR
+            } else {
+                exit_codes::TEST_FAILED
+            }
+        }
+        Ok(Err(error)) => report_run_error(err, &error),
+        Err(error) => {
+            let _ = writeln!(err, "error: {error:#}");
+            exit_codes::INTERNAL
+        }
+    }
+}
+
+fn report_run_error(err: &mut dyn Write, error: &RunError) -> u8 {
+    match error {
+        RunError::Invalid(diags) => {
+            for d in diags.iter() {
+                let _ = writeln!(err, "{d}");
+            }
+            let _ = writeln!(err, "\nerror: {error}; nothing was run");
+        }
+        RunError::Usage(message) => {
+            let _ = writeln!(err, "error: {message}");
+        }
+    }
+    exit_codes::USAGE
+}
+
+fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {
+    let engine = match run::engine(false, 2) {
+        Ok(e) => e,
+        Err(error) => {
+            let _ = writeln!(err, "error: {error:#}");
+            return exit_codes::INTERNAL;
+        }
+    };
+    let mut invalid = 0;
+    for path in &args.paths {
+        match run::prepare(path, &engine) {
+            Ok(prepared) => {
+                for d in prepared.warnings.iter() {
+                    let _ = writeln!(err, "{d}");
+                }
+                let _ = writeln!(
+                    err,
+                    "{}: ok ({} tests)",
+                    path.display(),
+                    prepared.suite.tests.len()
+                );
+            }
+            Err(error) => {
+                invalid += 1;
+                report_run_error(err, &error);
+            }
+        }
+    }
+    if invalid > 0 {
+        exit_codes::USAGE
+    } else {
+        exit_codes::SUCCESS
+    }
+}

@@ -1,0 +1,184 @@
+//! Diagnostics about the user's files: every problem names the file, the
+//! line and column, the key path, and where one helps, a hint.
+//!
+//! Printed as `file:line:col: error: message` (the form editors and CI
+//! annotations understand), then `  --> at key` and `  hint:` lines.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::suite::source_map::{KeyPath, Pos};
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Nothing runs until it is fixed.
+    Error,
+    /// Runs, but probably not as meant.
+    Warning,
+}
+
+/// One problem in a user's file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Error or warning.
+    pub severity: Severity,
+    /// The file.
+    pub file: PathBuf,
+    /// Where in the file, when known.
+    pub pos: Option<Pos>,
+    /// The key path, when the problem is at a key.
+    pub key: Option<KeyPath>,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub hint: Option<String>,
+}
+
+impl Diagnostic {
+    /// An error.
+    pub fn error(file: &Path, message: impl Into<String>) -> Self {
+        Self {
+            severity: Severity::Error,
+            file: file.to_path_buf(),
+            pos: None,
+            key: None,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    /// A warning.
+    pub fn warning(file: &Path, message: impl Into<String>) -> Self {
+        Self {
+            severity: Severity::Warning,
+            ..Self::error(file, message)
+        }
+    }
+
+    /// Sets the position.
+    #[must_use]
+    pub fn at(mut self, pos: Option<Pos>) -> Self {
+        self.pos = pos;
+        self
+    }
+
+    /// Sets the key path.
+    #[must_use]
+    pub fn key(mut self, key: KeyPath) -> Self {
+        self.key = (!key.is_root()).then_some(key);
+        self
+    }
+
+    /// Sets a hint.
+    #[must_use]
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// True for errors.
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(pos) = self.pos {
+            write!(f, ":{}:{}", pos.line, pos.col)?;
+        }
+        let label = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        write!(f, ": {label}: {}", self.message)?;
+        if let Some(key) = &self.key {
+            write!(f, "\n  --> at `{key}`")?;
+        }
+        if let Some(hint) = &self.hint {
+            write!(f, "\n  hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The diagnostics of one load or validation.
+#[derive(Debug, Clone, Default)]
+pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl Diagnostics {
+    /// Adds one.
+    pub fn push(&mut self, diagnostic: Diagnostic) {
+        self.0.push(diagnostic);
+    }
+
+    /// True when any is an error.
+    pub fn has_errors(&self) -> bool {
+        self.0.iter().any(Diagnostic::is_error)
+    }
+
+    /// Number of errors.
+    pub fn error_count(&self) -> usize {
+        self.0.iter().filter(|d| d.is_error()).count()
+    }
+
+    /// Every diagnostic, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.0.iter()
+    }
+}
+
+/// The known name closest to `name` (Levenshtein distance at most a third of
+/// its length, and at least 1), for "did you mean" hints.
+pub fn nearest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = (name.chars().count() / 3).max(2);
+    known
+        .into_iter()
+        .map(|k| (levenshtein(name, k), k))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            let next = (row[j] + 1).min(row[j + 1] + 1).min(prev + cost);
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_suggests_close_names_only() {
+        let known = ["assertions", "tests", "execution"];
+        assert_eq!(nearest("assertion", known), Some("assertions"));
+        assert_eq!(nearest("test", known), Some("tests"));
+        assert_eq!(nearest("zzzzzz", known), None);
+    }
+
+    #[test]
+    fn display_has_file_line_key_and_hint() {
+        let d = Diagnostic::error(Path::new("EVAL.yaml"), "bad")
+            .at(Some(Pos { line: 3, col: 5 }))
+            .key(KeyPath::default().key("tests").index(0))
+            .hint("fix it");
+        assert_eq!(
+            d.to_string(),
+            "EVAL.yaml:3:5: error: bad\n  --> at `tests[0]`\n  hint: fix it"
+        );
+    }
+}

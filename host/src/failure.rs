@@ -1,0 +1,57 @@
+//! Failure classes: why a result did not pass, typed, so that summaries can
+//! group failures and automation can branch on them. Serialized in
+//! `snake_case` in `results.jsonl` (`failure_class`).
+
+use serde::{Deserialize, Serialize};
+
+/// Why an assertion or a test did not pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureClass {
+    /// Graded, and the output did not meet the assertion.
+    Assertion,
+    /// The plugin returned an error for this case (its `err`).
+    PluginError,
+    /// The plugin trapped: a panic, an `unreachable`, a stack overflow, an
+    /// exit call.
+    PluginTrap,
+    /// The plugin ran past its deadline.
+    PluginTimeout,
+    /// The plugin tried to grow its memory past its cap.
+    PluginMemory,
+    /// The plugin returned something the host refuses: a score that is NaN or
+    /// outside [0, 1], too many checks, too much text.
+    PluginBadOutput,
+    /// The plugin could not be instantiated.
+    PluginLoad,
+    /// The target failed to produce an output.
+    Target,
+}
+
+impl FailureClass {
+    /// The name used in results and summaries.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Assertion => "assertion",
+            Self::PluginError => "plugin_error",
+            Self::PluginTrap => "plugin_trap",
+            Self::PluginTimeout => "plugin_timeout",
+            Self::PluginMemory => "plugin_memory",
+            Self::PluginBadOutput => "plugin_bad_output",
+            Self::PluginLoad => "plugin_load",
+            Self::Target => "target",
+        }
+    }
+
+    /// True for failures of the machinery rather than of the output under
+    /// test: the result is an `execution_error`, not a quality failure.
+    pub fn is_infrastructure(self) -> bool {
+        !matches!(self, Self::Assertion | Self::PluginError)
+    }
+}
+
+impl std::fmt::Display for FailureClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

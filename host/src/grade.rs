@@ -1,0 +1,237 @@
+//! Grading one test: each assertion is dispatched to its plugin, negation is
+//! applied by the host (the same for every type), and the test score is the
+//! weighted mean, with `required` gates.
+
+use std::time::{Duration, Instant};
+
+use crate::failure::FailureClass;
+use crate::plugin::bindings::evalhost::grader::types as wit;
+use crate::plugin::{CallLimits, Grants, Registry};
+use crate::results::{CheckRow, ExecutionStatus, ScoreRow, Verdict};
+use crate::suite::{Assertion, LimitOverrides, Required, TestCase};
+use crate::target::TargetOutput;
+
+/// The default pass threshold of a test.
+pub const DEFAULT_THRESHOLD: f64 = 0.8;
+
+/// The request a plugin sees for `test` and `output`, without an assertion
+/// yet: [`grade_assertion`] fills the type and config in.
+pub fn base_request(test: &TestCase, output: &TargetOutput) -> wit::GradeRequest {
+    let message = |role: &str, content: &str, json: Option<&serde_json::Value>| wit::Message {
+        role: role.to_owned(),
+        content: content.to_owned(),
+        content_json: json.map(ToString::to_string),
+        tool_calls: Vec::new(),
+        name: None,
+    };
+    wit::GradeRequest {
+        assertion_type: String::new(),
+        config_json: String::new(),
+        test_id: test.id.clone(),
+        output: output.text.clone(),
+        output_messages: output
+            .messages
+            .iter()
+            .map(|(r, c)| message(r, c, None))
+            .collect(),
+        input: test
+            .input
+            .iter()
+            .map(|m| message(&m.role, &m.content, m.content_json.as_ref()))
+            .collect(),
+        expected_output: test.expected_text().map(str::to_owned),
+        expected_messages: test
+            .expected
+            .iter()
+            .map(|m| message(&m.role, &m.content, m.content_json.as_ref()))
+            .collect(),
+        criteria: test.criteria.clone(),
+        metadata_json: serde_json::Value::Object(test.metadata.clone()).to_string(),
+        trace: wit::Trace {
+            token_usage: None,
+            cost_usd: None,
+            duration_ms: output.duration_ms,
+            llm_calls: Some(
+                output
+                    .messages
+                    .iter()
+                    .filter(|(r, _)| r == "assistant")
+                    .count() as u32,
+            ),
+            file_changes: None,
+        },
+        workspace_path: None,
+    }
+}
+
+/// Limits for one assertion: the assertion's, else the suite's, else the
+/// defaults.
+pub fn call_limits(assertion: &Assertion, suite: LimitOverrides) -> CallLimits {
+    let merged = assertion.limits.or(suite);
+    CallLimits {
+        timeout: merged
+            .timeout_ms
+            .map_or(CallLimits::DEFAULT_TIMEOUT, Duration::from_millis),
+        memory: merged.memory_mb.map_or(CallLimits::DEFAULT_MEMORY, |mb| {
+            usize::try_from(mb << 20).unwrap_or(usize::MAX)
+        }),
+    }
+}
+
+/// Grades one assertion. Never fails: a plugin failure is a failed score with
+/// its class.
+pub fn grade_assertion(
+    registry: &Registry,
+    assertion: &Assertion,
+    request: &mut wit::GradeRequest,
+    limits: CallLimits,
+) -> ScoreRow {
+    let start = Instant::now();
+    let Some((plugin, info)) = registry.resolve(&assertion.kind) else {
+        // Checked when the suite was loaded; kept total for safety.
+        return failed_row(
+            assertion,
+            "",
+            "",
+            FailureClass::PluginLoad,
+            "no plugin provides this type".into(),
+            None,
+            start,
+        );
+    };
+    request.assertion_type.clone_from(&assertion.kind);
+    request.config_json.clear();
+    request.config_json.push_str(&assertion.config_json);
+    match plugin.grade(request, limits, Grants::default()) {
+        Ok(grade) => {
+            let mut score = grade.score;
+            let mut checks: Vec<CheckRow> = grade
+                .checks
+                .into_iter()
+                .map(|c| CheckRow {
+                    text: c.text,
+                    passed: c.passed,
+                    evidence: c.evidence,
+                })
+                .collect();
+            if assertion.negate {
+                score = (1.0 - score).clamp(0.0, 1.0);
+                for check in &mut checks {
+                    check.passed = !check.passed;
+                    if let Some(e) = check.evidence.as_mut().filter(|e| !e.is_empty()) {
+                        e.insert_str(0, "[Negated] ");
+                    }
+                }
+            }
+            let passed = score >= info.default_threshold;
+            ScoreRow {
+                name: assertion.name.clone(),
+                kind: assertion.kind.clone(),
+                score,
+                weight: assertion.weight,
+                verdict: if passed { Verdict::Pass } else { Verdict::Fail },
+                assertions: checks,
+                negate: assertion.negate,
+                required: assertion.required != Required::No,
+                failure_class: (!passed).then_some(FailureClass::Assertion),
+                error: None,
+                plugin: plugin.name.clone(),
+                plugin_digest: plugin.digest.clone(),
+                plugin_output: None,
+                details: grade
+                    .details_json
+                    .and_then(|d| serde_json::from_str(&d).ok()),
+                duration_us: start.elapsed().as_micros() as u64,
+            }
+        }
+        Err(failure) => failed_row(
+            assertion,
+            &plugin.name,
+            &plugin.digest,
+            failure.class,
+            failure.message,
+            (!failure.output.is_empty()).then_some(failure.output),
+            start,
+        ),
+    }
+}
+
+fn failed_row(
+    assertion: &Assertion,
+    plugin: &str,
+    digest: &str,
+    class: FailureClass,
+    message: String,
+    output: Option<String>,
+    start: Instant,
+) -> ScoreRow {
+    // A failure is never negated into a pass.
+    ScoreRow {
+        name: assertion.name.clone(),
+        kind: assertion.kind.clone(),
+        score: 0.0,
+        weight: assertion.weight,
+        verdict: Verdict::Fail,
+        assertions: vec![CheckRow {
+            text: format!("Grader '{}' failed: {message}", assertion.name),
+            passed: false,
+            evidence: None,
+        }],
+        negate: assertion.negate,
+        required: assertion.required != Required::No,
+        failure_class: Some(class),
+        error: Some(message),
+        plugin: plugin.to_owned(),
+        plugin_digest: digest.to_owned(),
+        plugin_output: output,
+        details: None,
+        duration_us: start.elapsed().as_micros() as u64,
+    }
+}
+
+/// The test's score, status and failure class from its assertion scores.
+///
+/// Score: the weighted mean over non-skipped scores (0 when the total weight
+/// is 0), forced to 0 when a `required` assertion scores below its gate
+/// (`min_score`, else a numeric `required`, else the test threshold). A test
+/// passes when its score reaches the threshold and no plugin failed.
+pub fn score_test(
+    assertions: &[Assertion],
+    scores: &[ScoreRow],
+    threshold: f64,
+) -> (f64, ExecutionStatus, Option<FailureClass>) {
+    let mut total = 0.0;
+    let mut weights = 0.0;
+    for s in scores.iter().filter(|s| s.verdict != Verdict::Skip) {
+        total += s.score * s.weight;
+        weights += s.weight;
+    }
+    let mut score = if weights > 0.0 { total / weights } else { 0.0 };
+    for (assertion, s) in assertions.iter().zip(scores) {
+        let gate = match assertion.required {
+            Required::No => continue,
+            Required::Yes => assertion.min_score.unwrap_or(threshold),
+            Required::AtLeast(x) => assertion.min_score.unwrap_or(x),
+        };
+        if s.score < gate {
+            score = 0.0;
+        }
+    }
+    let infra = scores
+        .iter()
+        .filter_map(|s| s.failure_class)
+        .find(|c| c.is_infrastructure());
+    if let Some(class) = infra {
+        return (score, ExecutionStatus::ExecutionError, Some(class));
+    }
+    if score >= threshold {
+        (score, ExecutionStatus::Ok, None)
+    } else {
+        let class = scores
+            .iter()
+            .filter_map(|s| s.failure_class)
+            .min()
+            .unwrap_or(FailureClass::Assertion);
+        (score, ExecutionStatus::QualityFailure, Some(class))
+    }
+}

@@ -1,0 +1,20 @@
+//! evalhost: runs evaluation suites (AgentV's `EVAL.yaml` format) and grades
+//! every assertion inside a sandboxed WebAssembly component plugin.
+//!
+//! The pipeline, one module per stage, data flowing one way:
+//! [`suite`] (load and check) → [`target`] (get the output) → [`grade`]
+//! (dispatch each assertion to its [`plugin`]) → [`results`] (stream rows) →
+//! [`report`] (summary). [`run`] drives it; [`cli`] maps outcomes to the
+//! [`exit_codes`].
+
+pub mod cli;
+pub mod diag;
+pub mod exit_codes;
+pub mod failure;
+pub mod grade;
+pub mod plugin;
+pub mod report;
+pub mod results;
+pub mod run;
+pub mod suite;
+pub mod target;

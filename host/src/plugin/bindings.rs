@@ -1,0 +1,13 @@
+//! The only `bindgen!` of the host: Rust types for the `evalhost:grader`
+//! WIT package in `wit/`. Every other module imports from here.
+
+wasmtime::component::bindgen!({
+    world: "plugin",
+    path: "../wit",
+});
+
+/// The WIT package version this host implements.
+pub const API_VERSION: &str = "0.1.0";
+
+/// The export name a compatible plugin provides.
+pub const GRADER_INTERFACE: &str = "evalhost:grader/grader";

@@ -1,0 +1,93 @@
+//! Checks that need the plugins: every assertion type must be provided by a
+//! plugin, and every assertion's config must pass its plugin's
+//! `check-config`, so a bad regex or a missing `value` is reported when the
+//! suite is loaded, with the file, the test and the assertion named.
+
+use std::collections::HashMap;
+
+use super::model::{Assertion, Suite};
+use crate::diag::{Diagnostic, Diagnostics, nearest};
+use crate::plugin::Registry;
+
+/// Checks every assertion of `suite` against `registry`.
+pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
+    let mut diags = Diagnostics::default();
+    let mut seen_suite_level = std::collections::HashSet::new();
+    let mut verdicts: HashMap<(String, std::sync::Arc<str>), Result<(), String>> = HashMap::new();
+    for test in &suite.tests {
+        for assertion in &test.assertions {
+            if assertion.from_suite && !seen_suite_level.insert(assertion.loc.key.clone()) {
+                continue;
+            }
+            let owner = if assertion.from_suite {
+                "suite-level assertion".to_owned()
+            } else {
+                format!("test `{}`, assertion", test.id)
+            };
+            let Some((plugin, _)) = registry.resolve(&assertion.kind) else {
+                diags.push(unknown_type(assertion, &owner, registry));
+                continue;
+            };
+            let key = (assertion.kind.clone(), assertion.config_json.clone());
+            let verdict = verdicts.entry(key).or_insert_with(|| {
+                match plugin.check_config(&assertion.kind, &assertion.config_json) {
+                    Ok(verdict) => verdict,
+                    Err(failure) => Err(format!(
+                        "plugin `{}` failed while checking the config ({}): {}",
+                        plugin.name, failure.class, failure.message
+                    )),
+                }
+            });
+            if let Err(message) = verdict {
+                let key = if assertion.config.contains_key("value") {
+                    assertion.loc.key.key("value")
+                } else {
+                    assertion.loc.key.clone()
+                };
+                let pos = if key == assertion.loc.key {
+                    assertion.loc.pos
+                } else {
+                    assertion.value_pos
+                };
+                diags.push(
+                    Diagnostic::error(
+                        &assertion.loc.file,
+                        format!(
+                            "{owner} `{}` ({}): {message}",
+                            assertion.name, assertion.kind
+                        ),
+                    )
+                    .at(pos.or(assertion.loc.pos))
+                    .key(key),
+                );
+            }
+        }
+    }
+    diags
+}
+
+fn unknown_type(assertion: &Assertion, owner: &str, registry: &Registry) -> Diagnostic {
+    let hint = if assertion.kind == "rubrics" {
+        "string entries in an assertion list are rubric criteria for an LLM judge; no plugin in this \
+         build provides `rubrics` yet — use deterministic assertions, or a `.wasm` plugin under `plugins:`"
+            .to_owned()
+    } else {
+        match nearest(&assertion.kind, registry.type_names()) {
+            Some(near) => format!("did you mean `{near}`?"),
+            None => format!(
+                "known types: {} (a `not-` prefix negates any of them; third-party types come from `plugins:`)",
+                registry.type_names().collect::<Vec<_>>().join(", ")
+            ),
+        }
+    };
+    Diagnostic::error(
+        &assertion.loc.file,
+        format!(
+            "{owner} `{}`: unknown assertion type `{}`",
+            assertion.name, assertion.kind
+        ),
+    )
+    .at(assertion.loc.pos)
+    .key(assertion.loc.key.key("type"))
+    .hint(hint)
+}

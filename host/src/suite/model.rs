@@ -1,0 +1,161 @@
+//! The suite as evalhost runs it: tests with their merged assertion lists,
+//! resolved from the raw YAML by [`super::load`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::source_map::{KeyPath, Pos};
+
+/// Where something was written: file, position, key path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loc {
+    /// The file.
+    pub file: Arc<PathBuf>,
+    /// Line and column, when known.
+    pub pos: Option<Pos>,
+    /// The key path in the file.
+    pub key: KeyPath,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: String,
+    /// The content as text (blocks flattened, objects as pretty JSON).
+    pub content: String,
+    /// The content as written, when it was not a plain string.
+    pub content_json: Option<Value>,
+}
+
+impl Message {
+    /// A message with plain text content.
+    pub fn text(role: &str, content: impl Into<String>) -> Self {
+        Self {
+            role: role.to_owned(),
+            content: content.into(),
+            content_json: None,
+        }
+    }
+}
+
+/// Per-assertion overrides of the plugin call limits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LimitOverrides {
+    /// Deadline of one grade call, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Memory cap of one grade call, in MiB.
+    pub memory_mb: Option<u64>,
+}
+
+impl LimitOverrides {
+    /// `self` where set, else `fallback`.
+    pub fn or(self, fallback: Self) -> Self {
+        Self {
+            timeout_ms: self.timeout_ms.or(fallback.timeout_ms),
+            memory_mb: self.memory_mb.or(fallback.memory_mb),
+        }
+    }
+}
+
+/// A `required` gate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Required {
+    /// Not a gate.
+    No,
+    /// Gate at `min_score`, else the test's threshold.
+    Yes,
+    /// Gate at this score (AgentV's deprecated `required: 0.7`).
+    AtLeast(f64),
+}
+
+/// One assertion of a test, ready to dispatch to its plugin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assertion {
+    /// Display name (given, or generated as AgentV does).
+    pub name: String,
+    /// Type name, kebab-case, without a `not-` prefix.
+    pub kind: String,
+    /// True for `not-<type>` or `negate: true`.
+    pub negate: bool,
+    /// Weight in the test score.
+    pub weight: f64,
+    /// Gate.
+    pub required: Required,
+    /// Gate score for `required`.
+    pub min_score: Option<f64>,
+    /// Plugin call limits for this assertion.
+    pub limits: LimitOverrides,
+    /// Config passed to the plugin (every non-host key).
+    pub config: Map<String, Value>,
+    /// The config as JSON text, computed once.
+    pub config_json: Arc<str>,
+    /// Where the assertion was written.
+    pub loc: Loc,
+    /// Where its `value` key was written, when it has one.
+    pub value_pos: Option<Pos>,
+    /// True when it comes from the suite-level `assertions`.
+    pub from_suite: bool,
+}
+
+/// One test case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestCase {
+    /// Unique id within the suite.
+    pub id: String,
+    /// Input messages (suite input first).
+    pub input: Vec<Message>,
+    /// Expected output messages.
+    pub expected: Vec<Message>,
+    /// `criteria`.
+    pub criteria: Option<String>,
+    /// Metadata (suite metadata merged).
+    pub metadata: Map<String, Value>,
+    /// Assertions: the test's own first, then the suite's.
+    pub assertions: Vec<Assertion>,
+    /// Per-test pass threshold.
+    pub threshold: Option<f64>,
+    /// Where the test was written.
+    pub loc: Loc,
+}
+
+impl TestCase {
+    /// The expected output as text: the content of the last expected message.
+    pub fn expected_text(&self) -> Option<&str> {
+        self.expected.last().map(|m| m.content.as_str())
+    }
+}
+
+/// A loaded, validated suite.
+#[derive(Debug, Clone)]
+pub struct Suite {
+    /// The eval file.
+    pub file: Arc<PathBuf>,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Suite name (`name`, else from the file name).
+    pub name: String,
+    /// Tests in order.
+    pub tests: Vec<TestCase>,
+    /// Default target (`execution.target`, else top-level `target`).
+    pub target: Option<String>,
+    /// Suite pass threshold (`execution.threshold`).
+    pub threshold: Option<f64>,
+    /// Suite-wide plugin limits (`execution.limits`).
+    pub limits: LimitOverrides,
+    /// Third-party plugins named in `plugins:`.
+    pub plugins: Vec<PluginRef>,
+}
+
+/// A third-party plugin named by the suite.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginRef {
+    /// Path to the `.wasm`, resolved against the suite's directory.
+    pub path: PathBuf,
+    /// Expected sha256, hex, when pinned.
+    pub sha256: Option<String>,
+    /// Where it was written.
+    pub loc: Loc,
+}

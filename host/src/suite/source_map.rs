@@ -1,0 +1,253 @@
+//! Where each key of a YAML document is: a map from key paths
+//! (`tests[2].assertions[0].value`) to line and column, built from the
+//! parser's events, so that every diagnostic can name its line.
+//!
+//! Values are read with `yaml_serde`; positions with `saphyr-parser`. When the
+//! two disagree (a document the position parser cannot read), diagnostics
+//! fall back to the nearest known ancestor, or to the file alone.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use saphyr_parser::{Event, Parser};
+
+/// One step of a key path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Seg {
+    /// A mapping key.
+    Key(String),
+    /// A sequence index.
+    Index(usize),
+}
+
+/// A key path inside a document.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct KeyPath(pub Vec<Seg>);
+
+impl KeyPath {
+    /// The path with one more key.
+    #[must_use]
+    pub fn key(&self, key: &str) -> Self {
+        let mut segs = self.0.clone();
+        segs.push(Seg::Key(key.to_owned()));
+        Self(segs)
+    }
+
+    /// The path with one more index.
+    #[must_use]
+    pub fn index(&self, index: usize) -> Self {
+        let mut segs = self.0.clone();
+        segs.push(Seg::Index(index));
+        Self(segs)
+    }
+
+    /// True for the document root.
+    pub fn is_root(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn parent(&self) -> Option<Self> {
+        let mut segs = self.0.clone();
+        segs.pop()?;
+        Some(Self(segs))
+    }
+}
+
+impl fmt::Display for KeyPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("(top level)");
+        }
+        for (i, seg) in self.0.iter().enumerate() {
+            match seg {
+                Seg::Key(k) if i == 0 => f.write_str(k)?,
+                Seg::Key(k) => write!(f, ".{k}")?,
+                Seg::Index(n) => write!(f, "[{n}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Line (1-based) and column (1-based) of a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pos {
+    /// Line, 1-based.
+    pub line: usize,
+    /// Column, 1-based.
+    pub col: usize,
+}
+
+/// Positions of the keys and items of one document.
+#[derive(Debug, Default, Clone)]
+pub struct SourceMap {
+    positions: HashMap<KeyPath, Pos>,
+}
+
+enum Frame {
+    Map {
+        path: KeyPath,
+        key: Option<String>,
+    },
+    Seq {
+        path: KeyPath,
+        next: usize,
+    },
+    /// A complex key (a mapping or sequence used as a key): skipped.
+    Skip {
+        depth: usize,
+    },
+}
+
+impl SourceMap {
+    /// Indexes `text`. Never fails: what cannot be parsed is not indexed.
+    pub fn build(text: &str) -> Self {
+        let mut map = Self::default();
+        let mut stack: Vec<Frame> = Vec::new();
+        for item in Parser::new_from_str(text) {
+            let Ok((event, span)) = item else { break };
+            let pos = Pos {
+                line: span.start.line(),
+                col: span.start.col() + 1,
+            };
+            let opens = matches!(event, Event::MappingStart(..) | Event::SequenceStart(..));
+            match event {
+                Event::DocumentEnd => break,
+                Event::MappingEnd | Event::SequenceEnd => {
+                    match stack.last_mut() {
+                        Some(Frame::Skip { depth }) if *depth > 1 => *depth -= 1,
+                        _ => {
+                            stack.pop();
+                        }
+                    }
+                    continue;
+                }
+                Event::Scalar(..)
+                | Event::Alias(_)
+                | Event::MappingStart(..)
+                | Event::SequenceStart(..) => {}
+                _ => continue,
+            }
+            // A node: a key, a value, or an item.
+            let value_path = match stack.last_mut() {
+                None => Some(KeyPath::default()),
+                Some(Frame::Skip { depth }) => {
+                    if opens {
+                        *depth += 1;
+                    }
+                    continue;
+                }
+                Some(Frame::Map { path, key }) => match key.take() {
+                    None => {
+                        if let Event::Scalar(text, ..) = &event {
+                            let key_path = path.key(text);
+                            map.positions.entry(key_path).or_insert(pos);
+                            *key = Some(text.to_string());
+                        } else if opens {
+                            stack.push(Frame::Skip { depth: 1 });
+                        }
+                        None
+                    }
+                    Some(k) => Some(path.key(&k)),
+                },
+                Some(Frame::Seq { path, next }) => {
+                    let item = path.index(*next);
+                    *next += 1;
+                    map.positions.entry(item.clone()).or_insert(pos);
+                    Some(item)
+                }
+            };
+            let Some(value_path) = value_path else {
+                continue;
+            };
+            if value_path.is_root() {
+                map.positions.entry(value_path.clone()).or_insert(pos);
+            }
+            match event {
+                Event::MappingStart(..) => stack.push(Frame::Map {
+                    path: value_path,
+                    key: None,
+                }),
+                Event::SequenceStart(..) => stack.push(Frame::Seq {
+                    path: value_path,
+                    next: 0,
+                }),
+                _ => {}
+            }
+        }
+        map
+    }
+
+    /// The position of `path`, or of its nearest ancestor that is known.
+    pub fn locate(&self, path: &KeyPath) -> Option<Pos> {
+        let mut current = Some(path.clone());
+        while let Some(p) = current {
+            if let Some(pos) = self.positions.get(&p) {
+                return Some(*pos);
+            }
+            current = p.parent();
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(segs: &[&str]) -> KeyPath {
+        KeyPath(
+            segs.iter()
+                .map(|s| {
+                    s.parse::<usize>()
+                        .map_or_else(|_| Seg::Key((*s).to_owned()), Seg::Index)
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn finds_keys_and_items() {
+        let text = "name: demo\ntests:\n  - id: a\n    assertions:\n      - type: regex\n        value: \"([a-z\"\n  - id: b\n";
+        let map = SourceMap::build(text);
+        assert_eq!(map.locate(&path(&["name"])), Some(Pos { line: 1, col: 1 }));
+        assert_eq!(
+            map.locate(&path(&["tests", "0"])),
+            Some(Pos { line: 3, col: 5 })
+        );
+        assert_eq!(
+            map.locate(&path(&["tests", "0", "assertions", "0", "value"])),
+            Some(Pos { line: 6, col: 9 })
+        );
+        assert_eq!(
+            map.locate(&path(&["tests", "1", "id"])),
+            Some(Pos { line: 7, col: 5 })
+        );
+        // Unknown paths fall back to the nearest ancestor.
+        assert_eq!(
+            map.locate(&path(&["tests", "1", "nope"])),
+            Some(Pos { line: 7, col: 5 })
+        );
+        assert_eq!(
+            path(&["tests", "0", "assertions", "1"]).to_string(),
+            "tests[0].assertions[1]"
+        );
+    }
+
+    #[test]
+    fn flow_style_and_complex_keys() {
+        let text = "a: {b: [1, {c: 2}]}\n? [x, y]\n: z\nd: 4\n";
+        let map = SourceMap::build(text);
+        assert_eq!(
+            map.locate(&path(&["a", "b", "1", "c"])),
+            Some(Pos { line: 1, col: 13 })
+        );
+        assert_eq!(map.locate(&path(&["d"])), Some(Pos { line: 4, col: 1 }));
+    }
+
+    #[test]
+    fn broken_yaml_indexes_what_it_can() {
+        let map = SourceMap::build("a: 1\nb: [\n");
+        assert_eq!(map.locate(&path(&["a"])), Some(Pos { line: 1, col: 1 }));
+    }
+}

@@ -1,0 +1,18 @@
+//! evalhost's integration tests: one binary, a module per feature. Each test
+//! runs the real `evalhost` binary on suites it writes to a temporary
+//! directory, with the built-in plugins compiled to WebAssembly.
+
+// The README's quickstart runs end to end and writes results.jsonl.
+mod quickstart;
+// Every built-in grader, through the real wasm path.
+mod builtin_graders;
+// Bad configs are rejected at load time with file, line, test and assertion.
+mod config_errors;
+// Hostile plugins fail their assertion with a typed class; the run goes on.
+mod sandbox;
+// A second run loads compiled plugins from the cache.
+mod compile_cache;
+// Exit codes and scoring.
+mod scoring;
+
+mod support;

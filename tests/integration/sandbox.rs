@@ -1,0 +1,221 @@
+//! The sandbox: a plugin that traps, loops, allocates without bound, returns
+//! garbage or reaches for files, the environment, the network, the clock or
+//! capabilities it was not granted fails only its own assertion, with a
+//! typed `failure_class`, and the run goes on to the next case.
+
+use crate::support::{Project, hostile, score};
+
+fn hostile_suite(tests: &[(&str, &str)]) -> String {
+    let mut suite = format!("plugins:\n  - path: {}\ntests:\n", hostile().display());
+    for (id, assertion) in tests {
+        suite.push_str(&format!(
+            "  - id: {id}\n    input: q\n    assertions:\n      - {assertion}\n"
+        ));
+    }
+    suite
+}
+
+/// Runs hostile assertions one worker at a time, each followed by a healthy
+/// test, and returns the project.
+fn run_hostile(tests: &[(&str, &str)]) -> Project {
+    let project = Project::with_mock("healthy output");
+    let mut all = Vec::new();
+    for (i, t) in tests.iter().enumerate() {
+        all.push(*t);
+        all.push(match i % 2 {
+            0 => ("healthy-a", "{type: contains, value: healthy}"),
+            _ => ("healthy-b", "{type: echo}"),
+        });
+    }
+    // Ids must be unique: suffix the healthy ones.
+    let mut numbered: Vec<(String, &str)> = Vec::new();
+    for (i, (id, a)) in all.iter().enumerate() {
+        let id = if id.starts_with("healthy") {
+            format!("{id}-{i}")
+        } else {
+            (*id).to_owned()
+        };
+        numbered.push((id, a));
+    }
+    let refs: Vec<(&str, &str)> = numbered.iter().map(|(i, a)| (i.as_str(), *a)).collect();
+    project.write("EVAL.yaml", &hostile_suite(&refs));
+    let run = project.run(&["-j", "1"]);
+    assert!(
+        run.code == 1 || run.code == 0,
+        "exit {}: {}",
+        run.code,
+        run.stderr
+    );
+    // Every test has a row: the run finished.
+    assert_eq!(project.rows().len(), refs.len(), "{}", run.stderr);
+    for (id, _) in &refs {
+        if id.starts_with("healthy") {
+            assert_eq!(
+                project.row(id)["execution_status"],
+                "ok",
+                "{id} after a hostile case"
+            );
+        }
+    }
+    project
+}
+
+fn class_of(project: &Project, id: &str) -> (String, String) {
+    let row = project.row(id);
+    let s = &row["scores"][0];
+    (
+        s["failure_class"].as_str().unwrap_or("none").to_owned(),
+        s["error"].as_str().unwrap_or("").to_owned(),
+    )
+}
+
+#[test]
+fn runaway_plugins_are_stopped_with_their_class() {
+    let project = run_hostile(&[
+        ("loop", "{type: loop-forever, limits: {timeout_ms: 300}}"),
+        (
+            "alloc",
+            "{type: allocate-unbounded, limits: {memory_mb: 32}}",
+        ),
+        ("stack", "{type: stack-overflow}"),
+        ("panic", "{type: panic}"),
+        ("exit", "{type: exit}"),
+    ]);
+    let (class, error) = class_of(&project, "loop");
+    assert_eq!(class, "plugin_timeout");
+    assert!(error.contains("deadline of 300 ms"), "{error}");
+    let (class, error) = class_of(&project, "alloc");
+    assert_eq!(class, "plugin_memory", "{error}");
+    assert!(error.contains("memory cap of 32 MiB"), "{error}");
+    assert_eq!(class_of(&project, "stack").0, "plugin_trap");
+    let (class, error) = class_of(&project, "panic");
+    assert_eq!(class, "plugin_trap");
+    assert!(
+        error.contains("hostile plugin panicked on purpose"),
+        "{error}"
+    );
+    assert_eq!(
+        class_of(&project, "exit"),
+        ("plugin_trap".into(), "plugin called exit(3)".into())
+    );
+    // Infrastructure failures make the test an execution error, never a pass.
+    let row = project.row("loop");
+    assert_eq!(row["execution_status"], "execution_error");
+    assert_eq!(row["failure_class"], "plugin_timeout");
+}
+
+#[test]
+fn bad_output_is_refused() {
+    let project = run_hostile(&[
+        ("nan", "{type: score}"),
+        ("seven", "{type: score, score: 7}"),
+        ("negative", "{type: score, score: -1}"),
+        ("million-checks", "{type: many-checks}"),
+        ("huge-text", "{type: huge-result, mb: 8}"),
+        ("error", "{type: return-error}"),
+    ]);
+    for id in ["nan", "seven", "negative", "million-checks", "huge-text"] {
+        assert_eq!(class_of(&project, id).0, "plugin_bad_output", "{id}");
+    }
+    assert!(
+        class_of(&project, "seven")
+            .1
+            .contains("score 7, outside [0, 1]")
+    );
+    // A plugin's own error is an assertion failure with its reason.
+    let (class, error) = class_of(&project, "error");
+    assert_eq!(
+        (class.as_str(), error.as_str()),
+        ("plugin_error", "the grader refused: on purpose")
+    );
+    assert_eq!(project.row("error")["execution_status"], "quality_failure");
+}
+
+#[test]
+fn a_negated_crash_is_still_a_failure() {
+    let project = run_hostile(&[("not-panic", "{type: not-panic}")]);
+    let row = project.row("not-panic");
+    assert_eq!(row["scores"][0]["score"], 0.0);
+    assert_eq!(row["scores"][0]["verdict"], "fail");
+    assert_eq!(row["execution_status"], "execution_error");
+}
+
+#[test]
+fn no_files_no_env_no_network_no_clock_no_ungranted_capabilities() {
+    let project = Project::with_mock("healthy output");
+    let secret_file = project.write("secret.txt", "TOP SECRET");
+    let suite = hostile_suite(&[
+        ("passwd", "{type: read-file, path: /etc/passwd}"),
+        (
+            "suite-file",
+            &format!("{{type: read-file, path: '{}'}}", secret_file.display()),
+        ),
+        ("relative-file", "{type: read-file, path: EVAL.yaml}"),
+        ("env", "{type: read-env}"),
+        ("socket", "{type: open-socket}"),
+        ("clock", "{type: read-clock}"),
+        ("llm", "{type: call-llm}"),
+        ("llm-declared", "{type: wants-llm}"),
+        ("exec", "{type: call-exec}"),
+    ]);
+    project.write("EVAL.yaml", &suite);
+    let run = crate::support::evalhost()
+        .current_dir(project.path())
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .env("OPENAI_API_KEY", "sk-test-must-not-leak")
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    for id in ["passwd", "suite-file", "relative-file"] {
+        let (class, error) = class_of(&project, id);
+        assert_eq!(class, "plugin_error", "{id}");
+        assert!(error.starts_with("could not read"), "{id}: {error}");
+    }
+    // The environment and arguments are empty: the plugin passes its own check.
+    let env = project.row("env");
+    assert_eq!(score(&env, "read-env")["score"], 1.0, "{env}");
+    let results = std::fs::read_to_string(project.path().join("out/results.jsonl")).unwrap();
+    assert!(!results.contains("sk-test-must-not-leak"));
+    assert!(!results.contains("TOP SECRET"));
+    let (class, error) = class_of(&project, "socket");
+    assert_eq!(class, "plugin_error");
+    assert!(error.starts_with("socket refused"), "{error}");
+    // The clock is frozen: the plugin sees epoch 0 and no time passing.
+    let clock = project.row("clock");
+    assert_eq!(
+        clock["scores"][0]["assertions"][0]["text"],
+        "wall=0 elapsed_ns=0"
+    );
+    for id in ["llm", "llm-declared"] {
+        let (_, error) = class_of(&project, id);
+        assert!(
+            error.contains("was not granted the `llm` capability"),
+            "{id}: {error}"
+        );
+    }
+    let (_, error) = class_of(&project, "exec");
+    assert!(
+        error.contains("was not granted the `exec` capability"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_pinned_digest_must_match() {
+    let project = Project::with_mock("x");
+    project.write(
+        "EVAL.yaml",
+        &format!(
+            "plugins:\n  - path: {}\n    sha256: {}\ntests:\n  - id: a\n    input: q\n    assertions: [{{type: echo}}]\n",
+            hostile().display(),
+            "0".repeat(64)
+        ),
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("but the suite pins 0000"),
+        "{}",
+        run.stderr
+    );
+}

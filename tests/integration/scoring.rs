@@ -1,0 +1,71 @@
+//! Test scores, verdicts and exit codes.
+
+use crate::support::Project;
+
+#[test]
+fn weighted_mean_threshold_and_exit_code_1() {
+    // Weights 3/1/1 with scores 1/1/0 give 0.8: passes at the default 0.8.
+    let project = Project::with_mock("alpha beta");
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: exactly-080\n    input: q\n    assertions:\n      - {type: contains, value: alpha, weight: 3}\n      - {type: contains, value: beta}\n      - {type: contains, value: gamma}\n  - id: below\n    input: q\n    assertions:\n      - {type: contains, value: alpha}\n      - {type: contains, value: gamma}\n",
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let ok = project.row("exactly-080");
+    assert_eq!((ok["score"].as_f64().unwrap() * 100.0).round(), 80.0);
+    assert_eq!(ok["execution_status"], "ok");
+    let below = project.row("below");
+    assert_eq!(below["score"], 0.5);
+    assert_eq!(below["execution_status"], "quality_failure");
+    assert_eq!(below["failure_class"], "assertion");
+    assert!(
+        run.stderr.contains("RESULT: FAIL  1/2 passed"),
+        "{}",
+        run.stderr
+    );
+    // --threshold 0.5 lets the second pass too.
+    let run = project.run(&["--threshold", "0.5", "-o", "out2"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+#[test]
+fn a_failed_required_gate_zeroes_the_test() {
+    // 3 of 4 pass (0.75 ≥ threshold 0.7), but the failed one is required.
+    let project = Project::with_mock("a b c");
+    project.write(
+        "EVAL.yaml",
+        "execution:\n  threshold: 0.7\ntests:\n  - id: gated\n    input: q\n    assertions:\n      - {type: contains, value: a}\n      - {type: contains, value: b}\n      - {type: contains, value: c}\n      - {type: contains, value: d, required: true}\n",
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(project.row("gated")["score"], 0.0);
+}
+
+#[test]
+fn missing_target_and_bad_flags_are_usage_errors() {
+    let project = Project::with_mock("x");
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: a\n    input: q\n    assertions: [{type: is-json}]\n",
+    );
+    let run = project.run(&["--target", "nope"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("target `nope` is not in"),
+        "{}",
+        run.stderr
+    );
+    let run = project.run(&["--threshold", "2"]);
+    assert_eq!(run.code, 2);
+    let run = crate::support::run_in(project.path(), &["run"]);
+    assert_eq!(run.code, 2);
+    let run = crate::support::run_in(project.path(), &["run", "missing.yaml"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains("missing.yaml: error: cannot read the eval file"),
+        "{}",
+        run.stderr
+    );
+}
