@@ -25,7 +25,10 @@ fn weighted_mean_threshold_and_exit_code_1() {
         run.stderr
     );
     // --threshold 0.5 lets the second pass too.
-    let run = project.run(&["--threshold", "0.5", "-o", "out2"]);
+    let run = crate::support::run_in(
+        project.path(),
+        &["run", "EVAL.yaml", "-o", "out2", "--threshold", "0.5"],
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
 }
 

@@ -84,10 +84,17 @@ pub struct SourceMap {
     positions: HashMap<KeyPath, Pos>,
 }
 
+/// What a mapping expects next.
+enum Next {
+    Key,
+    /// The value of this key (`None`: of a complex key, not indexed).
+    Value(Option<String>),
+}
+
 enum Frame {
     Map {
         path: KeyPath,
-        key: Option<String>,
+        next: Next,
     },
     Seq {
         path: KeyPath,
@@ -137,18 +144,27 @@ impl SourceMap {
                     }
                     continue;
                 }
-                Some(Frame::Map { path, key }) => match key.take() {
-                    None => {
+                Some(Frame::Map { path, next }) => match std::mem::replace(next, Next::Key) {
+                    Next::Key => {
                         if let Event::Scalar(text, ..) = &event {
                             let key_path = path.key(text);
                             map.positions.entry(key_path).or_insert(pos);
-                            *key = Some(text.to_string());
-                        } else if opens {
+                            *next = Next::Value(Some(text.to_string()));
+                        } else {
+                            *next = Next::Value(None);
+                            if opens {
+                                stack.push(Frame::Skip { depth: 1 });
+                            }
+                        }
+                        None
+                    }
+                    Next::Value(Some(k)) => Some(path.key(&k)),
+                    Next::Value(None) => {
+                        if opens {
                             stack.push(Frame::Skip { depth: 1 });
                         }
                         None
                     }
-                    Some(k) => Some(path.key(&k)),
                 },
                 Some(Frame::Seq { path, next }) => {
                     let item = path.index(*next);
@@ -166,7 +182,7 @@ impl SourceMap {
             match event {
                 Event::MappingStart(..) => stack.push(Frame::Map {
                     path: value_path,
-                    key: None,
+                    next: Next::Key,
                 }),
                 Event::SequenceStart(..) => stack.push(Frame::Seq {
                     path: value_path,
