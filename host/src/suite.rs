@@ -3,8 +3,11 @@
 //! plugins ([`check`]).
 
 pub mod check;
+pub mod env;
+pub mod fields;
 pub mod load;
 pub mod model;
+pub mod roots;
 pub mod source_map;
 
 pub use check::check_assertions;

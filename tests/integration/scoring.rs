@@ -67,7 +67,7 @@ fn missing_target_and_bad_flags_are_usage_errors() {
     assert_eq!(run.code, 2);
     assert!(
         run.stderr
-            .contains("missing.yaml: error: cannot read the eval file"),
+            .contains("missing.yaml: error: cannot read missing.yaml: No such file"),
         "{}",
         run.stderr
     );

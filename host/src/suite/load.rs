@@ -1,124 +1,68 @@
-//! Reading an AgentV-style `EVAL.yaml` into a [`Suite`], collecting every
-//! problem as a [`Diagnostic`] with file, line and key rather than stopping
-//! at the first, and refusing what AgentV silently drops.
+//! Reading an AgentV-style eval file into a [`Suite`]: every `tests:` form
+//! (inline, `file://` entries and globs, a YAML or JSONL file of cases, a
+//! directory of `<id>/case.yaml`), standalone JSONL suites with their
+//! sidecar, `${{ ENV }}` and `{{ var }}` interpolation, `include:` templates,
+//! and the merging of suite-level input, files, assertions and metadata.
+//!
+//! Every problem becomes a [`Diagnostic`] with file, line and key; loading
+//! goes on to report them all. What AgentV silently drops or reinterprets is
+//! an error or a warning here.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::env::Env;
+use super::fields::{self, Field, Status};
 use super::model::{Assertion, LimitOverrides, Loc, Message, PluginRef, Required, Suite, TestCase};
-use super::source_map::{KeyPath, SourceMap};
+use super::roots::{PathError, Roots};
+use super::source_map::{KeyPath, Pos, SourceMap};
 use crate::diag::{Diagnostic, Diagnostics, nearest};
 
-/// Top-level keys AgentV 4.42 knows, plus evalhost's `plugins`.
-pub const SUITE_KEYS: &[&str] = &[
-    "$schema",
-    "name",
-    "description",
-    "category",
-    "version",
-    "author",
-    "tags",
-    "license",
-    "requires",
-    "input",
-    "input_files",
-    "tests",
-    "eval_cases",
-    "target",
-    "execution",
-    "assertions",
-    "assert",
-    "evaluators",
-    "preprocessors",
-    "workspace",
-    "metadata",
-    "governance",
-    "plugins",
-];
+/// Largest suite, case or template file read (a bigger one is refused).
+pub const MAX_FILE_BYTES: u64 = 32 << 20;
+/// Largest file attached to an input (`type: file`, `input_files`).
+pub const MAX_INPUT_FILE_BYTES: u64 = 16 << 20;
+/// Deepest nesting of `include:` templates (AgentV's limit).
+pub const MAX_INCLUDE_DEPTH: usize = 3;
 
-/// Keys of a test case.
-pub const TEST_KEYS: &[&str] = &[
-    "id",
-    "input",
-    "criteria",
-    "expected_output",
-    "expected_outcome",
-    "assertions",
-    "assert",
-    "rubrics",
-    "input_files",
-    "vars",
-    "execution",
-    "workspace",
-    "metadata",
-    "conversation_id",
-    "evaluator",
-    "evaluators",
-    "depends_on",
-    "on_dependency_failure",
-    "mode",
-    "turns",
-    "aggregation",
-    "on_turn_failure",
-    "window_size",
-    "suite",
-    "tags",
-    "timeout_ms",
-    "expected_fail",
-];
-
-/// Keys of `execution` (suite or test).
-pub const EXECUTION_KEYS: &[&str] = &[
-    "target",
-    "targets",
-    "workers",
-    "threshold",
-    "trials",
-    "budget_usd",
-    "fail_on_error",
-    "cache",
-    "cache_path",
-    "skip_defaults",
-    "assertions",
-    "assert",
-    "evaluators",
-    "limits",
-];
-
-/// Keys of an assertion that the host interprets; all others are the
-/// plugin's config.
-pub const HOST_ASSERTION_KEYS: &[&str] = &[
-    "type",
-    "name",
-    "weight",
-    "required",
-    "min_score",
-    "negate",
-    "limits",
-];
+/// Keys of an assertion the host reads (the rest is plugin config).
+pub fn host_assertion_keys() -> impl Iterator<Item = &'static str> + Clone {
+    fields::names(fields::ASSERTION_HOST)
+}
 
 /// Reads and checks the eval file at `path`. Returns the suite when there
 /// are no errors, and every diagnostic either way.
 pub fn load(path: &Path) -> (Option<Suite>, Diagnostics) {
-    let mut diags = Diagnostics::default();
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(err) => {
-            diags.push(
-                Diagnostic::error(path, format!("cannot read the eval file: {err}"))
-                    .hint("pass the path of an EVAL.yaml (or any .yaml suite file)"),
+    let roots = Roots::for_eval(path);
+    let env = Env::load(&roots.eval_dir, &roots.project_root, &roots.cwd);
+    load_with(path, roots, env)
+}
+
+/// [`load`] with explicit roots and environment.
+pub fn load_with(path: &Path, roots: Roots, env: Env) -> (Option<Suite>, Diagnostics) {
+    let mut loader = Loader {
+        diags: Diagnostics::default(),
+        env,
+        roots,
+        eval_display: Arc::new(path.to_path_buf()),
+    };
+    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    let suite = match extension.as_str() {
+        "yaml" | "yml" => loader.yaml_suite(path),
+        "jsonl" => loader.jsonl_suite(path),
+        other => {
+            loader.diags.push(
+                Diagnostic::error(path, format!("unsupported eval file format `.{other}`"))
+                    .hint("an eval file is a .yaml/.yml suite or a .jsonl file of cases"),
             );
-            return (None, diags);
+            None
         }
     };
-    let suite = parse(path, &text, &mut diags);
-    if diags.has_errors() {
-        (None, diags)
-    } else {
-        (suite, diags)
-    }
+    let diags = loader.diags;
+    if diags.has_errors() { (None, diags) } else { (suite, diags) }
 }
 
 /// Parses YAML text into JSON values, applying merge keys (`<<: *anchor`).
@@ -128,214 +72,281 @@ pub fn parse_yaml(text: &str) -> Result<Value, yaml_serde::Error> {
     yaml_serde::from_value(value)
 }
 
-fn parse(path: &Path, text: &str, diags: &mut Diagnostics) -> Option<Suite> {
-    let root = match parse_yaml(text) {
-        Ok(value) => value,
-        Err(err) => {
-            let pos = err.location().map(|l| super::source_map::Pos {
-                line: l.line(),
-                col: l.column(),
-            });
-            diags.push(
-                Diagnostic::error(path, format!("invalid YAML: {err}"))
-                    .at(pos)
-                    .hint("check the indentation and quoting around this line"),
-            );
-            return None;
-        }
-    };
-    let mut reader = Reader {
-        file: Arc::new(path.to_path_buf()),
-        map: SourceMap::build(text),
-        diags,
-    };
-    reader.suite(root)
-}
-
-struct Reader<'a> {
-    file: Arc<PathBuf>,
+/// One file of the suite: its path as shown, its directory, its positions.
+#[derive(Debug)]
+struct Doc {
+    display: Arc<PathBuf>,
+    dir: PathBuf,
     map: SourceMap,
-    diags: &'a mut Diagnostics,
 }
 
-impl Reader<'_> {
+impl Doc {
     fn loc(&self, key: &KeyPath) -> Loc {
         Loc {
-            file: self.file.clone(),
+            file: self.display.clone(),
             pos: self.map.locate(key),
             key: key.clone(),
         }
     }
+}
 
-    fn error(&mut self, key: &KeyPath, message: impl Into<String>) -> &mut Diagnostic {
-        let d = Diagnostic::error(&self.file, message)
-            .at(self.map.locate(key))
-            .key(key.clone());
-        self.diags.push(d);
+/// A test case before merging: where it came from and its raw mapping.
+struct RawCase {
+    map: Map<String, Value>,
+    doc: Arc<Doc>,
+    at: KeyPath,
+    /// The case directory's name, for a discovered case.
+    dir_id: Option<String>,
+    /// The case directory's `workspace/`, for a discovered case.
+    workspace_dir: Option<PathBuf>,
+}
+
+/// What the suite level contributes to every test.
+#[derive(Default)]
+struct Defaults {
+    assertions: Vec<Assertion>,
+    input: Option<(Value, Arc<Doc>, KeyPath)>,
+    input_files: Option<(Value, Arc<Doc>, KeyPath)>,
+    metadata: Map<String, Value>,
+    workspace: Option<Value>,
+}
+
+struct Loader {
+    diags: Diagnostics,
+    env: Env,
+    roots: Roots,
+    eval_display: Arc<PathBuf>,
+}
+
+impl Loader {
+    fn push(&mut self, doc: &Doc, key: &KeyPath, severity_error: bool, message: String) -> &mut Diagnostic {
+        let d = if severity_error {
+            Diagnostic::error(&doc.display, message)
+        } else {
+            Diagnostic::warning(&doc.display, message)
+        };
+        self.diags.push(d.at(doc.map.locate(key)).key(key.clone()));
         self.diags.0.last_mut().expect("just pushed")
     }
 
-    fn warning(&mut self, key: &KeyPath, message: impl Into<String>) -> &mut Diagnostic {
-        let d = Diagnostic::warning(&self.file, message)
-            .at(self.map.locate(key))
-            .key(key.clone());
-        self.diags.push(d);
-        self.diags.0.last_mut().expect("just pushed")
+    fn error(&mut self, doc: &Doc, key: &KeyPath, message: impl Into<String>) -> &mut Diagnostic {
+        self.push(doc, key, true, message.into())
     }
 
-    fn unknown_keys(
-        &mut self,
-        object: &Map<String, Value>,
-        known: &[&str],
-        at: &KeyPath,
-        what: &str,
-    ) {
+    fn warning(&mut self, doc: &Doc, key: &KeyPath, message: impl Into<String>) -> &mut Diagnostic {
+        self.push(doc, key, false, message.into())
+    }
+
+    /// How a path is shown: relative to the current directory when inside it.
+    fn display(&self, path: &Path) -> PathBuf {
+        path.strip_prefix(&self.roots.cwd).map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
+    }
+
+    fn check_keys(&mut self, doc: &Doc, object: &Map<String, Value>, table: &[Field], at: &KeyPath, what: &str) {
         for key in object.keys() {
-            if !known.contains(&key.as_str()) {
-                let hint = match nearest(key, known.iter().copied()) {
-                    Some(near) => format!("did you mean `{near}`?"),
-                    None => format!("known keys: {}", known.join(", ")),
-                };
-                self.warning(
-                    &at.key(key),
-                    format!("unknown key `{key}` in {what}; it is ignored"),
-                )
-                .hint = Some(hint);
+            match fields::get(table, key) {
+                None => {
+                    let hint = match nearest(key, fields::names(table)) {
+                        Some(near) => format!("did you mean `{near}`?"),
+                        None => format!("known keys: {}", fields::names(table).collect::<Vec<_>>().join(", ")),
+                    };
+                    self.warning(doc, &at.key(key), format!("unknown key `{key}` in {what}; it is ignored"))
+                        .hint = Some(hint);
+                }
+                Some(Field {
+                    status: Status::Unsupported(why),
+                    ..
+                }) => {
+                    self.warning(doc, &at.key(key), format!("`{key}` is ignored: {why}"));
+                }
+                Some(Field {
+                    status: Status::Deprecated(instead),
+                    ..
+                }) => {
+                    self.warning(doc, &at.key(key), format!("`{key}` is deprecated; use `{instead}`"));
+                }
+                Some(_) => {}
             }
         }
     }
 
-    fn suite(&mut self, root: Value) -> Option<Suite> {
+    /// Reads a YAML file (size-capped), parses it and interpolates `${{ }}`.
+    fn read_yaml(&mut self, path: &Path, from: Option<(&Doc, &KeyPath)>) -> Option<(Value, Arc<Doc>)> {
+        let display = Arc::new(if path == self.eval_display.as_path() {
+            path.to_path_buf()
+        } else {
+            self.display(path)
+        });
+        let text = self.read_text(path, &display, from, MAX_FILE_BYTES)?;
+        let map = SourceMap::build(&text);
+        let doc = Arc::new(Doc {
+            display: display.clone(),
+            dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            map,
+        });
+        let mut value = match parse_yaml(&text) {
+            Ok(v) => v,
+            Err(err) => {
+                let pos = err.location().map(|l| Pos {
+                    line: l.line(),
+                    col: l.column(),
+                });
+                let message = err.to_string();
+                let message = message.split(" at line ").next().unwrap_or(&message).to_owned();
+                self.diags.push(
+                    Diagnostic::error(&display, format!("invalid YAML: {message}"))
+                        .at(pos)
+                        .hint("check the indentation and quoting around this line"),
+                );
+                return None;
+            }
+        };
+        self.interpolate(&mut value, &doc);
+        Some((value, doc))
+    }
+
+    fn read_text(&mut self, path: &Path, display: &Path, from: Option<(&Doc, &KeyPath)>, cap: u64) -> Option<String> {
+        let report = |loader: &mut Self, message: String| match from {
+            Some((doc, key)) => {
+                loader.error(doc, key, message);
+            }
+            None => loader.diags.push(
+                Diagnostic::error(display, message)
+                    .hint("pass the path of an EVAL.yaml (or any .yaml suite, or a .jsonl file of cases)"),
+            ),
+        };
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.len() > cap => {
+                report(
+                    self,
+                    format!(
+                        "{} is {} MiB, more than the {} MiB a suite file may be",
+                        display.display(),
+                        meta.len() >> 20,
+                        cap >> 20
+                    ),
+                );
+                return None;
+            }
+            Ok(_) => {}
+            Err(err) => {
+                report(self, format!("cannot read {}: {err}", display.display()));
+                return None;
+            }
+        }
+        match std::fs::read_to_string(path) {
+            Ok(text) => Some(text),
+            Err(err) => {
+                report(self, format!("cannot read {}: {err}", display.display()));
+                None
+            }
+        }
+    }
+
+    fn interpolate(&mut self, value: &mut Value, doc: &Doc) {
+        let missing = self.env.interpolate(value);
+        for name in missing {
+            self.diags.push(
+                Diagnostic::warning(
+                    &doc.display,
+                    format!("environment variable `{name}` is not set; `${{{{ {name} }}}}` became an empty string"),
+                )
+                .hint("export it, or add it to a .env file next to the eval file"),
+            );
+        }
+    }
+
+    // ----- the suite -------------------------------------------------------
+
+    fn yaml_suite(&mut self, path: &Path) -> Option<Suite> {
+        let (root, doc) = self.read_yaml(path, None)?;
         let top = KeyPath::default();
         let Value::Object(root) = root else {
-            self.error(&top, "the eval file must be a mapping with a `tests` key")
-                .hint =
-                Some("start the file with `tests:` followed by a list of test cases".into());
+            self.error(&doc, &top, "the eval file must be a mapping with a `tests` key")
+                .hint = Some("start the file with `tests:` followed by a list of test cases".into());
             return None;
         };
-        self.unknown_keys(&root, SUITE_KEYS, &top, "the suite");
-        let file = self.file.clone();
-        let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+        self.check_keys(&doc, &root, fields::SUITE, &top, "the suite");
 
-        let name = match root.get("name") {
-            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_owned(),
-            Some(Value::String(_)) | None | Some(Value::Null) => suite_name_from_file(&file),
-            Some(other) => {
-                self.error(
-                    &top.key("name"),
-                    format!("`name` must be a string, got {}", kind(other)),
-                );
-                suite_name_from_file(&file)
-            }
-        };
-
-        let execution = self.object(&root, "execution", &top);
-        if let Some(exec) = &execution {
-            self.unknown_keys(exec, EXECUTION_KEYS, &top.key("execution"), "`execution`");
-        }
+        let name = self.suite_name(&root, &doc, path);
+        let execution = self.object(&doc, &root, "execution", &top);
         let exec_path = top.key("execution");
+        if let Some(exec) = &execution {
+            self.check_keys(&doc, exec, fields::EXECUTION, &exec_path, "`execution`");
+        }
         let target = match execution.as_ref().and_then(|e| e.get("target")) {
-            Some(v) => self.string(v, &exec_path.key("target")),
-            None => root
-                .get("target")
-                .and_then(|v| self.string(v, &top.key("target"))),
+            Some(v) => self.string(&doc, v, &exec_path.key("target")),
+            None => root.get("target").and_then(|v| self.string(&doc, v, &top.key("target"))),
         };
         let threshold = execution
             .as_ref()
             .and_then(|e| e.get("threshold"))
-            .and_then(|v| self.unit_number(v, &exec_path.key("threshold")));
+            .and_then(|v| self.unit_number(&doc, v, &exec_path.key("threshold")));
         let limits = execution
             .as_ref()
             .and_then(|e| e.get("limits"))
-            .map(|v| self.limits(v, &exec_path.key("limits")))
+            .map(|v| self.limits(&doc, v, &exec_path.key("limits")))
             .unwrap_or_default();
 
-        let suite_assertions = match (root.get("assertions"), root.get("assert")) {
-            (Some(list), other) => {
-                if other.is_some() {
-                    self.warning(
-                        &top.key("assert"),
-                        "both `assertions` and `assert` are given; `assert` is ignored",
-                    );
-                }
-                self.assertion_list(list, &top.key("assertions"), true, "the suite")
-            }
-            (None, Some(list)) => {
-                self.warning(
-                    &top.key("assert"),
-                    "`assert` is deprecated; use `assertions`",
-                );
-                self.assertion_list(list, &top.key("assert"), true, "the suite")
-            }
-            (None, None) => Vec::new(),
-        };
-        let suite_input = root
-            .get("input")
-            .map(|v| self.messages(v, &top.key("input"), "user"))
-            .unwrap_or_default();
-        let suite_metadata = self.object(&root, "metadata", &top).unwrap_or_default();
+        let mut defaults = Defaults::default();
+        let suite_list = first_present(
+            &[(&root, "assertions"), (&root, "assert"), (&root, "evaluators")],
+            execution
+                .as_ref()
+                .map(|e| [(e, "assertions"), (e, "assert"), (e, "evaluators")]),
+        );
+        if let Some((key, list, in_execution)) = suite_list {
+            let at = if in_execution { exec_path.key(key) } else { top.key(key) };
+            defaults.assertions = self.assertion_list(&doc, list, &at, true, "the suite", &mut Vec::new());
+        }
+        defaults.input = root.get("input").map(|v| (v.clone(), doc.clone(), top.key("input")));
+        defaults.input_files = root
+            .get("input_files")
+            .map(|v| (v.clone(), doc.clone(), top.key("input_files")));
+        defaults.metadata = self.suite_metadata(&doc, &root, &top);
+        defaults.workspace = root.get("workspace").cloned();
         let plugins = root
             .get("plugins")
-            .map(|v| self.plugins(v, &top.key("plugins"), &dir))
+            .map(|v| self.plugins(&doc, v, &top.key("plugins")))
             .unwrap_or_default();
 
-        let tests_path = top.key("tests");
         let tests_value = match (root.get("tests"), root.get("eval_cases")) {
-            (Some(t), _) => t.clone(),
-            (None, Some(t)) => {
-                self.warning(
-                    &top.key("eval_cases"),
-                    "`eval_cases` is deprecated; use `tests`",
-                );
-                t.clone()
-            }
-            (None, None) => {
-                self.error(&top, "the suite has no `tests`")
-                    .hint = Some("add `tests:` with a list of test cases (each with `id`, `input` and `assertions`)".into());
-                return None;
-            }
+            (Some(t), _) => Some((t, top.key("tests"))),
+            (None, Some(t)) => Some((t, top.key("eval_cases"))),
+            (None, None) => None,
         };
-        let Value::Array(items) = tests_value else {
-            self.error(
-                &tests_path,
-                format!(
-                    "`tests` must be a list of test cases, got {}",
-                    kind(&tests_value)
-                ),
-            )
-            .hint = Some("give the test cases inline as a YAML list".into());
+        let Some((tests_value, tests_path)) = tests_value else {
+            self.error(&doc, &top, "the suite has no `tests`").hint = Some(
+                "add `tests:` with a list of test cases, a cases file (`tests: ./cases.yaml`) or a directory \
+                 of case directories (`tests: ./cases/`)"
+                    .into(),
+            );
             return None;
         };
+        let raw = self.expand_tests(&doc, tests_value, &tests_path);
+        let tests = self.build_tests(raw, &defaults);
+        self.finish(doc, name, tests, target, threshold, limits, plugins, &tests_path)
+    }
 
-        let mut tests: Vec<TestCase> = Vec::new();
-        for (i, item) in items.into_iter().enumerate() {
-            let at = tests_path.index(i);
-            if let Some(test) =
-                self.test(item, &at, &suite_assertions, &suite_input, &suite_metadata)
-            {
-                if let Some(first) = tests.iter().find(|t| t.id == test.id) {
-                    let first_line = first
-                        .loc
-                        .pos
-                        .map_or_else(String::new, |p| format!(" (line {})", p.line));
-                    let message = format!(
-                        "duplicate test id `{}`: already used by `{}`{first_line}",
-                        test.id, first.loc.key
-                    );
-                    self.error(&at.key("id"), message).hint =
-                        Some("every test id must be unique within a suite".into());
-                }
-                tests.push(test);
-            }
-        }
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &mut self,
+        doc: Arc<Doc>,
+        name: String,
+        tests: Vec<TestCase>,
+        target: Option<String>,
+        threshold: Option<f64>,
+        limits: LimitOverrides,
+        plugins: Vec<PluginRef>,
+        tests_path: &KeyPath,
+    ) -> Option<Suite> {
         if tests.is_empty() && !self.diags.has_errors() {
-            self.error(&tests_path, "the suite has no test cases").hint =
-                Some("add at least one test case under `tests:`".into());
+            self.error(&doc, tests_path, "the suite has no test cases").hint =
+                Some("add at least one test case".into());
         }
-
         Some(Suite {
-            file: file.clone(),
-            dir,
+            file: self.eval_display.clone(),
+            dir: self.roots.eval_dir.clone(),
             name,
             tests,
             target,
@@ -345,118 +356,561 @@ impl Reader<'_> {
         })
     }
 
-    fn test(
-        &mut self,
-        item: Value,
-        at: &KeyPath,
-        suite_assertions: &[Assertion],
-        suite_input: &[Message],
-        suite_metadata: &Map<String, Value>,
-    ) -> Option<TestCase> {
-        let Value::Object(test) = item else {
-            self.error(
-                at,
-                format!("a test case must be a mapping, got {}", kind(&item)),
-            );
-            return None;
+    fn suite_name(&mut self, root: &Map<String, Value>, doc: &Doc, path: &Path) -> String {
+        match root.get("name") {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_owned(),
+            Some(Value::String(_) | Value::Null) | None => suite_name_from_file(path),
+            Some(other) => {
+                self.error(doc, &KeyPath::default().key("name"), format!("`name` must be a string, got {}", kind(other)));
+                suite_name_from_file(path)
+            }
+        }
+    }
+
+    /// Suite `metadata` with `governance` copied into `metadata.governance`.
+    fn suite_metadata(&mut self, doc: &Doc, root: &Map<String, Value>, top: &KeyPath) -> Map<String, Value> {
+        let mut metadata = self.object(doc, root, "metadata", top).unwrap_or_default();
+        if let Some(governance) = self.object(doc, root, "governance", top) {
+            metadata.insert("governance".into(), Value::Object(governance));
+        }
+        metadata
+    }
+
+    /// A standalone JSONL suite: one case per line, with an optional sidecar
+    /// `<base>.yaml` (name, description, execution).
+    fn jsonl_suite(&mut self, path: &Path) -> Option<Suite> {
+        let cases = self.read_jsonl(path, None)?;
+        let doc = cases.first().map(|c| c.doc.clone()).unwrap_or_else(|| {
+            Arc::new(Doc {
+                display: self.eval_display.clone(),
+                dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+                map: SourceMap::default(),
+            })
+        });
+        let sidecar = path.with_extension("yaml");
+        let top = KeyPath::default();
+        let mut defaults = Defaults::default();
+        let mut name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "eval".into());
+        let (mut target, mut threshold, mut limits) = (None, None, LimitOverrides::default());
+        if sidecar.is_file()
+            && let Some((Value::Object(side), side_doc)) = self.read_yaml(&sidecar, None)
+        {
+            self.check_keys(&side_doc, &side, fields::SUITE, &top, "the JSONL sidecar");
+            if let Some(Value::String(n)) = side.get("name") {
+                name = n.trim().to_owned();
+            }
+            let exec_path = top.key("execution");
+            if let Some(exec) = self.object(&side_doc, &side, "execution", &top) {
+                self.check_keys(&side_doc, &exec, fields::EXECUTION, &exec_path, "`execution`");
+                target = exec.get("target").and_then(|v| self.string(&side_doc, v, &exec_path.key("target")));
+                threshold = exec
+                    .get("threshold")
+                    .and_then(|v| self.unit_number(&side_doc, v, &exec_path.key("threshold")));
+                limits = exec
+                    .get("limits")
+                    .map(|v| self.limits(&side_doc, v, &exec_path.key("limits")))
+                    .unwrap_or_default();
+                for key in ["assertions", "assert", "evaluators"] {
+                    if let Some(list) = exec.get(key) {
+                        let list = list.clone();
+                        defaults.assertions.extend(self.assertion_list(
+                            &side_doc,
+                            &list,
+                            &exec_path.key(key),
+                            true,
+                            "the suite",
+                            &mut Vec::new(),
+                        ));
+                        break;
+                    }
+                }
+            }
+            if let Some(list) = side.get("assertions") {
+                self.warning(&side_doc, &top.key("assertions"), "AgentV ignores top-level `assertions` in a JSONL sidecar; evalhost applies them")
+                    .hint = Some("move them under `execution.assertions` to behave the same under both".into());
+                let list = list.clone();
+                defaults
+                    .assertions
+                    .extend(self.assertion_list(&side_doc, &list, &top.key("assertions"), true, "the suite", &mut Vec::new()));
+            }
+        }
+        let tests = self.build_tests(cases, &defaults);
+        self.finish(doc, name, tests, target, threshold, limits, Vec::new(), &top)
+    }
+
+    // ----- tests: every form ---------------------------------------------
+
+    fn expand_tests(&mut self, doc: &Arc<Doc>, value: &Value, at: &KeyPath) -> Vec<RawCase> {
+        match value {
+            Value::Array(items) => {
+                let mut cases = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    let item_at = at.index(i);
+                    match item {
+                        Value::Object(map) => cases.push(RawCase {
+                            map: map.clone(),
+                            doc: doc.clone(),
+                            at: item_at,
+                            dir_id: None,
+                            workspace_dir: None,
+                        }),
+                        Value::String(s) if s.starts_with("file://") => {
+                            cases.extend(self.file_reference(doc, &s["file://".len()..], &item_at));
+                        }
+                        Value::String(s) => {
+                            self.error(doc, &item_at, format!("a test entry that is a string must be a file reference, got {s:?}"))
+                                .hint = Some(format!("write `file://{s}` to load cases from that file"));
+                        }
+                        other => {
+                            self.error(doc, &item_at, format!("a test case must be a mapping, got {}", kind(other)));
+                        }
+                    }
+                }
+                cases
+            }
+            Value::String(s) => {
+                let rel = s.strip_prefix("file://").unwrap_or(s);
+                match self.roots.relative(rel, &doc.dir) {
+                    Ok(path) if path.is_dir() => self.discover(doc, &path, at),
+                    Ok(path) => self.case_file(doc, &path, at),
+                    Err(err) => {
+                        self.path_error(doc, at, rel, &err);
+                        Vec::new()
+                    }
+                }
+            }
+            other => {
+                self.error(doc, at, format!("`tests` must be a list of cases, a file or a directory, got {}", kind(other)));
+                Vec::new()
+            }
+        }
+    }
+
+    fn path_error(&mut self, doc: &Doc, at: &KeyPath, value: &str, err: &PathError) {
+        let hint = match err {
+            PathError::Outside { .. } => {
+                "a suite may read only files inside its project root (the nearest directory with `.git`, \
+                 else the eval file's directory)"
+            }
+            PathError::NotFound { .. } => "paths are relative to the file that names them",
         };
-        self.unknown_keys(&test, TEST_KEYS, at, "a test case");
-        let id = match test.get("id") {
-            Some(Value::String(s)) if !s.is_empty() => s.clone(),
-            Some(Value::Number(n)) => {
-                self.error(
-                    &at.key("id"),
-                    format!("test `id` must be a string, got number {n}"),
-                )
-                .hint = Some(format!("quote it: id: \"{n}\""));
+        self.error(doc, at, format!("`{value}`: {err}")).hint = Some(hint.into());
+    }
+
+    /// A `file://` entry inside a tests list: a file, or a glob (sorted).
+    fn file_reference(&mut self, doc: &Arc<Doc>, pattern: &str, at: &KeyPath) -> Vec<RawCase> {
+        if !pattern.contains(['*', '?', '{', '[']) {
+            return match self.roots.relative(pattern, &doc.dir) {
+                Ok(path) => self.case_file(doc, &path, at),
+                Err(err) => {
+                    self.path_error(doc, at, pattern, &err);
+                    Vec::new()
+                }
+            };
+        }
+        let matches = match self.glob(&doc.dir, pattern) {
+            Ok(m) => m,
+            Err(message) => {
+                self.error(doc, at, format!("invalid glob `{pattern}`: {message}"));
+                return Vec::new();
+            }
+        };
+        if matches.is_empty() {
+            self.warning(doc, at, format!("glob `{pattern}` matched no files"));
+        }
+        let mut cases = Vec::new();
+        for path in matches {
+            match self.roots.contain(&path) {
+                Ok(path) => cases.extend(self.case_file(doc, &path, at)),
+                Err(err) => self.path_error(doc, at, &path.display().to_string(), &err),
+            }
+        }
+        cases
+    }
+
+    /// Files under `base` matching `pattern`, sorted.
+    fn glob(&self, base: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
+        let pattern = pattern.trim_start_matches("./");
+        let literal: PathBuf = Path::new(pattern)
+            .components()
+            .take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '{', '[']))
+            .collect();
+        let start = base.join(&literal);
+        let matcher = globset::GlobBuilder::new(&base.join(pattern).to_string_lossy())
+            .literal_separator(true)
+            .build()
+            .map_err(|e| e.to_string())?
+            .compile_matcher();
+        let mut found: Vec<PathBuf> = walkdir::WalkDir::new(&start)
+            .follow_links(false)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file() || e.file_type().is_symlink())
+            .map(walkdir::DirEntry::into_path)
+            .filter(|p| matcher.is_match(p))
+            .collect();
+        found.sort();
+        Ok(found)
+    }
+
+    /// A file of cases: YAML (a list) or JSONL (one per line).
+    fn case_file(&mut self, from: &Arc<Doc>, path: &Path, at: &KeyPath) -> Vec<RawCase> {
+        let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+        match extension.as_str() {
+            "yaml" | "yml" => {
+                if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
+                    self.warning(from, at, format!("cases file {} is empty", self.display(path).display()));
+                    return Vec::new();
+                }
+                let Some((value, doc)) = self.read_yaml(path, Some((from, at))) else {
+                    return Vec::new();
+                };
+                match value {
+                    Value::Array(items) => items
+                        .into_iter()
+                        .enumerate()
+                        .filter_map(|(i, item)| match item {
+                            Value::Object(map) => Some(RawCase {
+                                map,
+                                doc: doc.clone(),
+                                at: KeyPath::default().index(i),
+                                dir_id: None,
+                                workspace_dir: None,
+                            }),
+                            other => {
+                                self.error(&doc, &KeyPath::default().index(i), format!("a test case must be a mapping, got {}", kind(&other)));
+                                None
+                            }
+                        })
+                        .collect(),
+                    Value::Null => {
+                        self.warning(&doc, &KeyPath::default(), "cases file is empty");
+                        Vec::new()
+                    }
+                    other => {
+                        self.error(&doc, &KeyPath::default(), format!("a cases file must be a YAML list of test cases, got {}", kind(&other)))
+                            .hint = Some("write the cases as a list (`- id: ...`), or use `tests: ./dir/` for a directory of case.yaml".into());
+                        Vec::new()
+                    }
+                }
+            }
+            "jsonl" => self.read_jsonl(path, Some((from, at))).unwrap_or_default(),
+            other => {
+                self.error(from, at, format!("unsupported cases file format `.{other}` ({})", self.display(path).display()))
+                    .hint = Some("cases files are .yaml, .yml or .jsonl".into());
+                Vec::new()
+            }
+        }
+    }
+
+    /// One case per non-blank line.
+    fn read_jsonl(&mut self, path: &Path, from: Option<(&Arc<Doc>, &KeyPath)>) -> Option<Vec<RawCase>> {
+        let display = Arc::new(if path == self.eval_display.as_path() {
+            path.to_path_buf()
+        } else {
+            self.display(path)
+        });
+        let text = self.read_text(path, &display, from.map(|(d, k)| (&**d, k)), MAX_FILE_BYTES)?;
+        let mut map = SourceMap::default();
+        let mut lines = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let at = KeyPath::default().index(lines.len());
+            map.insert(at.clone(), Pos { line: n + 1, col: 1 });
+            lines.push((n + 1, at, line));
+        }
+        let doc = Arc::new(Doc {
+            display: display.clone(),
+            dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            map,
+        });
+        if lines.is_empty() {
+            if let Some((from_doc, at)) = from {
+                self.warning(from_doc, at, format!("cases file {} is empty", display.display()));
+            }
+            return Some(Vec::new());
+        }
+        let mut cases = Vec::new();
+        for (line_no, at, line) in lines {
+            match serde_json::from_str::<Value>(line.trim()) {
+                Ok(mut value) => {
+                    self.interpolate(&mut value, &doc);
+                    match value {
+                        Value::Object(m) => cases.push(RawCase {
+                            map: m,
+                            doc: doc.clone(),
+                            at,
+                            dir_id: None,
+                            workspace_dir: None,
+                        }),
+                        other => {
+                            self.error(&doc, &at, format!("line {line_no} must be a JSON object (a test case), got {}", kind(&other)));
+                        }
+                    }
+                }
+                Err(err) => {
+                    self.diags.push(
+                        Diagnostic::error(&display, format!("line {line_no} is not valid JSON: {err}"))
+                            .at(Some(Pos {
+                                line: line_no,
+                                col: err.column(),
+                            }))
+                            .hint("a .jsonl file has one JSON object per line"),
+                    );
+                }
+            }
+        }
+        Some(cases)
+    }
+
+    /// A directory of cases: each immediate subdirectory with a `case.yaml`
+    /// (or `case.yml`) is a case named after it, in sorted order.
+    fn discover(&mut self, from: &Arc<Doc>, dir: &Path, at: &KeyPath) -> Vec<RawCase> {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(err) => {
+                self.error(from, at, format!("cannot read the case directory {}: {err}", self.display(dir).display()));
+                return Vec::new();
+            }
+        };
+        let mut subdirs: Vec<(String, PathBuf)> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().is_dir())
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+            .collect();
+        // Plain code-unit order, as AgentV sorts (upper case before lower).
+        subdirs.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut cases = Vec::new();
+        for (name, sub) in subdirs {
+            let sub = match self.roots.contain(&sub) {
+                Ok(s) => s,
+                Err(err) => {
+                    self.path_error(from, at, &format!("{}/{name}", self.display(dir).display()), &err);
+                    continue;
+                }
+            };
+            let Some(case_file) = ["case.yaml", "case.yml"].iter().map(|f| sub.join(f)).find(|p| p.is_file()) else {
+                self.warning(from, at, format!("skipping directory `{name}`: no case.yaml found"))
+                    .hint = Some(format!("add {}/case.yaml to make it a test case", self.display(&sub).display()));
+                continue;
+            };
+            let Some((value, doc)) = self.read_yaml(&case_file, Some((from, at))) else {
+                continue;
+            };
+            let Value::Object(map) = value else {
+                self.error(&doc, &KeyPath::default(), format!("case.yaml must be a mapping (one test case), got {}", kind(&value)));
+                continue;
+            };
+            let workspace_dir = sub.join("workspace");
+            cases.push(RawCase {
+                map,
+                doc,
+                at: KeyPath::default(),
+                dir_id: Some(name),
+                workspace_dir: workspace_dir.is_dir().then_some(workspace_dir),
+            });
+        }
+        cases
+    }
+
+    // ----- building tests --------------------------------------------------
+
+    fn build_tests(&mut self, raw: Vec<RawCase>, defaults: &Defaults) -> Vec<TestCase> {
+        let mut tests: Vec<TestCase> = Vec::new();
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for case in raw {
+            let Some(test) = self.test(case, defaults) else { continue };
+            if let Some(&first) = seen.get(&test.id) {
+                let first = &tests[first];
+                let first_place = match first.loc.pos {
+                    Some(p) => format!("{}:{}", first.loc.file.display(), p.line),
+                    None => first.loc.file.display().to_string(),
+                };
+                let message = format!("duplicate test id `{}`: also used at {first_place}", test.id);
+                self.diags.push(
+                    Diagnostic::error(&test.loc.file, message)
+                        .at(test.loc.pos)
+                        .key(test.loc.key.clone())
+                        .hint("every test id must be unique within a suite"),
+                );
+            } else {
+                seen.insert(test.id.clone(), tests.len());
+            }
+            tests.push(test);
+        }
+        tests
+    }
+
+    fn test(&mut self, case: RawCase, defaults: &Defaults) -> Option<TestCase> {
+        let RawCase {
+            map: test,
+            doc,
+            at,
+            dir_id,
+            workspace_dir,
+        } = case;
+        let doc = &doc;
+        let at = &at;
+        self.check_keys(doc, &test, fields::CASE, at, "a test case");
+        let id = match (test.get("id"), &dir_id) {
+            (Some(Value::String(s)), _) if !s.is_empty() => s.clone(),
+            (None | Some(Value::Null), Some(dir)) => dir.clone(),
+            (Some(Value::Number(n)), _) => {
+                self.error(doc, &at.key("id"), format!("test `id` must be a string, got number {n}")).hint =
+                    Some(format!("quote it: id: \"{n}\""));
                 n.to_string()
             }
-            Some(other) => {
-                self.error(
-                    &at.key("id"),
-                    format!("test `id` must be a non-empty string, got {}", kind(other)),
-                );
+            (Some(other), _) => {
+                self.error(doc, &at.key("id"), format!("test `id` must be a non-empty string, got {}", kind(other)));
                 return None;
             }
-            None => {
-                self.error(at, "the test case has no `id`").hint =
+            (None, None) => {
+                self.error(doc, at, "the test case has no `id`").hint =
                     Some("add `id: some-name`, unique in the suite".into());
                 return None;
             }
         };
-        let execution = self.object(&test, "execution", at);
+        let vars = match test.get("vars") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(v)) => Some(v.clone()),
+            Some(other) => {
+                self.error(doc, &at.key("vars"), format!("`vars` must be a mapping, got {}", kind(other)));
+                None
+            }
+        };
+        let subst = |v: &Value| match &vars {
+            Some(vars) => substitute_vars(v, vars),
+            None => v.clone(),
+        };
+
+        let execution = self.object(doc, &test, "execution", at);
         if let Some(exec) = &execution {
-            self.unknown_keys(
-                exec,
-                EXECUTION_KEYS,
-                &at.key("execution"),
-                "a test's `execution`",
-            );
+            self.check_keys(doc, exec, fields::EXECUTION, &at.key("execution"), "a test's `execution`");
         }
-        let skip_defaults = matches!(
-            execution.as_ref().and_then(|e| e.get("skip_defaults")),
-            Some(Value::Bool(true))
-        );
+        let skip_defaults = match execution.as_ref().and_then(|e| e.get("skip_defaults")) {
+            None | Some(Value::Null | Value::Bool(false)) => false,
+            Some(Value::Bool(true)) => true,
+            Some(other) => {
+                self.error(doc, &at.key("execution").key("skip_defaults"), format!("`skip_defaults` must be true or false, got {}", kind(other)));
+                false
+            }
+        };
         let threshold = execution
             .as_ref()
             .and_then(|e| e.get("threshold"))
-            .and_then(|v| self.unit_number(v, &at.key("execution").key("threshold")));
+            .and_then(|v| self.unit_number(doc, v, &at.key("execution").key("threshold")));
 
-        let mut input = if skip_defaults {
-            Vec::new()
-        } else {
-            suite_input.to_vec()
+        // Input: suite input first, then the test's; input_files turn a
+        // string input into file blocks followed by the text.
+        let mut input = Vec::new();
+        if !skip_defaults && let Some((value, sdoc, sat)) = &defaults.input {
+            input.extend(self.messages(sdoc, &subst(value), sat, "user"));
+        }
+        let files = match test.get("input_files") {
+            Some(v) => Some((subst(v), doc.clone(), at.key("input_files"))),
+            None if !skip_defaults => defaults.input_files.as_ref().map(|(v, d, k)| (subst(v), d.clone(), k.clone())),
+            None => None,
         };
         match test.get("input") {
-            Some(v) => input.extend(self.messages(v, &at.key("input"), "user")),
+            Some(value) => {
+                let value = subst(value);
+                match (&files, &value) {
+                    (Some((list, fdoc, fat)), Value::String(text)) => {
+                        let paths = self.string_list(fdoc, list, fat);
+                        if paths.is_empty() {
+                            self.error(fdoc, fat, "`input_files` has no file; the input would be empty").hint =
+                                Some("list at least one file, or remove `input_files`".into());
+                        }
+                        let mut blocks: Vec<Value> = paths
+                            .into_iter()
+                            .map(|p| serde_json::json!({"type": "file", "value": p}))
+                            .collect();
+                        blocks.push(serde_json::json!({"type": "text", "value": text}));
+                        let content = Value::Array(blocks);
+                        let message = serde_json::json!({"role": "user", "content": content});
+                        input.extend(self.messages(doc, &message, &at.key("input"), "user"));
+                    }
+                    (Some((_, fdoc, fat)), other) => {
+                        self.error(fdoc, fat, format!("`input_files` needs a string `input`, but test `{id}` has {}", kind(other)))
+                            .hint = Some(
+                            "AgentV skips such a test silently; put the files in the messages as \
+                             `{type: file, value: path}` blocks instead"
+                                .into(),
+                        );
+                    }
+                    (None, _) => input.extend(self.messages(doc, &value, &at.key("input"), "user")),
+                }
+            }
             None => {
-                self.error(at, format!("test `{id}` has no `input`")).hint =
+                self.error(doc, at, format!("test `{id}` has no `input`")).hint =
                     Some("add `input:` with the prompt (a string or a list of messages)".into());
             }
         }
-        let expected = test
-            .get("expected_output")
-            .map(|v| self.messages(v, &at.key("expected_output"), "assistant"))
-            .unwrap_or_default();
-        let criteria = match (test.get("criteria"), test.get("expected_outcome")) {
-            (Some(v), _) => self.string(v, &at.key("criteria")),
-            (None, Some(v)) => {
-                self.warning(
-                    &at.key("expected_outcome"),
-                    "`expected_outcome` is deprecated; use `criteria`",
-                );
-                self.string(v, &at.key("expected_outcome"))
-            }
-            (None, None) => None,
-        };
-        let mut metadata = self.object(&test, "metadata", at).unwrap_or_default();
-        for (k, v) in suite_metadata {
-            metadata.entry(k.clone()).or_insert_with(|| v.clone());
+        if test.get("input").is_some() && input.is_empty() && !self.diags.has_errors() {
+            self.error(doc, &at.key("input"), format!("test `{id}` has an empty input"));
         }
 
-        let what = format!("test `{id}`");
-        let mut assertions = match (test.get("assertions"), test.get("assert")) {
-            (Some(list), _) => self.assertion_list(list, &at.key("assertions"), false, &what),
-            (None, Some(list)) => {
-                self.warning(
-                    &at.key("assert"),
-                    "`assert` is deprecated; use `assertions`",
-                );
-                self.assertion_list(list, &at.key("assert"), false, &what)
-            }
-            (None, None) => Vec::new(),
+        let expected = test
+            .get("expected_output")
+            .map(|v| self.messages(doc, &subst(v), &at.key("expected_output"), "assistant"))
+            .unwrap_or_default();
+        let criteria = match (test.get("criteria"), test.get("expected_outcome")) {
+            (Some(v), _) => self.string(doc, &subst(v), &at.key("criteria")),
+            (None, Some(v)) => self.string(doc, &subst(v), &at.key("expected_outcome")),
+            (None, None) => None,
         };
+        let mut metadata = self.object(doc, &test, "metadata", at).unwrap_or_default();
+        merge_metadata(&mut metadata, &defaults.metadata);
+
+        let what = format!("test `{id}`");
+        let mut assertions = Vec::new();
+        if let Some(rubrics) = test.get("rubrics") {
+            let mut config = Map::new();
+            config.insert("criteria".into(), rubrics.clone());
+            assertions.push(rubric_assertion(config, 1.0, doc.loc(&at.key("rubrics")), false));
+        }
+        match (test.get("assertions"), test.get("assert")) {
+            (Some(list), _) => {
+                assertions.extend(self.assertion_list(doc, list, &at.key("assertions"), false, &what, &mut Vec::new()));
+            }
+            (None, Some(list)) => {
+                assertions.extend(self.assertion_list(doc, list, &at.key("assert"), false, &what, &mut Vec::new()));
+            }
+            (None, None) => {
+                if test.get("evaluators").or(execution.as_ref().and_then(|e| e.get("evaluators"))).is_some() {
+                    self.error(doc, at, format!("test `{id}` lists its graders under `evaluators`"))
+                        .hint = Some("rename `evaluators` to `assertions` (AgentV skips such a test as incomplete)".into());
+                }
+            }
+        }
         if !skip_defaults {
-            assertions.extend(suite_assertions.iter().cloned());
+            assertions.extend(defaults.assertions.iter().cloned());
         }
         if assertions.is_empty() {
-            let message = format!("test `{id}` has no assertions, so nothing would grade it");
-            self.error(at, message).hint = Some(
+            let listed = test.get("assertions").or(test.get("assert")).is_some();
+            let message = if listed {
+                format!("test `{id}` has an empty assertion list, so nothing would grade it")
+            } else {
+                format!("test `{id}` has no assertions, so nothing would grade it")
+            };
+            self.error(doc, at, message).hint = Some(
                 "add `assertions:` to the test or to the suite (AgentV would fall back to an LLM judge here; \
-                 evalhost does not guess)"
+                 this version of evalhost does not)"
                     .into(),
             );
         }
+        let tags = match test.get("tags") {
+            Some(v) => self.string_list(doc, v, &at.key("tags")),
+            None => Vec::new(),
+        };
+        let workspace = match test.get("workspace") {
+            Some(w) => Some(w.clone()),
+            None => workspace_dir
+                .map(|d| serde_json::json!({"template": d.display().to_string()}))
+                .or_else(|| defaults.workspace.clone()),
+        };
         Some(TestCase {
             id,
             input,
@@ -465,22 +919,25 @@ impl Reader<'_> {
             metadata,
             assertions,
             threshold,
-            loc: self.loc(at),
+            tags,
+            workspace,
+            loc: doc.loc(at),
         })
     }
 
+    // ----- assertions ----------------------------------------------------
+
     fn assertion_list(
         &mut self,
+        doc: &Arc<Doc>,
         value: &Value,
         at: &KeyPath,
         from_suite: bool,
         owner: &str,
+        chain: &mut Vec<PathBuf>,
     ) -> Vec<Assertion> {
         let Value::Array(items) = value else {
-            self.error(
-                at,
-                format!("assertions of {owner} must be a list, got {}", kind(value)),
-            );
+            self.error(doc, at, format!("assertions of {owner} must be a list, got {}", kind(value)));
             return Vec::new();
         };
         let mut out = Vec::new();
@@ -490,7 +947,7 @@ impl Reader<'_> {
             let item_path = at.index(i);
             match item {
                 Value::String(s) if s.trim().is_empty() => {
-                    self.warning(&item_path, "empty rubric criterion; it is ignored");
+                    self.warning(doc, &item_path, "empty rubric criterion; it is ignored");
                 }
                 Value::String(s) => {
                     criteria.push(s.trim().to_owned());
@@ -498,13 +955,17 @@ impl Reader<'_> {
                         rubric_slot = Some((out.len(), item_path));
                     }
                 }
+                Value::Object(entry) if entry.len() == 1 && entry.contains_key("include") => {
+                    out.extend(self.include(doc, entry, &item_path, from_suite, owner, chain));
+                }
                 Value::Object(entry) => {
-                    if let Some(a) = self.assertion(entry, &item_path, from_suite, owner) {
+                    if let Some(a) = self.assertion(doc, entry, &item_path, from_suite, owner) {
                         out.push(a);
                     }
                 }
                 other => {
                     self.error(
+                        doc,
                         &item_path,
                         format!("an assertion must be a mapping with a `type`, or a string criterion; got {}", kind(other)),
                     );
@@ -516,34 +977,78 @@ impl Reader<'_> {
             // with weight = the number of strings.
             let weight = criteria.len() as f64;
             let mut config = Map::new();
-            config.insert(
-                "criteria".into(),
-                Value::Array(criteria.into_iter().map(Value::String).collect()),
-            );
-            let config_json: Arc<str> = Value::Object(config.clone()).to_string().into();
-            out.insert(
-                slot,
-                Assertion {
-                    name: "rubrics".into(),
-                    kind: "rubrics".into(),
-                    negate: false,
-                    weight,
-                    required: Required::No,
-                    min_score: None,
-                    limits: LimitOverrides::default(),
-                    config,
-                    config_json,
-                    loc: self.loc(&path),
-                    value_pos: None,
-                    from_suite,
-                },
-            );
+            config.insert("criteria".into(), Value::Array(criteria.into_iter().map(Value::String).collect()));
+            out.insert(slot, rubric_assertion(config, weight, doc.loc(&path), from_suite));
         }
+        out
+    }
+
+    /// `- include: name-or-path`: the `assertions` of a template file.
+    fn include(
+        &mut self,
+        doc: &Arc<Doc>,
+        entry: &Map<String, Value>,
+        at: &KeyPath,
+        from_suite: bool,
+        owner: &str,
+        chain: &mut Vec<PathBuf>,
+    ) -> Vec<Assertion> {
+        let Some(Value::String(name)) = entry.get("include") else {
+            self.error(doc, &at.key("include"), "`include` must be a template name or path (a string)");
+            return Vec::new();
+        };
+        let is_name = !name.contains(['/', '\\']) && !name.starts_with('.');
+        let found = if is_name {
+            let yaml = format!(".agentv/templates/{name}.yaml");
+            let yml = format!(".agentv/templates/{name}.yml");
+            let evalhost = format!(".evalhost/templates/{name}.yaml");
+            self.roots
+                .find(&evalhost, Some(&doc.dir))
+                .or_else(|_| self.roots.find(&yaml, Some(&doc.dir)))
+                .or_else(|_| self.roots.find(&yml, Some(&doc.dir)))
+        } else {
+            self.roots.find(name, Some(&doc.dir))
+        };
+        let path = match found {
+            Ok(p) => p,
+            Err(err) => {
+                self.path_error(doc, &at.key("include"), name, &err);
+                return Vec::new();
+            }
+        };
+        let show = |p: &PathBuf| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        if chain.contains(&path) {
+            let mut names: Vec<String> = chain.iter().map(show).collect();
+            names.push(show(&path));
+            self.error(doc, &at.key("include"), format!("assertion template cycle: {}", names.join(" -> ")));
+            return Vec::new();
+        }
+        if chain.len() >= MAX_INCLUDE_DEPTH {
+            let mut names: Vec<String> = chain.iter().map(show).collect();
+            names.push(show(&path));
+            self.error(
+                doc,
+                &at.key("include"),
+                format!("assertion templates nest deeper than {MAX_INCLUDE_DEPTH}: {}", names.join(" -> ")),
+            );
+            return Vec::new();
+        }
+        let Some((value, tdoc)) = self.read_yaml(&path, Some((doc, &at.key("include")))) else {
+            return Vec::new();
+        };
+        let Some(list) = value.get("assertions").filter(|l| l.is_array()).cloned() else {
+            self.error(&tdoc, &KeyPath::default(), "an assertion template must be a mapping with an `assertions` list");
+            return Vec::new();
+        };
+        chain.push(path);
+        let out = self.assertion_list(&tdoc, &list, &KeyPath::default().key("assertions"), from_suite, owner, chain);
+        chain.pop();
         out
     }
 
     fn assertion(
         &mut self,
+        doc: &Arc<Doc>,
         entry: &Map<String, Value>,
         at: &KeyPath,
         from_suite: bool,
@@ -552,28 +1057,37 @@ impl Reader<'_> {
         let raw_type = match entry.get("type") {
             Some(Value::String(t)) if !t.trim().is_empty() => t.trim().to_owned(),
             Some(other) => {
-                self.error(
-                    &at.key("type"),
-                    format!("assertion `type` must be a string, got {}", kind(other)),
-                );
+                self.error(doc, &at.key("type"), format!("assertion `type` must be a string, got {}", kind(other)));
                 return None;
             }
             None => {
-                self.error(at, format!("an assertion of {owner} has no `type`"))
-                    .hint = Some("add `type:` (contains, regex, equals, is-json, ...)".into());
+                self.error(doc, at, format!("an assertion of {owner} has no `type`")).hint =
+                    Some("add `type:` (contains, regex, equals, is-json, ...)".into());
                 return None;
             }
         };
         let normalized = raw_type.replace('_', "-");
+        if matches!(normalized.as_str(), "code-judge" | "llm-judge") {
+            let new = normalized.replace("judge", "grader");
+            self.error(doc, &at.key("type"), format!("`{raw_type}` is a removed alias; use `{new}`"));
+            return None;
+        }
         let (kind_name, prefixed) = match normalized.strip_prefix("not-") {
             Some(rest) => (rest.to_owned(), true),
             None => (normalized.clone(), false),
+        };
+        let kind_name = if kind_name == "rubric" {
+            self.warning(doc, &at.key("type"), "`type: rubric` is deprecated; use `type: rubrics` with `criteria`");
+            "rubrics".to_owned()
+        } else {
+            kind_name
         };
         let negate = match entry.get("negate") {
             None | Some(Value::Null) => prefixed,
             Some(Value::Bool(b)) => {
                 if *b && prefixed {
                     self.error(
+                        doc,
                         &at.key("negate"),
                         format!("`{raw_type}` is already negated by its `not-` prefix; `negate: true` would negate it twice"),
                     )
@@ -582,10 +1096,7 @@ impl Reader<'_> {
                 *b != prefixed
             }
             Some(other) => {
-                self.error(
-                    &at.key("negate"),
-                    format!("`negate` must be true or false, got {}", kind(other)),
-                );
+                self.error(doc, &at.key("negate"), format!("`negate` must be true or false, got {}", kind(other)));
                 prefixed
             }
         };
@@ -595,61 +1106,54 @@ impl Reader<'_> {
                 n.as_f64().expect("checked")
             }
             Some(other) => {
-                self.error(
-                    &at.key("weight"),
-                    format!("`weight` must be a number ≥ 0, got {}", show(other)),
-                );
+                self.error(doc, &at.key("weight"), format!("`weight` must be a number ≥ 0, got {}", show(other)));
                 1.0
             }
         };
         let required = match entry.get("required") {
-            None | Some(Value::Null) | Some(Value::Bool(false)) => Required::No,
+            None | Some(Value::Null | Value::Bool(false)) => Required::No,
             Some(Value::Bool(true)) => Required::Yes,
             Some(Value::Number(n)) if n.as_f64().is_some_and(|r| r > 0.0 && r <= 1.0) => {
-                self.warning(
-                    &at.key("required"),
-                    "`required: <number>` is deprecated; use `required: true` with `min_score`",
-                );
+                self.warning(doc, &at.key("required"), "`required: <number>` is deprecated; use `required: true` with `min_score`");
                 Required::AtLeast(n.as_f64().expect("checked"))
             }
             Some(other) => {
                 self.error(
+                    doc,
                     &at.key("required"),
-                    format!(
-                        "`required` must be true, false or a number in (0, 1], got {}",
-                        show(other)
-                    ),
+                    format!("`required` must be true, false or a number in (0, 1], got {}", show(other)),
                 );
                 Required::No
             }
         };
         let min_score = entry
             .get("min_score")
-            .and_then(|v| self.unit_number(v, &at.key("min_score")));
+            .and_then(|v| self.unit_number(doc, v, &at.key("min_score")));
         let limits = entry
             .get("limits")
-            .map(|v| self.limits(v, &at.key("limits")))
+            .map(|v| self.limits(doc, v, &at.key("limits")))
             .unwrap_or_default();
-        let config: Map<String, Value> = entry
+        let mut config: Map<String, Value> = entry
             .iter()
-            .filter(|(k, _)| !HOST_ASSERTION_KEYS.contains(&k.as_str()))
+            .filter(|(k, _)| !host_assertion_keys().any(|h| h == k.as_str()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        if let Some(script) = config.remove("script") {
+            if config.contains_key("command") {
+                self.warning(doc, &at.key("script"), "both `command` and `script` are given; `script` is ignored");
+            } else {
+                self.warning(doc, &at.key("script"), "`script` is deprecated; use `command`");
+                config.insert("command".into(), script);
+            }
+        }
         let name = match entry.get("name") {
             Some(Value::String(n)) if !n.is_empty() => n.clone(),
             Some(Value::Null) | None => {
                 let base = auto_name(&kind_name, &config);
-                if prefixed {
-                    format!("not-{base}")
-                } else {
-                    base
-                }
+                if prefixed { format!("not-{base}") } else { base }
             }
             Some(other) => {
-                self.error(
-                    &at.key("name"),
-                    format!("assertion `name` must be a string, got {}", kind(other)),
-                );
+                self.error(doc, &at.key("name"), format!("assertion `name` must be a string, got {}", kind(other)));
                 kind_name.clone()
             }
         };
@@ -664,24 +1168,18 @@ impl Reader<'_> {
             limits,
             config,
             config_json,
-            loc: self.loc(at),
+            loc: doc.loc(at),
             value_pos: entry
                 .contains_key("value")
-                .then(|| self.map.locate(&at.key("value")))
+                .then(|| doc.map.locate(&at.key("value")))
                 .flatten(),
             from_suite,
         })
     }
 
-    fn plugins(&mut self, value: &Value, at: &KeyPath, dir: &Path) -> Vec<PluginRef> {
+    fn plugins(&mut self, doc: &Arc<Doc>, value: &Value, at: &KeyPath) -> Vec<PluginRef> {
         let Value::Array(items) = value else {
-            self.error(
-                at,
-                format!(
-                    "`plugins` must be a list of {{path, sha256}} entries, got {}",
-                    kind(value)
-                ),
-            );
+            self.error(doc, at, format!("`plugins` must be a list of {{path, sha256}} entries, got {}", kind(value)));
             return Vec::new();
         };
         let mut out = Vec::new();
@@ -690,67 +1188,45 @@ impl Reader<'_> {
             let (path, sha) = match item {
                 Value::String(p) => (Some(p.clone()), None),
                 Value::Object(o) => {
-                    self.unknown_keys(o, &["path", "sha256"], &item_path, "a plugin entry");
-                    let path = o
-                        .get("path")
-                        .and_then(|v| self.string(v, &item_path.key("path")));
-                    let sha = o
-                        .get("sha256")
-                        .and_then(|v| self.string(v, &item_path.key("sha256")));
+                    self.check_keys(doc, o, fields::PLUGIN, &item_path, "a plugin entry");
+                    let path = o.get("path").and_then(|v| self.string(doc, v, &item_path.key("path")));
+                    let sha = o.get("sha256").and_then(|v| self.string(doc, v, &item_path.key("sha256")));
                     (path, sha)
                 }
                 other => {
-                    self.error(
-                        &item_path,
-                        format!(
-                            "a plugin entry must be a path or a mapping, got {}",
-                            kind(other)
-                        ),
-                    );
+                    self.error(doc, &item_path, format!("a plugin entry must be a path or a mapping, got {}", kind(other)));
                     continue;
                 }
             };
             let Some(path) = path else {
-                self.error(&item_path, "the plugin entry has no `path`");
+                self.error(doc, &item_path, "the plugin entry has no `path`");
                 continue;
             };
             if let Some(sha) = &sha
                 && (sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()))
             {
-                self.error(
-                    &item_path.key("sha256"),
-                    "`sha256` must be 64 hexadecimal digits",
-                );
+                self.error(doc, &item_path.key("sha256"), "`sha256` must be 64 hexadecimal digits");
             }
             out.push(PluginRef {
-                path: dir.join(path),
+                path: doc.dir.join(path),
                 sha256: sha.map(|s| s.to_ascii_lowercase()),
-                loc: self.loc(&item_path),
+                loc: doc.loc(&item_path),
             });
         }
         out
     }
 
-    fn limits(&mut self, value: &Value, at: &KeyPath) -> LimitOverrides {
+    fn limits(&mut self, doc: &Doc, value: &Value, at: &KeyPath) -> LimitOverrides {
         let Value::Object(o) = value else {
-            self.error(
-                at,
-                format!(
-                    "`limits` must be a mapping with `timeout_ms` and/or `memory_mb`, got {}",
-                    kind(value)
-                ),
-            );
+            self.error(doc, at, format!("`limits` must be a mapping with `timeout_ms` and/or `memory_mb`, got {}", kind(value)));
             return LimitOverrides::default();
         };
-        self.unknown_keys(o, &["timeout_ms", "memory_mb"], at, "`limits`");
+        self.check_keys(doc, o, fields::LIMITS, at, "`limits`");
         let mut positive = |key: &str| match o.get(key) {
             None | Some(Value::Null) => None,
             Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v > 0) => n.as_u64(),
             Some(other) => {
-                self.error(
-                    &at.key(key),
-                    format!("`{key}` must be a positive integer, got {}", show(other)),
-                );
+                self.error(doc, &at.key(key), format!("`{key}` must be a positive integer, got {}", show(other)));
                 None
             }
         };
@@ -760,54 +1236,68 @@ impl Reader<'_> {
         }
     }
 
-    fn object(
-        &mut self,
-        parent: &Map<String, Value>,
-        key: &str,
-        at: &KeyPath,
-    ) -> Option<Map<String, Value>> {
+    // ----- small typed readers -------------------------------------------
+
+    fn object(&mut self, doc: &Doc, parent: &Map<String, Value>, key: &str, at: &KeyPath) -> Option<Map<String, Value>> {
         match parent.get(key)? {
             Value::Object(o) => Some(o.clone()),
             Value::Null => None,
             other => {
-                self.error(
-                    &at.key(key),
-                    format!("`{key}` must be a mapping, got {}", kind(other)),
-                );
+                self.error(doc, &at.key(key), format!("`{key}` must be a mapping, got {}", kind(other)));
                 None
             }
         }
     }
 
-    fn string(&mut self, value: &Value, at: &KeyPath) -> Option<String> {
+    fn string(&mut self, doc: &Doc, value: &Value, at: &KeyPath) -> Option<String> {
         match value {
             Value::String(s) => Some(s.clone()),
             Value::Null => None,
             other => {
-                self.error(at, format!("expected a string, got {}", show(other)));
+                self.error(doc, at, format!("expected a string, got {}", show(other)));
                 None
             }
         }
     }
 
-    fn unit_number(&mut self, value: &Value, at: &KeyPath) -> Option<f64> {
+    fn string_list(&mut self, doc: &Doc, value: &Value, at: &KeyPath) -> Vec<String> {
+        match value {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| match v {
+                    Value::String(s) => Some(s.clone()),
+                    other => {
+                        self.error(doc, &at.index(i), format!("expected a string, got {}", show(other)));
+                        None
+                    }
+                })
+                .collect(),
+            Value::String(s) => vec![s.clone()],
+            other => {
+                self.error(doc, at, format!("expected a list of strings, got {}", show(other)));
+                Vec::new()
+            }
+        }
+    }
+
+    fn unit_number(&mut self, doc: &Doc, value: &Value, at: &KeyPath) -> Option<f64> {
         match value {
             Value::Number(n) if n.as_f64().is_some_and(|x| (0.0..=1.0).contains(&x)) => n.as_f64(),
             Value::Null => None,
             other => {
-                self.error(
-                    at,
-                    format!("expected a number between 0 and 1, got {}", show(other)),
-                );
+                self.error(doc, at, format!("expected a number between 0 and 1, got {}", show(other)));
                 None
             }
         }
     }
 
-    fn messages(&mut self, value: &Value, at: &KeyPath, default_role: &str) -> Vec<Message> {
+    // ----- messages ------------------------------------------------------
+
+    fn messages(&mut self, doc: &Doc, value: &Value, at: &KeyPath, default_role: &str) -> Vec<Message> {
         match value {
             Value::String(s) => vec![Message::text(default_role, s.clone())],
-            Value::Object(o) if o.contains_key("role") => self.message(o, at).into_iter().collect(),
+            Value::Object(o) if o.contains_key("role") => self.message(doc, o, at).into_iter().collect(),
             Value::Object(_) => vec![Message {
                 role: default_role.into(),
                 content: pretty(value),
@@ -817,57 +1307,38 @@ impl Reader<'_> {
                 .iter()
                 .enumerate()
                 .filter_map(|(i, item)| match item {
-                    Value::Object(o) => self.message(o, &at.index(i)),
+                    Value::Object(o) => self.message(doc, o, &at.index(i)),
                     other => {
-                        self.error(
-                            &at.index(i),
-                            format!(
-                                "a message must be a mapping with `role` and `content`, got {}",
-                                kind(other)
-                            ),
-                        );
+                        self.error(doc, &at.index(i), format!("a message must be a mapping with `role` and `content`, got {}", kind(other)));
                         None
                     }
                 })
                 .collect(),
-            Value::Array(_) => vec![Message {
-                role: default_role.into(),
-                content: content_text(value),
-                content_json: Some(value.clone()),
-            }],
+            Value::Array(_) => {
+                let content = self.resolve_blocks(doc, value, at);
+                vec![Message {
+                    role: default_role.into(),
+                    content: content_text(&content),
+                    content_json: Some(content),
+                }]
+            }
             other => {
-                self.error(
-                    at,
-                    format!(
-                        "expected a string, a message or a list of messages, got {}",
-                        show(other)
-                    ),
-                );
+                self.error(doc, at, format!("expected a string, a message or a list of messages, got {}", show(other)))
+                    .hint = Some("quote it to make it a string".into());
                 Vec::new()
             }
         }
     }
 
-    fn message(&mut self, o: &Map<String, Value>, at: &KeyPath) -> Option<Message> {
-        self.unknown_keys(
-            o,
-            &["role", "content", "name", "tool_calls"],
-            at,
-            "a message",
-        );
+    fn message(&mut self, doc: &Doc, o: &Map<String, Value>, at: &KeyPath) -> Option<Message> {
+        self.check_keys(doc, o, fields::MESSAGE, at, "a message");
         let role = match o.get("role") {
-            Some(Value::String(r))
-                if ["system", "user", "assistant", "tool"].contains(&r.as_str()) =>
-            {
-                r.clone()
-            }
+            Some(Value::String(r)) if ["system", "user", "assistant", "tool"].contains(&r.as_str()) => r.clone(),
             other => {
                 self.error(
+                    doc,
                     &at.key("role"),
-                    format!(
-                        "`role` must be system, user, assistant or tool, got {}",
-                        other.map_or("nothing".into(), show)
-                    ),
+                    format!("`role` must be system, user, assistant or tool, got {}", other.map_or("nothing".into(), show)),
                 );
                 return None;
             }
@@ -881,8 +1352,16 @@ impl Reader<'_> {
                 content_json: None,
             },
             Value::Null => {
-                self.error(at, "the message has no `content`");
+                self.error(doc, at, "the message has no `content`");
                 return None;
+            }
+            Value::Array(_) => {
+                let content = self.resolve_blocks(doc, &content, &at.key("content"));
+                Message {
+                    role,
+                    content: content_text(&content),
+                    content_json: Some(content),
+                }
             }
             other => Message {
                 role,
@@ -891,16 +1370,206 @@ impl Reader<'_> {
             },
         })
     }
+
+    /// Resolves `type: file` and `type: image` blocks through the search
+    /// roots: found files get `path`, `resolved_path` and (for files) `text`.
+    fn resolve_blocks(&mut self, doc: &Doc, content: &Value, at: &KeyPath) -> Value {
+        let Value::Array(blocks) = content else { return content.clone() };
+        let mut out = Vec::new();
+        for (i, block) in blocks.iter().enumerate() {
+            let block_at = at.index(i);
+            match block {
+                Value::String(s) if s.is_empty() => {}
+                Value::String(s) => out.push(serde_json::json!({"type": "text", "value": s})),
+                Value::Object(o) => {
+                    let kind_name = o.get("type").and_then(Value::as_str).unwrap_or("");
+                    if !matches!(kind_name, "file" | "image") {
+                        out.push(block.clone());
+                        continue;
+                    }
+                    let Some(Value::String(value)) = o.get("value") else {
+                        self.error(doc, &block_at, format!("a `{kind_name}` block needs a `value` (the path)"));
+                        continue;
+                    };
+                    let path = match self.roots.find(value, Some(&self.roots.eval_dir.clone())) {
+                        Ok(p) => p,
+                        Err(err) => {
+                            self.path_error(doc, &block_at.key("value"), value, &err);
+                            continue;
+                        }
+                    };
+                    let mut resolved = o.clone();
+                    let display = value.trim_start_matches(['/', '\\']).to_owned();
+                    resolved.insert("path".into(), Value::String(display));
+                    resolved.insert("resolved_path".into(), Value::String(path.display().to_string()));
+                    if kind_name == "image" {
+                        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+                        let Some(mime) = image_mime(&ext) else {
+                            self.error(doc, &block_at.key("value"), format!("`{value}` is not an image evalhost can send (.png .jpg .jpeg .gif .webp .svg .bmp)"));
+                            continue;
+                        };
+                        resolved.insert("media_type".into(), Value::String(mime.into()));
+                    } else {
+                        let display = self.display(&path);
+                        match self.read_text(&path, &display, Some((doc, &block_at.key("value"))), MAX_INPUT_FILE_BYTES) {
+                            Some(text) => {
+                                resolved.insert("text".into(), Value::String(text.replace("\r\n", "\n")));
+                            }
+                            None => continue,
+                        }
+                    }
+                    out.push(Value::Object(resolved));
+                }
+                other => out.push(other.clone()),
+            }
+        }
+        Value::Array(out)
+    }
+}
+
+/// The first `(key, list, in_execution)` present among the top-level keys,
+/// then among `execution`'s (legacy location).
+fn first_present<'a>(
+    top: &[(&'a Map<String, Value>, &'static str)],
+    execution: Option<[(&'a Map<String, Value>, &'static str); 3]>,
+) -> Option<(&'static str, &'a Value, bool)> {
+    for (map, key) in top {
+        if let Some(v) = map.get(*key) {
+            return Some((key, v, false));
+        }
+    }
+    for (map, key) in execution.into_iter().flatten() {
+        if let Some(v) = map.get(key) {
+            return Some((key, v, true));
+        }
+    }
+    None
+}
+
+fn rubric_assertion(config: Map<String, Value>, weight: f64, loc: Loc, from_suite: bool) -> Assertion {
+    let config_json: Arc<str> = Value::Object(config.clone()).to_string().into();
+    Assertion {
+        name: "rubrics".into(),
+        kind: "rubrics".into(),
+        negate: false,
+        weight,
+        required: Required::No,
+        min_score: None,
+        limits: LimitOverrides::default(),
+        config,
+        config_json,
+        loc,
+        value_pos: None,
+        from_suite,
+    }
+}
+
+fn image_mime(ext: &str) -> Option<&'static str> {
+    Some(match ext {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "svg" => "image/svg+xml",
+        "bmp" => "image/bmp",
+        _ => return None,
+    })
+}
+
+/// AgentV's metadata merge (§2.8): the test's keys win for scalars; nested
+/// mappings merge recursively; lists concatenate suite-first without
+/// duplicates; missing keys come from the suite.
+pub fn merge_metadata(test: &mut Map<String, Value>, suite: &Map<String, Value>) {
+    for (key, suite_value) in suite {
+        match (test.get_mut(key), suite_value) {
+            (None, v) => {
+                test.insert(key.clone(), v.clone());
+            }
+            (Some(Value::Object(t)), Value::Object(s)) => merge_metadata(t, s),
+            (Some(Value::Array(t)), Value::Array(s)) => {
+                let mut merged: Vec<Value> = Vec::new();
+                for v in s.iter().chain(t.iter()) {
+                    if !merged.contains(v) {
+                        merged.push(v.clone());
+                    }
+                }
+                *t = merged;
+            }
+            (Some(_), _) => {}
+        }
+    }
+}
+
+/// `{{ var }}` substitution (§1.8): a string that is exactly one placeholder
+/// becomes the variable's value (any JSON type); inside a larger string,
+/// non-strings are JSON-encoded; missing variables are left as written;
+/// dotted names walk into mappings.
+pub fn substitute_vars(value: &Value, vars: &Map<String, Value>) -> Value {
+    match value {
+        Value::String(s) if s.contains("{{") => {
+            let spans = var_spans(s);
+            if let [(0, end, name)] = spans.as_slice()
+                && *end == s.len()
+            {
+                return lookup_var(vars, name).cloned().unwrap_or_else(|| value.clone());
+            }
+            let mut out = String::with_capacity(s.len());
+            let mut last = 0;
+            for (start, end, name) in &spans {
+                out.push_str(&s[last..*start]);
+                match lookup_var(vars, name) {
+                    Some(Value::String(v)) => out.push_str(v),
+                    Some(other) => out.push_str(&other.to_string()),
+                    None => out.push_str(&s[*start..*end]),
+                }
+                last = *end;
+            }
+            out.push_str(&s[last..]);
+            Value::String(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|v| substitute_vars(v, vars)).collect()),
+        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), substitute_vars(v, vars))).collect()),
+        other => other.clone(),
+    }
+}
+
+fn var_spans(text: &str) -> Vec<(usize, usize, String)> {
+    let mut spans = Vec::new();
+    let mut from = 0;
+    while let Some(rel) = text[from..].find("{{") {
+        let start = from + rel;
+        // `${{` is environment syntax, already handled.
+        if start > 0 && text.as_bytes()[start - 1] == b'$' {
+            from = start + 2;
+            continue;
+        }
+        let Some(close) = text[start + 2..].find("}}") else { break };
+        let name = text[start + 2..start + 2 + close].trim();
+        let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+        let end = start + 2 + close + 2;
+        if valid {
+            spans.push((start, end, name.to_owned()));
+        }
+        from = end;
+    }
+    spans
+}
+
+fn lookup_var<'a>(vars: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+    let mut parts = name.split('.');
+    let mut current = vars.get(parts.next()?)?;
+    for part in parts {
+        current = current.get(part)?;
+    }
+    Some(current)
 }
 
 /// AgentV's suite name: the file name without `.eval.yaml`/`.yaml`.
 fn suite_name_from_file(file: &Path) -> String {
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let lower = name.to_lowercase();
-    for suffix in [".eval.yaml", ".eval.yml", ".yaml", ".yml"] {
+    for suffix in [".eval.yaml", ".eval.yml", ".yaml", ".yml", ".jsonl"] {
         if lower.ends_with(suffix) {
             return name[..name.len() - suffix.len()].to_owned();
         }
@@ -912,19 +1581,11 @@ fn suite_name_from_file(file: &Path) -> String {
 fn auto_name(kind_name: &str, config: &Map<String, Value>) -> String {
     let value = config.get("value");
     match (kind_name, value) {
-        (
-            "contains" | "icontains" | "starts-with" | "ends-with" | "equals",
-            Some(Value::String(v)),
-        ) => {
+        ("contains" | "icontains" | "starts-with" | "ends-with" | "equals", Some(Value::String(v))) => {
             format!("{kind_name}-{v}")
         }
-        ("regex", Some(Value::String(v))) => {
-            format!("regex-{}", v.chars().take(30).collect::<String>())
-        }
-        (
-            "contains-any" | "contains-all" | "icontains-any" | "icontains-all",
-            Some(Value::Array(a)),
-        ) => {
+        ("regex", Some(Value::String(v))) => format!("regex-{}", v.chars().take(30).collect::<String>()),
+        ("contains-any" | "contains-all" | "icontains-any" | "icontains-all", Some(Value::Array(a))) => {
             format!("{kind_name}-{}", a.len())
         }
         ("skill-trigger", _) => match config.get("skill") {
@@ -969,13 +1630,11 @@ pub fn content_text(value: &Value) -> String {
             .iter()
             .map(|block| match block {
                 Value::String(s) => s.clone(),
-                Value::Object(o) => match (
-                    o.get("type").and_then(Value::as_str),
-                    o.get("value").or(o.get("text")),
-                ) {
+                Value::Object(o) => match (o.get("type").and_then(Value::as_str), o.get("value").or(o.get("text"))) {
                     (Some("text"), Some(Value::String(t))) => t.clone(),
                     (Some("file" | "image"), Some(Value::String(p))) => {
-                        format!("<file: path=\"{p}\">")
+                        let shown = o.get("resolved_path").and_then(Value::as_str).unwrap_or(p);
+                        format!("<file: path=\"{shown}\">")
                     }
                     _ => pretty(block),
                 },
@@ -990,10 +1649,25 @@ pub fn content_text(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn load_str(text: &str) -> (Option<Suite>, Diagnostics) {
-        let mut diags = Diagnostics::default();
-        let suite = parse(Path::new("EVAL.yaml"), text, &mut diags);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("EVAL.yaml");
+        std::fs::write(&path, text).unwrap();
+        let roots = Roots::for_eval(&path);
+        let (suite, diags) = load_with(Path::new(&path), roots, Env::default());
+        // Show diagnostics relative to the file name only.
+        let diags = Diagnostics(
+            diags
+                .0
+                .into_iter()
+                .map(|mut d| {
+                    d.file = PathBuf::from(d.file.file_name().unwrap());
+                    d
+                })
+                .collect(),
+        );
         (suite, diags)
     }
 
@@ -1004,18 +1678,11 @@ mod tests {
         );
         assert!(!diags.has_errors(), "{diags:?}");
         let suite = suite.unwrap();
-        let kinds: Vec<_> = suite.tests[0]
-            .assertions
-            .iter()
-            .map(|a| (a.kind.as_str(), a.negate))
-            .collect();
+        let kinds: Vec<_> = suite.tests[0].assertions.iter().map(|a| (a.kind.as_str(), a.negate)).collect();
         assert_eq!(kinds, [("contains", false), ("is-json", false)]);
         let b = &suite.tests[1].assertions;
         assert_eq!(b.len(), 1);
-        assert_eq!(
-            (b[0].kind.as_str(), b[0].negate, b[0].name.as_str()),
-            ("contains", true, "not-contains-y")
-        );
+        assert_eq!((b[0].kind.as_str(), b[0].negate, b[0].name.as_str()), ("contains", true, "not-contains-y"));
     }
 
     #[test]
@@ -1036,38 +1703,26 @@ mod tests {
         let (_, diags) = load_str(
             "tests:\n  - id: a\n    input: hi\n    assertions:\n      - type: contains\n        weight: -1\n  - id: a\n    input: hi\n    asertions: []\n  - input: x\n",
         );
-        let errors: Vec<String> = diags.iter().map(ToString::to_string).collect();
-        let all = errors.join("\n");
-        assert!(
-            all.contains("EVAL.yaml:6:9: error: `weight` must be a number ≥ 0, got number -1"),
-            "{all}"
-        );
-        assert!(
-            all.contains("duplicate test id `a`: already used by `tests[0]` (line 2)"),
-            "{all}"
-        );
+        let all = diags.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+        assert!(all.contains("EVAL.yaml:6:9: error: `weight` must be a number ≥ 0, got number -1"), "{all}");
+        assert!(all.contains("duplicate test id `a`: also used at"), "{all}");
         assert!(all.contains("warning: unknown key `asertions`"), "{all}");
         assert!(all.contains("did you mean `assertions`?"), "{all}");
         assert!(all.contains("the test case has no `id`"), "{all}");
     }
 
     #[test]
-    fn double_negation_and_bad_types_are_errors() {
+    fn double_negation_is_an_error() {
         let (_, diags) = load_str(
             "tests:\n  - id: a\n    input: hi\n    assertions:\n      - type: not-contains\n        negate: true\n        value: x\n",
         );
-        assert!(
-            diags.iter().any(|d| d.message.contains("negate it twice")),
-            "{diags:?}"
-        );
-        let (_, diags) = load_str("tests: ./cases.yaml\n");
-        assert!(diags.has_errors());
+        assert!(diags.iter().any(|d| d.message.contains("negate it twice")), "{diags:?}");
     }
 
     #[test]
     fn merge_keys_apply() {
         let (suite, diags) = load_str(
-            "defaults: &d\n  input: shared\n  assertions: [{type: is-json}]\ntests:\n  - <<: *d\n    id: one\n",
+            "x-defaults: &d\n  input: shared\n  assertions: [{type: is-json}]\ntests:\n  - <<: *d\n    id: one\n",
         );
         assert!(!diags.has_errors(), "{diags:?}");
         assert_eq!(suite.unwrap().tests[0].input[0].content, "shared");
@@ -1077,5 +1732,27 @@ mod tests {
     fn suite_names_come_from_the_file() {
         assert_eq!(suite_name_from_file(Path::new("a/EVAL.yaml")), "EVAL");
         assert_eq!(suite_name_from_file(Path::new("foo.eval.yaml")), "foo");
+    }
+
+    #[test]
+    fn vars_substitute_whole_values_and_leave_missing_ones() {
+        let vars = json!({"q": "capital", "n": {"k": 1}, "deep": {"a": {"b": "x"}}});
+        let vars = vars.as_object().unwrap();
+        assert_eq!(substitute_vars(&json!("What is the {{ q }}?"), vars), json!("What is the capital?"));
+        assert_eq!(substitute_vars(&json!("{{n}}"), vars), json!({"k": 1}));
+        assert_eq!(substitute_vars(&json!("n={{ n }}"), vars), json!("n={\"k\":1}"));
+        assert_eq!(substitute_vars(&json!("{{ deep.a.b }}"), vars), json!("x"));
+        assert_eq!(substitute_vars(&json!("{{ missing }} ${{ ENV }}"), vars), json!("{{ missing }} ${{ ENV }}"));
+    }
+
+    #[test]
+    fn metadata_merges_as_agentv_does() {
+        let mut test = json!({"tags": ["b", "c"], "level": "hard", "nested": {"x": 1}}).as_object().unwrap().clone();
+        let suite = json!({"tags": ["a", "b"], "level": "easy", "nested": {"y": 2}, "team": "core"});
+        merge_metadata(&mut test, suite.as_object().unwrap());
+        assert_eq!(
+            Value::Object(test),
+            json!({"tags": ["a", "b", "c"], "level": "hard", "nested": {"x": 1, "y": 2}, "team": "core"})
+        );
     }
 }

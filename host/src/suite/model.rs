@@ -117,6 +117,11 @@ pub struct TestCase {
     pub assertions: Vec<Assertion>,
     /// Per-test pass threshold.
     pub threshold: Option<f64>,
+    /// Tags, for `--tag` filters.
+    pub tags: Vec<String>,
+    /// The workspace as written (or `{template: <dir>}` for a discovered
+    /// case's `workspace/`), applied by the workspace stage.
+    pub workspace: Option<Value>,
     /// Where the test was written.
     pub loc: Loc,
 }

@@ -194,6 +194,11 @@ impl SourceMap {
         map
     }
 
+    /// Records a position (for documents indexed by hand, such as JSONL).
+    pub fn insert(&mut self, path: KeyPath, pos: Pos) {
+        self.positions.insert(path, pos);
+    }
+
     /// The position of `path`, or of its nearest ancestor that is known.
     pub fn locate(&self, path: &KeyPath) -> Option<Pos> {
         let mut current = Some(path.clone());

@@ -1,0 +1,356 @@
+//! The keys of the suite format, in one table per level. The loader checks
+//! keys against these tables (unknown keys are warnings naming the nearest
+//! known key), and `evalhost schema` generates the JSON Schema from the same
+//! tables, so the two cannot drift apart.
+
+use serde_json::{Map, Value, json};
+
+/// How evalhost treats a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Read and used.
+    Supported,
+    /// Read, with a warning naming the replacement.
+    Deprecated(&'static str),
+    /// Accepted for AgentV compatibility but not run by this version: a
+    /// warning says it is ignored.
+    Unsupported(&'static str),
+}
+
+/// One key.
+#[derive(Debug, Clone, Copy)]
+pub struct Field {
+    /// The key.
+    pub name: &'static str,
+    /// What it means (the schema's `description`).
+    pub doc: &'static str,
+    /// Its JSON Schema.
+    pub schema: fn() -> Value,
+    /// How evalhost treats it.
+    pub status: Status,
+}
+
+const fn field(name: &'static str, doc: &'static str, schema: fn() -> Value) -> Field {
+    Field {
+        name,
+        doc,
+        schema,
+        status: Status::Supported,
+    }
+}
+
+const fn deprecated(name: &'static str, doc: &'static str, schema: fn() -> Value, instead: &'static str) -> Field {
+    Field {
+        name,
+        doc,
+        schema,
+        status: Status::Deprecated(instead),
+    }
+}
+
+const fn unsupported(name: &'static str, doc: &'static str, schema: fn() -> Value, why: &'static str) -> Field {
+    Field {
+        name,
+        doc,
+        schema,
+        status: Status::Unsupported(why),
+    }
+}
+
+fn any() -> Value {
+    json!({})
+}
+fn string() -> Value {
+    json!({"type": "string"})
+}
+fn strings() -> Value {
+    json!({"type": "array", "items": {"type": "string"}})
+}
+fn object() -> Value {
+    json!({"type": "object"})
+}
+fn boolean() -> Value {
+    json!({"type": "boolean"})
+}
+fn unit() -> Value {
+    json!({"type": "number", "minimum": 0, "maximum": 1})
+}
+fn positive_int() -> Value {
+    json!({"type": "integer", "minimum": 1})
+}
+fn message_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["role"],
+        "properties": {
+            "role": {"enum": ["system", "user", "assistant", "tool"]},
+            "content": {"anyOf": [{"type": "string"}, {"type": "array"}, {"type": "object"}]},
+            "name": {"type": "string"},
+            "tool_calls": {"type": "array"},
+        },
+    })
+}
+fn input_schema() -> Value {
+    json!({"anyOf": [
+        {"type": "string"},
+        {"$ref": "#/$defs/message"},
+        {"type": "array", "items": {"anyOf": [{"$ref": "#/$defs/message"}, {"type": "string"}, {"type": "object"}]}},
+        {"type": "object"},
+    ]})
+}
+fn assertions_schema() -> Value {
+    json!({"type": "array", "items": {"$ref": "#/$defs/assertion"}})
+}
+fn tests_schema() -> Value {
+    json!({"anyOf": [
+        {"type": "array", "items": {"anyOf": [
+            {"$ref": "#/$defs/case"},
+            {"type": "string", "pattern": "^file://", "description": "Cases loaded from a file or glob"},
+        ]}},
+        {"type": "string", "description": "A .yaml/.jsonl file of cases, or a directory of <id>/case.yaml"},
+    ]})
+}
+fn execution_schema() -> Value {
+    json!({"$ref": "#/$defs/execution"})
+}
+fn limits_schema() -> Value {
+    json!({"$ref": "#/$defs/limits"})
+}
+fn plugins_schema() -> Value {
+    json!({"type": "array", "items": {"anyOf": [
+        {"type": "string"},
+        {"type": "object", "required": ["path"], "additionalProperties": false, "properties": {
+            "path": {"type": "string", "description": "Path to the .wasm component"},
+            "sha256": {"type": "string", "pattern": "^[0-9a-fA-F]{64}$"},
+        }},
+    ]}})
+}
+
+/// Top-level keys of a suite.
+pub const SUITE: &[Field] = &[
+    field("$schema", "JSON Schema of the file, for editors", string),
+    field("name", "Suite name (default: the file name)", string),
+    field("description", "What the suite checks", string),
+    field("category", "Category shown in results", string),
+    field("version", "Suite version (a string)", string),
+    field("author", "Author", string),
+    field("tags", "Suite tags", strings),
+    field("license", "License", string),
+    field("requires", "Version requirements", object),
+    field("input", "Input prepended to every test's input", input_schema),
+    field("input_files", "Files attached to every test with a string input", strings),
+    field("tests", "Test cases: a list, a file of cases, or a directory of case directories", tests_schema),
+    deprecated("eval_cases", "Old name of `tests`", tests_schema, "tests"),
+    deprecated("target", "Default target (legacy location)", string, "execution.target"),
+    field("execution", "How the suite runs", execution_schema),
+    field("assertions", "Assertions appended to every test's own", assertions_schema),
+    deprecated("assert", "Old name of `assertions`", assertions_schema, "assertions"),
+    deprecated("evaluators", "Old name of `assertions`", assertions_schema, "assertions"),
+    unsupported("evaluator", "Default grader kind (legacy)", string, "give assertions explicitly"),
+    unsupported("preprocessors", "Content preprocessors for LLM graders", any, "not run by this version"),
+    field("workspace", "Workspace of every test", any),
+    field("metadata", "Metadata merged into every test's", object),
+    field("governance", "Governance metadata, copied into every test's metadata.governance", object),
+    field("plugins", "Third-party grader plugins (.wasm), pinned by sha256", plugins_schema),
+];
+
+/// Keys of a test case (inline, in a cases file, or a `case.yaml`).
+pub const CASE: &[Field] = &[
+    field("id", "Unique id (default for a case directory: its name)", string),
+    field("input", "The prompt: a string, a message, or a list of messages", input_schema),
+    field("criteria", "What a good answer does, for judges and code graders", string),
+    deprecated("expected_outcome", "Old name of `criteria`", string, "criteria"),
+    field("expected_output", "The reference answer", any),
+    field("assertions", "Assertions: the test's own, before the suite's", assertions_schema),
+    deprecated("assert", "Old name of `assertions`", assertions_schema, "assertions"),
+    deprecated("rubrics", "Rubric criteria, prepended as a `rubrics` assertion", any, "assertions"),
+    field("input_files", "Files attached to a string input", strings),
+    field("vars", "Values for `{{ var }}` placeholders in input, criteria and expected_output", object),
+    field("execution", "Per-test execution settings", execution_schema),
+    field("workspace", "Workspace of this test", any),
+    field("metadata", "Free-form metadata, passed to graders and results", object),
+    field("conversation_id", "Carried into results", string),
+    field("tags", "Tags for --tag filters", strings),
+    unsupported("timeout_ms", "Per-case timeout in milliseconds", positive_int, "not enforced by this version"),
+    unsupported("expected_fail", "The case is expected to fail", boolean, "not applied by this version"),
+    unsupported("evaluator", "Default grader kind (legacy)", string, "give assertions explicitly"),
+    unsupported("depends_on", "Tests that must run first", strings, "dependencies are not scheduled by this version"),
+    unsupported("on_dependency_failure", "skip, fail or run", string, "dependencies are not scheduled by this version"),
+    unsupported("mode", "`conversation` for multi-turn tests", string, "conversation mode is not run by this version"),
+    unsupported("turns", "Conversation turns", any, "conversation mode is not run by this version"),
+    unsupported("aggregation", "Conversation score aggregation", string, "conversation mode is not run by this version"),
+    unsupported("on_turn_failure", "continue or stop", string, "conversation mode is not run by this version"),
+    unsupported("window_size", "Conversation window", positive_int, "conversation mode is not run by this version"),
+    unsupported("suite", "Suite name (ignored by AgentV too)", string, "it has no effect"),
+];
+
+/// Keys of `execution` (suite or test).
+pub const EXECUTION: &[Field] = &[
+    field("target", "Default target name", string),
+    unsupported("targets", "Run every test against each of these targets", any, "target matrices are not run by this version"),
+    unsupported("workers", "Concurrency (use -j)", positive_int, "use -j/--workers"),
+    field("threshold", "Pass threshold in [0, 1]", unit),
+    unsupported("trials", "Repeat each test", any, "trials are not run by this version"),
+    unsupported("budget_usd", "Suite cost cap", any, "cost budgets are not enforced by this version"),
+    unsupported("fail_on_error", "Stop after the first execution error", boolean, "not applied by this version"),
+    unsupported("cache", "Response cache", boolean, "the response cache is not available in this version"),
+    unsupported("cache_path", "Response cache directory", string, "the response cache is not available in this version"),
+    field("skip_defaults", "(test only) skip the suite's assertions, input and input_files", boolean),
+    deprecated("assertions", "Suite assertions (legacy location)", assertions_schema, "top-level assertions"),
+    deprecated("assert", "Suite assertions (legacy location)", assertions_schema, "top-level assertions"),
+    deprecated("evaluators", "Suite assertions (legacy location)", assertions_schema, "top-level assertions"),
+    field("limits", "Plugin call limits for every assertion", limits_schema),
+];
+
+/// Keys of an assertion that the host reads; every other key is the plugin's
+/// config.
+pub const ASSERTION_HOST: &[Field] = &[
+    field("type", "Assertion type; `not-` prefix negates; `_` and `-` are the same", string),
+    field("name", "Name in results (default: generated from type and value)", string),
+    field("weight", "Weight in the test score (default 1)", || json!({"type": "number", "minimum": 0})),
+    field(
+        "required",
+        "A gate: failing it zeroes the test (true, or a deprecated minimum score)",
+        || json!({"anyOf": [{"type": "boolean"}, {"type": "number", "exclusiveMinimum": 0, "maximum": 1}]}),
+    ),
+    field("min_score", "Gate score for `required`", unit),
+    field("negate", "Invert the score and every check", boolean),
+    field("limits", "Plugin call limits for this assertion", limits_schema),
+];
+
+/// Keys of a message.
+pub const MESSAGE: &[Field] = &[
+    field("role", "system, user, assistant or tool", string),
+    field("content", "A string, content blocks, or an object", any),
+    field("name", "Participant or tool name", string),
+    field("tool_calls", "Tool calls of an assistant message", any),
+];
+
+/// Keys of a `plugins` entry.
+pub const PLUGIN: &[Field] = &[
+    field("path", "Path to the .wasm component", string),
+    field("sha256", "Expected sha256 of the file, hex", string),
+];
+
+/// Keys of `limits`.
+pub const LIMITS: &[Field] = &[
+    field("timeout_ms", "Deadline of one grade call, in milliseconds (default 10000)", positive_int),
+    field("memory_mb", "Memory cap of one grade call, in MiB (default 256)", positive_int),
+];
+
+/// The names of `fields`.
+pub fn names(fields: &[Field]) -> impl Iterator<Item = &'static str> + Clone + '_ {
+    fields.iter().map(|f| f.name)
+}
+
+/// The field named `name`.
+pub fn get(fields: &[Field], name: &str) -> Option<Field> {
+    fields.iter().find(|f| f.name == name).copied()
+}
+
+fn properties(fields: &[Field]) -> Value {
+    let mut props = Map::new();
+    for f in fields {
+        let mut schema = (f.schema)();
+        if let Value::Object(o) = &mut schema {
+            let doc = match f.status {
+                Status::Supported => f.doc.to_owned(),
+                Status::Deprecated(instead) => format!("{} (deprecated: use `{instead}`)", f.doc),
+                Status::Unsupported(why) => format!("{} (ignored by evalhost: {why})", f.doc),
+            };
+            o.insert("description".into(), Value::String(doc));
+            if matches!(f.status, Status::Deprecated(_)) {
+                o.insert("deprecated".into(), Value::Bool(true));
+            }
+        }
+        props.insert(f.name.into(), schema);
+    }
+    Value::Object(props)
+}
+
+/// The JSON Schema of one assertion type's config, as a plugin describes it.
+#[derive(Debug, Clone)]
+pub struct TypeSchema {
+    /// Kebab-case type name.
+    pub name: String,
+    /// One line.
+    pub description: String,
+    /// The config schema.
+    pub config: Value,
+}
+
+fn defs(types: &[TypeSchema]) -> Value {
+    let type_names: Vec<Value> = types
+        .iter()
+        .flat_map(|t| {
+            let snake = t.name.replace('-', "_");
+            let mut v = vec![t.name.clone(), format!("not-{}", t.name)];
+            if snake != t.name {
+                v.push(snake.clone());
+                v.push(format!("not_{snake}"));
+            }
+            v
+        })
+        .map(Value::String)
+        .collect();
+    let per_type: Vec<Value> = types
+        .iter()
+        .map(|t| {
+            let snake = t.name.replace('-', "_");
+            let names = json!([t.name, format!("not-{}", t.name), snake, format!("not_{snake}")]);
+            let mut then = t.config.clone();
+            if let Value::Object(o) = &mut then {
+                o.remove("type");
+                o.remove("additionalProperties");
+            }
+            json!({"if": {"properties": {"type": {"enum": names}}, "required": ["type"]}, "then": then})
+        })
+        .collect();
+    let mut assertion_props = properties(ASSERTION_HOST);
+    assertion_props["type"] = json!({
+        "description": "Assertion type; `not-` prefix negates; `_` and `-` are the same",
+        "anyOf": [{"enum": type_names}, {"type": "string"}],
+    });
+    json!({
+        "message": message_schema(),
+        "case": {
+            "type": "object",
+            "description": "A test case",
+            "properties": properties(CASE),
+            "additionalProperties": false,
+        },
+        "execution": {"type": "object", "properties": properties(EXECUTION), "additionalProperties": false},
+        "limits": {"type": "object", "properties": properties(LIMITS), "additionalProperties": false},
+        "assertion": {"anyOf": [
+            {"type": "string", "description": "A rubric criterion for an LLM judge"},
+            {"type": "object", "required": ["include"], "properties": {"include": {"type": "string"}},
+             "additionalProperties": false, "description": "Assertions from a template file"},
+            {"type": "object", "required": ["type"], "properties": assertion_props, "allOf": per_type},
+        ]},
+    })
+}
+
+/// The JSON Schema of a suite file (`EVAL.yaml`).
+pub fn suite_schema(types: &[TypeSchema]) -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://evalhost.invalid/schema/suite.schema.json",
+        "title": "evalhost suite (AgentV EVAL.yaml)",
+        "type": "object",
+        "required": ["tests"],
+        "properties": properties(SUITE),
+        "additionalProperties": false,
+        "$defs": defs(types),
+    })
+}
+
+/// The JSON Schema of a `case.yaml`.
+pub fn case_schema(types: &[TypeSchema]) -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://evalhost.invalid/schema/case.schema.json",
+        "title": "evalhost test case (case.yaml)",
+        "$ref": "#/$defs/case",
+        "$defs": defs(types),
+    })
+}

@@ -1,0 +1,210 @@
+//! Where a suite may read files from, and how relative paths are found.
+//!
+//! **The rule:** a suite reads files only inside its *project root* — the
+//! nearest ancestor of the eval file that contains `.git`, or, outside a
+//! repository, the eval file's own directory. Every referenced path (test
+//! files, `file://` entries, case directories, input files, templates,
+//! plugins) is resolved with symlinks followed and refused when it lands
+//! outside, so `../../etc/passwd` or a case directory that is a symlink out
+//! of the suite is an error, not a read.
+//!
+//! Relative paths are searched as AgentV does (§1.9): the eval file's
+//! directory, then each ancestor up to the project root, then the current
+//! directory (when it is inside the project root).
+
+use std::path::{Component, Path, PathBuf};
+
+/// The roots of one suite.
+#[derive(Debug, Clone)]
+pub struct Roots {
+    /// The eval file's directory (absolute).
+    pub eval_dir: PathBuf,
+    /// The project root (absolute, canonical).
+    pub project_root: PathBuf,
+    /// The current directory.
+    pub cwd: PathBuf,
+}
+
+/// Why a path could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathError {
+    /// Nothing exists at any searched place.
+    NotFound {
+        /// Every place tried.
+        tried: Vec<PathBuf>,
+    },
+    /// It exists, but outside the project root.
+    Outside {
+        /// Where it resolved to.
+        resolved: PathBuf,
+        /// The root it escapes.
+        root: PathBuf,
+    },
+}
+
+impl std::fmt::Display for PathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotFound { tried } => {
+                write!(f, "not found (tried: ")?;
+                for (i, p) in tried.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{}", p.display())?;
+                }
+                write!(f, ")")
+            }
+            Self::Outside { resolved, root } => write!(
+                f,
+                "it resolves to {}, outside the suite's project root {}",
+                resolved.display(),
+                root.display()
+            ),
+        }
+    }
+}
+
+impl Roots {
+    /// Roots for the eval file at `eval`.
+    pub fn for_eval(eval: &Path) -> Self {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let absolute = if eval.is_absolute() { eval.to_path_buf() } else { cwd.join(eval) };
+        let eval_dir = absolute.parent().map(Path::to_path_buf).unwrap_or_else(|| cwd.clone());
+        let eval_dir = eval_dir.canonicalize().unwrap_or(eval_dir);
+        let project_root = eval_dir
+            .ancestors()
+            .find(|d| d.join(".git").exists())
+            .unwrap_or(&eval_dir)
+            .to_path_buf();
+        Self {
+            eval_dir,
+            project_root,
+            cwd: cwd.canonicalize().unwrap_or(cwd),
+        }
+    }
+
+    /// The directories searched for a relative path, nearest first.
+    pub fn search_dirs(&self, first: Option<&Path>) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        if let Some(first) = first {
+            dirs.push(first.to_path_buf());
+        }
+        for dir in self.eval_dir.ancestors() {
+            dirs.push(dir.to_path_buf());
+            if dir == self.project_root {
+                break;
+            }
+        }
+        if self.cwd.starts_with(&self.project_root) {
+            dirs.push(self.cwd.clone());
+        }
+        let mut seen = Vec::new();
+        dirs.retain(|d| {
+            let new = !seen.contains(d);
+            seen.push(d.clone());
+            new
+        });
+        dirs
+    }
+
+    /// Finds `value` through the search roots (an absolute path is taken as
+    /// it is) and checks it stays inside the project root.
+    pub fn find(&self, value: &str, first: Option<&Path>) -> Result<PathBuf, PathError> {
+        let path = Path::new(value);
+        let candidates: Vec<PathBuf> = if path.is_absolute() {
+            vec![path.to_path_buf()]
+        } else {
+            let trimmed = value.trim_start_matches(['/', '\\']);
+            self.search_dirs(first).into_iter().map(|d| d.join(trimmed)).collect()
+        };
+        for candidate in &candidates {
+            if candidate.exists() {
+                return self.contain(candidate);
+            }
+        }
+        Err(PathError::NotFound { tried: candidates })
+    }
+
+    /// `value` relative to `base` (no search), checked to stay inside the
+    /// project root.
+    pub fn relative(&self, value: &str, base: &Path) -> Result<PathBuf, PathError> {
+        let path = base.join(value);
+        if path.exists() {
+            self.contain(&path)
+        } else {
+            // Refuse escapes even for paths that do not exist.
+            let lexical = normalize(&path);
+            if !lexical.starts_with(&self.project_root) {
+                return Err(PathError::Outside {
+                    resolved: lexical,
+                    root: self.project_root.clone(),
+                });
+            }
+            Err(PathError::NotFound { tried: vec![path] })
+        }
+    }
+
+    /// The canonical form of an existing `path`, if inside the project root.
+    pub fn contain(&self, path: &Path) -> Result<PathBuf, PathError> {
+        let resolved = path.canonicalize().map_err(|_| PathError::NotFound {
+            tried: vec![path.to_path_buf()],
+        })?;
+        if resolved.starts_with(&self.project_root) {
+            Ok(resolved)
+        } else {
+            Err(PathError::Outside {
+                resolved,
+                root: self.project_root.clone(),
+            })
+        }
+    }
+}
+
+/// Removes `.` and `..` components without touching the file system.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_through_ancestors_and_refuses_escapes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("repo/.git")).unwrap();
+        std::fs::create_dir_all(root.join("repo/evals/sub")).unwrap();
+        std::fs::write(root.join("repo/shared.txt"), "x").unwrap();
+        std::fs::write(root.join("outside.txt"), "secret").unwrap();
+        let roots = Roots::for_eval(&root.join("repo/evals/sub/EVAL.yaml"));
+        assert_eq!(roots.project_root, root.join("repo"));
+        assert_eq!(roots.find("shared.txt", None).unwrap(), root.join("repo/shared.txt"));
+        assert!(matches!(roots.find("../../../outside.txt", None), Err(PathError::Outside { .. })));
+        assert!(matches!(
+            roots.find(root.join("outside.txt").to_str().unwrap(), None),
+            Err(PathError::Outside { .. })
+        ));
+        assert!(matches!(roots.find("missing.txt", None), Err(PathError::NotFound { .. })));
+        assert!(matches!(
+            roots.relative("../../../nope", &roots.eval_dir),
+            Err(PathError::Outside { .. })
+        ));
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(root.join("outside.txt"), root.join("repo/evals/link.txt")).unwrap();
+            assert!(matches!(roots.find("link.txt", None), Err(PathError::Outside { .. })));
+        }
+    }
+}
