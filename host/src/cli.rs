@@ -28,6 +28,26 @@ pub enum Command {
     /// Check suites without running anything: every problem, with file, line
     /// and key.
     Validate(ValidateArgs),
+    /// Print the JSON Schema of the suite format (EVAL.yaml) or of a
+    /// case.yaml, for editors.
+    Schema(SchemaArgs),
+}
+
+/// `evalhost schema`.
+#[derive(Debug, clap::Args)]
+pub struct SchemaArgs {
+    /// Which file's schema.
+    #[arg(value_enum, default_value = "suite")]
+    pub which: SchemaKind,
+}
+
+/// Which schema `evalhost schema` prints.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum SchemaKind {
+    /// An eval file (EVAL.yaml, *.eval.yaml).
+    Suite,
+    /// A case.yaml of a discovered case directory.
+    Case,
 }
 
 /// `evalhost run`.
@@ -63,7 +83,8 @@ pub struct RunArgs {
 /// `evalhost validate`.
 #[derive(Debug, clap::Args)]
 pub struct ValidateArgs {
-    /// Eval files to check.
+    /// Eval files to check, or directories to search for `EVAL.yaml`,
+    /// `eval.yaml` and `*.eval.yaml`.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
 }
@@ -74,6 +95,7 @@ pub fn run_cli(cli: Cli) -> ExitCode {
     let code = match cli.command {
         Command::Run(args) => run_command(&args, &mut stderr),
         Command::Validate(args) => validate_command(&args, &mut stderr),
+        Command::Schema(args) => schema_command(&args, &mut stderr),
     };
     ExitCode::from(code)
 }
@@ -131,7 +153,24 @@ fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {
         }
     };
     let mut invalid = 0;
+    let mut files = Vec::new();
     for path in &args.paths {
+        if path.is_dir() {
+            let found = crate::suite::discover_eval_files(path);
+            if found.is_empty() {
+                let _ = writeln!(
+                    err,
+                    "{}: no eval files (EVAL.yaml, eval.yaml, *.eval.yaml) found",
+                    path.display()
+                );
+                invalid += 1;
+            }
+            files.extend(found);
+        } else {
+            files.push(path.clone());
+        }
+    }
+    for path in &files {
         match run::prepare(path, &engine) {
             Ok(prepared) => {
                 for d in prepared.warnings.iter() {
@@ -154,5 +193,25 @@ fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {
         exit_codes::USAGE
     } else {
         exit_codes::SUCCESS
+    }
+}
+
+fn schema_command(args: &SchemaArgs, err: &mut dyn Write) -> u8 {
+    match crate::schema::generate(args.which) {
+        Ok(schema) => {
+            let mut out = std::io::stdout().lock();
+            match writeln!(out, "{schema}") {
+                Ok(()) => exit_codes::SUCCESS,
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit_codes::SUCCESS,
+                Err(e) => {
+                    let _ = writeln!(err, "error: {e}");
+                    exit_codes::INTERNAL
+                }
+            }
+        }
+        Err(error) => {
+            let _ = writeln!(err, "error: {error:#}");
+            exit_codes::INTERNAL
+        }
     }
 }

@@ -16,5 +16,6 @@ pub mod plugin;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod schema;
 pub mod suite;
 pub mod target;

@@ -40,6 +40,15 @@ pub enum Verdict {
     Skip,
 }
 
+/// A message, as results show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageRow {
+    /// Its role.
+    pub role: String,
+    /// Its text.
+    pub content: String,
+}
+
 /// One check behind a score.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckRow {
@@ -120,6 +129,18 @@ pub struct ResultRow {
     /// Time the target took, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// The input messages sent to the target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input: Vec<MessageRow>,
+    /// The expected output, as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_output: Option<String>,
+    /// The test's criteria.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criteria: Option<String>,
+    /// The test's metadata (suite metadata merged in).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub metadata: serde_json::Map<String, Value>,
     /// The candidate output that was graded.
     pub output: String,
     /// Per-assertion results.
@@ -160,6 +181,24 @@ impl ResultsWriter {
         line.push(b'\n');
         self.file.write_all(&line)?;
         self.file.flush()
+    }
+}
+
+impl ResultsWriter {
+    /// Rewrites the file with `rows` in this order (the suite's), atomically:
+    /// during the run rows are appended as they complete, so a crash loses
+    /// nothing; at the end they are put in suite order.
+    pub fn rewrite_in_order(&mut self, rows: &[ResultRow]) -> std::io::Result<()> {
+        let tmp = self.path.with_extension("jsonl.tmp");
+        let mut out = std::io::BufWriter::new(File::create(&tmp)?);
+        for row in rows {
+            serde_json::to_writer(&mut out, row).map_err(std::io::Error::other)?;
+            out.write_all(b"\n")?;
+        }
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, &self.path)?;
+        self.file = OpenOptions::new().append(true).open(&self.path)?;
+        Ok(())
     }
 }
 

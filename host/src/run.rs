@@ -14,7 +14,7 @@ use crate::failure::FailureClass;
 use crate::grade::{self, DEFAULT_THRESHOLD};
 use crate::plugin::{self, EngineOptions, LoadedPlugin, PluginEngine, Registry};
 use crate::report::{self, Summary};
-use crate::results::{ExecutionStatus, ResultRow, ResultsWriter};
+use crate::results::{ExecutionStatus, MessageRow, ResultRow, ResultsWriter};
 use crate::suite::{self, Suite};
 use crate::target::{self, Target, Targets};
 
@@ -63,6 +63,8 @@ pub struct Prepared {
 /// Loads the suite, the built-in and suite plugins, and checks every
 /// assertion's config in its plugin.
 pub fn prepare(eval: &Path, engine: &Arc<PluginEngine>) -> Result<Prepared, RunError> {
+    // Load errors do not stop here: the plugin checks below still run on
+    // what could be read, so one run reports every mistake.
     let (suite, mut diags) = suite::load(eval);
     let Some(suite) = suite else {
         return Err(RunError::Invalid(diags));
@@ -110,9 +112,6 @@ pub fn prepare(eval: &Path, engine: &Arc<PluginEngine>) -> Result<Prepared, RunE
             }
             Err(err) => diags.push(at(err.to_string())),
         }
-    }
-    if diags.has_errors() {
-        return Err(RunError::Invalid(diags));
     }
     let checked = suite::check_assertions(&suite, &registry);
     diags.0.extend(checked.0);
@@ -227,6 +226,9 @@ pub fn run(options: &RunOptions, err: &mut dyn Write) -> anyhow::Result<Result<S
             Ok(())
         },
     )?;
+    writer
+        .rewrite_in_order(&rows)
+        .with_context(|| format!("cannot write {}", writer.path().display()))?;
     let summary = Summary::new(
         &suite,
         &target.name,
@@ -310,6 +312,10 @@ fn run_test(
                 failure_class: Some(FailureClass::Target),
                 error: Some(message),
                 duration_ms: None,
+                input: input_rows(test),
+                expected_output: test.expected_text().map(str::to_owned),
+                criteria: test.criteria.clone(),
+                metadata: test.metadata.clone(),
                 output: String::new(),
                 scores: Vec::new(),
             };
@@ -347,7 +353,21 @@ fn run_test(
         failure_class,
         error,
         duration_ms: output.duration_ms,
+        input: input_rows(test),
+        expected_output: test.expected_text().map(str::to_owned),
+        criteria: test.criteria.clone(),
+        metadata: test.metadata.clone(),
         output: output.text,
         scores,
     }
+}
+
+fn input_rows(test: &suite::TestCase) -> Vec<MessageRow> {
+    test.input
+        .iter()
+        .map(|m| MessageRow {
+            role: m.role.clone(),
+            content: m.content.clone(),
+        })
+        .collect()
 }

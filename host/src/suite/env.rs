@@ -53,7 +53,10 @@ impl Env {
     /// An environment with exactly these variables (for tests).
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         Self {
-            vars: pairs.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
             files: Vec::new(),
         }
     }
@@ -125,7 +128,9 @@ fn find_placeholders(text: &str) -> Vec<(usize, usize, String)> {
     while let Some(rel) = text[from..].find("${{") {
         let start = from + rel;
         let inner_start = start + 3;
-        let Some(close) = text[inner_start..].find("}}") else { break };
+        let Some(close) = text[inner_start..].find("}}") else {
+            break;
+        };
         let inner = &text[inner_start..inner_start + close];
         let name = inner.trim();
         let valid = name
@@ -156,7 +161,8 @@ fn coerce(text: String) -> Value {
         Some((i, f)) => (i, Some(f)),
         None => (body, None),
     };
-    let int_ok = int == "0" || (!int.is_empty() && !int.starts_with('0') && int.chars().all(|c| c.is_ascii_digit()));
+    let int_ok = int == "0"
+        || (!int.is_empty() && !int.starts_with('0') && int.chars().all(|c| c.is_ascii_digit()));
     let frac_ok = frac.is_none_or(|f| !f.is_empty() && f.chars().all(|c| c.is_ascii_digit()));
     if int_ok && frac_ok {
         if frac.is_none()
@@ -180,7 +186,14 @@ mod tests {
 
     #[test]
     fn interpolates_partially_and_coerces_whole_values() {
-        let env = Env::from_pairs([("HOME", "/home/u"), ("N", "5"), ("F", "2.50"), ("B", "true"), ("Z", "00123"), ("E", "1e3")]);
+        let env = Env::from_pairs([
+            ("HOME", "/home/u"),
+            ("N", "5"),
+            ("F", "2.50"),
+            ("B", "true"),
+            ("Z", "00123"),
+            ("E", "1e3"),
+        ]);
         let mut v = json!({
             "path": "${{ HOME }}/repos/${{MISSING}}",
             "n": "${{ N }}", "f": "${{F}}", "b": "${{ B }}", "z": "${{ Z }}", "e": "${{ E }}",
@@ -212,7 +225,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sub = dir.path().join("evals");
         std::fs::create_dir_all(&sub).unwrap();
-        std::fs::write(dir.path().join(".env"), "EVALHOST_T_A=far\nEVALHOST_T_B=far\n").unwrap();
+        std::fs::write(
+            dir.path().join(".env"),
+            "EVALHOST_T_A=far\nEVALHOST_T_B=far\n",
+        )
+        .unwrap();
         std::fs::write(sub.join(".env"), "EVALHOST_T_A=near\n").unwrap();
         let env = Env::load(&sub, dir.path(), dir.path());
         assert_eq!(env.get("EVALHOST_T_A"), Some("near"));

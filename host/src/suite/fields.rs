@@ -39,7 +39,12 @@ const fn field(name: &'static str, doc: &'static str, schema: fn() -> Value) -> 
     }
 }
 
-const fn deprecated(name: &'static str, doc: &'static str, schema: fn() -> Value, instead: &'static str) -> Field {
+const fn deprecated(
+    name: &'static str,
+    doc: &'static str,
+    schema: fn() -> Value,
+    instead: &'static str,
+) -> Field {
     Field {
         name,
         doc,
@@ -48,7 +53,12 @@ const fn deprecated(name: &'static str, doc: &'static str, schema: fn() -> Value
     }
 }
 
-const fn unsupported(name: &'static str, doc: &'static str, schema: fn() -> Value, why: &'static str) -> Field {
+const fn unsupported(
+    name: &'static str,
+    doc: &'static str,
+    schema: fn() -> Value,
+    why: &'static str,
+) -> Field {
     Field {
         name,
         doc,
@@ -137,77 +147,290 @@ pub const SUITE: &[Field] = &[
     field("tags", "Suite tags", strings),
     field("license", "License", string),
     field("requires", "Version requirements", object),
-    field("input", "Input prepended to every test's input", input_schema),
-    field("input_files", "Files attached to every test with a string input", strings),
-    field("tests", "Test cases: a list, a file of cases, or a directory of case directories", tests_schema),
+    field(
+        "input",
+        "Input prepended to every test's input",
+        input_schema,
+    ),
+    field(
+        "input_files",
+        "Files attached to every test with a string input",
+        strings,
+    ),
+    field(
+        "tests",
+        "Test cases: a list, a file of cases, or a directory of case directories",
+        tests_schema,
+    ),
     deprecated("eval_cases", "Old name of `tests`", tests_schema, "tests"),
-    deprecated("target", "Default target (legacy location)", string, "execution.target"),
+    deprecated(
+        "target",
+        "Default target (legacy location)",
+        string,
+        "execution.target",
+    ),
     field("execution", "How the suite runs", execution_schema),
-    field("assertions", "Assertions appended to every test's own", assertions_schema),
-    deprecated("assert", "Old name of `assertions`", assertions_schema, "assertions"),
-    deprecated("evaluators", "Old name of `assertions`", assertions_schema, "assertions"),
-    unsupported("evaluator", "Default grader kind (legacy)", string, "give assertions explicitly"),
-    unsupported("preprocessors", "Content preprocessors for LLM graders", any, "not run by this version"),
+    field(
+        "assertions",
+        "Assertions appended to every test's own",
+        assertions_schema,
+    ),
+    deprecated(
+        "assert",
+        "Old name of `assertions`",
+        assertions_schema,
+        "assertions",
+    ),
+    deprecated(
+        "evaluators",
+        "Old name of `assertions`",
+        assertions_schema,
+        "assertions",
+    ),
+    unsupported(
+        "evaluator",
+        "Default grader kind (legacy)",
+        string,
+        "give assertions explicitly",
+    ),
+    unsupported(
+        "preprocessors",
+        "Content preprocessors for LLM graders",
+        any,
+        "not run by this version",
+    ),
     field("workspace", "Workspace of every test", any),
     field("metadata", "Metadata merged into every test's", object),
-    field("governance", "Governance metadata, copied into every test's metadata.governance", object),
-    field("plugins", "Third-party grader plugins (.wasm), pinned by sha256", plugins_schema),
+    field(
+        "governance",
+        "Governance metadata, copied into every test's metadata.governance",
+        object,
+    ),
+    field(
+        "plugins",
+        "Third-party grader plugins (.wasm), pinned by sha256",
+        plugins_schema,
+    ),
 ];
 
 /// Keys of a test case (inline, in a cases file, or a `case.yaml`).
 pub const CASE: &[Field] = &[
-    field("id", "Unique id (default for a case directory: its name)", string),
-    field("input", "The prompt: a string, a message, or a list of messages", input_schema),
-    field("criteria", "What a good answer does, for judges and code graders", string),
-    deprecated("expected_outcome", "Old name of `criteria`", string, "criteria"),
+    field(
+        "id",
+        "Unique id (default for a case directory: its name)",
+        string,
+    ),
+    field(
+        "input",
+        "The prompt: a string, a message, or a list of messages",
+        input_schema,
+    ),
+    field(
+        "criteria",
+        "What a good answer does, for judges and code graders",
+        string,
+    ),
+    deprecated(
+        "expected_outcome",
+        "Old name of `criteria`",
+        string,
+        "criteria",
+    ),
     field("expected_output", "The reference answer", any),
-    field("assertions", "Assertions: the test's own, before the suite's", assertions_schema),
-    deprecated("assert", "Old name of `assertions`", assertions_schema, "assertions"),
-    deprecated("rubrics", "Rubric criteria, prepended as a `rubrics` assertion", any, "assertions"),
+    field(
+        "assertions",
+        "Assertions: the test's own, before the suite's",
+        assertions_schema,
+    ),
+    deprecated(
+        "assert",
+        "Old name of `assertions`",
+        assertions_schema,
+        "assertions",
+    ),
+    deprecated(
+        "rubrics",
+        "Rubric criteria, prepended as a `rubrics` assertion",
+        any,
+        "assertions",
+    ),
     field("input_files", "Files attached to a string input", strings),
-    field("vars", "Values for `{{ var }}` placeholders in input, criteria and expected_output", object),
+    field(
+        "vars",
+        "Values for `{{ var }}` placeholders in input, criteria and expected_output",
+        object,
+    ),
     field("execution", "Per-test execution settings", execution_schema),
     field("workspace", "Workspace of this test", any),
-    field("metadata", "Free-form metadata, passed to graders and results", object),
+    field(
+        "metadata",
+        "Free-form metadata, passed to graders and results",
+        object,
+    ),
     field("conversation_id", "Carried into results", string),
     field("tags", "Tags for --tag filters", strings),
-    unsupported("timeout_ms", "Per-case timeout in milliseconds", positive_int, "not enforced by this version"),
-    unsupported("expected_fail", "The case is expected to fail", boolean, "not applied by this version"),
-    unsupported("evaluator", "Default grader kind (legacy)", string, "give assertions explicitly"),
-    unsupported("depends_on", "Tests that must run first", strings, "dependencies are not scheduled by this version"),
-    unsupported("on_dependency_failure", "skip, fail or run", string, "dependencies are not scheduled by this version"),
-    unsupported("mode", "`conversation` for multi-turn tests", string, "conversation mode is not run by this version"),
-    unsupported("turns", "Conversation turns", any, "conversation mode is not run by this version"),
-    unsupported("aggregation", "Conversation score aggregation", string, "conversation mode is not run by this version"),
-    unsupported("on_turn_failure", "continue or stop", string, "conversation mode is not run by this version"),
-    unsupported("window_size", "Conversation window", positive_int, "conversation mode is not run by this version"),
-    unsupported("suite", "Suite name (ignored by AgentV too)", string, "it has no effect"),
+    unsupported(
+        "timeout_ms",
+        "Per-case timeout in milliseconds",
+        positive_int,
+        "not enforced by this version",
+    ),
+    unsupported(
+        "expected_fail",
+        "The case is expected to fail",
+        boolean,
+        "not applied by this version",
+    ),
+    unsupported(
+        "evaluator",
+        "Default grader kind (legacy)",
+        string,
+        "give assertions explicitly",
+    ),
+    unsupported(
+        "depends_on",
+        "Tests that must run first",
+        strings,
+        "dependencies are not scheduled by this version",
+    ),
+    unsupported(
+        "on_dependency_failure",
+        "skip, fail or run",
+        string,
+        "dependencies are not scheduled by this version",
+    ),
+    unsupported(
+        "mode",
+        "`conversation` for multi-turn tests",
+        string,
+        "conversation mode is not run by this version",
+    ),
+    unsupported(
+        "turns",
+        "Conversation turns",
+        any,
+        "conversation mode is not run by this version",
+    ),
+    unsupported(
+        "aggregation",
+        "Conversation score aggregation",
+        string,
+        "conversation mode is not run by this version",
+    ),
+    unsupported(
+        "on_turn_failure",
+        "continue or stop",
+        string,
+        "conversation mode is not run by this version",
+    ),
+    unsupported(
+        "window_size",
+        "Conversation window",
+        positive_int,
+        "conversation mode is not run by this version",
+    ),
+    unsupported(
+        "suite",
+        "Suite name (ignored by AgentV too)",
+        string,
+        "it has no effect",
+    ),
 ];
 
 /// Keys of `execution` (suite or test).
 pub const EXECUTION: &[Field] = &[
     field("target", "Default target name", string),
-    unsupported("targets", "Run every test against each of these targets", any, "target matrices are not run by this version"),
-    unsupported("workers", "Concurrency (use -j)", positive_int, "use -j/--workers"),
+    unsupported(
+        "targets",
+        "Run every test against each of these targets",
+        any,
+        "target matrices are not run by this version",
+    ),
+    unsupported(
+        "workers",
+        "Concurrency (use -j)",
+        positive_int,
+        "use -j/--workers",
+    ),
     field("threshold", "Pass threshold in [0, 1]", unit),
-    unsupported("trials", "Repeat each test", any, "trials are not run by this version"),
-    unsupported("budget_usd", "Suite cost cap", any, "cost budgets are not enforced by this version"),
-    unsupported("fail_on_error", "Stop after the first execution error", boolean, "not applied by this version"),
-    unsupported("cache", "Response cache", boolean, "the response cache is not available in this version"),
-    unsupported("cache_path", "Response cache directory", string, "the response cache is not available in this version"),
-    field("skip_defaults", "(test only) skip the suite's assertions, input and input_files", boolean),
-    deprecated("assertions", "Suite assertions (legacy location)", assertions_schema, "top-level assertions"),
-    deprecated("assert", "Suite assertions (legacy location)", assertions_schema, "top-level assertions"),
-    deprecated("evaluators", "Suite assertions (legacy location)", assertions_schema, "top-level assertions"),
-    field("limits", "Plugin call limits for every assertion", limits_schema),
+    unsupported(
+        "trials",
+        "Repeat each test",
+        any,
+        "trials are not run by this version",
+    ),
+    unsupported(
+        "budget_usd",
+        "Suite cost cap",
+        any,
+        "cost budgets are not enforced by this version",
+    ),
+    unsupported(
+        "fail_on_error",
+        "Stop after the first execution error",
+        boolean,
+        "not applied by this version",
+    ),
+    unsupported(
+        "cache",
+        "Response cache",
+        boolean,
+        "the response cache is not available in this version",
+    ),
+    unsupported(
+        "cache_path",
+        "Response cache directory",
+        string,
+        "the response cache is not available in this version",
+    ),
+    field(
+        "skip_defaults",
+        "(test only) skip the suite's assertions, input and input_files",
+        boolean,
+    ),
+    deprecated(
+        "assertions",
+        "Suite assertions (legacy location)",
+        assertions_schema,
+        "top-level assertions",
+    ),
+    deprecated(
+        "assert",
+        "Suite assertions (legacy location)",
+        assertions_schema,
+        "top-level assertions",
+    ),
+    deprecated(
+        "evaluators",
+        "Suite assertions (legacy location)",
+        assertions_schema,
+        "top-level assertions",
+    ),
+    field(
+        "limits",
+        "Plugin call limits for every assertion",
+        limits_schema,
+    ),
 ];
 
 /// Keys of an assertion that the host reads; every other key is the plugin's
 /// config.
 pub const ASSERTION_HOST: &[Field] = &[
-    field("type", "Assertion type; `not-` prefix negates; `_` and `-` are the same", string),
-    field("name", "Name in results (default: generated from type and value)", string),
-    field("weight", "Weight in the test score (default 1)", || json!({"type": "number", "minimum": 0})),
+    field(
+        "type",
+        "Assertion type; `not-` prefix negates; `_` and `-` are the same",
+        string,
+    ),
+    field(
+        "name",
+        "Name in results (default: generated from type and value)",
+        string,
+    ),
+    field(
+        "weight",
+        "Weight in the test score (default 1)",
+        || json!({"type": "number", "minimum": 0}),
+    ),
     field(
         "required",
         "A gate: failing it zeroes the test (true, or a deprecated minimum score)",
@@ -215,7 +438,11 @@ pub const ASSERTION_HOST: &[Field] = &[
     ),
     field("min_score", "Gate score for `required`", unit),
     field("negate", "Invert the score and every check", boolean),
-    field("limits", "Plugin call limits for this assertion", limits_schema),
+    field(
+        "limits",
+        "Plugin call limits for this assertion",
+        limits_schema,
+    ),
 ];
 
 /// Keys of a message.
@@ -234,8 +461,16 @@ pub const PLUGIN: &[Field] = &[
 
 /// Keys of `limits`.
 pub const LIMITS: &[Field] = &[
-    field("timeout_ms", "Deadline of one grade call, in milliseconds (default 10000)", positive_int),
-    field("memory_mb", "Memory cap of one grade call, in MiB (default 256)", positive_int),
+    field(
+        "timeout_ms",
+        "Deadline of one grade call, in milliseconds (default 10000)",
+        positive_int,
+    ),
+    field(
+        "memory_mb",
+        "Memory cap of one grade call, in MiB (default 256)",
+        positive_int,
+    ),
 ];
 
 /// The names of `fields`.

@@ -33,8 +33,9 @@ pub fn host_assertion_keys() -> impl Iterator<Item = &'static str> + Clone {
     fields::names(fields::ASSERTION_HOST)
 }
 
-/// Reads and checks the eval file at `path`. Returns the suite when there
-/// are no errors, and every diagnostic either way.
+/// Reads and checks the eval file at `path`. Returns the suite as far as it
+/// could be read (check the diagnostics for errors before running it), and
+/// every diagnostic.
 pub fn load(path: &Path) -> (Option<Suite>, Diagnostics) {
     let roots = Roots::for_eval(path);
     let env = Env::load(&roots.eval_dir, &roots.project_root, &roots.cwd);
@@ -49,7 +50,11 @@ pub fn load_with(path: &Path, roots: Roots, env: Env) -> (Option<Suite>, Diagnos
         roots,
         eval_display: Arc::new(path.to_path_buf()),
     };
-    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    let extension = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let suite = match extension.as_str() {
         "yaml" | "yml" => loader.yaml_suite(path),
         "jsonl" => loader.jsonl_suite(path),
@@ -61,8 +66,7 @@ pub fn load_with(path: &Path, roots: Roots, env: Env) -> (Option<Suite>, Diagnos
             None
         }
     };
-    let diags = loader.diags;
-    if diags.has_errors() { (None, diags) } else { (suite, diags) }
+    (suite, loader.diags)
 }
 
 /// Parses YAML text into JSON values, applying merge keys (`<<: *anchor`).
@@ -119,7 +123,13 @@ struct Loader {
 }
 
 impl Loader {
-    fn push(&mut self, doc: &Doc, key: &KeyPath, severity_error: bool, message: String) -> &mut Diagnostic {
+    fn push(
+        &mut self,
+        doc: &Doc,
+        key: &KeyPath,
+        severity_error: bool,
+        message: String,
+    ) -> &mut Diagnostic {
         let d = if severity_error {
             Diagnostic::error(&doc.display, message)
         } else {
@@ -139,19 +149,34 @@ impl Loader {
 
     /// How a path is shown: relative to the current directory when inside it.
     fn display(&self, path: &Path) -> PathBuf {
-        path.strip_prefix(&self.roots.cwd).map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
+        path.strip_prefix(&self.roots.cwd)
+            .map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
     }
 
-    fn check_keys(&mut self, doc: &Doc, object: &Map<String, Value>, table: &[Field], at: &KeyPath, what: &str) {
+    fn check_keys(
+        &mut self,
+        doc: &Doc,
+        object: &Map<String, Value>,
+        table: &[Field],
+        at: &KeyPath,
+        what: &str,
+    ) {
         for key in object.keys() {
             match fields::get(table, key) {
                 None => {
                     let hint = match nearest(key, fields::names(table)) {
                         Some(near) => format!("did you mean `{near}`?"),
-                        None => format!("known keys: {}", fields::names(table).collect::<Vec<_>>().join(", ")),
+                        None => format!(
+                            "known keys: {}",
+                            fields::names(table).collect::<Vec<_>>().join(", ")
+                        ),
                     };
-                    self.warning(doc, &at.key(key), format!("unknown key `{key}` in {what}; it is ignored"))
-                        .hint = Some(hint);
+                    self.warning(
+                        doc,
+                        &at.key(key),
+                        format!("unknown key `{key}` in {what}; it is ignored"),
+                    )
+                    .hint = Some(hint);
                 }
                 Some(Field {
                     status: Status::Unsupported(why),
@@ -163,7 +188,11 @@ impl Loader {
                     status: Status::Deprecated(instead),
                     ..
                 }) => {
-                    self.warning(doc, &at.key(key), format!("`{key}` is deprecated; use `{instead}`"));
+                    self.warning(
+                        doc,
+                        &at.key(key),
+                        format!("`{key}` is deprecated; use `{instead}`"),
+                    );
                 }
                 Some(_) => {}
             }
@@ -171,7 +200,11 @@ impl Loader {
     }
 
     /// Reads a YAML file (size-capped), parses it and interpolates `${{ }}`.
-    fn read_yaml(&mut self, path: &Path, from: Option<(&Doc, &KeyPath)>) -> Option<(Value, Arc<Doc>)> {
+    fn read_yaml(
+        &mut self,
+        path: &Path,
+        from: Option<(&Doc, &KeyPath)>,
+    ) -> Option<(Value, Arc<Doc>)> {
         let display = Arc::new(if path == self.eval_display.as_path() {
             path.to_path_buf()
         } else {
@@ -192,7 +225,11 @@ impl Loader {
                     col: l.column(),
                 });
                 let message = err.to_string();
-                let message = message.split(" at line ").next().unwrap_or(&message).to_owned();
+                let message = message
+                    .split(" at line ")
+                    .next()
+                    .unwrap_or(&message)
+                    .to_owned();
                 self.diags.push(
                     Diagnostic::error(&display, format!("invalid YAML: {message}"))
                         .at(pos)
@@ -205,15 +242,20 @@ impl Loader {
         Some((value, doc))
     }
 
-    fn read_text(&mut self, path: &Path, display: &Path, from: Option<(&Doc, &KeyPath)>, cap: u64) -> Option<String> {
+    fn read_text(
+        &mut self,
+        path: &Path,
+        display: &Path,
+        from: Option<(&Doc, &KeyPath)>,
+        cap: u64,
+    ) -> Option<String> {
         let report = |loader: &mut Self, message: String| match from {
             Some((doc, key)) => {
                 loader.error(doc, key, message);
             }
-            None => loader.diags.push(
-                Diagnostic::error(display, message)
-                    .hint("pass the path of an EVAL.yaml (or any .yaml suite, or a .jsonl file of cases)"),
-            ),
+            None => loader.diags.push(Diagnostic::error(display, message).hint(
+                "pass the path of an EVAL.yaml (or any .yaml suite, or a .jsonl file of cases)",
+            )),
         };
         match std::fs::metadata(path) {
             Ok(meta) if meta.len() > cap => {
@@ -262,8 +304,12 @@ impl Loader {
         let (root, doc) = self.read_yaml(path, None)?;
         let top = KeyPath::default();
         let Value::Object(root) = root else {
-            self.error(&doc, &top, "the eval file must be a mapping with a `tests` key")
-                .hint = Some("start the file with `tests:` followed by a list of test cases".into());
+            self.error(
+                &doc,
+                &top,
+                "the eval file must be a mapping with a `tests` key",
+            )
+            .hint = Some("start the file with `tests:` followed by a list of test cases".into());
             return None;
         };
         self.check_keys(&doc, &root, fields::SUITE, &top, "the suite");
@@ -276,7 +322,9 @@ impl Loader {
         }
         let target = match execution.as_ref().and_then(|e| e.get("target")) {
             Some(v) => self.string(&doc, v, &exec_path.key("target")),
-            None => root.get("target").and_then(|v| self.string(&doc, v, &top.key("target"))),
+            None => root
+                .get("target")
+                .and_then(|v| self.string(&doc, v, &top.key("target"))),
         };
         let threshold = execution
             .as_ref()
@@ -290,16 +338,27 @@ impl Loader {
 
         let mut defaults = Defaults::default();
         let suite_list = first_present(
-            &[(&root, "assertions"), (&root, "assert"), (&root, "evaluators")],
+            &[
+                (&root, "assertions"),
+                (&root, "assert"),
+                (&root, "evaluators"),
+            ],
             execution
                 .as_ref()
                 .map(|e| [(e, "assertions"), (e, "assert"), (e, "evaluators")]),
         );
         if let Some((key, list, in_execution)) = suite_list {
-            let at = if in_execution { exec_path.key(key) } else { top.key(key) };
-            defaults.assertions = self.assertion_list(&doc, list, &at, true, "the suite", &mut Vec::new());
+            let at = if in_execution {
+                exec_path.key(key)
+            } else {
+                top.key(key)
+            };
+            defaults.assertions =
+                self.assertion_list(&doc, list, &at, true, "the suite", &mut Vec::new());
         }
-        defaults.input = root.get("input").map(|v| (v.clone(), doc.clone(), top.key("input")));
+        defaults.input = root
+            .get("input")
+            .map(|v| (v.clone(), doc.clone(), top.key("input")));
         defaults.input_files = root
             .get("input_files")
             .map(|v| (v.clone(), doc.clone(), top.key("input_files")));
@@ -325,7 +384,16 @@ impl Loader {
         };
         let raw = self.expand_tests(&doc, tests_value, &tests_path);
         let tests = self.build_tests(raw, &defaults);
-        self.finish(doc, name, tests, target, threshold, limits, plugins, &tests_path)
+        self.finish(
+            doc,
+            name,
+            tests,
+            target,
+            threshold,
+            limits,
+            plugins,
+            &tests_path,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -341,8 +409,8 @@ impl Loader {
         tests_path: &KeyPath,
     ) -> Option<Suite> {
         if tests.is_empty() && !self.diags.has_errors() {
-            self.error(&doc, tests_path, "the suite has no test cases").hint =
-                Some("add at least one test case".into());
+            self.error(&doc, tests_path, "the suite has no test cases")
+                .hint = Some("add at least one test case".into());
         }
         Some(Suite {
             file: self.eval_display.clone(),
@@ -361,14 +429,23 @@ impl Loader {
             Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_owned(),
             Some(Value::String(_) | Value::Null) | None => suite_name_from_file(path),
             Some(other) => {
-                self.error(doc, &KeyPath::default().key("name"), format!("`name` must be a string, got {}", kind(other)));
+                self.error(
+                    doc,
+                    &KeyPath::default().key("name"),
+                    format!("`name` must be a string, got {}", kind(other)),
+                );
                 suite_name_from_file(path)
             }
         }
     }
 
     /// Suite `metadata` with `governance` copied into `metadata.governance`.
-    fn suite_metadata(&mut self, doc: &Doc, root: &Map<String, Value>, top: &KeyPath) -> Map<String, Value> {
+    fn suite_metadata(
+        &mut self,
+        doc: &Doc,
+        root: &Map<String, Value>,
+        top: &KeyPath,
+    ) -> Map<String, Value> {
         let mut metadata = self.object(doc, root, "metadata", top).unwrap_or_default();
         if let Some(governance) = self.object(doc, root, "governance", top) {
             metadata.insert("governance".into(), Value::Object(governance));
@@ -390,7 +467,10 @@ impl Loader {
         let sidecar = path.with_extension("yaml");
         let top = KeyPath::default();
         let mut defaults = Defaults::default();
-        let mut name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "eval".into());
+        let mut name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "eval".into());
         let (mut target, mut threshold, mut limits) = (None, None, LimitOverrides::default());
         if sidecar.is_file()
             && let Some((Value::Object(side), side_doc)) = self.read_yaml(&sidecar, None)
@@ -401,8 +481,16 @@ impl Loader {
             }
             let exec_path = top.key("execution");
             if let Some(exec) = self.object(&side_doc, &side, "execution", &top) {
-                self.check_keys(&side_doc, &exec, fields::EXECUTION, &exec_path, "`execution`");
-                target = exec.get("target").and_then(|v| self.string(&side_doc, v, &exec_path.key("target")));
+                self.check_keys(
+                    &side_doc,
+                    &exec,
+                    fields::EXECUTION,
+                    &exec_path,
+                    "`execution`",
+                );
+                target = exec
+                    .get("target")
+                    .and_then(|v| self.string(&side_doc, v, &exec_path.key("target")));
                 threshold = exec
                     .get("threshold")
                     .and_then(|v| self.unit_number(&side_doc, v, &exec_path.key("threshold")));
@@ -429,13 +517,27 @@ impl Loader {
                 self.warning(&side_doc, &top.key("assertions"), "AgentV ignores top-level `assertions` in a JSONL sidecar; evalhost applies them")
                     .hint = Some("move them under `execution.assertions` to behave the same under both".into());
                 let list = list.clone();
-                defaults
-                    .assertions
-                    .extend(self.assertion_list(&side_doc, &list, &top.key("assertions"), true, "the suite", &mut Vec::new()));
+                defaults.assertions.extend(self.assertion_list(
+                    &side_doc,
+                    &list,
+                    &top.key("assertions"),
+                    true,
+                    "the suite",
+                    &mut Vec::new(),
+                ));
             }
         }
         let tests = self.build_tests(cases, &defaults);
-        self.finish(doc, name, tests, target, threshold, limits, Vec::new(), &top)
+        self.finish(
+            doc,
+            name,
+            tests,
+            target,
+            threshold,
+            limits,
+            Vec::new(),
+            &top,
+        )
     }
 
     // ----- tests: every form ---------------------------------------------
@@ -462,7 +564,11 @@ impl Loader {
                                 .hint = Some(format!("write `file://{s}` to load cases from that file"));
                         }
                         other => {
-                            self.error(doc, &item_at, format!("a test case must be a mapping, got {}", kind(other)));
+                            self.error(
+                                doc,
+                                &item_at,
+                                format!("a test case must be a mapping, got {}", kind(other)),
+                            );
                         }
                     }
                 }
@@ -480,7 +586,14 @@ impl Loader {
                 }
             }
             other => {
-                self.error(doc, at, format!("`tests` must be a list of cases, a file or a directory, got {}", kind(other)));
+                self.error(
+                    doc,
+                    at,
+                    format!(
+                        "`tests` must be a list of cases, a file or a directory, got {}",
+                        kind(other)
+                    ),
+                );
                 Vec::new()
             }
         }
@@ -533,7 +646,11 @@ impl Loader {
         let pattern = pattern.trim_start_matches("./");
         let literal: PathBuf = Path::new(pattern)
             .components()
-            .take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '{', '[']))
+            .take_while(|c| {
+                !c.as_os_str()
+                    .to_string_lossy()
+                    .contains(['*', '?', '{', '['])
+            })
             .collect();
         let start = base.join(&literal);
         let matcher = globset::GlobBuilder::new(&base.join(pattern).to_string_lossy())
@@ -555,11 +672,19 @@ impl Loader {
 
     /// A file of cases: YAML (a list) or JSONL (one per line).
     fn case_file(&mut self, from: &Arc<Doc>, path: &Path, at: &KeyPath) -> Vec<RawCase> {
-        let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+        let extension = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("")
+            .to_ascii_lowercase();
         match extension.as_str() {
             "yaml" | "yml" => {
                 if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
-                    self.warning(from, at, format!("cases file {} is empty", self.display(path).display()));
+                    self.warning(
+                        from,
+                        at,
+                        format!("cases file {} is empty", self.display(path).display()),
+                    );
                     return Vec::new();
                 }
                 let Some((value, doc)) = self.read_yaml(path, Some((from, at))) else {
@@ -578,7 +703,11 @@ impl Loader {
                                 workspace_dir: None,
                             }),
                             other => {
-                                self.error(&doc, &KeyPath::default().index(i), format!("a test case must be a mapping, got {}", kind(&other)));
+                                self.error(
+                                    &doc,
+                                    &KeyPath::default().index(i),
+                                    format!("a test case must be a mapping, got {}", kind(&other)),
+                                );
                                 None
                             }
                         })
@@ -596,15 +725,26 @@ impl Loader {
             }
             "jsonl" => self.read_jsonl(path, Some((from, at))).unwrap_or_default(),
             other => {
-                self.error(from, at, format!("unsupported cases file format `.{other}` ({})", self.display(path).display()))
-                    .hint = Some("cases files are .yaml, .yml or .jsonl".into());
+                self.error(
+                    from,
+                    at,
+                    format!(
+                        "unsupported cases file format `.{other}` ({})",
+                        self.display(path).display()
+                    ),
+                )
+                .hint = Some("cases files are .yaml, .yml or .jsonl".into());
                 Vec::new()
             }
         }
     }
 
     /// One case per non-blank line.
-    fn read_jsonl(&mut self, path: &Path, from: Option<(&Arc<Doc>, &KeyPath)>) -> Option<Vec<RawCase>> {
+    fn read_jsonl(
+        &mut self,
+        path: &Path,
+        from: Option<(&Arc<Doc>, &KeyPath)>,
+    ) -> Option<Vec<RawCase>> {
         let display = Arc::new(if path == self.eval_display.as_path() {
             path.to_path_buf()
         } else {
@@ -618,7 +758,13 @@ impl Loader {
                 continue;
             }
             let at = KeyPath::default().index(lines.len());
-            map.insert(at.clone(), Pos { line: n + 1, col: 1 });
+            map.insert(
+                at.clone(),
+                Pos {
+                    line: n + 1,
+                    col: 1,
+                },
+            );
             lines.push((n + 1, at, line));
         }
         let doc = Arc::new(Doc {
@@ -628,7 +774,11 @@ impl Loader {
         });
         if lines.is_empty() {
             if let Some((from_doc, at)) = from {
-                self.warning(from_doc, at, format!("cases file {} is empty", display.display()));
+                self.warning(
+                    from_doc,
+                    at,
+                    format!("cases file {} is empty", display.display()),
+                );
             }
             return Some(Vec::new());
         }
@@ -646,18 +796,28 @@ impl Loader {
                             workspace_dir: None,
                         }),
                         other => {
-                            self.error(&doc, &at, format!("line {line_no} must be a JSON object (a test case), got {}", kind(&other)));
+                            self.error(
+                                &doc,
+                                &at,
+                                format!(
+                                    "line {line_no} must be a JSON object (a test case), got {}",
+                                    kind(&other)
+                                ),
+                            );
                         }
                     }
                 }
                 Err(err) => {
                     self.diags.push(
-                        Diagnostic::error(&display, format!("line {line_no} is not valid JSON: {err}"))
-                            .at(Some(Pos {
-                                line: line_no,
-                                col: err.column(),
-                            }))
-                            .hint("a .jsonl file has one JSON object per line"),
+                        Diagnostic::error(
+                            &display,
+                            format!("line {line_no} is not valid JSON: {err}"),
+                        )
+                        .at(Some(Pos {
+                            line: line_no,
+                            col: err.column(),
+                        }))
+                        .hint("a .jsonl file has one JSON object per line"),
                     );
                 }
             }
@@ -671,7 +831,14 @@ impl Loader {
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
             Err(err) => {
-                self.error(from, at, format!("cannot read the case directory {}: {err}", self.display(dir).display()));
+                self.error(
+                    from,
+                    at,
+                    format!(
+                        "cannot read the case directory {}: {err}",
+                        self.display(dir).display()
+                    ),
+                );
                 return Vec::new();
             }
         };
@@ -687,20 +854,43 @@ impl Loader {
             let sub = match self.roots.contain(&sub) {
                 Ok(s) => s,
                 Err(err) => {
-                    self.path_error(from, at, &format!("{}/{name}", self.display(dir).display()), &err);
+                    self.path_error(
+                        from,
+                        at,
+                        &format!("{}/{name}", self.display(dir).display()),
+                        &err,
+                    );
                     continue;
                 }
             };
-            let Some(case_file) = ["case.yaml", "case.yml"].iter().map(|f| sub.join(f)).find(|p| p.is_file()) else {
-                self.warning(from, at, format!("skipping directory `{name}`: no case.yaml found"))
-                    .hint = Some(format!("add {}/case.yaml to make it a test case", self.display(&sub).display()));
+            let Some(case_file) = ["case.yaml", "case.yml"]
+                .iter()
+                .map(|f| sub.join(f))
+                .find(|p| p.is_file())
+            else {
+                self.warning(
+                    from,
+                    at,
+                    format!("skipping directory `{name}`: no case.yaml found"),
+                )
+                .hint = Some(format!(
+                    "add {}/case.yaml to make it a test case",
+                    self.display(&sub).display()
+                ));
                 continue;
             };
             let Some((value, doc)) = self.read_yaml(&case_file, Some((from, at))) else {
                 continue;
             };
             let Value::Object(map) = value else {
-                self.error(&doc, &KeyPath::default(), format!("case.yaml must be a mapping (one test case), got {}", kind(&value)));
+                self.error(
+                    &doc,
+                    &KeyPath::default(),
+                    format!(
+                        "case.yaml must be a mapping (one test case), got {}",
+                        kind(&value)
+                    ),
+                );
                 continue;
             };
             let workspace_dir = sub.join("workspace");
@@ -721,14 +911,19 @@ impl Loader {
         let mut tests: Vec<TestCase> = Vec::new();
         let mut seen: HashMap<String, usize> = HashMap::new();
         for case in raw {
-            let Some(test) = self.test(case, defaults) else { continue };
+            let Some(test) = self.test(case, defaults) else {
+                continue;
+            };
             if let Some(&first) = seen.get(&test.id) {
                 let first = &tests[first];
                 let first_place = match first.loc.pos {
                     Some(p) => format!("{}:{}", first.loc.file.display(), p.line),
                     None => first.loc.file.display().to_string(),
                 };
-                let message = format!("duplicate test id `{}`: also used at {first_place}", test.id);
+                let message = format!(
+                    "duplicate test id `{}`: also used at {first_place}",
+                    test.id
+                );
                 self.diags.push(
                     Diagnostic::error(&test.loc.file, message)
                         .at(test.loc.pos)
@@ -758,12 +953,20 @@ impl Loader {
             (Some(Value::String(s)), _) if !s.is_empty() => s.clone(),
             (None | Some(Value::Null), Some(dir)) => dir.clone(),
             (Some(Value::Number(n)), _) => {
-                self.error(doc, &at.key("id"), format!("test `id` must be a string, got number {n}")).hint =
-                    Some(format!("quote it: id: \"{n}\""));
+                self.error(
+                    doc,
+                    &at.key("id"),
+                    format!("test `id` must be a string, got number {n}"),
+                )
+                .hint = Some(format!("quote it: id: \"{n}\""));
                 n.to_string()
             }
             (Some(other), _) => {
-                self.error(doc, &at.key("id"), format!("test `id` must be a non-empty string, got {}", kind(other)));
+                self.error(
+                    doc,
+                    &at.key("id"),
+                    format!("test `id` must be a non-empty string, got {}", kind(other)),
+                );
                 return None;
             }
             (None, None) => {
@@ -776,7 +979,11 @@ impl Loader {
             None | Some(Value::Null) => None,
             Some(Value::Object(v)) => Some(v.clone()),
             Some(other) => {
-                self.error(doc, &at.key("vars"), format!("`vars` must be a mapping, got {}", kind(other)));
+                self.error(
+                    doc,
+                    &at.key("vars"),
+                    format!("`vars` must be a mapping, got {}", kind(other)),
+                );
                 None
             }
         };
@@ -787,13 +994,23 @@ impl Loader {
 
         let execution = self.object(doc, &test, "execution", at);
         if let Some(exec) = &execution {
-            self.check_keys(doc, exec, fields::EXECUTION, &at.key("execution"), "a test's `execution`");
+            self.check_keys(
+                doc,
+                exec,
+                fields::EXECUTION,
+                &at.key("execution"),
+                "a test's `execution`",
+            );
         }
         let skip_defaults = match execution.as_ref().and_then(|e| e.get("skip_defaults")) {
             None | Some(Value::Null | Value::Bool(false)) => false,
             Some(Value::Bool(true)) => true,
             Some(other) => {
-                self.error(doc, &at.key("execution").key("skip_defaults"), format!("`skip_defaults` must be true or false, got {}", kind(other)));
+                self.error(
+                    doc,
+                    &at.key("execution").key("skip_defaults"),
+                    format!("`skip_defaults` must be true or false, got {}", kind(other)),
+                );
                 false
             }
         };
@@ -810,7 +1027,10 @@ impl Loader {
         }
         let files = match test.get("input_files") {
             Some(v) => Some((subst(v), doc.clone(), at.key("input_files"))),
-            None if !skip_defaults => defaults.input_files.as_ref().map(|(v, d, k)| (subst(v), d.clone(), k.clone())),
+            None if !skip_defaults => defaults
+                .input_files
+                .as_ref()
+                .map(|(v, d, k)| (subst(v), d.clone(), k.clone())),
             None => None,
         };
         match test.get("input") {
@@ -820,8 +1040,12 @@ impl Loader {
                     (Some((list, fdoc, fat)), Value::String(text)) => {
                         let paths = self.string_list(fdoc, list, fat);
                         if paths.is_empty() {
-                            self.error(fdoc, fat, "`input_files` has no file; the input would be empty").hint =
-                                Some("list at least one file, or remove `input_files`".into());
+                            self.error(
+                                fdoc,
+                                fat,
+                                "`input_files` has no file; the input would be empty",
+                            )
+                            .hint = Some("list at least one file, or remove `input_files`".into());
                         }
                         let mut blocks: Vec<Value> = paths
                             .into_iter()
@@ -833,8 +1057,15 @@ impl Loader {
                         input.extend(self.messages(doc, &message, &at.key("input"), "user"));
                     }
                     (Some((_, fdoc, fat)), other) => {
-                        self.error(fdoc, fat, format!("`input_files` needs a string `input`, but test `{id}` has {}", kind(other)))
-                            .hint = Some(
+                        self.error(
+                            fdoc,
+                            fat,
+                            format!(
+                                "`input_files` needs a string `input`, but test `{id}` has {}",
+                                kind(other)
+                            ),
+                        )
+                        .hint = Some(
                             "AgentV skips such a test silently; put the files in the messages as \
                              `{type: file, value: path}` blocks instead"
                                 .into(),
@@ -844,12 +1075,17 @@ impl Loader {
                 }
             }
             None => {
-                self.error(doc, at, format!("test `{id}` has no `input`")).hint =
+                self.error(doc, at, format!("test `{id}` has no `input`"))
+                    .hint =
                     Some("add `input:` with the prompt (a string or a list of messages)".into());
             }
         }
         if test.get("input").is_some() && input.is_empty() && !self.diags.has_errors() {
-            self.error(doc, &at.key("input"), format!("test `{id}` has an empty input"));
+            self.error(
+                doc,
+                &at.key("input"),
+                format!("test `{id}` has an empty input"),
+            );
         }
 
         let expected = test
@@ -869,17 +1105,40 @@ impl Loader {
         if let Some(rubrics) = test.get("rubrics") {
             let mut config = Map::new();
             config.insert("criteria".into(), rubrics.clone());
-            assertions.push(rubric_assertion(config, 1.0, doc.loc(&at.key("rubrics")), false));
+            assertions.push(rubric_assertion(
+                config,
+                1.0,
+                doc.loc(&at.key("rubrics")),
+                false,
+            ));
         }
         match (test.get("assertions"), test.get("assert")) {
             (Some(list), _) => {
-                assertions.extend(self.assertion_list(doc, list, &at.key("assertions"), false, &what, &mut Vec::new()));
+                assertions.extend(self.assertion_list(
+                    doc,
+                    list,
+                    &at.key("assertions"),
+                    false,
+                    &what,
+                    &mut Vec::new(),
+                ));
             }
             (None, Some(list)) => {
-                assertions.extend(self.assertion_list(doc, list, &at.key("assert"), false, &what, &mut Vec::new()));
+                assertions.extend(self.assertion_list(
+                    doc,
+                    list,
+                    &at.key("assert"),
+                    false,
+                    &what,
+                    &mut Vec::new(),
+                ));
             }
             (None, None) => {
-                if test.get("evaluators").or(execution.as_ref().and_then(|e| e.get("evaluators"))).is_some() {
+                if test
+                    .get("evaluators")
+                    .or(execution.as_ref().and_then(|e| e.get("evaluators")))
+                    .is_some()
+                {
                     self.error(doc, at, format!("test `{id}` lists its graders under `evaluators`"))
                         .hint = Some("rename `evaluators` to `assertions` (AgentV skips such a test as incomplete)".into());
                 }
@@ -937,7 +1196,11 @@ impl Loader {
         chain: &mut Vec<PathBuf>,
     ) -> Vec<Assertion> {
         let Value::Array(items) = value else {
-            self.error(doc, at, format!("assertions of {owner} must be a list, got {}", kind(value)));
+            self.error(
+                doc,
+                at,
+                format!("assertions of {owner} must be a list, got {}", kind(value)),
+            );
             return Vec::new();
         };
         let mut out = Vec::new();
@@ -977,8 +1240,14 @@ impl Loader {
             // with weight = the number of strings.
             let weight = criteria.len() as f64;
             let mut config = Map::new();
-            config.insert("criteria".into(), Value::Array(criteria.into_iter().map(Value::String).collect()));
-            out.insert(slot, rubric_assertion(config, weight, doc.loc(&path), from_suite));
+            config.insert(
+                "criteria".into(),
+                Value::Array(criteria.into_iter().map(Value::String).collect()),
+            );
+            out.insert(
+                slot,
+                rubric_assertion(config, weight, doc.loc(&path), from_suite),
+            );
         }
         out
     }
@@ -994,7 +1263,11 @@ impl Loader {
         chain: &mut Vec<PathBuf>,
     ) -> Vec<Assertion> {
         let Some(Value::String(name)) = entry.get("include") else {
-            self.error(doc, &at.key("include"), "`include` must be a template name or path (a string)");
+            self.error(
+                doc,
+                &at.key("include"),
+                "`include` must be a template name or path (a string)",
+            );
             return Vec::new();
         };
         let is_name = !name.contains(['/', '\\']) && !name.starts_with('.');
@@ -1016,11 +1289,18 @@ impl Loader {
                 return Vec::new();
             }
         };
-        let show = |p: &PathBuf| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let show = |p: &PathBuf| {
+            p.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        };
         if chain.contains(&path) {
             let mut names: Vec<String> = chain.iter().map(show).collect();
             names.push(show(&path));
-            self.error(doc, &at.key("include"), format!("assertion template cycle: {}", names.join(" -> ")));
+            self.error(
+                doc,
+                &at.key("include"),
+                format!("assertion template cycle: {}", names.join(" -> ")),
+            );
             return Vec::new();
         }
         if chain.len() >= MAX_INCLUDE_DEPTH {
@@ -1029,7 +1309,10 @@ impl Loader {
             self.error(
                 doc,
                 &at.key("include"),
-                format!("assertion templates nest deeper than {MAX_INCLUDE_DEPTH}: {}", names.join(" -> ")),
+                format!(
+                    "assertion templates nest deeper than {MAX_INCLUDE_DEPTH}: {}",
+                    names.join(" -> ")
+                ),
             );
             return Vec::new();
         }
@@ -1037,11 +1320,22 @@ impl Loader {
             return Vec::new();
         };
         let Some(list) = value.get("assertions").filter(|l| l.is_array()).cloned() else {
-            self.error(&tdoc, &KeyPath::default(), "an assertion template must be a mapping with an `assertions` list");
+            self.error(
+                &tdoc,
+                &KeyPath::default(),
+                "an assertion template must be a mapping with an `assertions` list",
+            );
             return Vec::new();
         };
         chain.push(path);
-        let out = self.assertion_list(&tdoc, &list, &KeyPath::default().key("assertions"), from_suite, owner, chain);
+        let out = self.assertion_list(
+            &tdoc,
+            &list,
+            &KeyPath::default().key("assertions"),
+            from_suite,
+            owner,
+            chain,
+        );
         chain.pop();
         out
     }
@@ -1057,19 +1351,27 @@ impl Loader {
         let raw_type = match entry.get("type") {
             Some(Value::String(t)) if !t.trim().is_empty() => t.trim().to_owned(),
             Some(other) => {
-                self.error(doc, &at.key("type"), format!("assertion `type` must be a string, got {}", kind(other)));
+                self.error(
+                    doc,
+                    &at.key("type"),
+                    format!("assertion `type` must be a string, got {}", kind(other)),
+                );
                 return None;
             }
             None => {
-                self.error(doc, at, format!("an assertion of {owner} has no `type`")).hint =
-                    Some("add `type:` (contains, regex, equals, is-json, ...)".into());
+                self.error(doc, at, format!("an assertion of {owner} has no `type`"))
+                    .hint = Some("add `type:` (contains, regex, equals, is-json, ...)".into());
                 return None;
             }
         };
         let normalized = raw_type.replace('_', "-");
         if matches!(normalized.as_str(), "code-judge" | "llm-judge") {
             let new = normalized.replace("judge", "grader");
-            self.error(doc, &at.key("type"), format!("`{raw_type}` is a removed alias; use `{new}`"));
+            self.error(
+                doc,
+                &at.key("type"),
+                format!("`{raw_type}` is a removed alias; use `{new}`"),
+            );
             return None;
         }
         let (kind_name, prefixed) = match normalized.strip_prefix("not-") {
@@ -1077,7 +1379,11 @@ impl Loader {
             None => (normalized.clone(), false),
         };
         let kind_name = if kind_name == "rubric" {
-            self.warning(doc, &at.key("type"), "`type: rubric` is deprecated; use `type: rubrics` with `criteria`");
+            self.warning(
+                doc,
+                &at.key("type"),
+                "`type: rubric` is deprecated; use `type: rubrics` with `criteria`",
+            );
             "rubrics".to_owned()
         } else {
             kind_name
@@ -1096,7 +1402,11 @@ impl Loader {
                 *b != prefixed
             }
             Some(other) => {
-                self.error(doc, &at.key("negate"), format!("`negate` must be true or false, got {}", kind(other)));
+                self.error(
+                    doc,
+                    &at.key("negate"),
+                    format!("`negate` must be true or false, got {}", kind(other)),
+                );
                 prefixed
             }
         };
@@ -1106,7 +1416,11 @@ impl Loader {
                 n.as_f64().expect("checked")
             }
             Some(other) => {
-                self.error(doc, &at.key("weight"), format!("`weight` must be a number ≥ 0, got {}", show(other)));
+                self.error(
+                    doc,
+                    &at.key("weight"),
+                    format!("`weight` must be a number ≥ 0, got {}", show(other)),
+                );
                 1.0
             }
         };
@@ -1114,14 +1428,21 @@ impl Loader {
             None | Some(Value::Null | Value::Bool(false)) => Required::No,
             Some(Value::Bool(true)) => Required::Yes,
             Some(Value::Number(n)) if n.as_f64().is_some_and(|r| r > 0.0 && r <= 1.0) => {
-                self.warning(doc, &at.key("required"), "`required: <number>` is deprecated; use `required: true` with `min_score`");
+                self.warning(
+                    doc,
+                    &at.key("required"),
+                    "`required: <number>` is deprecated; use `required: true` with `min_score`",
+                );
                 Required::AtLeast(n.as_f64().expect("checked"))
             }
             Some(other) => {
                 self.error(
                     doc,
                     &at.key("required"),
-                    format!("`required` must be true, false or a number in (0, 1], got {}", show(other)),
+                    format!(
+                        "`required` must be true, false or a number in (0, 1], got {}",
+                        show(other)
+                    ),
                 );
                 Required::No
             }
@@ -1140,9 +1461,17 @@ impl Loader {
             .collect();
         if let Some(script) = config.remove("script") {
             if config.contains_key("command") {
-                self.warning(doc, &at.key("script"), "both `command` and `script` are given; `script` is ignored");
+                self.warning(
+                    doc,
+                    &at.key("script"),
+                    "both `command` and `script` are given; `script` is ignored",
+                );
             } else {
-                self.warning(doc, &at.key("script"), "`script` is deprecated; use `command`");
+                self.warning(
+                    doc,
+                    &at.key("script"),
+                    "`script` is deprecated; use `command`",
+                );
                 config.insert("command".into(), script);
             }
         }
@@ -1150,10 +1479,18 @@ impl Loader {
             Some(Value::String(n)) if !n.is_empty() => n.clone(),
             Some(Value::Null) | None => {
                 let base = auto_name(&kind_name, &config);
-                if prefixed { format!("not-{base}") } else { base }
+                if prefixed {
+                    format!("not-{base}")
+                } else {
+                    base
+                }
             }
             Some(other) => {
-                self.error(doc, &at.key("name"), format!("assertion `name` must be a string, got {}", kind(other)));
+                self.error(
+                    doc,
+                    &at.key("name"),
+                    format!("assertion `name` must be a string, got {}", kind(other)),
+                );
                 kind_name.clone()
             }
         };
@@ -1179,7 +1516,14 @@ impl Loader {
 
     fn plugins(&mut self, doc: &Arc<Doc>, value: &Value, at: &KeyPath) -> Vec<PluginRef> {
         let Value::Array(items) = value else {
-            self.error(doc, at, format!("`plugins` must be a list of {{path, sha256}} entries, got {}", kind(value)));
+            self.error(
+                doc,
+                at,
+                format!(
+                    "`plugins` must be a list of {{path, sha256}} entries, got {}",
+                    kind(value)
+                ),
+            );
             return Vec::new();
         };
         let mut out = Vec::new();
@@ -1189,12 +1533,23 @@ impl Loader {
                 Value::String(p) => (Some(p.clone()), None),
                 Value::Object(o) => {
                     self.check_keys(doc, o, fields::PLUGIN, &item_path, "a plugin entry");
-                    let path = o.get("path").and_then(|v| self.string(doc, v, &item_path.key("path")));
-                    let sha = o.get("sha256").and_then(|v| self.string(doc, v, &item_path.key("sha256")));
+                    let path = o
+                        .get("path")
+                        .and_then(|v| self.string(doc, v, &item_path.key("path")));
+                    let sha = o
+                        .get("sha256")
+                        .and_then(|v| self.string(doc, v, &item_path.key("sha256")));
                     (path, sha)
                 }
                 other => {
-                    self.error(doc, &item_path, format!("a plugin entry must be a path or a mapping, got {}", kind(other)));
+                    self.error(
+                        doc,
+                        &item_path,
+                        format!(
+                            "a plugin entry must be a path or a mapping, got {}",
+                            kind(other)
+                        ),
+                    );
                     continue;
                 }
             };
@@ -1205,7 +1560,11 @@ impl Loader {
             if let Some(sha) = &sha
                 && (sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()))
             {
-                self.error(doc, &item_path.key("sha256"), "`sha256` must be 64 hexadecimal digits");
+                self.error(
+                    doc,
+                    &item_path.key("sha256"),
+                    "`sha256` must be 64 hexadecimal digits",
+                );
             }
             out.push(PluginRef {
                 path: doc.dir.join(path),
@@ -1218,7 +1577,14 @@ impl Loader {
 
     fn limits(&mut self, doc: &Doc, value: &Value, at: &KeyPath) -> LimitOverrides {
         let Value::Object(o) = value else {
-            self.error(doc, at, format!("`limits` must be a mapping with `timeout_ms` and/or `memory_mb`, got {}", kind(value)));
+            self.error(
+                doc,
+                at,
+                format!(
+                    "`limits` must be a mapping with `timeout_ms` and/or `memory_mb`, got {}",
+                    kind(value)
+                ),
+            );
             return LimitOverrides::default();
         };
         self.check_keys(doc, o, fields::LIMITS, at, "`limits`");
@@ -1226,7 +1592,11 @@ impl Loader {
             None | Some(Value::Null) => None,
             Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v > 0) => n.as_u64(),
             Some(other) => {
-                self.error(doc, &at.key(key), format!("`{key}` must be a positive integer, got {}", show(other)));
+                self.error(
+                    doc,
+                    &at.key(key),
+                    format!("`{key}` must be a positive integer, got {}", show(other)),
+                );
                 None
             }
         };
@@ -1238,12 +1608,22 @@ impl Loader {
 
     // ----- small typed readers -------------------------------------------
 
-    fn object(&mut self, doc: &Doc, parent: &Map<String, Value>, key: &str, at: &KeyPath) -> Option<Map<String, Value>> {
+    fn object(
+        &mut self,
+        doc: &Doc,
+        parent: &Map<String, Value>,
+        key: &str,
+        at: &KeyPath,
+    ) -> Option<Map<String, Value>> {
         match parent.get(key)? {
             Value::Object(o) => Some(o.clone()),
             Value::Null => None,
             other => {
-                self.error(doc, &at.key(key), format!("`{key}` must be a mapping, got {}", kind(other)));
+                self.error(
+                    doc,
+                    &at.key(key),
+                    format!("`{key}` must be a mapping, got {}", kind(other)),
+                );
                 None
             }
         }
@@ -1268,14 +1648,22 @@ impl Loader {
                 .filter_map(|(i, v)| match v {
                     Value::String(s) => Some(s.clone()),
                     other => {
-                        self.error(doc, &at.index(i), format!("expected a string, got {}", show(other)));
+                        self.error(
+                            doc,
+                            &at.index(i),
+                            format!("expected a string, got {}", show(other)),
+                        );
                         None
                     }
                 })
                 .collect(),
             Value::String(s) => vec![s.clone()],
             other => {
-                self.error(doc, at, format!("expected a list of strings, got {}", show(other)));
+                self.error(
+                    doc,
+                    at,
+                    format!("expected a list of strings, got {}", show(other)),
+                );
                 Vec::new()
             }
         }
@@ -1286,7 +1674,11 @@ impl Loader {
             Value::Number(n) if n.as_f64().is_some_and(|x| (0.0..=1.0).contains(&x)) => n.as_f64(),
             Value::Null => None,
             other => {
-                self.error(doc, at, format!("expected a number between 0 and 1, got {}", show(other)));
+                self.error(
+                    doc,
+                    at,
+                    format!("expected a number between 0 and 1, got {}", show(other)),
+                );
                 None
             }
         }
@@ -1294,10 +1686,18 @@ impl Loader {
 
     // ----- messages ------------------------------------------------------
 
-    fn messages(&mut self, doc: &Doc, value: &Value, at: &KeyPath, default_role: &str) -> Vec<Message> {
+    fn messages(
+        &mut self,
+        doc: &Doc,
+        value: &Value,
+        at: &KeyPath,
+        default_role: &str,
+    ) -> Vec<Message> {
         match value {
             Value::String(s) => vec![Message::text(default_role, s.clone())],
-            Value::Object(o) if o.contains_key("role") => self.message(doc, o, at).into_iter().collect(),
+            Value::Object(o) if o.contains_key("role") => {
+                self.message(doc, o, at).into_iter().collect()
+            }
             Value::Object(_) => vec![Message {
                 role: default_role.into(),
                 content: pretty(value),
@@ -1309,7 +1709,14 @@ impl Loader {
                 .filter_map(|(i, item)| match item {
                     Value::Object(o) => self.message(doc, o, &at.index(i)),
                     other => {
-                        self.error(doc, &at.index(i), format!("a message must be a mapping with `role` and `content`, got {}", kind(other)));
+                        self.error(
+                            doc,
+                            &at.index(i),
+                            format!(
+                                "a message must be a mapping with `role` and `content`, got {}",
+                                kind(other)
+                            ),
+                        );
                         None
                     }
                 })
@@ -1323,8 +1730,15 @@ impl Loader {
                 }]
             }
             other => {
-                self.error(doc, at, format!("expected a string, a message or a list of messages, got {}", show(other)))
-                    .hint = Some("quote it to make it a string".into());
+                self.error(
+                    doc,
+                    at,
+                    format!(
+                        "expected a string, a message or a list of messages, got {}",
+                        show(other)
+                    ),
+                )
+                .hint = Some("quote it to make it a string".into());
                 Vec::new()
             }
         }
@@ -1333,12 +1747,19 @@ impl Loader {
     fn message(&mut self, doc: &Doc, o: &Map<String, Value>, at: &KeyPath) -> Option<Message> {
         self.check_keys(doc, o, fields::MESSAGE, at, "a message");
         let role = match o.get("role") {
-            Some(Value::String(r)) if ["system", "user", "assistant", "tool"].contains(&r.as_str()) => r.clone(),
+            Some(Value::String(r))
+                if ["system", "user", "assistant", "tool"].contains(&r.as_str()) =>
+            {
+                r.clone()
+            }
             other => {
                 self.error(
                     doc,
                     &at.key("role"),
-                    format!("`role` must be system, user, assistant or tool, got {}", other.map_or("nothing".into(), show)),
+                    format!(
+                        "`role` must be system, user, assistant or tool, got {}",
+                        other.map_or("nothing".into(), show)
+                    ),
                 );
                 return None;
             }
@@ -1374,7 +1795,9 @@ impl Loader {
     /// Resolves `type: file` and `type: image` blocks through the search
     /// roots: found files get `path`, `resolved_path` and (for files) `text`.
     fn resolve_blocks(&mut self, doc: &Doc, content: &Value, at: &KeyPath) -> Value {
-        let Value::Array(blocks) = content else { return content.clone() };
+        let Value::Array(blocks) = content else {
+            return content.clone();
+        };
         let mut out = Vec::new();
         for (i, block) in blocks.iter().enumerate() {
             let block_at = at.index(i);
@@ -1388,7 +1811,11 @@ impl Loader {
                         continue;
                     }
                     let Some(Value::String(value)) = o.get("value") else {
-                        self.error(doc, &block_at, format!("a `{kind_name}` block needs a `value` (the path)"));
+                        self.error(
+                            doc,
+                            &block_at,
+                            format!("a `{kind_name}` block needs a `value` (the path)"),
+                        );
                         continue;
                     };
                     let path = match self.roots.find(value, Some(&self.roots.eval_dir.clone())) {
@@ -1401,9 +1828,16 @@ impl Loader {
                     let mut resolved = o.clone();
                     let display = value.trim_start_matches(['/', '\\']).to_owned();
                     resolved.insert("path".into(), Value::String(display));
-                    resolved.insert("resolved_path".into(), Value::String(path.display().to_string()));
+                    resolved.insert(
+                        "resolved_path".into(),
+                        Value::String(path.display().to_string()),
+                    );
                     if kind_name == "image" {
-                        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+                        let ext = path
+                            .extension()
+                            .and_then(|e| e.to_str())
+                            .unwrap_or("")
+                            .to_ascii_lowercase();
                         let Some(mime) = image_mime(&ext) else {
                             self.error(doc, &block_at.key("value"), format!("`{value}` is not an image evalhost can send (.png .jpg .jpeg .gif .webp .svg .bmp)"));
                             continue;
@@ -1411,9 +1845,17 @@ impl Loader {
                         resolved.insert("media_type".into(), Value::String(mime.into()));
                     } else {
                         let display = self.display(&path);
-                        match self.read_text(&path, &display, Some((doc, &block_at.key("value"))), MAX_INPUT_FILE_BYTES) {
+                        match self.read_text(
+                            &path,
+                            &display,
+                            Some((doc, &block_at.key("value"))),
+                            MAX_INPUT_FILE_BYTES,
+                        ) {
                             Some(text) => {
-                                resolved.insert("text".into(), Value::String(text.replace("\r\n", "\n")));
+                                resolved.insert(
+                                    "text".into(),
+                                    Value::String(text.replace("\r\n", "\n")),
+                                );
                             }
                             None => continue,
                         }
@@ -1446,7 +1888,12 @@ fn first_present<'a>(
     None
 }
 
-fn rubric_assertion(config: Map<String, Value>, weight: f64, loc: Loc, from_suite: bool) -> Assertion {
+fn rubric_assertion(
+    config: Map<String, Value>,
+    weight: f64,
+    loc: Loc,
+    from_suite: bool,
+) -> Assertion {
     let config_json: Arc<str> = Value::Object(config.clone()).to_string().into();
     Assertion {
         name: "rubrics".into(),
@@ -1511,7 +1958,9 @@ pub fn substitute_vars(value: &Value, vars: &Map<String, Value>) -> Value {
             if let [(0, end, name)] = spans.as_slice()
                 && *end == s.len()
             {
-                return lookup_var(vars, name).cloned().unwrap_or_else(|| value.clone());
+                return lookup_var(vars, name)
+                    .cloned()
+                    .unwrap_or_else(|| value.clone());
             }
             let mut out = String::with_capacity(s.len());
             let mut last = 0;
@@ -1527,8 +1976,14 @@ pub fn substitute_vars(value: &Value, vars: &Map<String, Value>) -> Value {
             out.push_str(&s[last..]);
             Value::String(out)
         }
-        Value::Array(items) => Value::Array(items.iter().map(|v| substitute_vars(v, vars)).collect()),
-        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), substitute_vars(v, vars))).collect()),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| substitute_vars(v, vars)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), substitute_vars(v, vars)))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -1543,10 +1998,17 @@ fn var_spans(text: &str) -> Vec<(usize, usize, String)> {
             from = start + 2;
             continue;
         }
-        let Some(close) = text[start + 2..].find("}}") else { break };
+        let Some(close) = text[start + 2..].find("}}") else {
+            break;
+        };
         let name = text[start + 2..start + 2 + close].trim();
-        let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+        let valid = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
         let end = start + 2 + close + 2;
         if valid {
             spans.push((start, end, name.to_owned()));
@@ -1567,7 +2029,10 @@ fn lookup_var<'a>(vars: &'a Map<String, Value>, name: &str) -> Option<&'a Value>
 
 /// AgentV's suite name: the file name without `.eval.yaml`/`.yaml`.
 fn suite_name_from_file(file: &Path) -> String {
-    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let lower = name.to_lowercase();
     for suffix in [".eval.yaml", ".eval.yml", ".yaml", ".yml", ".jsonl"] {
         if lower.ends_with(suffix) {
@@ -1581,11 +2046,19 @@ fn suite_name_from_file(file: &Path) -> String {
 fn auto_name(kind_name: &str, config: &Map<String, Value>) -> String {
     let value = config.get("value");
     match (kind_name, value) {
-        ("contains" | "icontains" | "starts-with" | "ends-with" | "equals", Some(Value::String(v))) => {
+        (
+            "contains" | "icontains" | "starts-with" | "ends-with" | "equals",
+            Some(Value::String(v)),
+        ) => {
             format!("{kind_name}-{v}")
         }
-        ("regex", Some(Value::String(v))) => format!("regex-{}", v.chars().take(30).collect::<String>()),
-        ("contains-any" | "contains-all" | "icontains-any" | "icontains-all", Some(Value::Array(a))) => {
+        ("regex", Some(Value::String(v))) => {
+            format!("regex-{}", v.chars().take(30).collect::<String>())
+        }
+        (
+            "contains-any" | "contains-all" | "icontains-any" | "icontains-all",
+            Some(Value::Array(a)),
+        ) => {
             format!("{kind_name}-{}", a.len())
         }
         ("skill-trigger", _) => match config.get("skill") {
@@ -1630,10 +2103,13 @@ pub fn content_text(value: &Value) -> String {
             .iter()
             .map(|block| match block {
                 Value::String(s) => s.clone(),
-                Value::Object(o) => match (o.get("type").and_then(Value::as_str), o.get("value").or(o.get("text"))) {
+                Value::Object(o) => match (
+                    o.get("type").and_then(Value::as_str),
+                    o.get("value").or(o.get("text")),
+                ) {
                     (Some("text"), Some(Value::String(t))) => t.clone(),
                     (Some("file" | "image"), Some(Value::String(p))) => {
-                        let shown = o.get("resolved_path").and_then(Value::as_str).unwrap_or(p);
+                        let shown = o.get("path").and_then(Value::as_str).unwrap_or(p);
                         format!("<file: path=\"{shown}\">")
                     }
                     _ => pretty(block),
@@ -1678,11 +2154,18 @@ mod tests {
         );
         assert!(!diags.has_errors(), "{diags:?}");
         let suite = suite.unwrap();
-        let kinds: Vec<_> = suite.tests[0].assertions.iter().map(|a| (a.kind.as_str(), a.negate)).collect();
+        let kinds: Vec<_> = suite.tests[0]
+            .assertions
+            .iter()
+            .map(|a| (a.kind.as_str(), a.negate))
+            .collect();
         assert_eq!(kinds, [("contains", false), ("is-json", false)]);
         let b = &suite.tests[1].assertions;
         assert_eq!(b.len(), 1);
-        assert_eq!((b[0].kind.as_str(), b[0].negate, b[0].name.as_str()), ("contains", true, "not-contains-y"));
+        assert_eq!(
+            (b[0].kind.as_str(), b[0].negate, b[0].name.as_str()),
+            ("contains", true, "not-contains-y")
+        );
     }
 
     #[test]
@@ -1703,8 +2186,15 @@ mod tests {
         let (_, diags) = load_str(
             "tests:\n  - id: a\n    input: hi\n    assertions:\n      - type: contains\n        weight: -1\n  - id: a\n    input: hi\n    asertions: []\n  - input: x\n",
         );
-        let all = diags.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
-        assert!(all.contains("EVAL.yaml:6:9: error: `weight` must be a number ≥ 0, got number -1"), "{all}");
+        let all = diags
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            all.contains("EVAL.yaml:6:9: error: `weight` must be a number ≥ 0, got number -1"),
+            "{all}"
+        );
         assert!(all.contains("duplicate test id `a`: also used at"), "{all}");
         assert!(all.contains("warning: unknown key `asertions`"), "{all}");
         assert!(all.contains("did you mean `assertions`?"), "{all}");
@@ -1716,7 +2206,10 @@ mod tests {
         let (_, diags) = load_str(
             "tests:\n  - id: a\n    input: hi\n    assertions:\n      - type: not-contains\n        negate: true\n        value: x\n",
         );
-        assert!(diags.iter().any(|d| d.message.contains("negate it twice")), "{diags:?}");
+        assert!(
+            diags.iter().any(|d| d.message.contains("negate it twice")),
+            "{diags:?}"
+        );
     }
 
     #[test]
@@ -1738,17 +2231,30 @@ mod tests {
     fn vars_substitute_whole_values_and_leave_missing_ones() {
         let vars = json!({"q": "capital", "n": {"k": 1}, "deep": {"a": {"b": "x"}}});
         let vars = vars.as_object().unwrap();
-        assert_eq!(substitute_vars(&json!("What is the {{ q }}?"), vars), json!("What is the capital?"));
+        assert_eq!(
+            substitute_vars(&json!("What is the {{ q }}?"), vars),
+            json!("What is the capital?")
+        );
         assert_eq!(substitute_vars(&json!("{{n}}"), vars), json!({"k": 1}));
-        assert_eq!(substitute_vars(&json!("n={{ n }}"), vars), json!("n={\"k\":1}"));
+        assert_eq!(
+            substitute_vars(&json!("n={{ n }}"), vars),
+            json!("n={\"k\":1}")
+        );
         assert_eq!(substitute_vars(&json!("{{ deep.a.b }}"), vars), json!("x"));
-        assert_eq!(substitute_vars(&json!("{{ missing }} ${{ ENV }}"), vars), json!("{{ missing }} ${{ ENV }}"));
+        assert_eq!(
+            substitute_vars(&json!("{{ missing }} ${{ ENV }}"), vars),
+            json!("{{ missing }} ${{ ENV }}")
+        );
     }
 
     #[test]
     fn metadata_merges_as_agentv_does() {
-        let mut test = json!({"tags": ["b", "c"], "level": "hard", "nested": {"x": 1}}).as_object().unwrap().clone();
-        let suite = json!({"tags": ["a", "b"], "level": "easy", "nested": {"y": 2}, "team": "core"});
+        let mut test = json!({"tags": ["b", "c"], "level": "hard", "nested": {"x": 1}})
+            .as_object()
+            .unwrap()
+            .clone();
+        let suite =
+            json!({"tags": ["a", "b"], "level": "easy", "nested": {"y": 2}, "team": "core"});
         merge_metadata(&mut test, suite.as_object().unwrap());
         assert_eq!(
             Value::Object(test),

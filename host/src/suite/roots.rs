@@ -69,8 +69,15 @@ impl Roots {
     /// Roots for the eval file at `eval`.
     pub fn for_eval(eval: &Path) -> Self {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        let absolute = if eval.is_absolute() { eval.to_path_buf() } else { cwd.join(eval) };
-        let eval_dir = absolute.parent().map(Path::to_path_buf).unwrap_or_else(|| cwd.clone());
+        let absolute = if eval.is_absolute() {
+            eval.to_path_buf()
+        } else {
+            cwd.join(eval)
+        };
+        let eval_dir = absolute
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| cwd.clone());
         let eval_dir = eval_dir.canonicalize().unwrap_or(eval_dir);
         let project_root = eval_dir
             .ancestors()
@@ -116,7 +123,10 @@ impl Roots {
             vec![path.to_path_buf()]
         } else {
             let trimmed = value.trim_start_matches(['/', '\\']);
-            self.search_dirs(first).into_iter().map(|d| d.join(trimmed)).collect()
+            self.search_dirs(first)
+                .into_iter()
+                .map(|d| d.join(trimmed))
+                .collect()
         };
         for candidate in &candidates {
             if candidate.exists() {
@@ -190,21 +200,34 @@ mod tests {
         std::fs::write(root.join("outside.txt"), "secret").unwrap();
         let roots = Roots::for_eval(&root.join("repo/evals/sub/EVAL.yaml"));
         assert_eq!(roots.project_root, root.join("repo"));
-        assert_eq!(roots.find("shared.txt", None).unwrap(), root.join("repo/shared.txt"));
-        assert!(matches!(roots.find("../../../outside.txt", None), Err(PathError::Outside { .. })));
+        assert_eq!(
+            roots.find("shared.txt", None).unwrap(),
+            root.join("repo/shared.txt")
+        );
+        assert!(matches!(
+            roots.find("../../../outside.txt", None),
+            Err(PathError::Outside { .. })
+        ));
         assert!(matches!(
             roots.find(root.join("outside.txt").to_str().unwrap(), None),
             Err(PathError::Outside { .. })
         ));
-        assert!(matches!(roots.find("missing.txt", None), Err(PathError::NotFound { .. })));
+        assert!(matches!(
+            roots.find("missing.txt", None),
+            Err(PathError::NotFound { .. })
+        ));
         assert!(matches!(
             roots.relative("../../../nope", &roots.eval_dir),
             Err(PathError::Outside { .. })
         ));
         #[cfg(unix)]
         {
-            std::os::unix::fs::symlink(root.join("outside.txt"), root.join("repo/evals/link.txt")).unwrap();
-            assert!(matches!(roots.find("link.txt", None), Err(PathError::Outside { .. })));
+            std::os::unix::fs::symlink(root.join("outside.txt"), root.join("repo/evals/link.txt"))
+                .unwrap();
+            assert!(matches!(
+                roots.find("link.txt", None),
+                Err(PathError::Outside { .. })
+            ));
         }
     }
 }
