@@ -91,3 +91,24 @@ fn malformed_yaml_names_the_line() {
     assert!(run.stderr.contains("EVAL.yaml:"), "{}", run.stderr);
     assert!(run.stderr.contains("invalid YAML"), "{}", run.stderr);
 }
+
+#[test]
+fn a_plugin_config_schema_is_enforced_at_load_time() {
+    let project = Project::with_mock("anything");
+    project.write(
+        "EVAL.yaml",
+        &format!(
+            "plugins: [{}]\ntests:\n  - id: a\n    input: q\n    assertions:\n      - type: strict-config\n        level: 0\n      - type: strict-config\n",
+            crate::support::hostile().display()
+        ),
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("EVAL.yaml:6:9: error: test `a`, assertion `strict-config` (strict-config): config does not match the type's schema: at `/level`: 0 is less than the minimum of 1"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("config does not match the type's schema: \"level\" is a required property"),
+        "{}",
+        run.stderr
+    );
+}

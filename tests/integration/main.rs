@@ -14,5 +14,7 @@ mod sandbox;
 mod compile_cache;
 // Exit codes and scoring.
 mod scoring;
+// The committed JSON Schemas are current and agree with the loader.
+mod schema;
 
 mod support;

@@ -25,6 +25,7 @@ pub fn shared_cache() -> PathBuf {
 #[derive(Debug)]
 pub struct Run {
     pub code: i32,
+    pub stdout: String,
     pub stderr: String,
 }
 
@@ -32,6 +33,7 @@ impl From<Output> for Run {
     fn from(o: Output) -> Self {
         Self {
             code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
         }
     }

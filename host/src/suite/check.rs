@@ -14,6 +14,7 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
     let mut diags = Diagnostics::default();
     let mut seen_suite_level = std::collections::HashSet::new();
     let mut verdicts: HashMap<(String, std::sync::Arc<str>), Result<(), String>> = HashMap::new();
+    let mut schemas = Schemas::default();
     for test in &suite.tests {
         for assertion in &test.assertions {
             if assertion.from_suite && !seen_suite_level.insert(assertion.loc.key.clone()) {
@@ -29,15 +30,43 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
                 continue;
             };
             let key = (assertion.kind.clone(), assertion.config_json.clone());
-            let verdict = verdicts.entry(key).or_insert_with(|| {
-                match plugin.check_config(&assertion.kind, &assertion.config_json) {
-                    Ok(verdict) => verdict,
-                    Err(failure) => Err(format!(
-                        "plugin `{}` failed while checking the config ({}): {}",
-                        plugin.name, failure.class, failure.message
-                    )),
-                }
+            let verdict: &Result<(), String> = verdicts.entry(key).or_insert_with(|| match plugin
+                .check_config(&assertion.kind, &assertion.config_json)
+            {
+                Ok(verdict) => verdict,
+                Err(failure) => Err(format!(
+                    "plugin `{}` failed while checking the config ({}): {}",
+                    plugin.name, failure.class, failure.message
+                )),
             });
+            let verdict = match (
+                &verdict,
+                schemas.validator(plugin_type(registry, &assertion.kind)),
+            ) {
+                (Ok(()), Some(validator)) => {
+                    let config = serde_json::Value::Object(assertion.config.clone());
+                    let errors: Vec<String> = validator
+                        .iter_errors(&config)
+                        .map(|e| {
+                            let at = e.instance_path().to_string();
+                            if at.is_empty() {
+                                e.to_string()
+                            } else {
+                                format!("at `{at}`: {e}")
+                            }
+                        })
+                        .collect();
+                    if errors.is_empty() {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "config does not match the type's schema: {}",
+                            errors.join("; ")
+                        ))
+                    }
+                }
+                _ => verdict.clone(),
+            };
             if let Err(message) = verdict {
                 let key = if assertion.config.contains_key("value") {
                     assertion.loc.key.key("value")
@@ -90,4 +119,29 @@ fn unknown_type(assertion: &Assertion, owner: &str, registry: &Registry) -> Diag
     .at(assertion.loc.pos)
     .key(assertion.loc.key.key("type"))
     .hint(hint)
+}
+
+fn plugin_type<'a>(registry: &'a Registry, kind: &str) -> Option<&'a crate::plugin::TypeInfo> {
+    registry.resolve(kind).map(|(_, info)| info)
+}
+
+/// Compiled config schemas, one per type.
+#[derive(Default)]
+struct Schemas {
+    compiled: HashMap<String, Option<jsonschema::Validator>>,
+}
+
+impl Schemas {
+    fn validator(
+        &mut self,
+        info: Option<&crate::plugin::TypeInfo>,
+    ) -> Option<&jsonschema::Validator> {
+        let info = info?;
+        self.compiled
+            .entry(info.name.clone())
+            // A plugin whose schema does not compile is checked by its own
+            // `check-config` only.
+            .or_insert_with(|| jsonschema::validator_for(&info.config_schema).ok())
+            .as_ref()
+    }
 }

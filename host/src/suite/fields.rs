@@ -199,7 +199,12 @@ pub const SUITE: &[Field] = &[
         any,
         "not run by this version",
     ),
-    field("workspace", "Workspace of every test", any),
+    unsupported(
+        "workspace",
+        "Workspace of every test",
+        any,
+        "workspaces are not set up by this version",
+    ),
     field("metadata", "Metadata merged into every test's", object),
     field(
         "governance",
@@ -261,7 +266,12 @@ pub const CASE: &[Field] = &[
         object,
     ),
     field("execution", "Per-test execution settings", execution_schema),
-    field("workspace", "Workspace of this test", any),
+    unsupported(
+        "workspace",
+        "Workspace of this test",
+        any,
+        "workspaces are not set up by this version",
+    ),
     field(
         "metadata",
         "Free-form metadata, passed to graders and results",
@@ -556,12 +566,19 @@ fn defs(types: &[TypeSchema]) -> Value {
         },
         "execution": {"type": "object", "properties": properties(EXECUTION), "additionalProperties": false},
         "limits": {"type": "object", "properties": properties(LIMITS), "additionalProperties": false},
-        "assertion": {"anyOf": [
-            {"type": "string", "description": "A rubric criterion for an LLM judge"},
-            {"type": "object", "required": ["include"], "properties": {"include": {"type": "string"}},
-             "additionalProperties": false, "description": "Assertions from a template file"},
-            {"type": "object", "required": ["type"], "properties": assertion_props, "allOf": per_type},
-        ]},
+        // if/then/else rather than anyOf, so that a validator reports the
+        // key that is wrong instead of "matches none of the branches".
+        "assertion": {
+            "type": ["string", "object"],
+            "if": {"type": "string"},
+            "then": {"description": "A rubric criterion for an LLM judge"},
+            "else": {
+                "if": {"required": ["include"]},
+                "then": {"properties": {"include": {"type": "string"}}, "additionalProperties": false,
+                         "description": "Assertions from a template file"},
+                "else": {"required": ["type"], "properties": assertion_props, "allOf": per_type},
+            },
+        },
     })
 }
 

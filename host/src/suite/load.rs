@@ -894,6 +894,9 @@ impl Loader {
                 continue;
             };
             let workspace_dir = sub.join("workspace");
+            if workspace_dir.is_dir() && !map.contains_key("workspace") {
+                self.warning(from, at, format!("case `{name}` has a workspace/ template, which is ignored: workspaces are not set up by this version"));
+            }
             cases.push(RawCase {
                 map,
                 doc,
@@ -2245,6 +2248,41 @@ mod tests {
             substitute_vars(&json!("{{ missing }} ${{ ENV }}"), vars),
             json!("{{ missing }} ${{ ENV }}")
         );
+    }
+
+    #[test]
+    fn a_discovered_case_gets_its_workspace_directory_unless_it_sets_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(
+            root.join("EVAL.yaml"),
+            "assertions: [{type: is-json}]\ntests: ./cases/\n",
+        )
+        .unwrap();
+        for (name, case) in [
+            ("with-dir", "input: q\n"),
+            ("explicit", "input: q\nworkspace: {template: ./elsewhere}\n"),
+        ] {
+            std::fs::create_dir_all(root.join("cases").join(name).join("workspace")).unwrap();
+            std::fs::write(root.join("cases").join(name).join("case.yaml"), case).unwrap();
+        }
+        std::fs::create_dir_all(root.join("cases/plain")).unwrap();
+        std::fs::write(root.join("cases/plain/case.yaml"), "input: q\n").unwrap();
+        let eval = root.join("EVAL.yaml");
+        let (suite, diags) = load_with(&eval, Roots::for_eval(&eval), Env::default());
+        assert!(!diags.has_errors(), "{diags:?}");
+        let suite = suite.unwrap();
+        let ids: Vec<&str> = suite.tests.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["explicit", "plain", "with-dir"]);
+        assert_eq!(
+            suite.tests[0].workspace,
+            Some(json!({"template": "./elsewhere"}))
+        );
+        assert_eq!(suite.tests[1].workspace, None);
+        let template = suite.tests[2].workspace.as_ref().unwrap()["template"]
+            .as_str()
+            .unwrap();
+        assert!(template.ends_with("cases/with-dir/workspace"), "{template}");
     }
 
     #[test]

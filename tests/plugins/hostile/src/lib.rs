@@ -34,9 +34,19 @@ impl Grader for Hostile {
         for name in TYPES {
             plugin = plugin.assertion_type(AssertionType::new(*name, "misbehaves on purpose"));
         }
-        plugin.assertion_type(
-            AssertionType::new("wants-llm", "declares llm").capability(Capability::Llm),
-        )
+        plugin
+            .assertion_type(
+                AssertionType::new("wants-llm", "declares llm").capability(Capability::Llm),
+            )
+            .assertion_type(
+                // No check_config of its own: only the schema guards it.
+                AssertionType::new("strict-config", "config checked by its JSON Schema only")
+                    .schema(json!({
+                        "type": "object",
+                        "required": ["level"],
+                        "properties": {"level": {"type": "integer", "minimum": 1}},
+                    })),
+            )
     }
 
     fn grade(request: &Request) -> Result<Grade, String> {
@@ -138,6 +148,7 @@ impl Grader for Hostile {
                 }
             }
             "exit" => std::process::exit(3),
+            "strict-config" => Ok(Grade::from_check(Check::pass("level accepted"))),
             "echo" => Ok(
                 Grade::from_check(Check::pass(request.output.clone())).with_details(json!({
                     "test_id": request.test_id,
