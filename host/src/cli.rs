@@ -31,6 +31,8 @@ pub enum Command {
     /// Print the JSON Schema of the suite format (EVAL.yaml) or of a
     /// case.yaml, for editors.
     Schema(SchemaArgs),
+    /// Combine run directories (shards) into one: results, summary, report.
+    Merge(MergeArgs),
 }
 
 /// `evalhost schema`.
@@ -53,8 +55,10 @@ pub enum SchemaKind {
 /// `evalhost run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// The eval file (EVAL.yaml or any AgentV-style .yaml suite).
-    pub eval: PathBuf,
+    /// The eval file (EVAL.yaml, any AgentV-style .yaml suite, or a .jsonl
+    /// file of cases). Optional with --resume or --rerun-failed.
+    #[arg(required_unless_present_any = ["resume", "rerun_failed"])]
+    pub eval: Option<PathBuf>,
     /// Target to run (default: the suite's `execution.target`, else `default`).
     #[arg(long)]
     pub target: Option<String>,
@@ -68,16 +72,76 @@ pub struct RunArgs {
     /// Tests run in parallel (default: the number of CPUs).
     #[arg(short = 'j', long, value_name = "N")]
     pub workers: Option<usize>,
+    /// Plugin calls run in parallel, across all tests (default: the number
+    /// of CPUs).
+    #[arg(long, value_name = "N")]
+    pub grader_workers: Option<usize>,
     /// Pass threshold for tests without their own `execution.threshold`
     /// (overrides the suite's).
     #[arg(long, value_name = "0..1")]
     pub threshold: Option<f64>,
+    /// Run only tests whose id matches this glob (repeatable: any matches).
+    #[arg(long = "test-id", value_name = "GLOB")]
+    pub test_ids: Vec<String>,
+    /// Run only tests with this tag, from the case or the suite (repeatable:
+    /// any matches).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Run each test N times (overrides `execution.trials.count`; strategy
+    /// from the suite, else `mean`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: Option<u32>,
+    /// Run the K-th of N stable slices of the planned tests (1-based).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Stop starting tests after the first one that fails.
+    #[arg(long)]
+    pub fail_fast: bool,
+    /// Continue an interrupted run in DIR: finished rows are kept, the rest
+    /// runs.
+    #[arg(long, value_name = "DIR", conflicts_with = "output")]
+    pub resume: Option<PathBuf>,
+    /// Run again only the tests that did not pass in DIR (into a new run
+    /// directory).
+    #[arg(long, value_name = "DIR")]
+    pub rerun_failed: Option<PathBuf>,
+    /// Write JUnit XML to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Extra reporter: `github` prints ::error annotations and writes a step
+    /// summary.
+    #[arg(long, value_enum)]
+    pub reporter: Vec<ReporterKind>,
     /// Compile plugins without reading or writing the compile cache.
     #[arg(long)]
     pub no_compile_cache: bool,
     /// Print only the summary, not a line per test.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// Extra reporters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReporterKind {
+    /// GitHub Actions annotations and step summary.
+    Github,
+}
+
+/// `evalhost merge`.
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// Run directories to combine (the shards of one run).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The combined run directory.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// Write JUnit XML to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Extra reporter (`github`).
+    #[arg(long, value_enum)]
+    pub reporter: Vec<ReporterKind>,
 }
 
 /// `evalhost validate`.
@@ -96,32 +160,65 @@ pub fn run_cli(cli: Cli) -> ExitCode {
         Command::Run(args) => run_command(&args, &mut stderr),
         Command::Validate(args) => validate_command(&args, &mut stderr),
         Command::Schema(args) => schema_command(&args, &mut stderr),
+        Command::Merge(args) => merge_command(&args, &mut stderr),
     };
     ExitCode::from(code)
 }
 
+fn reporters(junit: &Option<PathBuf>, kinds: &[ReporterKind]) -> crate::report::Reporters {
+    crate::report::Reporters {
+        junit: junit.clone(),
+        github: kinds.contains(&ReporterKind::Github),
+    }
+}
+
 fn run_command(args: &RunArgs, err: &mut dyn Write) -> u8 {
+    let shard = match args.shard.as_deref().map(str::parse::<crate::plan::Shard>) {
+        Some(Ok(shard)) => Some(shard),
+        Some(Err(message)) => return report_run_error(err, &RunError::Usage(message)),
+        None => None,
+    };
     let options = RunOptions {
         eval: args.eval.clone(),
         target: args.target.clone(),
         targets_file: args.targets.clone(),
         output: args.output.clone(),
         workers: args.workers,
+        grader_workers: args.grader_workers,
         threshold: args.threshold,
         no_compile_cache: args.no_compile_cache,
         quiet: args.quiet,
+        plan: crate::plan::PlanOptions {
+            test_ids: args.test_ids.clone(),
+            tags: args.tags.clone(),
+            repeat: args.repeat,
+            shard,
+            only: None,
+        },
+        fail_fast: args.fail_fast,
+        resume: args.resume.clone(),
+        rerun_failed: args.rerun_failed.clone(),
+        reporters: reporters(&args.junit, &args.reporter),
     };
     match run::run(&options, err) {
-        Ok(Ok(summary)) => {
-            if summary.all_passed() {
-                exit_codes::SUCCESS
-            } else if summary.total > 0 && summary.execution_errors == summary.total {
-                exit_codes::EXECUTION_ERROR
-            } else {
-                exit_codes::TEST_FAILED
-            }
-        }
+        Ok(Ok(report)) => report.exit_code(),
         Ok(Err(error)) => report_run_error(err, &error),
+        Err(error) => {
+            let _ = writeln!(err, "error: {error:#}");
+            exit_codes::INTERNAL
+        }
+    }
+}
+
+fn merge_command(args: &MergeArgs, err: &mut dyn Write) -> u8 {
+    match crate::merge::merge(
+        &args.dirs,
+        &args.output,
+        &reporters(&args.junit, &args.reporter),
+        err,
+    ) {
+        Ok(Ok(tally)) => tally.exit_code(),
+        Ok(Err(message)) => report_run_error(err, &RunError::Usage(message)),
         Err(error) => {
             let _ = writeln!(err, "error: {error:#}");
             exit_codes::INTERNAL

@@ -26,6 +26,10 @@ pub enum FailureClass {
     PluginLoad,
     /// The target failed to produce an output.
     Target,
+    /// The case ran past its `timeout_ms`.
+    CaseTimeout,
+    /// The case has `expected_fail: true` but passed.
+    UnexpectedPass,
 }
 
 impl FailureClass {
@@ -40,13 +44,18 @@ impl FailureClass {
             Self::PluginBadOutput => "plugin_bad_output",
             Self::PluginLoad => "plugin_load",
             Self::Target => "target",
+            Self::CaseTimeout => "case_timeout",
+            Self::UnexpectedPass => "unexpected_pass",
         }
     }
 
     /// True for failures of the machinery rather than of the output under
     /// test: the result is an `execution_error`, not a quality failure.
     pub fn is_infrastructure(self) -> bool {
-        !matches!(self, Self::Assertion | Self::PluginError)
+        !matches!(
+            self,
+            Self::Assertion | Self::PluginError | Self::UnexpectedPass
+        )
     }
 }
 

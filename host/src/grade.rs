@@ -156,6 +156,20 @@ pub fn grade_assertion(
     }
 }
 
+/// The score of an assertion that never ran because the case's deadline had
+/// passed.
+pub fn case_timeout_row(assertion: &Assertion, timeout_ms: u64) -> ScoreRow {
+    failed_row(
+        assertion,
+        "",
+        "",
+        FailureClass::CaseTimeout,
+        format!("the case ran past its timeout_ms of {timeout_ms} before this assertion"),
+        None,
+        Instant::now(),
+    )
+}
+
 fn failed_row(
     assertion: &Assertion,
     plugin: &str,

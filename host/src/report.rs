@@ -1,37 +1,69 @@
-//! Reporting: a line per test as it completes, the summary at the end, and
-//! `summary.json`. Human output goes to stderr and is not a stable
-//! interface; `results.jsonl` and `summary.json` are.
+//! Reporters: sinks for a run's rows. The terminal reporter shows progress
+//! as rows arrive; at the end `summary.json` and `report.html` are always
+//! written, JUnit XML with `--junit FILE`, and GitHub annotations plus a
+//! step summary with `--reporter github`.
+//!
+//! Human output (stderr) is not a stable interface; `results.jsonl`,
+//! `summary.json` and the JUnit XML are.
+
+pub mod github;
+pub mod html;
+pub mod junit;
+pub mod terminal;
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::failure::FailureClass;
+use crate::outcome::{self, Tally, TestOutcome};
 use crate::plugin::{CompileSource, Registry};
-use crate::results::{ExecutionStatus, ResultRow, Verdict};
-use crate::suite::Suite;
+use crate::results::ResultRow;
+
+/// Which reporters run at the end, besides the terminal and the run
+/// directory's files.
+#[derive(Debug, Clone, Default)]
+pub struct Reporters {
+    /// `--junit FILE`.
+    pub junit: Option<PathBuf>,
+    /// `--reporter github`.
+    pub github: bool,
+}
 
 /// A plugin as the summary reports it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct PluginSummary {
     /// Name.
     pub name: String,
-    /// Version.
+    /// Version (empty when only known from results).
+    #[serde(default)]
     pub version: String,
     /// sha256 of the `.wasm`.
     pub digest: String,
     /// True when loaded from the compile cache.
+    #[serde(default)]
     pub from_cache: bool,
     /// Milliseconds spent compiling or loading.
+    #[serde(default)]
     pub load_ms: u128,
+}
+
+/// A slow test.
+#[derive(Debug, Clone, Serialize)]
+pub struct Slowest {
+    /// Test id.
+    pub test_id: String,
+    /// Wall time of all its trials.
+    pub wall_ms: u64,
 }
 
 /// The numbers of a finished run (`summary.json`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
+    /// evalhost's version.
+    pub evalhost_version: String,
     /// Suite name.
     pub suite: String,
     /// Target name.
@@ -40,18 +72,17 @@ pub struct Summary {
     pub run_dir: PathBuf,
     /// The results file.
     pub results: PathBuf,
-    /// Tests run.
-    pub total: usize,
-    /// Tests passed.
-    pub passed: usize,
-    /// Tests that failed on quality.
-    pub quality_failures: usize,
-    /// Tests with execution errors.
-    pub execution_errors: usize,
-    /// Mean test score.
-    pub mean_score: f64,
-    /// Failed tests per failure class.
-    pub failures_by_class: BTreeMap<FailureClass, usize>,
+    /// Tests the run planned.
+    pub planned: usize,
+    /// The counts.
+    #[serde(flatten)]
+    pub tally: Tally,
+    /// True when Ctrl-C stopped the run.
+    pub interrupted: bool,
+    /// The five slowest tests.
+    pub slowest: Vec<Slowest>,
+    /// Every test's outcome, in suite order.
+    pub tests: Vec<TestOutcome>,
     /// Plugins used.
     pub plugins: Vec<PluginSummary>,
     /// Wall time of the run, in milliseconds.
@@ -59,39 +90,31 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Computes the summary of `rows`.
+    /// The summary of `rows`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
-        suite: &Suite,
+        suite: &str,
         target: &str,
         run_dir: &Path,
-        results: &Path,
         rows: &[ResultRow],
-        registry: &Registry,
+        planned: usize,
+        registry: Option<&Registry>,
         took: Duration,
+        interrupted: bool,
     ) -> Self {
-        let count = |s: ExecutionStatus| rows.iter().filter(|r| r.execution_status == s).count();
-        let mut failures_by_class = BTreeMap::new();
-        for row in rows.iter().filter(|r| !r.passed()) {
-            *failures_by_class
-                .entry(row.failure_class.unwrap_or(FailureClass::Assertion))
-                .or_insert(0) += 1;
-        }
-        Self {
-            suite: suite.name.clone(),
-            target: target.to_owned(),
-            run_dir: run_dir.to_path_buf(),
-            results: results.to_path_buf(),
-            total: rows.len(),
-            passed: count(ExecutionStatus::Ok),
-            quality_failures: count(ExecutionStatus::QualityFailure),
-            execution_errors: count(ExecutionStatus::ExecutionError),
-            mean_score: if rows.is_empty() {
-                0.0
-            } else {
-                rows.iter().map(|r| r.score).sum::<f64>() / rows.len() as f64
-            },
-            failures_by_class,
-            plugins: registry
+        let tests = outcome::outcomes(rows);
+        let tally = Tally::new(&tests, planned);
+        let mut slowest: Vec<Slowest> = tests
+            .iter()
+            .map(|o| Slowest {
+                test_id: o.test_id.clone(),
+                wall_ms: o.wall_ms,
+            })
+            .collect();
+        slowest.sort_by(|a, b| b.wall_ms.cmp(&a.wall_ms).then(a.test_id.cmp(&b.test_id)));
+        slowest.truncate(5);
+        let plugins = match registry {
+            Some(registry) => registry
                 .plugins()
                 .iter()
                 .map(|p| PluginSummary {
@@ -102,88 +125,75 @@ impl Summary {
                     load_ms: p.compiled.1.as_millis(),
                 })
                 .collect(),
+            None => {
+                let mut seen: BTreeMap<(String, String), PluginSummary> = BTreeMap::new();
+                for score in rows.iter().flat_map(|r| &r.scores) {
+                    if !score.plugin.is_empty() {
+                        seen.entry((score.plugin.clone(), score.plugin_digest.clone()))
+                            .or_insert_with(|| PluginSummary {
+                                name: score.plugin.clone(),
+                                version: String::new(),
+                                digest: score.plugin_digest.clone(),
+                                from_cache: false,
+                                load_ms: 0,
+                            });
+                    }
+                }
+                seen.into_values().collect()
+            }
+        };
+        Self {
+            evalhost_version: env!("CARGO_PKG_VERSION").into(),
+            suite: suite.to_owned(),
+            target: target.to_owned(),
+            run_dir: run_dir.to_path_buf(),
+            results: run_dir.join("results.jsonl"),
+            planned,
+            tally,
+            interrupted,
+            slowest,
+            tests,
+            plugins,
             duration_ms: took.as_millis(),
         }
     }
-
-    /// Writes `summary.json`.
-    pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
-        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        std::fs::write(path, text + "\n")
-    }
-
-    /// True when every test passed.
-    pub fn all_passed(&self) -> bool {
-        self.passed == self.total
-    }
 }
 
-/// One line for a finished test, with its failed checks under it.
-pub fn print_progress(out: &mut dyn Write, row: &ResultRow) -> std::io::Result<()> {
-    let mark = match row.execution_status {
-        ExecutionStatus::Ok => "PASS",
-        ExecutionStatus::QualityFailure => "FAIL",
-        ExecutionStatus::ExecutionError => "ERROR",
-    };
-    let class = row
-        .failure_class
-        .map_or(String::new(), |c| format!("  [{c}]"));
-    writeln!(out, "  {mark:<5} {}  {:.2}{class}", row.test_id, row.score)?;
-    if let (ExecutionStatus::ExecutionError, Some(error), true) =
-        (row.execution_status, &row.error, row.scores.is_empty())
-    {
-        writeln!(out, "        {error}")?;
+/// Writes `summary.json`, `report.html` and the requested reporters, and
+/// prints the terminal summary.
+pub fn write_all(
+    summary: &Summary,
+    rows: &[ResultRow],
+    reporters: &Reporters,
+    err: &mut dyn Write,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let dir = &summary.run_dir;
+    let json = serde_json::to_string_pretty(summary)? + "\n";
+    std::fs::write(dir.join("summary.json"), json)
+        .with_context(|| format!("cannot write {}", dir.display()))?;
+    std::fs::write(dir.join("report.html"), html::render(summary, rows))
+        .with_context(|| format!("cannot write {}", dir.join("report.html").display()))?;
+    if let Some(path) = &reporters.junit {
+        let xml = junit::render(summary, rows)?;
+        std::fs::write(path, xml).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    for score in row.scores.iter().filter(|s| s.verdict != Verdict::Pass) {
-        let class = score
-            .failure_class
-            .map_or(String::new(), |c| format!(" [{c}]"));
-        writeln!(out, "        ✗ {} ({}){class}", score.name, score.kind)?;
-        for check in score.assertions.iter().filter(|c| !c.passed).take(3) {
-            writeln!(out, "          {}", one_line(&check.text, 160))?;
+    if reporters.github {
+        let mut out = std::io::stdout().lock();
+        github::annotations(&mut out, summary, rows)?;
+        let markdown = github::step_summary(summary);
+        std::fs::write(dir.join("summary.md"), &markdown)?;
+        if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)?;
+            file.write_all(markdown.as_bytes())?;
         }
     }
-    Ok(())
-}
-
-fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c == '\n' { ' ' } else { c })
-        .collect();
-    match flat.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &flat[..cut]),
-        None => flat,
+    terminal::print_summary(err, summary)?;
+    if reporters.junit.is_some() || reporters.github {
+        writeln!(err)?;
     }
-}
-
-/// The closing summary.
-pub fn print_summary(
-    out: &mut dyn Write,
-    summary: &Summary,
-    _rows: &[ResultRow],
-) -> std::io::Result<()> {
-    writeln!(out)?;
-    let verdict = if summary.all_passed() { "PASS" } else { "FAIL" };
-    writeln!(
-        out,
-        "RESULT: {verdict}  {}/{} passed · mean score {:.2} · {} ms",
-        summary.passed, summary.total, summary.mean_score, summary.duration_ms
-    )?;
-    if summary.quality_failures + summary.execution_errors > 0 {
-        let classes: Vec<String> = summary
-            .failures_by_class
-            .iter()
-            .map(|(class, n)| format!("{class}: {n}"))
-            .collect();
-        writeln!(
-            out,
-            "  {} quality failure(s), {} execution error(s) · by class: {}",
-            summary.quality_failures,
-            summary.execution_errors,
-            classes.join(", ")
-        )?;
-    }
-    writeln!(out, "  results: {}", summary.results.display())?;
     Ok(())
 }

@@ -28,6 +28,75 @@ pub enum ExecutionStatus {
     ExecutionError,
 }
 
+/// A test's outcome, with expected failures applied (skillgym's statuses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Passed.
+    Passed,
+    /// Failed on quality.
+    Failed,
+    /// Could not be graded (an execution error).
+    Error,
+    /// Failed, and `expected_fail: true` said it would: counts as passing.
+    ExpectedFailed,
+    /// Passed although `expected_fail: true`: fails the run.
+    UnexpectedPassed,
+}
+
+impl Status {
+    /// True for the statuses that let a run succeed.
+    pub fn is_success(self) -> bool {
+        matches!(self, Self::Passed | Self::ExpectedFailed)
+    }
+
+    /// The status of a graded result.
+    pub fn of(execution_status: ExecutionStatus, expected_fail: bool) -> Self {
+        match (execution_status, expected_fail) {
+            (ExecutionStatus::ExecutionError, _) => Self::Error,
+            (ExecutionStatus::Ok, false) => Self::Passed,
+            (ExecutionStatus::Ok, true) => Self::UnexpectedPassed,
+            (ExecutionStatus::QualityFailure, false) => Self::Failed,
+            (ExecutionStatus::QualityFailure, true) => Self::ExpectedFailed,
+        }
+    }
+
+    /// Its name in results.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::Error => "error",
+            Self::ExpectedFailed => "expected-failed",
+            Self::UnexpectedPassed => "unexpected-passed",
+        }
+    }
+}
+
+/// How the trials of a test combine (AgentV §3.10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// Passes when any trial passes; the score is the best trial's. Stops
+    /// after the first passing trial.
+    PassAtK,
+    /// The mean score, held to the threshold.
+    Mean,
+    /// The lower bound of the 95% t-interval of the scores, held to the
+    /// threshold.
+    ConfidenceInterval,
+}
+
+/// Where a test was written, for annotations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceRef {
+    /// The file, as shown to the user.
+    pub file: String,
+    /// The line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+}
+
 /// Verdict of one assertion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -114,6 +183,28 @@ pub struct ResultRow {
     pub suite: String,
     /// The target name.
     pub target: String,
+    /// The test's position in the suite (for ordering merged shards).
+    pub test_index: usize,
+    /// The trial, 1-based, when the test runs more than once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<u32>,
+    /// How many trials the test runs, when more than one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<u32>,
+    /// How the trials combine, when more than one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<Strategy>,
+    /// The outcome, with `expected_fail` applied.
+    pub status: Status,
+    /// True when the case says it is expected to fail.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expected_fail: bool,
+    /// The case's tags.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Where the case was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceRef>,
     /// Test score in [0, 1].
     pub score: f64,
     /// The threshold the score was held to.
@@ -129,6 +220,9 @@ pub struct ResultRow {
     /// Time the target took, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// Wall time of the whole case (target and grading), in milliseconds.
+    #[serde(default)]
+    pub wall_ms: u64,
     /// The input messages sent to the target.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub input: Vec<MessageRow>,
@@ -148,9 +242,18 @@ pub struct ResultRow {
 }
 
 impl ResultRow {
-    /// True when the test counts as passed.
+    /// True when the row counts as a success.
     pub fn passed(&self) -> bool {
-        self.execution_status == ExecutionStatus::Ok
+        self.status.is_success()
+    }
+
+    /// The identity of the row: (test, target, trial).
+    pub fn key(&self) -> (String, String, u32) {
+        (
+            self.test_id.clone(),
+            self.target.clone(),
+            self.trial.unwrap_or(1),
+        )
     }
 }
 
@@ -202,12 +305,32 @@ impl ResultsWriter {
     }
 }
 
-/// Reads `results.jsonl` rows; a torn last line (from a crash) is skipped.
-pub fn read_rows(path: &Path) -> std::io::Result<Vec<ResultRow>> {
+/// Reads `results.jsonl`: every complete row, and how many lines were
+/// dropped because they did not parse (a torn last line after a crash).
+pub fn read_rows(path: &Path) -> std::io::Result<(Vec<ResultRow>, usize)> {
     let text = std::fs::read_to_string(path)?;
-    Ok(text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect())
+    let mut rows = Vec::new();
+    let mut dropped = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        match serde_json::from_str(line) {
+            Ok(row) => rows.push(row),
+            Err(_) => dropped += 1,
+        }
+    }
+    Ok((rows, dropped))
+}
+
+/// Cuts a torn last line (one without its newline) off `path`, so that rows
+/// appended after a crash start on a line of their own. Returns true when
+/// something was cut.
+pub fn repair_torn_tail(path: &Path) -> std::io::Result<bool> {
+    let bytes = std::fs::read(path)?;
+    if bytes.is_empty() || bytes.ends_with(b"\n") {
+        return Ok(false);
+    }
+    let keep = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let file = OpenOptions::new().write(true).open(path)?;
+    file.set_len(keep as u64)?;
+    file.sync_all()?;
+    Ok(true)
 }

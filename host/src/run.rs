@@ -1,28 +1,43 @@
-//! `evalhost run`: load and check the suite, start the plugins, then for
-//! every test get the target's output and grade every assertion in its
-//! plugin, streaming each result to `results.jsonl` as it completes.
+//! `evalhost run`: load and check the suite, start the plugins, plan, then
+//! for every planned test and trial get the target's output and grade every
+//! assertion in its plugin. Rows are appended to `results.jsonl` and flushed
+//! as they complete; at the end the file is rewritten in suite order and the
+//! reporters run.
+//!
+//! Crash safety: a run directory holds `run.json` (what was asked) and
+//! `results.jsonl`. `--resume DIR` repairs a torn last line, skips every
+//! (test, target, trial) already there, and runs the rest. Ctrl-C stops
+//! scheduling, lets running cases finish, and writes the summary of what
+//! finished; a second Ctrl-C exits at once.
 
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, mpsc};
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::failure::FailureClass;
 use crate::grade::{self, DEFAULT_THRESHOLD};
+use crate::outcome::{self, Tally};
+use crate::plan::{self, PlanOptions, PlannedTest, Shard};
 use crate::plugin::{self, EngineOptions, LoadedPlugin, PluginEngine, Registry};
-use crate::report::{self, Summary};
-use crate::results::{ExecutionStatus, MessageRow, ResultRow, ResultsWriter};
-use crate::suite::{self, Suite};
+use crate::report::{self, Reporters, Summary};
+use crate::results::{
+    self, ExecutionStatus, MessageRow, ResultRow, ResultsWriter, SourceRef, Status,
+};
+use crate::suite::{self, Suite, TestCase};
 use crate::target::{self, Target, Targets};
 
 /// What `evalhost run` was asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
-    /// The eval file.
-    pub eval: PathBuf,
+    /// The eval file (optional with `--resume` / `--rerun-failed`).
+    pub eval: Option<PathBuf>,
     /// `--target`.
     pub target: Option<String>,
     /// `--targets`.
@@ -31,12 +46,59 @@ pub struct RunOptions {
     pub output: Option<PathBuf>,
     /// `-j/--workers`.
     pub workers: Option<usize>,
+    /// `--grader-workers`.
+    pub grader_workers: Option<usize>,
     /// `--threshold`.
     pub threshold: Option<f64>,
     /// `--no-compile-cache`.
     pub no_compile_cache: bool,
     /// `--quiet`: no per-test lines.
     pub quiet: bool,
+    /// `--test-id`, `--tag`, `--repeat`, `--shard`.
+    pub plan: PlanOptions,
+    /// `--fail-fast`.
+    pub fail_fast: bool,
+    /// `--resume DIR`.
+    pub resume: Option<PathBuf>,
+    /// `--rerun-failed DIR`.
+    pub rerun_failed: Option<PathBuf>,
+    /// `--junit FILE`, `--reporter`.
+    pub reporters: Reporters,
+}
+
+/// `run.json`: what a run was asked to do, so that `--resume` and
+/// `--rerun-failed` can repeat it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// evalhost's version.
+    pub evalhost_version: String,
+    /// The eval file, absolute.
+    pub eval: PathBuf,
+    /// The target name.
+    pub target: String,
+    /// The targets file, when given.
+    #[serde(default)]
+    pub targets_file: Option<PathBuf>,
+    /// `--test-id` globs.
+    #[serde(default)]
+    pub test_ids: Vec<String>,
+    /// `--tag` values.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// `--repeat`.
+    #[serde(default)]
+    pub repeat: Option<u32>,
+    /// `--shard`, as `K/N`.
+    #[serde(default)]
+    pub shard: Option<String>,
+    /// `--threshold`.
+    #[serde(default)]
+    pub threshold: Option<f64>,
+    /// Only these tests (`--rerun-failed`).
+    #[serde(default)]
+    pub only: Option<Vec<String>>,
+    /// When the run started.
+    pub started_at: String,
 }
 
 /// Why a run did not start.
@@ -50,6 +112,28 @@ pub enum RunError {
     Usage(String),
 }
 
+/// A finished (or interrupted) run.
+#[derive(Debug)]
+pub struct RunReport {
+    /// The counts.
+    pub tally: Tally,
+    /// True when Ctrl-C stopped it.
+    pub interrupted: bool,
+    /// The run directory.
+    pub run_dir: PathBuf,
+}
+
+impl RunReport {
+    /// The process exit code.
+    pub fn exit_code(&self) -> u8 {
+        if self.interrupted {
+            crate::exit_codes::INTERRUPTED
+        } else {
+            self.tally.exit_code()
+        }
+    }
+}
+
 /// A loaded suite with its plugins, ready to run or already validated.
 pub struct Prepared {
     /// The suite.
@@ -61,10 +145,8 @@ pub struct Prepared {
 }
 
 /// Loads the suite, the built-in and suite plugins, and checks every
-/// assertion's config in its plugin.
+/// assertion's config in its plugin; every problem is reported at once.
 pub fn prepare(eval: &Path, engine: &Arc<PluginEngine>) -> Result<Prepared, RunError> {
-    // Load errors do not stop here: the plugin checks below still run on
-    // what could be read, so one run reports every mistake.
     let (suite, mut diags) = suite::load(eval);
     let Some(suite) = suite else {
         return Err(RunError::Invalid(diags));
@@ -138,12 +220,45 @@ pub fn engine(no_compile_cache: bool, workers: usize) -> anyhow::Result<Arc<Plug
 }
 
 fn default_run_dir() -> PathBuf {
-    let stamp = jiff::Zoned::now().strftime("%Y-%m-%dT%H-%M-%S").to_string();
+    let stamp = jiff::Zoned::now()
+        .strftime("%Y-%m-%dT%H-%M-%S%.3f")
+        .to_string();
     PathBuf::from(".evalhost").join("runs").join(stamp)
 }
 
-/// Runs a suite. Returns the summary; the caller maps it to an exit code.
-pub fn run(options: &RunOptions, err: &mut dyn Write) -> anyhow::Result<Result<Summary, RunError>> {
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Installs the Ctrl-C handler once: the first Ctrl-C stops scheduling, the
+/// second exits at once.
+fn install_interrupt_handler() {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let _ = ctrlc::set_handler(|| {
+            if INTERRUPTED.swap(true, Ordering::SeqCst) {
+                std::process::exit(i32::from(crate::exit_codes::INTERRUPTED));
+            }
+        });
+    });
+}
+
+fn read_record(dir: &Path) -> Result<RunRecord, RunError> {
+    let path = dir.join("run.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        RunError::Usage(format!(
+            "{} is not a run directory ({}: {e})",
+            dir.display(),
+            path.display()
+        ))
+    })?;
+    serde_json::from_str(&text)
+        .map_err(|e| RunError::Usage(format!("{} is damaged: {e}", path.display())))
+}
+
+/// Runs a suite. Returns the report; the caller maps it to an exit code.
+pub fn run(
+    options: &RunOptions,
+    err: &mut dyn Write,
+) -> anyhow::Result<Result<RunReport, RunError>> {
     if let Some(t) = options.threshold
         && !(0.0..=1.0).contains(&t)
     {
@@ -151,12 +266,90 @@ pub fn run(options: &RunOptions, err: &mut dyn Write) -> anyhow::Result<Result<S
             "--threshold must be between 0 and 1, got {t}"
         ))));
     }
+    if options.resume.is_some() && options.rerun_failed.is_some() {
+        return Ok(Err(RunError::Usage(
+            "--resume and --rerun-failed cannot be combined".into(),
+        )));
+    }
+    // What to run: from the command line, or from the run being resumed or
+    // re-run.
+    let previous = match options.resume.as_ref().or(options.rerun_failed.as_ref()) {
+        Some(dir) => match read_record(dir) {
+            Ok(r) => Some(r),
+            Err(e) => return Ok(Err(e)),
+        },
+        None => None,
+    };
+    let eval = match (&options.eval, &previous) {
+        (Some(e), _) => e.clone(),
+        (None, Some(p)) => p.eval.clone(),
+        (None, None) => {
+            return Ok(Err(RunError::Usage(
+                "an eval file is required (or --resume DIR)".into(),
+            )));
+        }
+    };
+    let mut plan_options = options.plan.clone();
+    let mut threshold = options.threshold;
+    let mut target_override = options.target.clone();
+    let mut targets_file = options.targets_file.clone();
+    if let (Some(dir), Some(p)) = (&options.resume, &previous) {
+        // A resumed run repeats exactly what was asked the first time.
+        plan_options = PlanOptions {
+            test_ids: p.test_ids.clone(),
+            tags: p.tags.clone(),
+            repeat: p.repeat,
+            shard: p.shard.as_deref().and_then(|s| s.parse::<Shard>().ok()),
+            only: p.only.clone(),
+        };
+        threshold = p.threshold;
+        target_override = Some(p.target.clone());
+        targets_file = p.targets_file.clone();
+        let _ = dir;
+    }
+    if let Some(dir) = &options.rerun_failed {
+        let rows = match results::read_rows(&dir.join("results.jsonl")) {
+            Ok((rows, _)) => rows,
+            Err(e) => {
+                return Ok(Err(RunError::Usage(format!(
+                    "cannot read {}: {e}",
+                    dir.join("results.jsonl").display()
+                ))));
+            }
+        };
+        let failed: Vec<String> = outcome::outcomes(&rows)
+            .into_iter()
+            .filter(|o| !o.status.is_success())
+            .map(|o| o.test_id)
+            .collect();
+        if failed.is_empty() {
+            writeln!(
+                err,
+                "nothing to re-run: every test in {} passed",
+                dir.display()
+            )?;
+            return Ok(Ok(RunReport {
+                tally: Tally::default(),
+                interrupted: false,
+                run_dir: dir.clone(),
+            }));
+        }
+        if target_override.is_none() {
+            target_override = previous.as_ref().map(|p| p.target.clone());
+        }
+        plan_options.only = Some(failed);
+    }
+
     let workers = options
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
         .max(1);
-    let engine = engine(options.no_compile_cache, workers)?;
-    let prepared = match prepare(&options.eval, &engine) {
+    let grader_workers = options
+        .grader_workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .max(1);
+    let engine = engine(options.no_compile_cache, workers.max(grader_workers))?;
+    let prepared = match prepare(&eval, &engine) {
         Ok(p) => p,
         Err(e) => return Ok(Err(e)),
     };
@@ -167,7 +360,7 @@ pub fn run(options: &RunOptions, err: &mut dyn Write) -> anyhow::Result<Result<S
         suite, registry, ..
     } = prepared;
 
-    let targets = match &options.targets_file {
+    let targets = match &targets_file {
         Some(path) => target::load_targets(path),
         None => match target::find_targets_file(&suite.dir) {
             Some(path) => target::load_targets(&path),
@@ -178,27 +371,86 @@ pub fn run(options: &RunOptions, err: &mut dyn Write) -> anyhow::Result<Result<S
         Ok(t) => t,
         Err(diags) => return Ok(Err(RunError::Invalid(diags))),
     };
-    let target_name = options
-        .target
-        .clone()
+    let target_name = target_override
         .or_else(|| suite.target.clone())
         .unwrap_or_else(|| "default".to_owned());
     let target = match targets.select(&target_name) {
         Ok(t) => t.clone(),
         Err(message) => return Ok(Err(RunError::Usage(message))),
     };
+    let plan = match plan::plan(&suite, &plan_options) {
+        Ok(p) => p,
+        Err(message) => return Ok(Err(RunError::Usage(message))),
+    };
 
-    let run_dir = options.output.clone().unwrap_or_else(default_run_dir);
-    let mut writer = ResultsWriter::create(&run_dir)
+    let run_dir = match (&options.resume, &options.output) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(out)) => out.clone(),
+        (None, None) => default_run_dir(),
+    };
+    std::fs::create_dir_all(&run_dir)
         .with_context(|| format!("cannot create the run directory {}", run_dir.display()))?;
+    let results_path = run_dir.join("results.jsonl");
+    let mut done: HashMap<(String, String, u32), ResultRow> = HashMap::new();
+    if options.resume.is_some() && results_path.is_file() {
+        if results::repair_torn_tail(&results_path)? {
+            writeln!(
+                err,
+                "  dropped a torn last line of {} (a crash cut it)",
+                results_path.display()
+            )?;
+        }
+        let (rows, dropped) = results::read_rows(&results_path)?;
+        if dropped > 0 {
+            writeln!(
+                err,
+                "  {dropped} damaged line(s) of {} will be graded again",
+                results_path.display()
+            )?;
+        }
+        for row in rows {
+            done.insert(row.key(), row);
+        }
+    } else if options.resume.is_none() {
+        let record = RunRecord {
+            evalhost_version: env!("CARGO_PKG_VERSION").into(),
+            eval: std::path::absolute(&eval).unwrap_or(eval.clone()),
+            target: target.name.clone(),
+            targets_file: targets_file.clone(),
+            test_ids: plan_options.test_ids.clone(),
+            tags: plan_options.tags.clone(),
+            repeat: plan_options.repeat,
+            shard: plan_options.shard.map(|s| s.to_string()),
+            threshold,
+            only: plan_options.only.clone(),
+            started_at: jiff::Timestamp::now().to_string(),
+        };
+        std::fs::write(
+            run_dir.join("run.json"),
+            serde_json::to_string_pretty(&record)? + "\n",
+        )?;
+        if results_path.exists() {
+            std::fs::remove_file(&results_path)?;
+        }
+    }
+    let mut writer = ResultsWriter::create(&run_dir)
+        .with_context(|| format!("cannot write {}", results_path.display()))?;
 
     writeln!(
         err,
-        "evalhost {} · suite `{}` · {} test(s) · target `{}`",
+        "evalhost {} · suite `{}` · {} test(s){} · target `{}`{}",
         env!("CARGO_PKG_VERSION"),
         suite.name,
-        suite.tests.len(),
-        target.name
+        plan.len(),
+        plan_options
+            .shard
+            .map_or(String::new(), |s| format!(" (shard {s})")),
+        target.name,
+        if done.is_empty() {
+            String::new()
+        } else {
+            format!(" · resuming: {} row(s) already done", done.len())
+        }
     )?;
     for p in registry.plugins() {
         let (source, took) = p.compiled;
@@ -209,78 +461,188 @@ pub fn run(options: &RunOptions, err: &mut dyn Write) -> anyhow::Result<Result<S
         writeln!(err, "  plugin {} {} ({how})", p.name, p.version)?;
     }
 
-    let started = std::time::Instant::now();
-    let rows = execute(
-        &suite,
-        &registry,
-        &target,
-        options.threshold,
-        workers,
-        |row| {
-            writer
-                .append(row)
-                .with_context(|| format!("cannot write {}", writer.path().display()))?;
-            if !options.quiet {
-                report::print_progress(err, row)?;
-            }
-            Ok(())
-        },
-    )?;
+    install_interrupt_handler();
+    INTERRUPTED.store(false, Ordering::SeqCst);
+    let started = Instant::now();
+    let ctx = Ctx {
+        suite: &suite,
+        registry: &registry,
+        target: &target,
+        cli_threshold: threshold,
+        graders: Semaphore::new(grader_workers),
+        stop: AtomicBool::new(false),
+        fail_fast: options.fail_fast,
+    };
+    let mut progress = report::terminal::Progress::new(plan.len(), options.quiet);
+    let new_rows = execute(&ctx, &plan, &done, workers, |row| {
+        writer
+            .append(row)
+            .with_context(|| format!("cannot write {}", writer.path().display()))?;
+        progress.row(err, row)?;
+        Ok(())
+    })?;
+    progress.finish();
+    let interrupted = INTERRUPTED.load(Ordering::SeqCst);
+
+    let mut rows: Vec<ResultRow> = done.into_values().chain(new_rows).collect();
+    rows.sort_by(|a, b| {
+        (a.test_index, &a.target, a.trial).cmp(&(b.test_index, &b.target, b.trial))
+    });
     writer
         .rewrite_in_order(&rows)
         .with_context(|| format!("cannot write {}", writer.path().display()))?;
     let summary = Summary::new(
-        &suite,
+        &suite.name,
         &target.name,
         &run_dir,
-        writer.path(),
         &rows,
-        &registry,
+        plan.len(),
+        Some(&registry),
         started.elapsed(),
+        interrupted,
     );
-    summary.write_json(&run_dir.join("summary.json"))?;
-    report::print_summary(err, &summary, &rows)?;
-    Ok(Ok(summary))
+    report::write_all(&summary, &rows, &options.reporters, err)?;
+    if interrupted {
+        writeln!(
+            err,
+            "interrupted: {} of {} test(s) finished; continue with `evalhost run --resume {}`",
+            summary.tally.total,
+            plan.len(),
+            run_dir.display()
+        )?;
+    }
+    Ok(Ok(RunReport {
+        tally: summary.tally.clone(),
+        interrupted,
+        run_dir,
+    }))
 }
 
-/// Runs every test on `workers` threads and hands each row to `sink` as it
-/// completes (on the calling thread). Returns the rows in suite order.
-pub fn execute(
-    suite: &Suite,
-    registry: &Registry,
-    target: &Target,
+/// A counting semaphore: the limit on concurrent plugin calls, separate from
+/// the limit on concurrent cases.
+struct Semaphore {
+    free: Mutex<usize>,
+    available: Condvar,
+}
+
+struct Permit<'a>(&'a Semaphore);
+
+impl Semaphore {
+    fn new(permits: usize) -> Self {
+        Self {
+            free: Mutex::new(permits),
+            available: Condvar::new(),
+        }
+    }
+
+    fn acquire(&self) -> Permit<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = self.available.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        Permit(self)
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        let mut free = self.0.free.lock().unwrap_or_else(|e| e.into_inner());
+        *free += 1;
+        self.0.available.notify_one();
+    }
+}
+
+struct Ctx<'a> {
+    suite: &'a Suite,
+    registry: &'a Registry,
+    target: &'a Target,
     cli_threshold: Option<f64>,
+    graders: Semaphore,
+    stop: AtomicBool,
+    fail_fast: bool,
+}
+
+impl Ctx<'_> {
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst) || INTERRUPTED.load(Ordering::SeqCst)
+    }
+}
+
+/// Runs `plan` on `workers` threads, skipping rows in `done`, and hands each
+/// new row to `sink` as it completes (on the calling thread).
+fn execute(
+    ctx: &Ctx<'_>,
+    plan: &[PlannedTest],
+    done: &HashMap<(String, String, u32), ResultRow>,
     workers: usize,
     mut sink: impl FnMut(&ResultRow) -> anyhow::Result<()>,
 ) -> anyhow::Result<Vec<ResultRow>> {
     let next = AtomicUsize::new(0);
-    let (tx, rx) = mpsc::channel::<(usize, ResultRow)>();
-    let mut rows: Vec<Option<ResultRow>> = vec![None; suite.tests.len()];
+    let (tx, rx) = mpsc::channel::<ResultRow>();
+    let mut rows = Vec::new();
     std::thread::scope(|scope| -> anyhow::Result<()> {
-        for _ in 0..workers.min(suite.tests.len()).max(1) {
+        for _ in 0..workers.min(plan.len()).max(1) {
             let tx = tx.clone();
             let next = &next;
             scope.spawn(move || {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(test) = suite.tests.get(i) else {
-                        break;
-                    };
-                    let row = run_test(suite, registry, target, test, cli_threshold);
-                    if tx.send((i, row)).is_err() {
+                while !ctx.stopping() {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(planned) = plan.get(i) else { break };
+                    if !run_planned(ctx, planned, done, &tx) {
                         break;
                     }
                 }
             });
         }
         drop(tx);
-        for (i, row) in rx {
+        for row in rx {
             sink(&row)?;
-            rows[i] = Some(row);
+            rows.push(row);
         }
         Ok(())
     })?;
-    Ok(rows.into_iter().flatten().collect())
+    Ok(rows)
+}
+
+/// Runs the trials of one planned test. False when the receiver is gone.
+fn run_planned(
+    ctx: &Ctx<'_>,
+    planned: &PlannedTest,
+    done: &HashMap<(String, String, u32), ResultRow>,
+    tx: &mpsc::Sender<ResultRow>,
+) -> bool {
+    let test = &ctx.suite.tests[planned.index];
+    let mut finished: Vec<ResultRow> = Vec::new();
+    for trial in 1..=planned.trials {
+        let key = (test.id.clone(), ctx.target.name.clone(), trial);
+        if let Some(row) = done.get(&key) {
+            finished.push(row.clone());
+        } else {
+            if ctx.stopping() {
+                return true;
+            }
+            let row = run_trial(ctx, test, planned, trial);
+            finished.push(row.clone());
+            if tx.send(row).is_err() {
+                return false;
+            }
+        }
+        if planned.stop_at_first_pass
+            && finished
+                .last()
+                .is_some_and(|r| r.execution_status == ExecutionStatus::Ok)
+        {
+            break;
+        }
+    }
+    if ctx.fail_fast {
+        let refs: Vec<&ResultRow> = finished.iter().collect();
+        if !refs.is_empty() && !outcome::combine(&refs).status.is_success() {
+            ctx.stop.store(true, Ordering::SeqCst);
+        }
+    }
+    true
 }
 
 /// Threshold precedence: the test's `execution.threshold`, then
@@ -289,85 +651,108 @@ pub fn effective_threshold(test: Option<f64>, cli: Option<f64>, suite: Option<f6
     test.or(cli).or(suite).unwrap_or(DEFAULT_THRESHOLD)
 }
 
-fn run_test(
-    suite: &Suite,
-    registry: &Registry,
-    target: &Target,
-    test: &suite::TestCase,
-    cli: Option<f64>,
-) -> ResultRow {
-    let threshold = effective_threshold(test.threshold, cli, suite.threshold);
-    let timestamp = || jiff::Timestamp::now().to_string();
-    let output = match target.invoke(test) {
+fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) -> ResultRow {
+    let started = Instant::now();
+    let deadline = test
+        .timeout_ms
+        .map(|ms| started + Duration::from_millis(ms));
+    let threshold = effective_threshold(test.threshold, ctx.cli_threshold, ctx.suite.threshold);
+    let mut row = ResultRow {
+        timestamp: String::new(),
+        test_id: test.id.clone(),
+        suite: ctx.suite.name.clone(),
+        target: ctx.target.name.clone(),
+        test_index: planned.index,
+        trial: (planned.trials > 1).then_some(trial),
+        trials: (planned.trials > 1).then_some(planned.trials),
+        strategy: planned.strategy,
+        status: Status::Error,
+        expected_fail: test.expected_fail,
+        tags: test.tags.clone(),
+        source: Some(SourceRef {
+            file: test.loc.file.display().to_string(),
+            line: test.loc.pos.map(|p| p.line),
+        }),
+        score: 0.0,
+        threshold,
+        execution_status: ExecutionStatus::ExecutionError,
+        failure_class: None,
+        error: None,
+        duration_ms: None,
+        wall_ms: 0,
+        input: test
+            .input
+            .iter()
+            .map(|m| MessageRow {
+                role: m.role.clone(),
+                content: m.content.clone(),
+            })
+            .collect(),
+        expected_output: test.expected_text().map(str::to_owned),
+        criteria: test.criteria.clone(),
+        metadata: test.metadata.clone(),
+        output: String::new(),
+        scores: Vec::new(),
+    };
+    let finish = |mut row: ResultRow| {
+        row.timestamp = jiff::Timestamp::now().to_string();
+        row.wall_ms = started.elapsed().as_millis() as u64;
+        row.status = Status::of(row.execution_status, row.expected_fail);
+        if row.status == Status::UnexpectedPassed {
+            row.failure_class = Some(FailureClass::UnexpectedPass);
+        }
+        row
+    };
+    let output = match ctx.target.invoke(test, deadline) {
         Ok(output) => output,
-        Err(message) => {
-            return ResultRow {
-                timestamp: timestamp(),
-                test_id: test.id.clone(),
-                suite: suite.name.clone(),
-                target: target.name.clone(),
-                score: 0.0,
-                threshold,
-                execution_status: ExecutionStatus::ExecutionError,
-                failure_class: Some(FailureClass::Target),
-                error: Some(message),
-                duration_ms: None,
-                input: input_rows(test),
-                expected_output: test.expected_text().map(str::to_owned),
-                criteria: test.criteria.clone(),
-                metadata: test.metadata.clone(),
-                output: String::new(),
-                scores: Vec::new(),
-            };
+        Err(failure) => {
+            row.failure_class = Some(failure.class);
+            row.error = Some(failure.message);
+            return finish(row);
         }
     };
     let mut request = grade::base_request(test, &output);
-    let scores: Vec<_> = test
-        .assertions
-        .iter()
-        .map(|a| {
-            grade::grade_assertion(
-                registry,
-                a,
-                &mut request,
-                grade::call_limits(a, suite.limits),
-            )
-        })
-        .collect();
+    let mut scores = Vec::with_capacity(test.assertions.len());
+    let mut seen_plugins = HashSet::new();
+    for assertion in &test.assertions {
+        let mut limits = grade::call_limits(assertion, ctx.suite.limits);
+        let mut capped_by_case = false;
+        if let Some(deadline) = deadline {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining < limits.timeout {
+                limits.timeout = remaining;
+                capped_by_case = true;
+            }
+        }
+        let mut score = if limits.timeout.is_zero() {
+            grade::case_timeout_row(assertion, test.timeout_ms.unwrap_or_default())
+        } else {
+            let _permit = ctx.graders.acquire();
+            grade::grade_assertion(ctx.registry, assertion, &mut request, limits)
+        };
+        if capped_by_case && score.failure_class == Some(FailureClass::PluginTimeout) {
+            score.failure_class = Some(FailureClass::CaseTimeout);
+            score.error = Some(format!(
+                "the case ran past its timeout_ms of {}",
+                test.timeout_ms.unwrap_or_default()
+            ));
+        }
+        seen_plugins.insert(score.plugin.clone());
+        scores.push(score);
+    }
     let (score, status, failure_class) = grade::score_test(&test.assertions, &scores, threshold);
-    let error = (status == ExecutionStatus::ExecutionError)
+    row.error = (status == ExecutionStatus::ExecutionError)
         .then(|| {
             scores
                 .iter()
                 .find_map(|s| s.error.as_ref().map(|e| format!("{}: {e}", s.name)))
         })
         .flatten();
-    ResultRow {
-        timestamp: timestamp(),
-        test_id: test.id.clone(),
-        suite: suite.name.clone(),
-        target: target.name.clone(),
-        score,
-        threshold,
-        execution_status: status,
-        failure_class,
-        error,
-        duration_ms: output.duration_ms,
-        input: input_rows(test),
-        expected_output: test.expected_text().map(str::to_owned),
-        criteria: test.criteria.clone(),
-        metadata: test.metadata.clone(),
-        output: output.text,
-        scores,
-    }
-}
-
-fn input_rows(test: &suite::TestCase) -> Vec<MessageRow> {
-    test.input
-        .iter()
-        .map(|m| MessageRow {
-            role: m.role.clone(),
-            content: m.content.clone(),
-        })
-        .collect()
+    row.score = score;
+    row.execution_status = status;
+    row.failure_class = failure_class;
+    row.duration_ms = output.duration_ms;
+    row.output = output.text;
+    row.scores = scores;
+    finish(row)
 }

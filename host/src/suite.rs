@@ -12,7 +12,9 @@ pub mod source_map;
 
 pub use check::check_assertions;
 pub use load::load;
-pub use model::{Assertion, LimitOverrides, Loc, Message, PluginRef, Required, Suite, TestCase};
+pub use model::{
+    Assertion, LimitOverrides, Loc, Message, PluginRef, Required, Suite, TestCase, Trials,
+};
 
 /// Eval files under `dir` (recursively, skipping hidden directories and
 /// `node_modules`): `EVAL.yaml`, `eval.yaml`, `*.eval.yaml`, `*.eval.yml`.

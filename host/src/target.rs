@@ -30,6 +30,9 @@ pub enum Provider {
     Mock {
         /// The response text.
         response: String,
+        /// How long to take, in milliseconds (an evalhost extension, for
+        /// exercising timeouts and interruption).
+        delay_ms: u64,
     },
     /// A provider this version of evalhost does not run yet.
     Unsupported(String),
@@ -134,21 +137,36 @@ pub fn load_targets(path: &Path) -> Result<Targets, Diagnostics> {
             continue;
         };
         let provider = match entry.get("provider") {
-            Some(Value::String(p)) if p == "mock" => match entry.get("response") {
-                None | Some(Value::Null) => Provider::Mock {
-                    response: MOCK_DEFAULT_RESPONSE.into(),
-                },
-                Some(Value::String(r)) => Provider::Mock {
-                    response: r.clone(),
-                },
-                Some(other) => {
-                    diags.push(error(
-                        format!("`response` must be a string, got {}", kind(other)),
-                        at.key("response"),
-                    ));
-                    continue;
-                }
-            },
+            Some(Value::String(p)) if p == "mock" => {
+                let response = match entry.get("response") {
+                    None | Some(Value::Null) => MOCK_DEFAULT_RESPONSE.to_owned(),
+                    Some(Value::String(r)) => r.clone(),
+                    Some(other) => {
+                        diags.push(error(
+                            format!("`response` must be a string, got {}", kind(other)),
+                            at.key("response"),
+                        ));
+                        continue;
+                    }
+                };
+                let delay_ms = match entry.get("delay_ms") {
+                    None | Some(Value::Null) => 0,
+                    Some(Value::Number(n)) if n.as_u64().is_some() => {
+                        n.as_u64().unwrap_or_default()
+                    }
+                    Some(other) => {
+                        diags.push(error(
+                            format!(
+                                "`delay_ms` must be a non-negative integer, got {}",
+                                kind(other)
+                            ),
+                            at.key("delay_ms"),
+                        ));
+                        continue;
+                    }
+                };
+                Provider::Mock { response, delay_ms }
+            }
             Some(Value::String(p)) => Provider::Unsupported(p.clone()),
             _ => {
                 diags.push(error(format!("target `{name}` has no `provider`"), at));
@@ -201,17 +219,50 @@ impl Targets {
     }
 }
 
+/// Why a target produced no output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetFailure {
+    /// `target`, or `case_timeout` when the case's deadline passed.
+    pub class: crate::failure::FailureClass,
+    /// What happened.
+    pub message: String,
+}
+
 impl Target {
-    /// Produces the output for one test.
-    pub fn invoke(&self, _test: &TestCase) -> Result<TargetOutput, String> {
+    /// Produces the output for one test, before `deadline` when there is one.
+    pub fn invoke(
+        &self,
+        _test: &TestCase,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<TargetOutput, TargetFailure> {
         match &self.provider {
-            Provider::Mock { response } => Ok(TargetOutput {
-                text: response.clone(),
-                messages: vec![("assistant".into(), response.clone())],
-                // AgentV's mock reports no duration.
-                duration_ms: None,
+            Provider::Mock { response, delay_ms } => {
+                if *delay_ms > 0 {
+                    let wanted = std::time::Duration::from_millis(*delay_ms);
+                    let allowed = deadline.map_or(wanted, |d| {
+                        d.saturating_duration_since(std::time::Instant::now())
+                    });
+                    std::thread::sleep(wanted.min(allowed));
+                    if allowed < wanted {
+                        return Err(TargetFailure {
+                            class: crate::failure::FailureClass::CaseTimeout,
+                            message:
+                                "the case ran past its timeout_ms while the target was running"
+                                    .into(),
+                        });
+                    }
+                }
+                Ok(TargetOutput {
+                    text: response.clone(),
+                    messages: vec![("assistant".into(), response.clone())],
+                    // AgentV's mock reports no duration.
+                    duration_ms: None,
+                })
+            }
+            Provider::Unsupported(p) => Err(TargetFailure {
+                class: crate::failure::FailureClass::Target,
+                message: format!("provider `{p}` is not supported"),
             }),
-            Provider::Unsupported(p) => Err(format!("provider `{p}` is not supported")),
         }
     }
 }

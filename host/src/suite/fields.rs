@@ -126,6 +126,18 @@ fn execution_schema() -> Value {
 fn limits_schema() -> Value {
     json!({"$ref": "#/$defs/limits"})
 }
+fn trials_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["count"],
+        "properties": {
+            "count": {"type": "integer", "minimum": 1},
+            "strategy": {"enum": ["pass_at_k", "mean", "confidence_interval"]},
+            "cost_limit_usd": {"type": "number", "exclusiveMinimum": 0},
+        },
+        "additionalProperties": false,
+    })
+}
 fn plugins_schema() -> Value {
     json!({"type": "array", "items": {"anyOf": [
         {"type": "string"},
@@ -279,17 +291,15 @@ pub const CASE: &[Field] = &[
     ),
     field("conversation_id", "Carried into results", string),
     field("tags", "Tags for --tag filters", strings),
-    unsupported(
+    field(
         "timeout_ms",
-        "Per-case timeout in milliseconds",
+        "Deadline of the whole case (target and grading), in milliseconds",
         positive_int,
-        "not enforced by this version",
     ),
-    unsupported(
+    field(
         "expected_fail",
-        "The case is expected to fail",
+        "The case is expected to fail: failing counts as passing, passing fails the run",
         boolean,
-        "not applied by this version",
     ),
     unsupported(
         "evaluator",
@@ -363,11 +373,10 @@ pub const EXECUTION: &[Field] = &[
         "use -j/--workers",
     ),
     field("threshold", "Pass threshold in [0, 1]", unit),
-    unsupported(
+    field(
         "trials",
-        "Repeat each test",
-        any,
-        "trials are not run by this version",
+        "Run each test several times: {count, strategy: pass_at_k | mean | confidence_interval}",
+        trials_schema,
     ),
     unsupported(
         "budget_usd",

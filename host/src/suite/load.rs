@@ -16,7 +16,9 @@ use serde_json::{Map, Value};
 
 use super::env::Env;
 use super::fields::{self, Field, Status};
-use super::model::{Assertion, LimitOverrides, Loc, Message, PluginRef, Required, Suite, TestCase};
+use super::model::{
+    Assertion, LimitOverrides, Loc, Message, PluginRef, Required, Suite, TestCase, Trials,
+};
 use super::roots::{PathError, Roots};
 use super::source_map::{KeyPath, Pos, SourceMap};
 use crate::diag::{Diagnostic, Diagnostics, nearest};
@@ -113,6 +115,7 @@ struct Defaults {
     input_files: Option<(Value, Arc<Doc>, KeyPath)>,
     metadata: Map<String, Value>,
     workspace: Option<Value>,
+    tags: Vec<String>,
 }
 
 struct Loader {
@@ -364,6 +367,14 @@ impl Loader {
             .map(|v| (v.clone(), doc.clone(), top.key("input_files")));
         defaults.metadata = self.suite_metadata(&doc, &root, &top);
         defaults.workspace = root.get("workspace").cloned();
+        defaults.tags = match root.get("tags") {
+            Some(v) => self.string_list(&doc, v, &top.key("tags")),
+            None => Vec::new(),
+        };
+        let trials = execution
+            .as_ref()
+            .and_then(|e| e.get("trials"))
+            .and_then(|v| self.trials(&doc, v, &exec_path.key("trials")));
         let plugins = root
             .get("plugins")
             .map(|v| self.plugins(&doc, v, &top.key("plugins")))
@@ -384,7 +395,7 @@ impl Loader {
         };
         let raw = self.expand_tests(&doc, tests_value, &tests_path);
         let tests = self.build_tests(raw, &defaults);
-        self.finish(
+        let mut suite = self.finish(
             doc,
             name,
             tests,
@@ -393,7 +404,76 @@ impl Loader {
             limits,
             plugins,
             &tests_path,
-        )
+        )?;
+        suite.trials = trials;
+        Some(suite)
+    }
+
+    fn trials(&mut self, doc: &Doc, value: &Value, at: &KeyPath) -> Option<Trials> {
+        let Value::Object(o) = value else {
+            self.error(
+                doc,
+                at,
+                format!(
+                    "`trials` must be a mapping like {{count: 3, strategy: mean}}, got {}",
+                    kind(value)
+                ),
+            );
+            return None;
+        };
+        let count = match o.get("count") {
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|c| (1..=1000).contains(&c)) => {
+                n.as_u64()? as u32
+            }
+            other => {
+                self.error(
+                    doc,
+                    &at.key("count"),
+                    format!(
+                        "`count` must be an integer from 1 to 1000, got {}",
+                        other.map_or("nothing".into(), show)
+                    ),
+                );
+                return None;
+            }
+        };
+        let strategy = match o.get("strategy") {
+            None | Some(Value::Null) => crate::results::Strategy::PassAtK,
+            Some(Value::String(s)) if s == "pass_at_k" => crate::results::Strategy::PassAtK,
+            Some(Value::String(s)) if s == "mean" => crate::results::Strategy::Mean,
+            Some(Value::String(s)) if s == "confidence_interval" => {
+                crate::results::Strategy::ConfidenceInterval
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("strategy"),
+                    format!(
+                        "`strategy` must be pass_at_k, mean or confidence_interval, got {}",
+                        show(other)
+                    ),
+                );
+                return None;
+            }
+        };
+        if o.contains_key("cost_limit_usd") {
+            self.warning(
+                doc,
+                &at.key("cost_limit_usd"),
+                "`cost_limit_usd` is ignored: targets in this version report no cost",
+            );
+        }
+        for key in o
+            .keys()
+            .filter(|k| !["count", "strategy", "cost_limit_usd"].contains(&k.as_str()))
+        {
+            self.warning(
+                doc,
+                &at.key(key),
+                format!("unknown key `{key}` in `trials`; it is ignored"),
+            );
+        }
+        Some(Trials { count, strategy })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -421,6 +501,7 @@ impl Loader {
             threshold,
             limits,
             plugins,
+            trials: None,
         })
     }
 
@@ -1163,9 +1244,41 @@ impl Loader {
                     .into(),
             );
         }
-        let tags = match test.get("tags") {
+        let mut tags = match test.get("tags") {
             Some(v) => self.string_list(doc, v, &at.key("tags")),
             None => Vec::new(),
+        };
+        for tag in &defaults.tags {
+            if !tags.contains(tag) {
+                tags.push(tag.clone());
+            }
+        }
+        let timeout_ms = match test.get("timeout_ms") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|t| t > 0) => n.as_u64(),
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("timeout_ms"),
+                    format!(
+                        "`timeout_ms` must be a positive integer, got {}",
+                        show(other)
+                    ),
+                );
+                None
+            }
+        };
+        let expected_fail = match test.get("expected_fail") {
+            None | Some(Value::Null | Value::Bool(false)) => false,
+            Some(Value::Bool(true)) => true,
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("expected_fail"),
+                    format!("`expected_fail` must be true or false, got {}", show(other)),
+                );
+                false
+            }
         };
         let workspace = match test.get("workspace") {
             Some(w) => Some(w.clone()),
@@ -1182,6 +1295,8 @@ impl Loader {
             assertions,
             threshold,
             tags,
+            timeout_ms,
+            expected_fail,
             workspace,
             loc: doc.loc(at),
         })

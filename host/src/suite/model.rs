@@ -117,8 +117,12 @@ pub struct TestCase {
     pub assertions: Vec<Assertion>,
     /// Per-test pass threshold.
     pub threshold: Option<f64>,
-    /// Tags, for `--tag` filters.
+    /// Tags, for `--tag` filters (the suite's tags included).
     pub tags: Vec<String>,
+    /// Deadline of the whole case, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// The case is expected to fail.
+    pub expected_fail: bool,
     /// The workspace as written (or `{template: <dir>}` for a discovered
     /// case's `workspace/`), applied by the workspace stage.
     pub workspace: Option<Value>,
@@ -152,6 +156,17 @@ pub struct Suite {
     pub limits: LimitOverrides,
     /// Third-party plugins named in `plugins:`.
     pub plugins: Vec<PluginRef>,
+    /// `execution.trials`.
+    pub trials: Option<Trials>,
+}
+
+/// `execution.trials`: run each test `count` times.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Trials {
+    /// How many times.
+    pub count: u32,
+    /// How they combine.
+    pub strategy: crate::results::Strategy,
 }
 
 /// A third-party plugin named by the suite.

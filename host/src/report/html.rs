@@ -1,0 +1,144 @@
+//! `report.html`: one self-contained page per run (no network, no external
+//! files). Per test: status, score, input, expected output, output, and each
+//! assertion's verdict, checks and evidence; filter by status and search by
+//! id. The data is embedded as JSON and rendered with `textContent`, so no
+//! output under test can inject markup.
+
+use serde_json::json;
+
+use super::Summary;
+use crate::results::ResultRow;
+
+const STYLE: &str = r#"
+:root { --pass:#1a7f37; --fail:#cf222e; --warn:#9a6700; --muted:#57606a; --line:#d0d7de; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #1f2328; background: #f6f8fa; }
+header { background: #fff; border-bottom: 1px solid var(--line); padding: 16px 24px; }
+h1 { font-size: 20px; margin: 0 0 4px; }
+.meta { color: var(--muted); }
+.counts { display: flex; gap: 12px; margin-top: 12px; flex-wrap: wrap; }
+.count { background: #f6f8fa; border: 1px solid var(--line); border-radius: 6px; padding: 6px 12px; }
+.count b { font-size: 18px; display: block; }
+.bar { display: flex; gap: 8px; padding: 12px 24px; align-items: center; flex-wrap: wrap; }
+.bar button { border: 1px solid var(--line); background: #fff; border-radius: 16px; padding: 4px 12px; cursor: pointer; }
+.bar button.on { background: #0969da; color: #fff; border-color: #0969da; }
+.bar input { margin-left: auto; padding: 5px 10px; border: 1px solid var(--line); border-radius: 6px; min-width: 240px; }
+main { padding: 0 24px 24px; }
+details.test { background: #fff; border: 1px solid var(--line); border-radius: 6px; margin: 6px 0; }
+details.test > summary { display: flex; gap: 12px; align-items: center; padding: 8px 12px; cursor: pointer; list-style: none; }
+.badge { font-weight: 600; font-size: 12px; border-radius: 10px; padding: 1px 8px; color: #fff; min-width: 110px; text-align: center; }
+.s-passed { background: var(--pass); } .s-failed, .s-error, .s-unexpected-passed { background: var(--fail); } .s-expected-failed { background: var(--warn); }
+.id { font-family: ui-monospace, monospace; font-weight: 600; flex: 1; }
+.score { font-variant-numeric: tabular-nums; } .class { color: var(--fail); font-size: 12px; } .ms { color: var(--muted); font-size: 12px; }
+.body { padding: 4px 16px 16px; border-top: 1px solid var(--line); }
+h3 { font-size: 13px; margin: 14px 0 6px; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
+pre { background: #f6f8fa; border: 1px solid var(--line); border-radius: 6px; padding: 8px; white-space: pre-wrap; word-break: break-word; margin: 4px 0; max-height: 320px; overflow: auto; }
+.role { font-size: 12px; color: var(--muted); }
+table { border-collapse: collapse; width: 100%; }
+td, th { text-align: left; border-bottom: 1px solid var(--line); padding: 5px 8px; vertical-align: top; }
+th { font-size: 12px; color: var(--muted); }
+.v-pass { color: var(--pass); font-weight: 600; } .v-fail { color: var(--fail); font-weight: 600; } .v-skip { color: var(--muted); }
+.ok::before { content: "✓ "; color: var(--pass); } .no::before { content: "✗ "; color: var(--fail); }
+.evidence { color: var(--muted); font-family: ui-monospace, monospace; font-size: 12px; }
+.empty { color: var(--muted); padding: 24px; text-align: center; }
+"#;
+
+const SCRIPT: &str = r#"
+const data = JSON.parse(document.getElementById('data').textContent);
+const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
+const t = data.summary;
+document.getElementById('title').textContent = 'evalhost · ' + t.suite;
+document.getElementById('meta').textContent = 'target ' + t.target + ' · ' + t.duration_ms + ' ms · evalhost ' + t.evalhost_version + (t.interrupted ? ' · INTERRUPTED' : '');
+const counts = document.getElementById('counts');
+[['passed', t.passed], ['failed', t.failed], ['errors', t.errors], ['expected failures', t.expected_failed], ['unexpected passes', t.unexpected_passed], ['not run', t.not_run], ['pass rate', Math.round(t.pass_rate * 100) + '%'], ['mean score', t.mean_score.toFixed(2)]]
+  .forEach(([label, n]) => { const c = el('div', 'count'); c.appendChild(el('b', '', String(n))); c.appendChild(document.createTextNode(label)); counts.appendChild(c); });
+const byTest = {};
+data.rows.forEach(r => { (byTest[r.test_id + '\u0000' + r.target] ||= []).push(r); });
+const list = document.getElementById('tests');
+function messages(parent, title, msgs) {
+  if (!msgs || !msgs.length) return;
+  parent.appendChild(el('h3', '', title));
+  msgs.forEach(m => { parent.appendChild(el('div', 'role', m.role)); parent.appendChild(el('pre', '', m.content)); });
+}
+t.tests.forEach(o => {
+  const d = el('details', 'test'); d.dataset.status = o.status; d.dataset.id = o.test_id.toLowerCase();
+  const s = el('summary');
+  s.appendChild(el('span', 'badge s-' + o.status, o.status));
+  s.appendChild(el('span', 'id', o.test_id + (o.trials > 1 ? ' ×' + o.trials : '')));
+  if (o.failure_class) s.appendChild(el('span', 'class', o.failure_class));
+  s.appendChild(el('span', 'score', o.score.toFixed(2) + ' / ' + o.threshold.toFixed(2)));
+  s.appendChild(el('span', 'ms', o.wall_ms + ' ms'));
+  d.appendChild(s);
+  const body = el('div', 'body');
+  const rows = byTest[o.test_id + '\u0000' + o.target] || [];
+  rows.forEach(r => {
+    if (rows.length > 1) body.appendChild(el('h3', '', 'trial ' + r.trial + ' · ' + r.status + ' · ' + r.score.toFixed(2)));
+    messages(body, 'input', r.input);
+    if (r.criteria) { body.appendChild(el('h3', '', 'criteria')); body.appendChild(el('pre', '', r.criteria)); }
+    if (r.expected_output) { body.appendChild(el('h3', '', 'expected output')); body.appendChild(el('pre', '', r.expected_output)); }
+    body.appendChild(el('h3', '', 'output'));
+    body.appendChild(el('pre', '', r.output || '(no output)'));
+    if (r.error) { body.appendChild(el('h3', '', 'error')); body.appendChild(el('pre', '', r.error)); }
+    body.appendChild(el('h3', '', 'assertions'));
+    const table = el('table'); const head = el('tr');
+    ['assertion', 'verdict', 'score', 'weight', 'checks'].forEach(h => head.appendChild(el('th', '', h)));
+    table.appendChild(head);
+    (r.scores || []).forEach(sc => {
+      const tr = el('tr');
+      const name = el('td'); name.appendChild(el('div', 'id', sc.name)); name.appendChild(el('div', 'role', sc.type + (sc.negate ? ' (negated)' : '') + ' · ' + (sc.plugin || '')));
+      tr.appendChild(name);
+      tr.appendChild(el('td', 'v-' + sc.verdict, sc.verdict + (sc.failure_class && sc.failure_class !== 'assertion' ? ' [' + sc.failure_class + ']' : '')));
+      tr.appendChild(el('td', 'score', sc.score.toFixed(2)));
+      tr.appendChild(el('td', 'score', String(sc.weight)));
+      const checks = el('td');
+      (sc.assertions || []).forEach(c => { checks.appendChild(el('div', c.passed ? 'ok' : 'no', c.text)); if (c.evidence) checks.appendChild(el('div', 'evidence', c.evidence)); });
+      if (sc.plugin_output) checks.appendChild(el('pre', '', sc.plugin_output));
+      tr.appendChild(checks);
+      table.appendChild(tr);
+    });
+    body.appendChild(table);
+  });
+  d.appendChild(body);
+  list.appendChild(d);
+});
+let filter = 'all';
+const search = document.getElementById('search');
+function apply() {
+  const q = search.value.toLowerCase(); let shown = 0;
+  list.querySelectorAll('details.test').forEach(d => {
+    const ok = (filter === 'all' || (filter === 'failing' ? !['passed', 'expected-failed'].includes(d.dataset.status) : d.dataset.status === filter)) && d.dataset.id.includes(q);
+    d.style.display = ok ? '' : 'none'; if (ok) shown++;
+  });
+  document.getElementById('empty').style.display = shown ? 'none' : '';
+}
+document.querySelectorAll('.bar button').forEach(b => b.addEventListener('click', () => {
+  document.querySelectorAll('.bar button').forEach(x => x.classList.remove('on')); b.classList.add('on'); filter = b.dataset.filter; apply();
+}));
+search.addEventListener('input', apply);
+const failing = t.tests.filter(o => !['passed', 'expected-failed'].includes(o.status)).length;
+if (failing) document.querySelector('[data-filter=failing]').click(); else apply();
+"#;
+
+/// Renders the page.
+pub fn render(summary: &Summary, rows: &[ResultRow]) -> String {
+    let data = json!({"summary": summary, "rows": rows});
+    // Inside <script>, `</script>` or `<!--` could end the data early:
+    // write every `<` as the JSON escape `\u003c`.
+    let data = data.to_string().replace('<', "\\u003c");
+    format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>evalhost report</title><style>{STYLE}</style></head>
+<body>
+<header><h1 id="title">evalhost</h1><div class="meta" id="meta"></div><div class="counts" id="counts"></div></header>
+<div class="bar">
+<button data-filter="all" class="on">All</button><button data-filter="failing">Failing</button><button data-filter="passed">Passed</button><button data-filter="failed">Failed</button><button data-filter="error">Errors</button><button data-filter="expected-failed">Expected failures</button><button data-filter="unexpected-passed">Unexpected passes</button>
+<input id="search" type="search" placeholder="Filter by test id">
+</div>
+<main><div id="tests"></div><div class="empty" id="empty" style="display:none">No test matches.</div></main>
+<script type="application/json" id="data">{data}</script>
+<script>{SCRIPT}</script>
+</body></html>
+"#
+    )
+}

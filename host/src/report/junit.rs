@@ -1,0 +1,84 @@
+//! JUnit XML (`--junit FILE`): one `<testsuite>` per suite, one
+//! `<testcase>` per test. Quality failures are `<failure>`, execution errors
+//! are `<error>` (the machinery broke, not the output), expected failures
+//! pass with a note, unexpected passes fail.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+use super::Summary;
+use crate::results::{ResultRow, Status, Verdict};
+
+/// The failed checks of `row`, one per line.
+pub fn failed_checks(row: &ResultRow) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(error) = &row.error {
+        lines.push(error.clone());
+    }
+    for score in row.scores.iter().filter(|s| s.verdict != Verdict::Pass) {
+        for check in score.assertions.iter().filter(|c| !c.passed) {
+            lines.push(format!("{} ({}): {}", score.name, score.kind, check.text));
+        }
+    }
+    lines
+}
+
+/// Renders the report.
+pub fn render(summary: &Summary, rows: &[ResultRow]) -> anyhow::Result<String> {
+    let mut last_row: BTreeMap<(&str, &str), &ResultRow> = BTreeMap::new();
+    for row in rows {
+        last_row.insert((&row.test_id, &row.target), row);
+    }
+    let mut report = Report::new("evalhost");
+    let mut suites: BTreeMap<String, TestSuite> = BTreeMap::new();
+    for outcome in &summary.tests {
+        let row = last_row.get(&(outcome.test_id.as_str(), outcome.target.as_str()));
+        let checks = row.map(|r| failed_checks(r)).unwrap_or_default();
+        let first = checks.first().cloned().unwrap_or_else(|| {
+            format!("score {:.2} below {:.2}", outcome.score, outcome.threshold)
+        });
+        let class = outcome
+            .failure_class
+            .map_or_else(String::new, |c| c.to_string());
+        let mut status = match outcome.status {
+            Status::Passed | Status::ExpectedFailed => TestCaseStatus::success(),
+            Status::Failed | Status::UnexpectedPassed => {
+                TestCaseStatus::non_success(NonSuccessKind::Failure)
+            }
+            Status::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
+        };
+        match outcome.status {
+            Status::Failed | Status::Error => {
+                status
+                    .set_message(first)
+                    .set_type(class)
+                    .set_description(checks.join("\n"));
+            }
+            Status::UnexpectedPassed => {
+                status
+                    .set_message("passed, but the case is marked expected_fail")
+                    .set_type(class);
+            }
+            _ => {}
+        }
+        let mut case = TestCase::new(outcome.test_id.clone(), status);
+        case.set_classname(format!("{}.{}", outcome.suite, outcome.target))
+            .set_time(Duration::from_millis(outcome.wall_ms));
+        if outcome.status == Status::ExpectedFailed {
+            case.set_system_out(format!(
+                "expected failure (score {:.2}): {}",
+                outcome.score,
+                checks.join("; ")
+            ));
+        }
+        suites
+            .entry(outcome.suite.clone())
+            .or_insert_with(|| TestSuite::new(outcome.suite.clone()))
+            .add_test_case(case);
+    }
+    report.set_time(Duration::from_millis(summary.duration_ms as u64));
+    report.add_test_suites(suites.into_values());
+    Ok(report.to_string()?)
+}

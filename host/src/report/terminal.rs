@@ -1,0 +1,188 @@
+//! The terminal reporter (stderr): a live progress bar on a TTY, a plain
+//! line per finished test otherwise, and the closing summary. Colour only
+//! on a TTY, never with `NO_COLOR` set.
+
+use std::io::Write;
+
+use console::style;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::Summary;
+use crate::results::{ResultRow, Status, Verdict};
+
+/// Progress as rows arrive.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    quiet: bool,
+}
+
+impl Progress {
+    /// A bar for `total` tests on a TTY; plain lines otherwise; nothing
+    /// per test when `quiet`.
+    pub fn new(total: usize, quiet: bool) -> Self {
+        let tty = console::Term::stderr().features().is_attended();
+        let bar = (tty && !quiet).then(|| {
+            let bar =
+                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        Self { bar, quiet }
+    }
+
+    /// Reports one finished row.
+    pub fn row(&mut self, out: &mut dyn Write, row: &ResultRow) -> std::io::Result<()> {
+        if self.quiet {
+            return Ok(());
+        }
+        let lines = row_lines(row);
+        match &self.bar {
+            Some(bar) => {
+                if !row.passed() {
+                    for line in &lines {
+                        bar.println(line);
+                    }
+                }
+                bar.set_message(row.test_id.clone());
+                bar.inc(1);
+            }
+            None => {
+                for line in &lines {
+                    writeln!(out, "{line}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the bar.
+    pub fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn mark(status: Status) -> String {
+    let (text, color) = match status {
+        Status::Passed => ("PASS", console::Color::Green),
+        Status::Failed => ("FAIL", console::Color::Red),
+        Status::Error => ("ERROR", console::Color::Red),
+        Status::ExpectedFailed => ("XFAIL", console::Color::Yellow),
+        Status::UnexpectedPassed => ("XPASS", console::Color::Red),
+    };
+    style(format!("{text:<5}"))
+        .fg(color)
+        .bold()
+        .for_stderr()
+        .to_string()
+}
+
+/// The lines for one finished row: a head line, then the failed checks.
+pub fn row_lines(row: &ResultRow) -> Vec<String> {
+    let mut lines = Vec::new();
+    let trial = match (row.trial, row.trials) {
+        (Some(t), Some(n)) => format!(" (trial {t}/{n})"),
+        _ => String::new(),
+    };
+    let class = row
+        .failure_class
+        .map_or(String::new(), |c| format!("  [{c}]"));
+    lines.push(format!(
+        "  {} {}{trial}  {:.2}  {} ms{class}",
+        mark(row.status),
+        row.test_id,
+        row.score,
+        row.wall_ms
+    ));
+    if let (Some(error), true) = (&row.error, row.scores.is_empty()) {
+        lines.push(format!("        {error}"));
+    }
+    if !row.passed() {
+        for score in row.scores.iter().filter(|s| s.verdict != Verdict::Pass) {
+            let class = score
+                .failure_class
+                .map_or(String::new(), |c| format!(" [{c}]"));
+            lines.push(format!("        ✗ {} ({}){class}", score.name, score.kind));
+            for check in score.assertions.iter().filter(|c| !c.passed).take(3) {
+                lines.push(format!("          {}", one_line(&check.text, 160)));
+            }
+        }
+    }
+    lines
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c == '\n' { ' ' } else { c })
+        .collect();
+    match flat.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
+    }
+}
+
+/// The closing summary.
+pub fn print_summary(out: &mut dyn Write, summary: &Summary) -> std::io::Result<()> {
+    let t = &summary.tally;
+    writeln!(out)?;
+    let verdict = if t.all_passed() {
+        style("PASS").green().bold().for_stderr()
+    } else {
+        style("FAIL").red().bold().for_stderr()
+    };
+    writeln!(
+        out,
+        "RESULT: {verdict}  {}/{} passed · pass rate {:.0}% · mean score {:.2} · {} ms",
+        t.passed + t.expected_failed,
+        t.total + t.not_run,
+        t.pass_rate * 100.0,
+        t.mean_score,
+        summary.duration_ms
+    )?;
+    let mut parts = Vec::new();
+    for (n, label) in [
+        (t.failed, "failed"),
+        (t.errors, "execution error(s)"),
+        (t.expected_failed, "expected failure(s)"),
+        (t.unexpected_passed, "unexpected pass(es)"),
+        (t.not_run, "not run"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {label}"));
+        }
+    }
+    if !parts.is_empty() {
+        writeln!(out, "  {}", parts.join(" · "))?;
+    }
+    if !t.failures_by_class.is_empty() {
+        let classes: Vec<String> = t
+            .failures_by_class
+            .iter()
+            .map(|(c, n)| format!("{c}: {n}"))
+            .collect();
+        writeln!(out, "  failures by class: {}", classes.join(", "))?;
+    }
+    if summary.tests.len() > 1 && summary.slowest.first().is_some_and(|s| s.wall_ms > 0) {
+        let slow: Vec<String> = summary
+            .slowest
+            .iter()
+            .take(3)
+            .map(|s| format!("{} ({} ms)", s.test_id, s.wall_ms))
+            .collect();
+        writeln!(out, "  slowest: {}", slow.join(", "))?;
+    }
+    writeln!(out, "  results: {}", summary.results.display())?;
+    writeln!(
+        out,
+        "  report:  {}",
+        summary.run_dir.join("report.html").display()
+    )?;
+    Ok(())
+}
