@@ -24,7 +24,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a suite against a target and grade the outputs.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Check suites without running anything: every problem, with file, line
     /// and key.
     Validate(ValidateArgs),

@@ -14,6 +14,13 @@ use crate::target::TargetOutput;
 /// The default pass threshold of a test.
 pub const DEFAULT_THRESHOLD: f64 = 0.8;
 
+/// True when `score` reaches `threshold`. Scores are sums and means of
+/// floats: (1 + 1 + 0.4) / 3 is 0.7999999999999999, which a person reads as
+/// 0.8; a difference below 1e-9 counts as reaching the threshold.
+pub fn reaches(score: f64, threshold: f64) -> bool {
+    score + 1e-9 >= threshold
+}
+
 /// The request a plugin sees for `test` and `output`, without an assertion
 /// yet: [`grade_assertion`] fills the type and config in.
 pub fn base_request(test: &TestCase, output: &TargetOutput) -> wit::GradeRequest {
@@ -123,7 +130,7 @@ pub fn grade_assertion(
                     }
                 }
             }
-            let passed = score >= info.default_threshold;
+            let passed = reaches(score, info.default_threshold);
             ScoreRow {
                 name: assertion.name.clone(),
                 kind: assertion.kind.clone(),
@@ -227,7 +234,7 @@ pub fn score_test(
             Required::Yes => assertion.min_score.unwrap_or(threshold),
             Required::AtLeast(x) => assertion.min_score.unwrap_or(x),
         };
-        if s.score < gate {
+        if !reaches(s.score, gate) {
             score = 0.0;
         }
     }
@@ -238,7 +245,7 @@ pub fn score_test(
     if let Some(class) = infra {
         return (score, ExecutionStatus::ExecutionError, Some(class));
     }
-    if score >= threshold {
+    if reaches(score, threshold) {
         (score, ExecutionStatus::Ok, None)
     } else {
         let class = scores

@@ -106,11 +106,17 @@ pub fn combine(rows: &[&ResultRow]) -> TestOutcome {
         }
         Strategy::Mean => {
             let mean = scores.iter().sum::<f64>() / scores.len() as f64;
-            (mean, first_error.is_none() && mean >= threshold)
+            (
+                mean,
+                first_error.is_none() && crate::grade::reaches(mean, threshold),
+            )
         }
         Strategy::ConfidenceInterval => {
             let lower = confidence_lower_bound(&scores);
-            (lower, first_error.is_none() && lower >= threshold)
+            (
+                lower,
+                first_error.is_none() && crate::grade::reaches(lower, threshold),
+            )
         }
     };
     let execution_status = if passed {
@@ -233,6 +239,173 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(
+        trial: u32,
+        score: f64,
+        status: ExecutionStatus,
+        strategy: Strategy,
+        expected_fail: bool,
+    ) -> ResultRow {
+        ResultRow {
+            timestamp: String::new(),
+            test_id: "t".into(),
+            suite: "s".into(),
+            target: "default".into(),
+            test_index: 0,
+            trial: Some(trial),
+            trials: Some(3),
+            strategy: Some(strategy),
+            status: Status::of(status, expected_fail),
+            expected_fail,
+            tags: Vec::new(),
+            source: None,
+            score,
+            threshold: 0.8,
+            execution_status: status,
+            failure_class: match status {
+                ExecutionStatus::Ok => None,
+                ExecutionStatus::QualityFailure => Some(FailureClass::Assertion),
+                ExecutionStatus::ExecutionError => Some(FailureClass::PluginTimeout),
+            },
+            error: None,
+            duration_ms: None,
+            wall_ms: 10,
+            input: Vec::new(),
+            expected_output: None,
+            criteria: None,
+            metadata: serde_json::Map::new(),
+            output: String::new(),
+            scores: Vec::new(),
+        }
+    }
+
+    fn combined(rows: &[ResultRow]) -> TestOutcome {
+        combine(&rows.iter().collect::<Vec<_>>())
+    }
+
+    use ExecutionStatus::{ExecutionError as E, Ok as K, QualityFailure as Q};
+
+    #[test]
+    fn pass_at_k_passes_on_any_passing_trial_with_the_best_score() {
+        // Scores 0.5, 0.9: the second trial passes → passed, score 0.9.
+        let o = combined(&[
+            row(1, 0.5, Q, Strategy::PassAtK, false),
+            row(2, 0.9, K, Strategy::PassAtK, false),
+        ]);
+        assert_eq!(
+            (o.status, o.score, o.trials, o.wall_ms),
+            (Status::Passed, 0.9, 2, 20)
+        );
+        // An error trial does not block a later pass.
+        let o = combined(&[
+            row(1, 0.0, E, Strategy::PassAtK, false),
+            row(2, 1.0, K, Strategy::PassAtK, false),
+        ]);
+        assert_eq!(o.status, Status::Passed);
+        // Every trial an error → error with its class.
+        let o = combined(&[
+            row(1, 0.0, E, Strategy::PassAtK, false),
+            row(2, 0.0, E, Strategy::PassAtK, false),
+        ]);
+        assert_eq!(
+            (o.status, o.failure_class),
+            (Status::Error, Some(FailureClass::PluginTimeout))
+        );
+    }
+
+    #[test]
+    fn mean_holds_the_average_to_the_threshold() {
+        // 1.0, 1.0, 0.4 → mean 0.8 ≥ 0.8 passes although one trial failed.
+        let o = combined(&[
+            row(1, 1.0, K, Strategy::Mean, false),
+            row(2, 1.0, K, Strategy::Mean, false),
+            row(3, 0.4, Q, Strategy::Mean, false),
+        ]);
+        assert_eq!(o.status, Status::Passed);
+        assert!((o.score - 0.8).abs() < 1e-12);
+        // 1.0, 0.5, 0.5 → mean 0.667 < 0.8 fails although one trial passed.
+        let o = combined(&[
+            row(1, 1.0, K, Strategy::Mean, false),
+            row(2, 0.5, Q, Strategy::Mean, false),
+            row(3, 0.5, Q, Strategy::Mean, false),
+        ]);
+        assert_eq!(
+            (o.status, o.failure_class),
+            (Status::Failed, Some(FailureClass::Assertion))
+        );
+        // An infrastructure error in any trial is an error, not a low mean.
+        let o = combined(&[
+            row(1, 1.0, K, Strategy::Mean, false),
+            row(2, 0.0, E, Strategy::Mean, false),
+        ]);
+        assert_eq!(o.status, Status::Error);
+    }
+
+    #[test]
+    fn confidence_interval_needs_the_lower_bound_above_the_threshold() {
+        // 0.9, 1.0, 0.8: mean 0.9, sd 0.1, lower bound 0.9 - 4.303*0.1/√3 = 0.652 < 0.8.
+        let rows = [
+            row(1, 0.9, K, Strategy::ConfidenceInterval, false),
+            row(2, 1.0, K, Strategy::ConfidenceInterval, false),
+            row(3, 0.8, K, Strategy::ConfidenceInterval, false),
+        ];
+        let o = combined(&rows);
+        assert_eq!(o.status, Status::Failed);
+        assert!(
+            (o.score - (0.9 - 4.303 * 0.1 / 3f64.sqrt())).abs() < 1e-9,
+            "{}",
+            o.score
+        );
+        // Identical scores have no spread: the bound is the mean.
+        let same = [
+            row(1, 0.85, K, Strategy::ConfidenceInterval, false),
+            row(2, 0.85, K, Strategy::ConfidenceInterval, false),
+        ];
+        assert_eq!(combined(&same).status, Status::Passed);
+    }
+
+    #[test]
+    fn expected_fail_applies_to_the_combined_outcome() {
+        let o = combined(&[
+            row(1, 0.2, Q, Strategy::Mean, true),
+            row(2, 0.3, Q, Strategy::Mean, true),
+        ]);
+        assert_eq!((o.status, o.failure_class), (Status::ExpectedFailed, None));
+        let o = combined(&[row(1, 1.0, K, Strategy::PassAtK, true)]);
+        assert_eq!(
+            (o.status, o.failure_class),
+            (Status::UnexpectedPassed, Some(FailureClass::UnexpectedPass))
+        );
+        let o = combined(&[row(1, 0.0, E, Strategy::PassAtK, true)]);
+        assert_eq!(o.status, Status::Error, "errors are never masked");
+    }
+
+    #[test]
+    fn tally_counts_and_exit_codes() {
+        let passed = combined(&[row(1, 1.0, K, Strategy::PassAtK, false)]);
+        let xfail = combined(&[row(1, 0.0, Q, Strategy::PassAtK, true)]);
+        let error = combined(&[row(1, 0.0, E, Strategy::PassAtK, false)]);
+        assert_eq!(
+            Tally::new(&[passed.clone(), xfail.clone()], 2).exit_code(),
+            crate::exit_codes::SUCCESS
+        );
+        assert_eq!(
+            Tally::new(std::slice::from_ref(&passed), 2).exit_code(),
+            crate::exit_codes::TEST_FAILED,
+            "one not run"
+        );
+        assert_eq!(
+            Tally::new(std::slice::from_ref(&error), 1).exit_code(),
+            crate::exit_codes::EXECUTION_ERROR
+        );
+        let t = Tally::new(&[passed, xfail, error], 3);
+        assert_eq!(
+            (t.passed, t.expected_failed, t.errors, t.exit_code()),
+            (1, 1, 1, crate::exit_codes::TEST_FAILED)
+        );
+        assert!((t.pass_rate - 2.0 / 3.0).abs() < 1e-12);
+    }
 
     #[test]
     fn confidence_bound_of_known_samples() {

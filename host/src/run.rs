@@ -282,7 +282,11 @@ pub fn run(
     };
     let eval = match (&options.eval, &previous) {
         (Some(e), _) => e.clone(),
-        (None, Some(p)) => p.eval.clone(),
+        // Shown as the user would type it: relative when under the cwd.
+        (None, Some(p)) => std::env::current_dir()
+            .ok()
+            .and_then(|cwd| p.eval.strip_prefix(&cwd).ok().map(Path::to_path_buf))
+            .unwrap_or_else(|| p.eval.clone()),
         (None, None) => {
             return Ok(Err(RunError::Usage(
                 "an eval file is required (or --resume DIR)".into(),

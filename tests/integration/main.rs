@@ -16,5 +16,8 @@ mod compile_cache;
 mod scoring;
 // The committed JSON Schemas are current and agree with the loader.
 mod schema;
+// Precedence, gates, expected failures, filters, trials, crash safety,
+// reporters, sharding and merge.
+mod run_control;
 
 mod support;

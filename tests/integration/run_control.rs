@@ -1,0 +1,625 @@
+//! Scoring precedence, gates, expected failures, filters, timeouts, trials,
+//! fail-fast, interruption, resume, re-runs, reporters, sharding and merge.
+//! Each test names its worked example.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::{Project, evalhost, hostile, run_in};
+
+/// A project whose suite uses the hostile plugin's `score` type, which
+/// returns the configured score: the easiest way to get exact fractions.
+fn scored(response: &str, suite_body: &str) -> Project {
+    let project = Project::with_mock(response);
+    project.write(
+        "EVAL.yaml",
+        &format!("plugins: [{}]\n{suite_body}", hostile().display()),
+    );
+    project
+}
+
+fn run(project: &Project, out: &str, extra: &[&str]) -> crate::support::Run {
+    let mut args = vec!["run", "EVAL.yaml", "-o", out];
+    args.extend_from_slice(extra);
+    run_in(project.path(), &args)
+}
+
+fn rows(project: &Project, out: &str) -> Vec<Value> {
+    std::fs::read_to_string(project.path().join(out).join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn summary(project: &Project, out: &str) -> Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(project.path().join(out).join("summary.json")).unwrap(),
+    )
+    .unwrap()
+}
+
+fn status_of(rows: &[Value], id: &str) -> String {
+    rows.iter().find(|r| r["test_id"] == id).unwrap()["status"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn threshold_precedence_test_then_cli_then_suite_then_default() {
+    // Every test scores 0.75. Suite threshold 0.9; `own` sets 0.5.
+    let body = "execution:\n  threshold: 0.9\ntests:\n  - id: own\n    input: q\n    execution: {threshold: 0.5}\n    assertions: [{type: score, score: 0.75}]\n  - id: inherits\n    input: q\n    assertions: [{type: score, score: 0.75}]\n";
+    let project = scored("x", body);
+    // No --threshold: own 0.75 ≥ 0.5 passes; inherits 0.75 < 0.9 (suite) fails.
+    let r = run(&project, "a", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let a = rows(&project, "a");
+    assert_eq!(
+        (status_of(&a, "own"), status_of(&a, "inherits")),
+        ("passed".into(), "failed".into())
+    );
+    assert_eq!(a[1]["threshold"], 0.9);
+    // --threshold 0.7 beats the suite's 0.9 (0.75 ≥ 0.7) but not the test's own 0.5.
+    let r = run(&project, "b", &["--threshold", "0.7"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let b = rows(&project, "b");
+    assert_eq!(
+        (b[0]["threshold"].as_f64(), b[1]["threshold"].as_f64()),
+        (Some(0.5), Some(0.7))
+    );
+    // No thresholds anywhere: the default 0.8 fails 0.75.
+    let project = scored(
+        "x",
+        "tests:\n  - id: plain\n    input: q\n    assertions: [{type: score, score: 0.75}]\n",
+    );
+    let r = run(&project, "c", &[]);
+    assert_eq!(r.code, 1);
+    assert_eq!(rows(&project, "c")[0]["threshold"], 0.8);
+}
+
+#[test]
+fn required_gates_use_min_score_then_the_number_then_the_test_threshold() {
+    // Each test: a required assertion scoring 0.6 plus one scoring 1 (mean 0.8).
+    let body = "tests:
+  - id: gate-at-threshold-fails
+    input: q
+    assertions: [{type: score, score: 0.6, required: true}, {type: score, score: 1}]
+  - id: gate-at-lowered-threshold-passes
+    input: q
+    execution: {threshold: 0.5}
+    assertions: [{type: score, score: 0.6, required: true}, {type: score, score: 1}]
+  - id: gate-at-min-score-passes
+    input: q
+    assertions: [{type: score, score: 0.6, required: true, min_score: 0.5}, {type: score, score: 1}]
+  - id: gate-at-deprecated-number-fails
+    input: q
+    assertions: [{type: score, score: 0.6, required: 0.7}, {type: score, score: 1}]
+";
+    let project = scored("x", body);
+    let r = run(&project, "out", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`required: <number>` is deprecated"),
+        "{}",
+        r.stderr
+    );
+    let rows = rows(&project, "out");
+    // 0.6 < 0.8 (the test threshold): the gate zeroes the test.
+    assert_eq!(
+        (rows[0]["score"].as_f64(), rows[0]["status"].as_str()),
+        (Some(0.0), Some("failed"))
+    );
+    // 0.6 ≥ 0.5 (lowered threshold): mean 0.8 ≥ 0.5 passes.
+    assert_eq!(rows[1]["status"], "passed");
+    // min_score 0.5 is the gate: 0.6 passes it; mean 0.8 ≥ 0.8 passes.
+    assert_eq!(rows[2]["status"], "passed");
+    // required: 0.7 gates at 0.7: 0.6 fails it.
+    assert_eq!(
+        (rows[3]["score"].as_f64(), rows[3]["status"].as_str()),
+        (Some(0.0), Some("failed"))
+    );
+}
+
+#[test]
+fn expected_failures_pass_unexpected_passes_fail_and_errors_are_never_masked() {
+    let body = "tests:
+  - id: fails-as-expected
+    input: q
+    expected_fail: true
+    assertions: [{type: contains, value: absent}]
+  - id: passes
+    input: q
+    assertions: [{type: contains, value: here}]
+";
+    let project = scored("here", body);
+    let r = run(&project, "a", &[]);
+    assert_eq!(
+        r.code, 0,
+        "an expected failure counts as passing: {}",
+        r.stderr
+    );
+    let a = rows(&project, "a");
+    assert_eq!(status_of(&a, "fails-as-expected"), "expected-failed");
+    assert!(r.stderr.contains("XFAIL"), "{}", r.stderr);
+
+    let body = "tests:
+  - id: passes-unexpectedly
+    input: q
+    expected_fail: true
+    assertions: [{type: contains, value: here}]
+  - id: crashes
+    input: q
+    expected_fail: true
+    assertions: [{type: panic}]
+";
+    let project = scored("here", body);
+    let r = run(&project, "b", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let b = rows(&project, "b");
+    let unexpected = b
+        .iter()
+        .find(|r| r["test_id"] == "passes-unexpectedly")
+        .unwrap();
+    assert_eq!(
+        (
+            unexpected["status"].as_str(),
+            unexpected["failure_class"].as_str()
+        ),
+        (Some("unexpected-passed"), Some("unexpected_pass"))
+    );
+    // A crash is an infrastructure failure: expected_fail does not hide it.
+    let crash = b.iter().find(|r| r["test_id"] == "crashes").unwrap();
+    assert_eq!(
+        (crash["status"].as_str(), crash["failure_class"].as_str()),
+        (Some("error"), Some("plugin_trap"))
+    );
+    let s = summary(&project, "b");
+    assert_eq!(s["failures_by_class"]["unexpected_pass"], 1);
+    assert_eq!(s["failures_by_class"]["plugin_trap"], 1);
+    assert!(
+        r.stderr
+            .contains("failures by class: plugin_trap: 1, unexpected_pass: 1"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn filters_select_by_glob_and_tag() {
+    let body = "tags: [suite-wide]
+tests:
+  - {id: auth-login, input: q, tags: [smoke], assertions: [{type: is-json}]}
+  - {id: auth-logout, input: q, assertions: [{type: is-json}]}
+  - {id: billing, input: q, tags: [slow], assertions: [{type: is-json}]}
+";
+    let project = scored("{}", body);
+    let ids = |out: &str| {
+        rows(&project, out)
+            .iter()
+            .map(|r| r["test_id"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run(&project, "a", &["--test-id", "auth-*"]).code, 0);
+    assert_eq!(ids("a"), ["auth-login", "auth-logout"]);
+    assert_eq!(
+        run(
+            &project,
+            "b",
+            &["--test-id", "billing", "--test-id", "*-logout"]
+        )
+        .code,
+        0
+    );
+    assert_eq!(ids("b"), ["auth-logout", "billing"]);
+    assert_eq!(
+        run(&project, "c", &["--tag", "smoke", "--tag", "slow"]).code,
+        0
+    );
+    assert_eq!(ids("c"), ["auth-login", "billing"]);
+    // Suite tags apply to every case.
+    assert_eq!(run(&project, "d", &["--tag", "suite-wide"]).code, 0);
+    assert_eq!(ids("d").len(), 3);
+    let r = run(&project, "e", &["--test-id", "nothing*"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("no test matches --test-id nothing*"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_case_timeout_stops_the_target_or_the_graders() {
+    let project = Project::with_mock("slow answer");
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: mock, response: slow answer, delay_ms: 400}\n",
+    )
+    .unwrap();
+    project.write(
+        "EVAL.yaml",
+        &format!(
+            "plugins: [{}]\ntests:\n  - id: target-too-slow\n    input: q\n    timeout_ms: 100\n    assertions: [{{type: contains, value: slow}}]\n  - id: grader-too-slow\n    input: q\n    timeout_ms: 700\n    assertions: [{{type: loop-forever}}, {{type: contains, value: slow}}]\n  - id: in-time\n    input: q\n    timeout_ms: 5000\n    assertions: [{{type: contains, value: slow}}]\n",
+            hostile().display()
+        ),
+    );
+    let r = project.run(&[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let rows = project.rows();
+    assert_eq!(
+        (
+            rows[0]["status"].as_str(),
+            rows[0]["failure_class"].as_str()
+        ),
+        (Some("error"), Some("case_timeout"))
+    );
+    let second = &rows[1];
+    assert_eq!(second["failure_class"], "case_timeout");
+    assert_eq!(second["scores"][0]["failure_class"], "case_timeout");
+    assert_eq!(
+        second["scores"][1]["failure_class"], "case_timeout",
+        "no time left for the second assertion"
+    );
+    assert_eq!(rows[2]["status"], "passed");
+}
+
+#[test]
+fn trials_combine_by_strategy_and_repeat_runs_every_trial() {
+    let body = "execution:\n  trials: {count: 3, strategy: pass_at_k}\ntests:\n  - {id: steady, input: q, assertions: [{type: contains, value: ok}]}\n  - {id: broken, input: q, assertions: [{type: contains, value: nope}]}\n";
+    let project = scored("ok", body);
+    let r = run(&project, "a", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let a = rows(&project, "a");
+    // pass_at_k stops after the first passing trial; a failing test runs all 3.
+    let steady: Vec<_> = a.iter().filter(|r| r["test_id"] == "steady").collect();
+    let broken: Vec<_> = a.iter().filter(|r| r["test_id"] == "broken").collect();
+    assert_eq!((steady.len(), broken.len()), (1, 3));
+    assert_eq!(broken[2]["trial"], 3);
+    assert_eq!(broken[2]["trials"], 3);
+    let s = summary(&project, "a");
+    assert_eq!(s["tests"][0]["trials"], 1);
+    assert_eq!(s["tests"][1]["trials"], 3);
+    assert_eq!(s["tests"][1]["strategy"], "pass_at_k");
+    // --repeat runs every trial (no early stop), with the suite's strategy.
+    let r = run(&project, "b", &["--repeat", "2", "--test-id", "steady"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let b = rows(&project, "b");
+    assert_eq!(b.len(), 2);
+    assert_eq!(b[0]["strategy"], "pass_at_k");
+    // Without suite trials, --repeat combines by the mean: 2 of 4 trials
+    // pass → mean 0.5 < 0.8 fails even though some trials passed.
+    let flaky = scored(
+        "ok",
+        "tests:\n  - {id: half, input: q, assertions: [{type: contains, value: ok}, {type: contains, value: nope}]}\n",
+    );
+    let r = run(&flaky, "c", &["--repeat", "4"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let s = summary(&flaky, "c");
+    assert_eq!(
+        (
+            s["tests"][0]["strategy"].as_str(),
+            s["tests"][0]["score"].as_f64()
+        ),
+        (Some("mean"), Some(0.5))
+    );
+}
+
+#[test]
+fn fail_fast_stops_scheduling_after_the_first_failure() {
+    let mut body = String::from(
+        "tests:\n  - {id: t00, input: q, assertions: [{type: contains, value: nope}]}\n",
+    );
+    for i in 1..10 {
+        body.push_str(&format!(
+            "  - {{id: t{i:02}, input: q, assertions: [{{type: contains, value: ok}}]}}\n"
+        ));
+    }
+    let project = scored("ok", &body);
+    let r = run(&project, "out", &["--fail-fast", "-j", "1"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(rows(&project, "out").len(), 1);
+    let s = summary(&project, "out");
+    assert_eq!(s["not_run"], 9);
+    assert!(r.stderr.contains("9 not run"), "{}", r.stderr);
+}
+
+#[test]
+fn workers_do_not_change_the_order_of_results() {
+    let mut body = String::from("tests:\n");
+    for i in 0..24 {
+        body.push_str(&format!(
+            "  - {{id: case-{i:02}, input: q, assertions: [{{type: contains, value: ok}}]}}\n"
+        ));
+    }
+    let project = scored("ok", &body);
+    assert_eq!(
+        run(&project, "out", &["-j", "4", "--grader-workers", "1"]).code,
+        0
+    );
+    let ids: Vec<String> = rows(&project, "out")
+        .iter()
+        .map(|r| r["test_id"].as_str().unwrap().to_owned())
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(ids, sorted);
+    assert_eq!(ids.len(), 24);
+}
+
+/// A slow suite: 12 cases of 250 ms each, run one at a time.
+fn slow_project() -> Project {
+    let project = Project::with_mock("ok");
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: mock, response: ok, delay_ms: 250}\n",
+    )
+    .unwrap();
+    let mut body = String::from("tests:\n");
+    for i in 0..12 {
+        let check = if i % 3 == 0 { "nope" } else { "ok" };
+        body.push_str(&format!("  - {{id: s{i:02}, input: q, assertions: [{{type: contains, value: {check}}}, {{type: regex, value: '^o'}}]}}\n"));
+    }
+    project.write("EVAL.yaml", &body);
+    project
+}
+
+/// The rows with what varies from run to run removed.
+fn normalized(project: &Project, out: &str) -> Vec<Value> {
+    rows(project, out)
+        .into_iter()
+        .map(|mut r| {
+            let o = r.as_object_mut().unwrap();
+            for key in ["timestamp", "wall_ms", "duration_ms"] {
+                o.remove(key);
+            }
+            for s in o.get_mut("scores").unwrap().as_array_mut().unwrap() {
+                s.as_object_mut().unwrap().remove("duration_us");
+            }
+            r
+        })
+        .collect()
+}
+
+fn spawn_run(project: &Project, out: &str) -> std::process::Child {
+    evalhost()
+        .current_dir(project.path())
+        .args(["run", "EVAL.yaml", "-o", out, "-j", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn sigkill_then_resume_gives_the_same_rows_as_an_uninterrupted_run() {
+    let project = slow_project();
+    assert_eq!(run(&project, "whole", &["-j", "1"]).code, 1);
+    let expected = normalized(&project, "whole");
+    assert_eq!(expected.len(), 12);
+
+    let mut child = spawn_run(&project, "killed");
+    std::thread::sleep(Duration::from_millis(1300));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let partial =
+        std::fs::read_to_string(project.path().join("killed/results.jsonl")).unwrap_or_default();
+    let partial_rows = partial.lines().count();
+    assert!(
+        partial_rows > 0 && partial_rows < 12,
+        "killed mid-way: {partial_rows} rows"
+    );
+    // A crash can leave a torn last line: simulate one.
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(project.path().join("killed/results.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(&mut file, b"{\"timestamp\":\"2026-").unwrap();
+    drop(file);
+
+    let r = run_in(project.path(), &["run", "--resume", "killed", "-j", "1"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("dropped a torn last line"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains(&format!("resuming: {partial_rows} row(s) already done")),
+        "{}",
+        r.stderr
+    );
+    let resumed = normalized(&project, "killed");
+    assert_eq!(resumed.len(), expected.len());
+    for (got, want) in resumed.iter().zip(&expected) {
+        assert_eq!(got, want, "row {} differs after resume", want["test_id"]);
+    }
+}
+
+#[test]
+fn ctrl_c_writes_the_summary_of_what_finished_and_resume_completes_it() {
+    let project = slow_project();
+    let mut child = spawn_run(&project, "out");
+    std::thread::sleep(Duration::from_millis(1100));
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let s = summary(&project, "out");
+    assert_eq!(s["interrupted"], true);
+    let finished = s["total"].as_u64().unwrap();
+    assert!(finished > 0 && finished < 12, "{finished}");
+    assert_eq!(s["not_run"].as_u64().unwrap(), 12 - finished);
+    assert_eq!(rows(&project, "out").len() as u64, finished);
+    let r = run_in(project.path(), &["run", "--resume", "out"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(rows(&project, "out").len(), 12);
+    assert_eq!(summary(&project, "out")["interrupted"], false);
+}
+
+#[test]
+fn rerun_failed_runs_only_what_did_not_pass() {
+    let body = "tests:\n  - {id: good, input: q, assertions: [{type: contains, value: ok}]}\n  - {id: bad, input: q, assertions: [{type: contains, value: nope}]}\n";
+    let project = scored("ok", body);
+    assert_eq!(run(&project, "first", &[]).code, 1);
+    let r = run_in(
+        project.path(),
+        &["run", "--rerun-failed", "first", "-o", "second"],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let second = rows(&project, "second");
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0]["test_id"], "bad");
+}
+
+fn xmllint(xml: &Path) -> (bool, String) {
+    let schema = crate::support::root().join("tests/data/junit.xsd");
+    let out = Command::new("xmllint")
+        .args(["--noout", "--schema"])
+        .arg(&schema)
+        .arg(xml)
+        .output()
+        .expect("xmllint is installed (apt package libxml2-utils; .ci/run installs it)");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn junit_output_validates_against_the_junit_schema() {
+    let body = "tests:
+  - {id: ok, input: q, assertions: [{type: contains, value: ok}]}
+  - {id: quality, input: q, assertions: [{type: contains, value: 'nope <&> \"quoted\"'}]}
+  - {id: crash, input: q, assertions: [{type: panic}]}
+  - {id: xfail, input: q, expected_fail: true, assertions: [{type: contains, value: nope}]}
+";
+    let project = scored("ok", body);
+    let r = run(&project, "out", &["--junit", "junit.xml"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let xml_path = project.path().join("junit.xml");
+    let (valid, message) = xmllint(&xml_path);
+    assert!(valid, "{message}");
+    let xml = std::fs::read_to_string(&xml_path).unwrap();
+    assert!(xml.contains("tests=\"4\""), "{xml}");
+    assert!(
+        xml.contains("failures=\"1\"") && xml.contains("errors=\"1\""),
+        "failures apart from errors: {xml}"
+    );
+    assert!(
+        xml.contains("<failure message=\"contains-nope &lt;&amp;&gt;"),
+        "{xml}"
+    );
+    assert!(xml.contains("type=\"plugin_trap\""), "{xml}");
+    // The schema can fail: a negative count is refused.
+    let bad = project.write("bad.xml", &xml.replacen("tests=\"4\"", "tests=\"-4\"", 1));
+    assert!(!xmllint(&bad).0);
+}
+
+#[test]
+fn github_reporter_annotates_the_failing_case_line_and_writes_a_step_summary() {
+    let body = "tests:\n  - {id: ok, input: q, assertions: [{type: contains, value: ok}]}\n  - id: bad\n    input: q\n    assertions: [{type: contains, value: nope}]\n";
+    let project = scored("ok", body);
+    let step = project.path().join("step-summary.md");
+    let out = evalhost()
+        .current_dir(project.path())
+        .env("GITHUB_STEP_SUMMARY", &step)
+        .args(["run", "EVAL.yaml", "-o", "out", "--reporter", "github"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("::error file=EVAL.yaml,line=4,title=bad failed [assertion]::score 0.00"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("title=ok"), "{stdout}");
+    let md = std::fs::read_to_string(step).unwrap();
+    assert!(
+        md.contains("| 1 | 1 | 0 | 0 | 0 | 0 | 50% | 0.50 |"),
+        "{md}"
+    );
+    assert!(md.contains("| `bad` | failed | assertion | 0.00 |"), "{md}");
+}
+
+#[test]
+fn the_html_report_embeds_every_test_safely() {
+    let project = scored(
+        "</script><img src=x onerror=alert(1)>",
+        "tests:\n  - {id: xss, input: q, assertions: [{type: contains, value: nope}]}\n",
+    );
+    assert_eq!(run(&project, "out", &[]).code, 1);
+    let html = std::fs::read_to_string(project.path().join("out/report.html")).unwrap();
+    assert!(
+        html.contains("\\u003c/script>\\u003cimg"),
+        "the output is escaped inside the data block"
+    );
+    assert_eq!(
+        html.matches("</script>").count(),
+        2,
+        "only the page's own script tags close"
+    );
+    assert!(html.contains("\"test_id\":\"xss\""));
+}
+
+#[test]
+fn shards_then_merge_equal_the_unsharded_run() {
+    let mut body = String::from("tests:\n");
+    for i in 0..10 {
+        let check = if i % 4 == 0 { "nope" } else { "ok" };
+        body.push_str(&format!(
+            "  - {{id: m{i}, input: q, assertions: [{{type: contains, value: {check}}}]}}\n"
+        ));
+    }
+    let project = scored("ok", &body);
+    assert_eq!(run(&project, "whole", &[]).code, 1);
+    let mut shard_counts = Vec::new();
+    for k in 1..=3 {
+        let out = format!("shard{k}");
+        let r = run(&project, &out, &["--shard", &format!("{k}/3")]);
+        assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+        shard_counts.push(rows(&project, &out).len());
+    }
+    assert_eq!(shard_counts, [4, 3, 3], "disjoint slices covering the plan");
+    let r = run_in(
+        project.path(),
+        &[
+            "merge",
+            "shard1",
+            "shard2",
+            "shard3",
+            "-o",
+            "merged",
+            "--junit",
+            "merged.xml",
+        ],
+    );
+    assert_eq!(r.code, 1, "merge exits like the run: {}", r.stderr);
+    assert_eq!(
+        normalized(&project, "merged"),
+        normalized(&project, "whole")
+    );
+    let (whole, merged) = (summary(&project, "whole"), summary(&project, "merged"));
+    for key in [
+        "total",
+        "passed",
+        "failed",
+        "planned",
+        "pass_rate",
+        "failures_by_class",
+    ] {
+        assert_eq!(whole[key], merged[key], "{key}");
+    }
+    assert!(project.path().join("merged/report.html").is_file());
+    assert!(xmllint(&project.path().join("merged.xml")).0);
+}
