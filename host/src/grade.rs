@@ -243,7 +243,8 @@ pub fn score_test(
         .filter_map(|s| s.failure_class)
         .find(|c| c.is_infrastructure());
     if let Some(class) = infra {
-        return (score, ExecutionStatus::ExecutionError, Some(class));
+        // As AgentV: an execution error scores 0, whatever graded.
+        return (0.0, ExecutionStatus::ExecutionError, Some(class));
     }
     if reaches(score, threshold) {
         (score, ExecutionStatus::Ok, None)
