@@ -384,6 +384,19 @@ fn normalized(project: &Project, out: &str) -> Vec<Value> {
         .collect()
 }
 
+/// Waits until `out/results.jsonl` has at least `lines` lines (30 s at most).
+fn wait_for_rows(project: &Project, out: &str, lines: usize) {
+    let path = project.path().join(out).join("results.jsonl");
+    for _ in 0..600 {
+        let count = std::fs::read_to_string(&path).map(|t| t.lines().count()).unwrap_or(0);
+        if count >= lines {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{} never reached {lines} rows", path.display());
+}
+
 fn spawn_run(project: &Project, out: &str) -> std::process::Child {
     evalhost()
         .current_dir(project.path())
@@ -402,7 +415,7 @@ fn sigkill_then_resume_gives_the_same_rows_as_an_uninterrupted_run() {
     assert_eq!(expected.len(), 12);
 
     let mut child = spawn_run(&project, "killed");
-    std::thread::sleep(Duration::from_millis(1300));
+    wait_for_rows(&project, "killed", 3);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let partial =
@@ -444,7 +457,7 @@ fn sigkill_then_resume_gives_the_same_rows_as_an_uninterrupted_run() {
 fn ctrl_c_writes_the_summary_of_what_finished_and_resume_completes_it() {
     let project = slow_project();
     let mut child = spawn_run(&project, "out");
-    std::thread::sleep(Duration::from_millis(1100));
+    wait_for_rows(&project, "out", 2);
     let pid = child.id().to_string();
     assert!(
         Command::new("kill")
