@@ -636,3 +636,16 @@ fn shards_then_merge_equal_the_unsharded_run() {
     assert!(project.path().join("merged/report.html").is_file());
     assert!(xmllint(&project.path().join("merged.xml")).0);
 }
+
+#[test]
+fn exit_code_3_when_nothing_could_be_graded() {
+    // Every test's only grader crashes: no result is a real grade.
+    let body = "tests:\n  - {id: a, input: q, assertions: [{type: panic}]}\n  - {id: b, input: q, assertions: [{type: exit}]}\n";
+    let project = scored("x", body);
+    let r = run(&project, "out", &[]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    // One real failure among errors is exit 1, not 3.
+    let body = "tests:\n  - {id: a, input: q, assertions: [{type: panic}]}\n  - {id: b, input: q, assertions: [{type: contains, value: nope}]}\n";
+    let project = scored("x", body);
+    assert_eq!(run(&project, "out", &[]).code, 1);
+}
