@@ -31,16 +31,34 @@ pub fn base_request(test: &TestCase, output: &TargetOutput) -> wit::GradeRequest
         tool_calls: Vec::new(),
         name: None,
     };
+    let output_messages = output
+        .messages
+        .iter()
+        .map(|m| wit::Message {
+            role: m.role.clone(),
+            content: m.content.clone(),
+            content_json: m.content_json.as_ref().map(ToString::to_string),
+            tool_calls: m
+                .tool_calls
+                .iter()
+                .map(|c| wit::ToolCall {
+                    id: c.id.clone(),
+                    tool: c.tool.clone(),
+                    input_json: c.input.as_ref().map(ToString::to_string),
+                    output_json: c.output.as_ref().map(ToString::to_string),
+                    status: c.status.clone(),
+                    duration_ms: c.duration_ms,
+                })
+                .collect(),
+            name: m.name.clone(),
+        })
+        .collect();
     wit::GradeRequest {
         assertion_type: String::new(),
         config_json: String::new(),
         test_id: test.id.clone(),
         output: output.text.clone(),
-        output_messages: output
-            .messages
-            .iter()
-            .map(|(r, c)| message(r, c, None))
-            .collect(),
+        output_messages,
         input: test
             .input
             .iter()
@@ -55,14 +73,19 @@ pub fn base_request(test: &TestCase, output: &TargetOutput) -> wit::GradeRequest
         criteria: test.criteria.clone(),
         metadata_json: serde_json::Value::Object(test.metadata.clone()).to_string(),
         trace: wit::Trace {
-            token_usage: None,
-            cost_usd: None,
+            token_usage: output.token_usage.map(|t| wit::TokenUsage {
+                input: t.input,
+                output: t.output,
+                cached: t.cached,
+                reasoning: t.reasoning,
+            }),
+            cost_usd: output.cost_usd,
             duration_ms: output.duration_ms,
             llm_calls: Some(
                 output
                     .messages
                     .iter()
-                    .filter(|(r, _)| r == "assistant")
+                    .filter(|m| m.role == "assistant")
                     .count() as u32,
             ),
             file_changes: None,

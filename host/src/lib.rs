@@ -16,6 +16,7 @@ pub mod merge;
 pub mod outcome;
 pub mod plan;
 pub mod plugin;
+pub mod process;
 pub mod report;
 pub mod results;
 pub mod run;

@@ -223,6 +223,15 @@ pub struct ResultRow {
     /// Wall time of the whole case (target and grading), in milliseconds.
     #[serde(default)]
     pub wall_ms: u64,
+    /// Tokens the target reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_usage: Option<crate::target::TokenUsage>,
+    /// Cost the target reported, in US dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// The fallback target that answered, when the primary failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_used: Option<String>,
     /// The input messages sent to the target.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub input: Vec<MessageRow>,

@@ -364,10 +364,12 @@ pub fn run(
         suite, registry, ..
     } = prepared;
 
+    let roots = suite::roots::Roots::for_eval(&eval);
+    let env = suite::env::Env::load(&roots.eval_dir, &roots.project_root, &roots.cwd);
     let targets = match &targets_file {
-        Some(path) => target::load_targets(path),
+        Some(path) => target::load_targets(path, &env),
         None => match target::find_targets_file(&suite.dir) {
-            Some(path) => target::load_targets(&path),
+            Some(path) => target::load_targets(&path, &env),
             None => Ok(Targets::default()),
         },
     };
@@ -471,6 +473,7 @@ pub fn run(
     let ctx = Ctx {
         suite: &suite,
         registry: &registry,
+        targets: &targets,
         target: &target,
         cli_threshold: threshold,
         graders: Semaphore::new(grader_workers),
@@ -560,6 +563,7 @@ impl Drop for Permit<'_> {
 struct Ctx<'a> {
     suite: &'a Suite,
     registry: &'a Registry,
+    targets: &'a Targets,
     target: &'a Target,
     cli_threshold: Option<f64>,
     graders: Semaphore,
@@ -684,6 +688,9 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
         error: None,
         duration_ms: None,
         wall_ms: 0,
+        token_usage: None,
+        cost_usd: None,
+        target_used: None,
         input: test
             .input
             .iter()
@@ -707,7 +714,13 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
         }
         row
     };
-    let output = match ctx.target.invoke(test, deadline) {
+    let invocation = target::Invocation {
+        workspace: None,
+        eval_dir: Some(&ctx.suite.dir),
+        deadline,
+        attempt: 0,
+    };
+    let output = match ctx.targets.invoke(ctx.target, test, &invocation) {
         Ok(output) => output,
         Err(failure) => {
             row.failure_class = Some(failure.class);
@@ -756,6 +769,9 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
     row.execution_status = status;
     row.failure_class = failure_class;
     row.duration_ms = output.duration_ms;
+    row.token_usage = output.token_usage;
+    row.cost_usd = output.cost_usd;
+    row.target_used = output.target_used;
     row.output = output.text;
     row.scores = scores;
     finish(row)

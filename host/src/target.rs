@@ -1,13 +1,31 @@
 //! Targets: what produces the output under test. Read from
 //! `.evalhost/targets.yaml` (falling back to `.agentv/targets.yaml`), found
-//! by walking up from the eval file's directory, or from `--targets`.
+//! by walking up from the eval file's directory, or from `--targets FILE`.
+//!
+//! - [`mock`]: AgentV's canned response.
+//! - [`cli`]: any command (agent CLIs such as Claude Code or Codex), AgentV's
+//!   placeholder and output-file contract.
+//! - [`openai`]: any OpenAI-compatible chat-completions endpoint.
+//! - [`replay`]: outputs recorded elsewhere, keyed by test id.
+//!
+//! Secrets come from `${{ VAR }}`; a literal `api_key` is refused.
+//! `use_target` delegates to another entry. Failed calls are retried with
+//! exponential backoff, then `fallback_targets` are tried in order.
+
+pub mod cli;
+pub mod openai;
+pub mod prompt;
+pub mod replay;
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::failure::FailureClass;
 use crate::suite::TestCase;
+use crate::suite::env::Env;
 use crate::suite::load::{kind, parse_yaml};
 use crate::suite::source_map::{KeyPath, SourceMap};
 
@@ -23,6 +41,10 @@ pub const CANDIDATES: &[&str] = &[
     ".agentv/targets.yml",
 ];
 
+/// Fields whose value must come from the environment (`${{ VAR }}`), never
+/// be written in the file.
+pub const SECRET_FIELDS: &[&str] = &["api_key"];
+
 /// What a target is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Provider {
@@ -34,17 +56,112 @@ pub enum Provider {
         /// exercising timeouts and interruption).
         delay_ms: u64,
     },
-    /// A provider this version of evalhost does not run yet.
+    /// A command.
+    Cli(cli::CliConfig),
+    /// An OpenAI-compatible endpoint.
+    OpenAi(openai::OpenAiConfig),
+    /// Recorded outputs.
+    Replay(replay::ReplayConfig),
+    /// A provider this version of evalhost does not run.
     Unsupported(String),
 }
 
-/// One entry of a targets file.
+/// Retry policy of a target.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Retry {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// First backoff.
+    pub initial_delay: Duration,
+    /// Backoff cap.
+    pub max_delay: Duration,
+    /// Backoff multiplier.
+    pub factor: f64,
+}
+
+impl Default for Retry {
+    /// AgentV's defaults: 2 retries, 1 s, doubling, capped at 30 s.
+    fn default() -> Self {
+        Self {
+            max_retries: 2,
+            initial_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(30),
+            factor: 2.0,
+        }
+    }
+}
+
+impl Retry {
+    /// The delay before retry `n` (0-based).
+    pub fn delay(&self, n: u32) -> Duration {
+        let secs = self.initial_delay.as_secs_f64() * self.factor.powi(n as i32);
+        Duration::from_secs_f64(secs.min(self.max_delay.as_secs_f64()))
+    }
+}
+
+/// One entry of a targets file, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Target {
     /// Its name.
     pub name: String,
     /// Its provider.
     pub provider: Provider,
+    /// The judge target for LLM graders (`grader_target`, alias
+    /// `judge_target`).
+    pub grader_target: Option<String>,
+    /// Targets tried in order when this one fails after its retries.
+    pub fallback_targets: Vec<String>,
+    /// Retry policy.
+    pub retry: Retry,
+    /// The directory of the targets file (relative paths in the entry).
+    pub base_dir: PathBuf,
+}
+
+/// One tool call in a target's output.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolCall {
+    /// Id.
+    pub id: Option<String>,
+    /// Tool name.
+    pub tool: String,
+    /// Input.
+    pub input: Option<Value>,
+    /// Output.
+    pub output: Option<Value>,
+    /// Status.
+    pub status: Option<String>,
+    /// Duration in milliseconds.
+    pub duration_ms: Option<u64>,
+}
+
+/// One message of a target's output.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OutputMessage {
+    /// Role.
+    pub role: String,
+    /// Text content.
+    pub content: String,
+    /// Structured content, when not plain text.
+    pub content_json: Option<Value>,
+    /// Tool calls.
+    pub tool_calls: Vec<ToolCall>,
+    /// Participant name.
+    pub name: Option<String>,
+}
+
+/// Tokens a target reported.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TokenUsage {
+    /// Prompt tokens.
+    pub input: u64,
+    /// Completion tokens.
+    pub output: u64,
+    /// Cached prompt tokens.
+    #[serde(default)]
+    pub cached: u64,
+    /// Reasoning tokens.
+    #[serde(default)]
+    pub reasoning: u64,
 }
 
 /// A target's output for one test.
@@ -52,10 +169,112 @@ pub struct Target {
 pub struct TargetOutput {
     /// The candidate: text of the last assistant message.
     pub text: String,
-    /// Every message produced, as `(role, text)`.
-    pub messages: Vec<(String, String)>,
+    /// Every message produced.
+    pub messages: Vec<OutputMessage>,
     /// Time the target took, in milliseconds, when it reports one.
     pub duration_ms: Option<u64>,
+    /// Tokens used.
+    pub token_usage: Option<TokenUsage>,
+    /// Cost in US dollars.
+    pub cost_usd: Option<f64>,
+    /// The target that answered, when a fallback did.
+    pub target_used: Option<String>,
+}
+
+impl TargetOutput {
+    /// One assistant message with `text`.
+    pub fn text(text: impl Into<String>) -> Self {
+        let text = text.into();
+        Self {
+            messages: vec![OutputMessage {
+                role: "assistant".into(),
+                content: text.clone(),
+                ..OutputMessage::default()
+            }],
+            text,
+            ..Self::default()
+        }
+    }
+
+    /// The candidate from the messages: the last assistant message's text.
+    pub fn with_candidate_from_messages(mut self) -> Self {
+        self.text = self
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == "assistant")
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
+        self
+    }
+}
+
+/// Why a target produced no output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetFailure {
+    /// `target`, or `case_timeout` when the case's deadline passed.
+    pub class: FailureClass,
+    /// What happened.
+    pub message: String,
+    /// Whether another attempt may succeed.
+    pub retryable: bool,
+    /// How long the target asked us to wait (HTTP `Retry-After`).
+    pub retry_after: Option<Duration>,
+}
+
+impl TargetFailure {
+    /// A retryable target failure.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            class: FailureClass::Target,
+            message: message.into(),
+            retryable: true,
+            retry_after: None,
+        }
+    }
+
+    /// A failure retrying cannot fix (bad config, 4xx).
+    pub fn fatal(message: impl Into<String>) -> Self {
+        Self {
+            retryable: false,
+            ..Self::new(message)
+        }
+    }
+
+    /// The case's deadline passed.
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self {
+            class: FailureClass::CaseTimeout,
+            retryable: false,
+            ..Self::new(message)
+        }
+    }
+}
+
+/// What an invocation knows besides the test.
+#[derive(Debug, Clone, Default)]
+pub struct Invocation<'a> {
+    /// The case workspace, when there is one (the cli target's cwd).
+    pub workspace: Option<&'a Path>,
+    /// The eval file's directory.
+    pub eval_dir: Option<&'a Path>,
+    /// The case's deadline.
+    pub deadline: Option<Instant>,
+    /// The retry attempt, 0-based.
+    pub attempt: u32,
+}
+
+impl Invocation<'_> {
+    /// Time left before the deadline, capped at `cap`.
+    pub fn time_left(&self, cap: Option<Duration>) -> Option<Duration> {
+        let left = self
+            .deadline
+            .map(|d| d.saturating_duration_since(Instant::now()));
+        match (left, cap) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 /// The targets of a run and the file they came from.
@@ -63,7 +282,7 @@ pub struct TargetOutput {
 pub struct Targets {
     /// The file, when one was found.
     pub file: Option<PathBuf>,
-    /// Its entries.
+    /// Its entries (with `use_target` resolved).
     pub targets: Vec<Target>,
 }
 
@@ -81,8 +300,9 @@ pub fn find_targets_file(start: &Path) -> Option<PathBuf> {
     None
 }
 
-/// Reads a targets file.
-pub fn load_targets(path: &Path) -> Result<Targets, Diagnostics> {
+/// Reads a targets file: `${{ VAR }}` from the environment (and `.env`
+/// files), literal secrets refused, `use_target` resolved.
+pub fn load_targets(path: &Path, env: &Env) -> Result<Targets, Diagnostics> {
     let mut diags = Diagnostics::default();
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -94,7 +314,7 @@ pub fn load_targets(path: &Path) -> Result<Targets, Diagnostics> {
             return Err(diags);
         }
     };
-    let root = match parse_yaml(&text) {
+    let mut root = match parse_yaml(&text) {
         Ok(v) => v,
         Err(err) => {
             let pos = err.location().map(|l| crate::suite::source_map::Pos {
@@ -106,25 +326,43 @@ pub fn load_targets(path: &Path) -> Result<Targets, Diagnostics> {
         }
     };
     let map = SourceMap::build(&text);
+    let error = |message: String, key: KeyPath| {
+        Diagnostic::error(path, message)
+            .at(map.locate(&key))
+            .key(key)
+    };
     let top = KeyPath::default();
+    // Secrets must be references: check before interpolating.
+    if let Some(Value::Array(items)) = root.get("targets") {
+        for (i, item) in items.iter().enumerate() {
+            for field in SECRET_FIELDS {
+                if let Some(Value::String(v)) = item.get(*field)
+                    && !is_env_reference(v)
+                {
+                    diags.push(
+                        error(
+                            format!("`{field}` is written literally; secrets must come from the environment"),
+                            top.key("targets").index(i).key(field),
+                        )
+                        .hint(format!("write `{field}: ${{{{ OPENAI_API_KEY }}}}` and export the variable (or put it in .env)")),
+                    );
+                }
+            }
+        }
+    }
+    let missing = env.interpolate(&mut root);
     let Some(Value::Array(items)) = root.get("targets") else {
         diags.push(
-            Diagnostic::error(path, "the targets file must have a `targets` list")
-                .at(map.locate(&top))
-                .hint(
-                    "targets:\n    - name: default\n      provider: mock\n      response: \"...\"",
-                ),
+            error("the targets file must have a `targets` list".into(), top).hint(
+                "targets:\n    - name: default\n      provider: mock\n      response: \"...\"",
+            ),
         );
         return Err(diags);
     };
-    let mut targets = Vec::new();
+    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut raw: Vec<(String, Map<String, Value>, KeyPath)> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let at = top.key("targets").index(i);
-        let error = |message: String, key: KeyPath| {
-            Diagnostic::error(path, message)
-                .at(map.locate(&key))
-                .key(key)
-        };
         let Value::Object(entry) = item else {
             diags.push(error(
                 format!("a target must be a mapping, got {}", kind(item)),
@@ -136,47 +374,84 @@ pub fn load_targets(path: &Path) -> Result<Targets, Diagnostics> {
             diags.push(error("the target has no `name`".into(), at));
             continue;
         };
-        let provider = match entry.get("provider") {
-            Some(Value::String(p)) if p == "mock" => {
-                let response = match entry.get("response") {
-                    None | Some(Value::Null) => MOCK_DEFAULT_RESPONSE.to_owned(),
-                    Some(Value::String(r)) => r.clone(),
-                    Some(other) => {
-                        diags.push(error(
-                            format!("`response` must be a string, got {}", kind(other)),
-                            at.key("response"),
-                        ));
-                        continue;
-                    }
-                };
-                let delay_ms = match entry.get("delay_ms") {
-                    None | Some(Value::Null) => 0,
-                    Some(Value::Number(n)) if n.as_u64().is_some() => {
-                        n.as_u64().unwrap_or_default()
-                    }
-                    Some(other) => {
-                        diags.push(error(
-                            format!(
-                                "`delay_ms` must be a non-negative integer, got {}",
-                                kind(other)
-                            ),
-                            at.key("delay_ms"),
-                        ));
-                        continue;
-                    }
-                };
-                Provider::Mock { response, delay_ms }
+        for key in entry.keys() {
+            if key.chars().any(|c| c.is_ascii_uppercase()) {
+                let snake: String = key
+                    .chars()
+                    .flat_map(|c| {
+                        if c.is_ascii_uppercase() {
+                            vec!['_', c.to_ascii_lowercase()]
+                        } else {
+                            vec![c]
+                        }
+                    })
+                    .collect();
+                diags.push(error(
+                    format!(
+                        "camelCase field `{key}` is not supported in targets files; use `{snake}`"
+                    ),
+                    at.key(key),
+                ));
             }
-            Some(Value::String(p)) => Provider::Unsupported(p.clone()),
-            _ => {
-                diags.push(error(format!("target `{name}` has no `provider`"), at));
-                continue;
+        }
+        raw.push((name.clone(), entry.clone(), at));
+    }
+    let mut targets = Vec::new();
+    for (name, entry, at) in &raw {
+        // `use_target` delegates to another entry (up to 5 deep): the
+        // delegate's provider with this entry's name.
+        let mut effective = entry.clone();
+        let mut seen = vec![name.clone()];
+        while let Some(Value::String(next)) = effective.get("use_target").cloned() {
+            if next.is_empty() {
+                diags.push(error(
+                    format!(
+                        "target `{name}` delegates to an empty `use_target` (is the variable set?)"
+                    ),
+                    at.key("use_target"),
+                ));
+                break;
             }
-        };
-        targets.push(Target {
-            name: name.clone(),
-            provider,
-        });
+            if seen.contains(&next) || seen.len() > 5 {
+                diags.push(error(
+                    format!(
+                        "`use_target` delegation loops or is deeper than 5: {} -> {next}",
+                        seen.join(" -> ")
+                    ),
+                    at.key("use_target"),
+                ));
+                break;
+            }
+            let Some((_, delegate, _)) = raw.iter().find(|(n, _, _)| *n == next) else {
+                diags.push(error(
+                    format!("target `{name}` delegates to `{next}`, which is not in the file"),
+                    at.key("use_target"),
+                ));
+                break;
+            };
+            seen.push(next.clone());
+            let mut merged = delegate.clone();
+            for (k, v) in entry {
+                if k != "use_target" && k != "provider" {
+                    merged.insert(k.clone(), v.clone());
+                }
+            }
+            merged.remove("use_target");
+            if let Some(Value::String(_)) = delegate.get("use_target") {
+                merged.insert("use_target".into(), delegate["use_target"].clone());
+            }
+            effective = merged;
+        }
+        match parse_target(name, &effective, &base_dir) {
+            Ok(t) => targets.push(t),
+            Err((key, message)) => diags.push(error(message, at.key(&key))),
+        }
+    }
+    for name in missing {
+        diags.push(Diagnostic::warning(
+            path,
+            format!("environment variable `{name}` is not set"),
+        ));
     }
     if diags.has_errors() {
         return Err(diags);
@@ -187,8 +462,110 @@ pub fn load_targets(path: &Path) -> Result<Targets, Diagnostics> {
     })
 }
 
+fn is_env_reference(value: &str) -> bool {
+    let v = value.trim();
+    v.starts_with("${{") && v.ends_with("}}")
+}
+
+fn get_u64(entry: &Map<String, Value>, key: &str) -> Result<Option<u64>, (String, String)> {
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
+        Some(Value::String(s)) if s.parse::<u64>().is_ok() => Ok(s.parse().ok()),
+        Some(other) => Err((
+            key.into(),
+            format!(
+                "`{key}` must be a non-negative integer, got {}",
+                kind(other)
+            ),
+        )),
+    }
+}
+
+fn get_f64(entry: &Map<String, Value>, key: &str) -> Result<Option<f64>, (String, String)> {
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        Some(Value::String(s)) if s.parse::<f64>().is_ok() => Ok(s.parse().ok()),
+        Some(other) => Err((
+            key.into(),
+            format!("`{key}` must be a number, got {}", kind(other)),
+        )),
+    }
+}
+
+fn get_str(entry: &Map<String, Value>, key: &str) -> Result<Option<String>, (String, String)> {
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err((
+            key.into(),
+            format!("`{key}` must be a string, got {}", kind(other)),
+        )),
+    }
+}
+
+fn parse_target(
+    name: &str,
+    entry: &Map<String, Value>,
+    base_dir: &Path,
+) -> Result<Target, (String, String)> {
+    let provider_name = get_str(entry, "provider")?.ok_or_else(|| {
+        (
+            "provider".to_owned(),
+            format!("target `{name}` has no `provider` (or `use_target`)"),
+        )
+    })?;
+    let provider = match provider_name.as_str() {
+        "mock" => Provider::Mock {
+            response: get_str(entry, "response")?
+                .unwrap_or_else(|| MOCK_DEFAULT_RESPONSE.to_owned()),
+            delay_ms: get_u64(entry, "delay_ms")?.unwrap_or(0),
+        },
+        "cli" => Provider::Cli(cli::CliConfig::parse(entry, base_dir)?),
+        "openai" | "azure" | "azure-openai" | "openrouter" | "vllm" | "ollama" => {
+            Provider::OpenAi(openai::OpenAiConfig::parse(&provider_name, entry)?)
+        }
+        "replay" => Provider::Replay(replay::ReplayConfig::parse(entry, base_dir)?),
+        other => Provider::Unsupported(other.to_owned()),
+    };
+    let default = Retry::default();
+    let retry = Retry {
+        max_retries: get_u64(entry, "max_retries")?.map_or(default.max_retries, |n| n as u32),
+        initial_delay: get_u64(entry, "retry_initial_delay_ms")?
+            .map_or(default.initial_delay, Duration::from_millis),
+        max_delay: get_u64(entry, "retry_max_delay_ms")?
+            .map_or(default.max_delay, Duration::from_millis),
+        factor: get_f64(entry, "retry_backoff_factor")?.unwrap_or(default.factor),
+    };
+    let fallback_targets = match entry.get("fallback_targets") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        Some(other) => {
+            return Err((
+                "fallback_targets".into(),
+                format!(
+                    "`fallback_targets` must be a list of names, got {}",
+                    kind(other)
+                ),
+            ));
+        }
+    };
+    Ok(Target {
+        name: name.to_owned(),
+        provider,
+        grader_target: get_str(entry, "grader_target")?.or(get_str(entry, "judge_target")?),
+        fallback_targets,
+        retry,
+        base_dir: base_dir.to_path_buf(),
+    })
+}
+
 impl Targets {
-    /// The target named `name`, checked to be runnable.
+    /// The target named `name`, checked to be runnable, with its fallbacks.
     pub fn select(&self, name: &str) -> Result<&Target, String> {
         let Some(target) = self.targets.iter().find(|t| t.name == name) else {
             let available: Vec<&str> = self.targets.iter().map(|t| t.name.as_str()).collect();
@@ -211,58 +588,215 @@ impl Targets {
         };
         if let Provider::Unsupported(p) = &target.provider {
             return Err(format!(
-                "target `{name}` uses provider `{p}`, which this version of evalhost does not run yet \
-                 (supported: mock)"
+                "target `{name}` uses provider `{p}`, which this version of evalhost does not run \
+                 (supported: mock, cli, openai and compatible endpoints, replay)"
             ));
+        }
+        for fallback in &target.fallback_targets {
+            if !self.targets.iter().any(|t| &t.name == fallback) {
+                return Err(format!(
+                    "target `{name}` falls back to `{fallback}`, which is not in the targets file"
+                ));
+            }
         }
         Ok(target)
     }
+
+    /// Runs `target` for `test`: retries with backoff, then each fallback.
+    pub fn invoke(
+        &self,
+        target: &Target,
+        test: &TestCase,
+        inv: &Invocation<'_>,
+    ) -> Result<TargetOutput, TargetFailure> {
+        let mut last = match invoke_with_retries(target, test, inv) {
+            Ok(out) => return Ok(out),
+            Err(e) => e,
+        };
+        for name in &target.fallback_targets {
+            if last.class == FailureClass::CaseTimeout {
+                break;
+            }
+            let Some(fallback) = self.targets.iter().find(|t| &t.name == name) else {
+                continue;
+            };
+            match invoke_with_retries(fallback, test, inv) {
+                Ok(mut out) => {
+                    out.target_used = Some(fallback.name.clone());
+                    return Ok(out);
+                }
+                Err(e) => {
+                    last = TargetFailure {
+                        message: format!(
+                            "{} (then fallback `{}`: {})",
+                            last.message, fallback.name, e.message
+                        ),
+                        ..e
+                    }
+                }
+            }
+        }
+        Err(last)
+    }
 }
 
-/// Why a target produced no output.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TargetFailure {
-    /// `target`, or `case_timeout` when the case's deadline passed.
-    pub class: crate::failure::FailureClass,
-    /// What happened.
-    pub message: String,
+fn invoke_with_retries(
+    target: &Target,
+    test: &TestCase,
+    inv: &Invocation<'_>,
+) -> Result<TargetOutput, TargetFailure> {
+    let mut attempt = 0;
+    loop {
+        let this = Invocation {
+            attempt,
+            ..inv.clone()
+        };
+        match target.invoke_once(test, &this) {
+            Ok(out) => return Ok(out),
+            Err(failure) if failure.retryable && attempt < target.retry.max_retries => {
+                let wait = failure
+                    .retry_after
+                    .unwrap_or_else(|| target.retry.delay(attempt));
+                if let Some(left) = inv.time_left(None)
+                    && left <= wait
+                {
+                    return Err(TargetFailure::timeout(format!(
+                        "the case ran past its timeout_ms while retrying: {}",
+                        failure.message
+                    )));
+                }
+                std::thread::sleep(wait);
+                attempt += 1;
+            }
+            Err(failure) => {
+                return Err(if attempt > 0 {
+                    TargetFailure {
+                        message: format!("{} (after {} attempts)", failure.message, attempt + 1),
+                        ..failure
+                    }
+                } else {
+                    failure
+                });
+            }
+        }
+    }
 }
 
 impl Target {
-    /// Produces the output for one test, before `deadline` when there is one.
-    pub fn invoke(
+    /// One attempt.
+    pub fn invoke_once(
         &self,
-        _test: &TestCase,
-        deadline: Option<std::time::Instant>,
+        test: &TestCase,
+        inv: &Invocation<'_>,
     ) -> Result<TargetOutput, TargetFailure> {
         match &self.provider {
             Provider::Mock { response, delay_ms } => {
                 if *delay_ms > 0 {
-                    let wanted = std::time::Duration::from_millis(*delay_ms);
-                    let allowed = deadline.map_or(wanted, |d| {
-                        d.saturating_duration_since(std::time::Instant::now())
-                    });
-                    std::thread::sleep(wanted.min(allowed));
+                    let wanted = Duration::from_millis(*delay_ms);
+                    let allowed = inv.time_left(Some(wanted)).unwrap_or(wanted);
+                    std::thread::sleep(allowed);
                     if allowed < wanted {
-                        return Err(TargetFailure {
-                            class: crate::failure::FailureClass::CaseTimeout,
-                            message:
-                                "the case ran past its timeout_ms while the target was running"
-                                    .into(),
-                        });
+                        return Err(TargetFailure::timeout(
+                            "the case ran past its timeout_ms while the target was running",
+                        ));
                     }
                 }
-                Ok(TargetOutput {
-                    text: response.clone(),
-                    messages: vec![("assistant".into(), response.clone())],
-                    // AgentV's mock reports no duration.
-                    duration_ms: None,
-                })
+                // AgentV's mock reports no duration.
+                Ok(TargetOutput::text(response.clone()))
             }
-            Provider::Unsupported(p) => Err(TargetFailure {
-                class: crate::failure::FailureClass::Target,
-                message: format!("provider `{p}` is not supported"),
-            }),
+            Provider::Cli(config) => cli::invoke(config, self, test, inv),
+            Provider::OpenAi(config) => openai::invoke(config, test, inv),
+            Provider::Replay(config) => replay::invoke(config, test),
+            Provider::Unsupported(p) => Err(TargetFailure::fatal(format!(
+                "provider `{p}` is not supported"
+            ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn targets(text: &str, env: &[(&str, &str)]) -> Result<Targets, Diagnostics> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("targets.yaml");
+        std::fs::write(&path, text).unwrap();
+        load_targets(&path, &Env::from_pairs(env.iter().copied()))
+    }
+
+    #[test]
+    fn literal_api_keys_are_refused_and_references_resolved() {
+        let err = targets(
+            "targets:\n  - {name: a, provider: openai, model: m, api_key: sk-123}\n",
+            &[],
+        )
+        .unwrap_err();
+        let text = err.iter().map(ToString::to_string).collect::<String>();
+        assert!(text.contains("`api_key` is written literally"), "{text}");
+        let ok = targets(
+            "targets:\n  - {name: a, provider: openai, model: m, api_key: '${{ KEY }}', base_url: 'http://127.0.0.1:9'}\n",
+            &[("KEY", "sk-secret")],
+        )
+        .unwrap();
+        let Provider::OpenAi(config) = &ok.targets[0].provider else {
+            panic!()
+        };
+        assert_eq!(config.api_key.as_deref(), Some("sk-secret"));
+    }
+
+    #[test]
+    fn use_target_delegates_and_detects_loops() {
+        let ok = targets(
+            "targets:\n  - {name: real, provider: mock, response: hi}\n  - {name: alias, use_target: '${{ WHICH }}', grader_target: real}\n",
+            &[("WHICH", "real")],
+        )
+        .unwrap();
+        let alias = ok.select("alias").unwrap();
+        assert_eq!(
+            alias.provider,
+            Provider::Mock {
+                response: "hi".into(),
+                delay_ms: 0
+            }
+        );
+        assert_eq!(alias.grader_target.as_deref(), Some("real"));
+        let err = targets(
+            "targets:\n  - {name: a, use_target: b}\n  - {name: b, use_target: a}\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(err.iter().any(|d| d.message.contains("loops")), "{err:?}");
+    }
+
+    #[test]
+    fn camel_case_and_unknown_fallbacks_are_errors() {
+        let err = targets(
+            "targets:\n  - {name: a, provider: mock, maxRetries: 3}\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            err.iter().any(|d| d.message.contains("use `max_retries`")),
+            "{err:?}"
+        );
+        let t = targets(
+            "targets:\n  - {name: a, provider: mock, fallback_targets: [nope]}\n",
+            &[],
+        )
+        .unwrap();
+        assert!(t.select("a").unwrap_err().contains("falls back to `nope`"));
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let r = Retry {
+            max_retries: 5,
+            initial_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(350),
+            factor: 2.0,
+        };
+        let delays: Vec<u128> = (0..4).map(|n| r.delay(n).as_millis()).collect();
+        assert_eq!(delays, [100, 200, 350, 350]);
     }
 }

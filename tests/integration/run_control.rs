@@ -388,7 +388,9 @@ fn normalized(project: &Project, out: &str) -> Vec<Value> {
 fn wait_for_rows(project: &Project, out: &str, lines: usize) {
     let path = project.path().join(out).join("results.jsonl");
     for _ in 0..600 {
-        let count = std::fs::read_to_string(&path).map(|t| t.lines().count()).unwrap_or(0);
+        let count = std::fs::read_to_string(&path)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
         if count >= lines {
             return;
         }

@@ -1,0 +1,223 @@
+//! Running a host command with a deadline: the `cli` target, hooks and the
+//! code-grader bridge all go through here. The command gets its own process
+//! group, so a timeout kills everything it started; stdout and stderr are
+//! captured up to a cap; stdin is written from a buffer.
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How much of stdout and of stderr is kept.
+pub const OUTPUT_CAP: usize = 10 << 20;
+
+/// A command to run.
+#[derive(Debug, Clone, Default)]
+pub struct Spec<'a> {
+    /// Program and arguments (no shell), unless `shell` is set.
+    pub argv: &'a [String],
+    /// A shell command line, run with `sh -c`.
+    pub shell: Option<&'a str>,
+    /// Working directory.
+    pub cwd: Option<&'a Path>,
+    /// Bytes for stdin (closed after).
+    pub stdin: &'a [u8],
+    /// Deadline.
+    pub timeout: Option<Duration>,
+    /// Extra environment variables.
+    pub env: &'a [(String, String)],
+}
+
+/// What a command did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Exit code; `None` when killed by a signal.
+    pub code: Option<i32>,
+    /// Captured stdout.
+    pub stdout: Vec<u8>,
+    /// Captured stderr.
+    pub stderr: Vec<u8>,
+    /// Killed at its deadline.
+    pub timed_out: bool,
+    /// Output cut at [`OUTPUT_CAP`].
+    pub truncated: bool,
+    /// Wall time.
+    pub duration: Duration,
+}
+
+impl Outcome {
+    /// True when it exited 0 in time.
+    pub fn success(&self) -> bool {
+        self.code == Some(0) && !self.timed_out
+    }
+
+    /// stderr, else stdout, trimmed, for error messages.
+    pub fn message(&self) -> String {
+        let err = String::from_utf8_lossy(&self.stderr).trim().to_owned();
+        if err.is_empty() {
+            String::from_utf8_lossy(&self.stdout).trim().to_owned()
+        } else {
+            err
+        }
+    }
+}
+
+fn read_capped(mut reader: impl Read) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut truncated = false;
+    let mut buf = [0u8; 64 << 10];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = OUTPUT_CAP.saturating_sub(kept.len());
+                if room < n {
+                    truncated = true;
+                }
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    }
+    (kept, truncated)
+}
+
+/// Runs `spec`. `Err` only when the command could not be started.
+pub fn run(spec: &Spec<'_>) -> std::io::Result<Outcome> {
+    let mut command = match spec.shell {
+        Some(line) => {
+            let mut c = Command::new("/bin/sh");
+            c.arg("-c").arg(line);
+            c
+        }
+        None => {
+            let (program, args) = spec.argv.split_first().ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command")
+            })?;
+            let mut c = Command::new(program);
+            c.args(args);
+            c
+        }
+    };
+    if let Some(cwd) = spec.cwd {
+        command.current_dir(cwd);
+    }
+    for (k, v) in spec.env {
+        command.env(k, v);
+    }
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let started = Instant::now();
+    let mut child = command.spawn()?;
+    let pid = child.id() as i32;
+    let stdin = spec.stdin.to_vec();
+    let mut child_stdin = child.stdin.take();
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let (outcome, timed_out) = std::thread::scope(|scope| {
+        scope.spawn(move || {
+            if let Some(mut pipe) = child_stdin.take() {
+                let _ = pipe.write_all(&stdin);
+            }
+        });
+        let out = scope.spawn(move || stdout.map(read_capped).unwrap_or_default());
+        let err = scope.spawn(move || stderr.map(read_capped).unwrap_or_default());
+        let mut timed_out = false;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) => {}
+                Err(_) => break None,
+            }
+            if spec.timeout.is_some_and(|t| started.elapsed() >= t) {
+                timed_out = true;
+                kill_group(pid);
+                break child.wait().ok();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        // The group may hold the pipes open after the leader exits.
+        if timed_out {
+            kill_group(pid);
+        }
+        let (stdout, t1) = out.join().unwrap_or_default();
+        let (stderr, t2) = err.join().unwrap_or_default();
+        (
+            Outcome {
+                code: status.and_then(|s| s.code()),
+                stdout,
+                stderr,
+                timed_out,
+                truncated: t1 || t2,
+                duration: started.elapsed(),
+            },
+            timed_out,
+        )
+    });
+    let _ = timed_out;
+    Ok(outcome)
+}
+
+fn kill_group(pid: i32) {
+    // SAFETY: sending a signal has no memory-safety preconditions; a negative
+    // pid names the process group the child leads.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+}
+
+/// Quotes `text` for a POSIX shell: `'...'`, with `'` written as `'"'"'`.
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\"'\"'"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captures_exit_code_output_and_stdin() {
+        let out = run(&Spec {
+            shell: Some("cat; echo err >&2; exit 3"),
+            stdin: b"hello",
+            ..Spec::default()
+        })
+        .unwrap();
+        assert_eq!(
+            (out.code, out.stdout.as_slice(), out.stderr.as_slice()),
+            (Some(3), &b"hello"[..], &b"err\n"[..])
+        );
+        assert_eq!(out.message(), "err");
+    }
+
+    #[test]
+    fn a_timeout_kills_the_whole_group() {
+        let start = Instant::now();
+        let out = run(&Spec {
+            shell: Some("sleep 30 & sleep 30; echo never"),
+            timeout: Some(Duration::from_millis(200)),
+            ..Spec::default()
+        })
+        .unwrap();
+        assert!(out.timed_out && !out.success());
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the background sleep was killed too"
+        );
+    }
+
+    #[test]
+    fn quoting_survives_the_shell() {
+        let tricky = "it's \"$HOME\" `x` ; rm -rf /";
+        let out = run(&Spec {
+            shell: Some(&format!("printf %s {}", shell_quote(tricky))),
+            ..Spec::default()
+        })
+        .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), tricky);
+        assert_eq!(shell_quote(""), "''");
+    }
+}

@@ -1,0 +1,536 @@
+//! The `cli` target: AgentV's contract for running any command — an agent
+//! CLI such as Claude Code or Codex, a script, a model wrapper.
+//!
+//! `command` is a shell command line with placeholders, each shell-quoted:
+//! `{PROMPT}` (the prompt text), `{PROMPT_FILE}` (a file holding it),
+//! `{OUTPUT_FILE}` (where the command writes its answer), `{EVAL_ID}` (the
+//! test id), `{ATTEMPT}` (the retry attempt, from 0) and `{FILES}` (the input
+//! files, formatted by `files_format`, space-separated; empty when none). The
+//! command runs with `sh -c` in the case workspace when there is one, else
+//! in `cwd` (relative to the targets file), else in the eval file's
+//! directory, with the environment inherited.
+//!
+//! The output file is read as AgentV does: a JSON object with `output` (or
+//! `output_messages`): messages with `tool_calls`, or `text`; plus
+//! `token_usage`, `cost_usd` and `duration_ms`. Anything else is the answer
+//! as it is.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::{
+    Invocation, OutputMessage, Target, TargetFailure, TargetOutput, TokenUsage, ToolCall, prompt,
+};
+use crate::process::{self, shell_quote};
+use crate::suite::TestCase;
+
+/// The placeholders `command` may use.
+pub const PLACEHOLDERS: &[&str] = &[
+    "PROMPT",
+    "PROMPT_FILE",
+    "OUTPUT_FILE",
+    "EVAL_ID",
+    "ATTEMPT",
+    "FILES",
+];
+
+/// A health check run once before the target's first call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Healthcheck {
+    /// An HTTP GET that must answer 2xx.
+    Url {
+        /// The URL.
+        url: String,
+        /// Its timeout.
+        timeout: Duration,
+    },
+    /// A command that must exit 0.
+    Command {
+        /// The shell command line.
+        command: String,
+        /// Its working directory.
+        cwd: Option<PathBuf>,
+        /// Its timeout.
+        timeout: Duration,
+    },
+}
+
+/// A `cli` target's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CliConfig {
+    /// The command line template.
+    pub command: String,
+    /// Working directory when the case has no workspace.
+    pub cwd: Option<PathBuf>,
+    /// Deadline of one call (`timeout_seconds`).
+    pub timeout: Option<Duration>,
+    /// How each input file is written into `{FILES}`: `{path}`, `{basename}`.
+    pub files_format: String,
+    /// Keep the prompt and output files (`keep_temp_files`).
+    pub keep_temp_files: bool,
+    /// The health check.
+    pub healthcheck: Option<Healthcheck>,
+}
+
+fn placeholders(command: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let bytes = command.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'{'
+            && let Some(len) = command[i + 1..].find('}')
+        {
+            let name = &command[i + 1..i + 1 + len];
+            if !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c == '_') {
+                found.push(name.to_owned());
+            }
+            i += len + 1;
+        }
+        i += 1;
+    }
+    found
+}
+
+impl CliConfig {
+    /// Reads a `cli` entry.
+    pub fn parse(entry: &Map<String, Value>, base_dir: &Path) -> Result<Self, (String, String)> {
+        let command = match entry.get("command") {
+            Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
+            _ => {
+                return Err((
+                    "command".into(),
+                    "a `cli` target needs a `command` (a shell command line)".into(),
+                ));
+            }
+        };
+        let unknown: Vec<String> = placeholders(&command)
+            .into_iter()
+            .filter(|p| !PLACEHOLDERS.contains(&p.as_str()))
+            .collect();
+        if !unknown.is_empty() {
+            return Err((
+                "command".into(),
+                format!(
+                    "unknown placeholder(s) {} in `command`; supported: {}",
+                    unknown
+                        .iter()
+                        .map(|u| format!("{{{u}}}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    PLACEHOLDERS
+                        .iter()
+                        .map(|p| format!("{{{p}}}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        let secs = |v: Option<&Value>, key: &str| -> Result<Option<Duration>, (String, String)> {
+            match v {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::Number(n)) if n.as_f64().is_some_and(|s| s > 0.0) => Ok(Some(
+                    Duration::from_secs_f64(n.as_f64().unwrap_or_default()),
+                )),
+                Some(_) => Err((
+                    key.into(),
+                    format!("`{key}` must be a positive number of seconds"),
+                )),
+            }
+        };
+        let healthcheck = match entry.get("healthcheck") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(h)) => {
+                let timeout = secs(h.get("timeout_seconds"), "healthcheck")?
+                    .unwrap_or(Duration::from_secs(30));
+                match (h.get("url"), h.get("command")) {
+                    (Some(Value::String(url)), _) => Some(Healthcheck::Url {
+                        url: url.clone(),
+                        timeout,
+                    }),
+                    (_, Some(Value::String(command))) => Some(Healthcheck::Command {
+                        command: command.clone(),
+                        cwd: h
+                            .get("cwd")
+                            .and_then(Value::as_str)
+                            .map(|c| base_dir.join(c)),
+                        timeout,
+                    }),
+                    _ => {
+                        return Err((
+                            "healthcheck".into(),
+                            "`healthcheck` needs a `url` or a `command`".into(),
+                        ));
+                    }
+                }
+            }
+            Some(_) => {
+                return Err((
+                    "healthcheck".into(),
+                    "`healthcheck` must be a mapping".into(),
+                ));
+            }
+        };
+        Ok(Self {
+            command,
+            cwd: entry
+                .get("cwd")
+                .and_then(Value::as_str)
+                .map(|c| base_dir.join(c)),
+            timeout: secs(entry.get("timeout_seconds"), "timeout_seconds")?,
+            files_format: entry
+                .get("files_format")
+                .or(entry.get("attachments_format"))
+                .and_then(Value::as_str)
+                .unwrap_or("{path}")
+                .to_owned(),
+            keep_temp_files: matches!(
+                entry
+                    .get("keep_temp_files")
+                    .or(entry.get("keep_output_files")),
+                Some(Value::Bool(true))
+            ),
+            healthcheck,
+        })
+    }
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn temp_path(test_id: &str, suffix: &str) -> PathBuf {
+    let safe: String = test_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!(
+        "evalhost-{safe}-{millis}-{}-{n}{suffix}",
+        std::process::id()
+    ))
+}
+
+/// Runs the health check of `target` once per process.
+fn healthcheck(target: &Target, check: &Healthcheck) -> Result<(), TargetFailure> {
+    static DONE: OnceLock<Mutex<HashMap<String, Result<(), String>>>> = OnceLock::new();
+    let done = DONE.get_or_init(Default::default);
+    let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
+    let result = done
+        .entry(format!("{}\u{0}{check:?}", target.name))
+        .or_insert_with(|| match check {
+            Healthcheck::Url { url, timeout } => {
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .timeout_global(Some(*timeout))
+                    .http_status_as_error(false)
+                    .build()
+                    .into();
+                match agent.get(url).call() {
+                    Ok(r) if r.status().is_success() => Ok(()),
+                    Ok(r) => Err(format!("healthcheck {url} answered {}", r.status())),
+                    Err(e) => Err(format!("healthcheck {url} failed: {e}")),
+                }
+            }
+            Healthcheck::Command {
+                command,
+                cwd,
+                timeout,
+            } => {
+                match process::run(&process::Spec {
+                    shell: Some(command),
+                    cwd: cwd.as_deref(),
+                    timeout: Some(*timeout),
+                    ..process::Spec::default()
+                }) {
+                    Ok(o) if o.success() => Ok(()),
+                    Ok(o) => Err(format!("healthcheck `{command}` failed: {}", o.message())),
+                    Err(e) => Err(format!("healthcheck `{command}` could not start: {e}")),
+                }
+            }
+        });
+    result.clone().map_err(TargetFailure::fatal)
+}
+
+/// Runs the command for one test.
+pub fn invoke(
+    config: &CliConfig,
+    target: &Target,
+    test: &TestCase,
+    inv: &Invocation<'_>,
+) -> Result<TargetOutput, TargetFailure> {
+    if let Some(check) = &config.healthcheck {
+        healthcheck(target, check)?;
+    }
+    let prompt_text = prompt::agent_prompt(&test.input);
+    let prompt_file = temp_path(&test.id, ".prompt.txt");
+    let output_file = temp_path(&test.id, ".json");
+    std::fs::write(&prompt_file, &prompt_text).map_err(|e| {
+        TargetFailure::fatal(format!(
+            "cannot write the prompt file {}: {e}",
+            prompt_file.display()
+        ))
+    })?;
+    let files: Vec<String> = prompt::input_files(&test.input)
+        .iter()
+        .map(|p| {
+            let basename = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            shell_quote(
+                &config
+                    .files_format
+                    .replace("{path}", &p.display().to_string())
+                    .replace("{basename}", &basename),
+            )
+        })
+        .collect();
+    let line = render_command(
+        &config.command,
+        &[
+            ("PROMPT", shell_quote(&prompt_text)),
+            (
+                "PROMPT_FILE",
+                shell_quote(&prompt_file.display().to_string()),
+            ),
+            (
+                "OUTPUT_FILE",
+                shell_quote(&output_file.display().to_string()),
+            ),
+            ("EVAL_ID", shell_quote(&test.id)),
+            ("ATTEMPT", shell_quote(&inv.attempt.to_string())),
+            ("FILES", files.join(" ")),
+        ],
+    );
+    let cwd: Option<PathBuf> = inv
+        .workspace
+        .map(Path::to_path_buf)
+        .or_else(|| config.cwd.clone())
+        .or_else(|| inv.eval_dir.map(Path::to_path_buf));
+    let timeout = inv.time_left(config.timeout);
+    let case_bound = inv.deadline.is_some() && timeout != config.timeout;
+    let cleanup = |keep: bool| {
+        if !keep {
+            let _ = std::fs::remove_file(&prompt_file);
+            let _ = std::fs::remove_file(&output_file);
+        }
+    };
+    let outcome = process::run(&process::Spec {
+        shell: Some(&line),
+        cwd: cwd.as_deref(),
+        timeout,
+        ..process::Spec::default()
+    });
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            cleanup(config.keep_temp_files);
+            return Err(TargetFailure::new(format!(
+                "the command could not start: {e}"
+            )));
+        }
+    };
+    if outcome.timed_out {
+        cleanup(config.keep_temp_files);
+        let secs = timeout.unwrap_or_default().as_secs_f64();
+        return Err(if case_bound {
+            TargetFailure::timeout(format!(
+                "the case ran past its timeout_ms while the CLI ran ({secs:.1}s)"
+            ))
+        } else {
+            TargetFailure::new(format!("CLI provider timed out after {secs:.1}s"))
+        });
+    }
+    if outcome.code != Some(0) {
+        cleanup(config.keep_temp_files);
+        let message = outcome.message();
+        return Err(TargetFailure::new(
+            match (message.is_empty(), outcome.code) {
+                (false, Some(code)) => format!("{message} (exit code {code})"),
+                (true, Some(code)) => format!("CLI exited with code {code}"),
+                (_, None) => format!("CLI was killed by a signal {message}")
+                    .trim()
+                    .to_owned(),
+            },
+        ));
+    }
+    let text = match std::fs::read_to_string(&output_file) {
+        Ok(t) => t,
+        Err(e) => {
+            cleanup(config.keep_temp_files);
+            return Err(TargetFailure::new(format!(
+                "Failed to read output file '{}': {e} (the command must write its answer to {{OUTPUT_FILE}})",
+                output_file.display()
+            )));
+        }
+    };
+    cleanup(config.keep_temp_files);
+    let mut output = parse_output_file(&text);
+    if output.duration_ms.is_none() {
+        output.duration_ms = Some(outcome.duration.as_millis() as u64);
+    }
+    Ok(output)
+}
+
+/// Replaces each `{NAME}` by its (already quoted) value.
+pub fn render_command(template: &str, values: &[(&str, String)]) -> String {
+    let mut out = template.to_owned();
+    for (name, value) in values {
+        out = out.replace(&format!("{{{name}}}"), value);
+    }
+    out
+}
+
+fn tool_call(value: &Value) -> Option<ToolCall> {
+    let o = value.as_object()?;
+    Some(ToolCall {
+        id: o.get("id").and_then(Value::as_str).map(str::to_owned),
+        tool: o
+            .get("tool")
+            .or(o.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        input: o.get("input").or(o.get("arguments")).cloned(),
+        output: o.get("output").cloned(),
+        status: o.get("status").and_then(Value::as_str).map(str::to_owned),
+        duration_ms: o.get("duration_ms").and_then(Value::as_u64),
+    })
+}
+
+fn content_text(content: Option<&Value>) -> (String, Option<Value>) {
+    match content {
+        None | Some(Value::Null) => (String::new(), None),
+        Some(Value::String(s)) => (s.clone(), None),
+        Some(Value::Array(blocks)) => {
+            let text = blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("text") => o
+                        .get("text")
+                        .or(o.get("value"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            (text, content.cloned())
+        }
+        Some(other) => (other.to_string(), Some(other.clone())),
+    }
+}
+
+/// Parses an output file (AgentV §6.4).
+pub fn parse_output_file(text: &str) -> TargetOutput {
+    let Ok(Value::Object(doc)) = serde_json::from_str::<Value>(text) else {
+        return TargetOutput::text(text);
+    };
+    let messages: Vec<OutputMessage> = match doc.get("output").or(doc.get("output_messages")) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|m| {
+                let o = m.as_object()?;
+                let (content, content_json) = content_text(o.get("content"));
+                Some(OutputMessage {
+                    role: o
+                        .get("role")
+                        .and_then(Value::as_str)
+                        .unwrap_or("assistant")
+                        .to_owned(),
+                    content,
+                    content_json,
+                    tool_calls: o
+                        .get("tool_calls")
+                        .and_then(Value::as_array)
+                        .map(|calls| calls.iter().filter_map(tool_call).collect())
+                        .unwrap_or_default(),
+                    name: o.get("name").and_then(Value::as_str).map(str::to_owned),
+                })
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut output = if !messages.is_empty() {
+        TargetOutput {
+            messages,
+            ..TargetOutput::default()
+        }
+        .with_candidate_from_messages()
+    } else {
+        match doc.get("text") {
+            Some(Value::String(t)) => TargetOutput::text(t.clone()),
+            Some(other) if !other.is_null() => TargetOutput::text(other.to_string()),
+            _ => return TargetOutput::text(text),
+        }
+    };
+    output.token_usage = doc.get("token_usage").and_then(|t| {
+        Some(TokenUsage {
+            input: t.get("input").and_then(Value::as_u64)?,
+            output: t.get("output").and_then(Value::as_u64)?,
+            cached: t.get("cached").and_then(Value::as_u64).unwrap_or(0),
+            reasoning: t.get("reasoning").and_then(Value::as_u64).unwrap_or(0),
+        })
+    });
+    output.cost_usd = doc
+        .get("cost_usd")
+        .and_then(Value::as_f64)
+        .filter(|c| *c >= 0.0);
+    output.duration_ms = doc
+        .get("duration_ms")
+        .and_then(Value::as_f64)
+        .filter(|d| *d >= 0.0)
+        .map(|d| d as u64);
+    output
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_files_parse_as_agentv_does() {
+        let o = parse_output_file(
+            r#"{"text": "json text 42", "cost_usd": 0.01, "token_usage": {"input": 10, "output": 5}}"#,
+        );
+        assert_eq!((o.text.as_str(), o.cost_usd), ("json text 42", Some(0.01)));
+        assert_eq!(o.token_usage.unwrap().output, 5);
+        let o = parse_output_file(
+            r#"{"output": [{"role": "assistant", "content": "reading", "tool_calls": [{"tool": "Read", "input": {"path": "a"}}]}, {"role": "assistant", "content": "done"}], "duration_ms": 1200}"#,
+        );
+        assert_eq!(
+            (o.text.as_str(), o.messages.len(), o.duration_ms),
+            ("done", 2, Some(1200))
+        );
+        assert_eq!(o.messages[0].tool_calls[0].tool, "Read");
+        // Anything else is the answer as written.
+        for raw in ["plain text\n", "[1, 2]", "{\"status\": \"ok\"}", "{broken"] {
+            assert_eq!(parse_output_file(raw).text, raw);
+        }
+    }
+
+    #[test]
+    fn unknown_placeholders_are_config_errors() {
+        let entry: Map<String, Value> =
+            serde_json::from_str(r#"{"command": "agent {PROMPT} {OUTPUT} {lower}"}"#).unwrap();
+        let (key, message) = CliConfig::parse(&entry, Path::new("/")).unwrap_err();
+        assert_eq!(key, "command");
+        assert!(
+            message.contains("unknown placeholder(s) {OUTPUT}"),
+            "{message}"
+        );
+    }
+}

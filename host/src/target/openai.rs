@@ -1,0 +1,326 @@
+//! The `openai` target: any OpenAI-compatible chat-completions endpoint —
+//! OpenAI, Azure OpenAI, OpenRouter, vLLM, Ollama, llama.cpp's server.
+//!
+//! Settings: `base_url` (default `https://api.openai.com/v1`), `model`,
+//! `api_key` (from `${{ VAR }}`; optional for local servers), `temperature`,
+//! `max_output_tokens`, `timeout_seconds` (default 120), and `pricing`
+//! (`input_per_million`, `output_per_million` USD) for cost when the server
+//! reports none. 429 and 5xx answers and network errors are retried by the
+//! target's retry policy, honouring `Retry-After`; other 4xx are not.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::{Invocation, OutputMessage, TargetFailure, TargetOutput, TokenUsage, ToolCall, prompt};
+use crate::suite::TestCase;
+
+/// An OpenAI-compatible endpoint's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenAiConfig {
+    /// The provider name as written (`openai`, `azure`, `ollama`, ...).
+    pub provider: String,
+    /// Base URL, ending before `/chat/completions`.
+    pub base_url: String,
+    /// Model (or Azure deployment).
+    pub model: String,
+    /// API key.
+    pub api_key: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Cap on the reply's tokens.
+    pub max_output_tokens: Option<u64>,
+    /// Request timeout.
+    pub timeout: Duration,
+    /// USD per million input tokens.
+    pub input_per_million: Option<f64>,
+    /// USD per million output tokens.
+    pub output_per_million: Option<f64>,
+}
+
+impl OpenAiConfig {
+    /// Reads an `openai`-style entry.
+    pub fn parse(provider: &str, entry: &Map<String, Value>) -> Result<Self, (String, String)> {
+        let model = entry
+            .get("model")
+            .or(entry.get("deployment"))
+            .and_then(Value::as_str)
+            .filter(|m| !m.is_empty())
+            .ok_or_else(|| {
+                (
+                    "model".to_owned(),
+                    format!("a `{provider}` target needs a `model`"),
+                )
+            })?
+            .to_owned();
+        let default_base = match provider {
+            "openrouter" => "https://openrouter.ai/api/v1",
+            "ollama" => "http://localhost:11434/v1",
+            "vllm" => "http://localhost:8000/v1",
+            _ => "https://api.openai.com/v1",
+        };
+        let base_url = entry
+            .get("base_url")
+            .or(entry.get("endpoint"))
+            .and_then(Value::as_str)
+            .unwrap_or(default_base)
+            .trim_end_matches('/')
+            .to_owned();
+        let number = |key: &str| -> Result<Option<f64>, (String, String)> {
+            match entry.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::Number(n)) => Ok(n.as_f64()),
+                Some(Value::String(s)) if s.parse::<f64>().is_ok() => Ok(s.parse().ok()),
+                Some(_) => Err((key.to_owned(), format!("`{key}` must be a number"))),
+            }
+        };
+        let pricing = entry.get("pricing").and_then(Value::as_object);
+        Ok(Self {
+            provider: provider.to_owned(),
+            base_url,
+            model,
+            api_key: entry
+                .get("api_key")
+                .and_then(Value::as_str)
+                .filter(|k| !k.is_empty())
+                .map(str::to_owned),
+            temperature: number("temperature")?,
+            max_output_tokens: number("max_output_tokens")?.map(|n| n as u64),
+            timeout: Duration::from_secs_f64(
+                number("timeout_seconds")?.unwrap_or(120.0).max(0.001),
+            ),
+            input_per_million: pricing
+                .and_then(|p| p.get("input_per_million"))
+                .and_then(Value::as_f64),
+            output_per_million: pricing
+                .and_then(|p| p.get("output_per_million"))
+                .and_then(Value::as_f64),
+        })
+    }
+
+    fn url(&self) -> String {
+        format!("{}/chat/completions", self.base_url)
+    }
+}
+
+/// Optional request parameters beyond the config's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatParams {
+    /// Overrides the config's temperature.
+    pub temperature: Option<f64>,
+    /// Overrides the config's max tokens.
+    pub max_tokens: Option<u64>,
+    /// A JSON Schema for the reply (`response_format`).
+    pub response_schema: Option<Value>,
+    /// A seed.
+    pub seed: Option<u64>,
+}
+
+/// Sends one chat completion.
+pub fn chat(
+    config: &OpenAiConfig,
+    messages: &[(String, String)],
+    params: &ChatParams,
+    timeout: Option<Duration>,
+) -> Result<TargetOutput, TargetFailure> {
+    let mut body = json!({
+        "model": config.model,
+        "messages": messages.iter().map(|(role, content)| json!({"role": role, "content": content})).collect::<Vec<_>>(),
+    });
+    if let Some(t) = params.temperature.or(config.temperature) {
+        body["temperature"] = json!(t);
+    }
+    if let Some(m) = params.max_tokens.or(config.max_output_tokens) {
+        body["max_tokens"] = json!(m);
+    }
+    if let Some(seed) = params.seed {
+        body["seed"] = json!(seed);
+    }
+    if let Some(schema) = &params.response_schema {
+        body["response_format"] =
+            json!({"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}});
+    }
+    let timeout = timeout.map_or(config.timeout, |t| t.min(config.timeout));
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut request = agent
+        .post(&config.url())
+        .header("Content-Type", "application/json");
+    if let Some(key) = &config.api_key {
+        request = if config.provider.starts_with("azure") {
+            request.header("api-key", key)
+        } else {
+            request.header("Authorization", &format!("Bearer {key}"))
+        };
+    }
+    let started = Instant::now();
+    let mut response = match request.send(body.to_string().as_bytes()) {
+        Ok(r) => r,
+        Err(ureq::Error::Timeout(_)) => {
+            return Err(TargetFailure::new(format!(
+                "{} did not answer within {:.1}s",
+                config.url(),
+                timeout.as_secs_f64()
+            )));
+        }
+        Err(e) => {
+            return Err(TargetFailure::new(format!(
+                "request to {} failed: {e}",
+                config.url()
+            )));
+        }
+    };
+    let status = response.status().as_u16();
+    let retry_after = retry_after(response.headers());
+    let text = match response.body_mut().read_to_string() {
+        Ok(t) => t,
+        Err(ureq::Error::Timeout(_)) => {
+            return Err(TargetFailure::new(format!(
+                "{} timed out while answering",
+                config.url()
+            )));
+        }
+        Err(e) => {
+            return Err(TargetFailure::new(format!(
+                "reading the answer of {} failed: {e}",
+                config.url()
+            )));
+        }
+    };
+    if !(200..300).contains(&status) {
+        let excerpt: String = text.chars().take(300).collect();
+        let message = format!("{} answered HTTP {status}: {excerpt}", config.url());
+        return Err(if status == 429 || status >= 500 {
+            TargetFailure {
+                retry_after,
+                ..TargetFailure::new(message)
+            }
+        } else {
+            TargetFailure::fatal(message)
+        });
+    }
+    let doc: Value = serde_json::from_str(&text).map_err(|e| {
+        let excerpt: String = text.chars().take(200).collect();
+        TargetFailure::fatal(format!(
+            "{} answered with invalid JSON ({e}): {excerpt}",
+            config.url()
+        ))
+    })?;
+    let Some(message) = doc.pointer("/choices/0/message") else {
+        if let Some(error) = doc.get("error") {
+            return Err(TargetFailure::fatal(format!(
+                "{} answered with an error: {error}",
+                config.url()
+            )));
+        }
+        return Err(TargetFailure::fatal(format!(
+            "{} answered without choices[0].message",
+            config.url()
+        )));
+    };
+    let content = message
+        .get("content")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let tool_calls: Vec<ToolCall> = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|calls| {
+            calls
+                .iter()
+                .map(|c| ToolCall {
+                    id: c.get("id").and_then(Value::as_str).map(str::to_owned),
+                    tool: c
+                        .pointer("/function/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    input: c
+                        .pointer("/function/arguments")
+                        .and_then(Value::as_str)
+                        .map(|a| serde_json::from_str(a).unwrap_or(Value::String(a.to_owned()))),
+                    ..ToolCall::default()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let usage = doc.get("usage");
+    let token_usage = usage.and_then(|u| {
+        Some(TokenUsage {
+            input: u.get("prompt_tokens").and_then(Value::as_u64)?,
+            output: u.get("completion_tokens").and_then(Value::as_u64)?,
+            cached: u
+                .pointer("/prompt_tokens_details/cached_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+            reasoning: u
+                .pointer("/completion_tokens_details/reasoning_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+        })
+    });
+    let cost_usd = usage
+        .and_then(|u| u.get("cost"))
+        .and_then(Value::as_f64)
+        .or_else(|| {
+            let t = token_usage?;
+            let input = config.input_per_million? * t.input as f64 / 1e6;
+            let output = config.output_per_million? * t.output as f64 / 1e6;
+            Some(input + output)
+        });
+    Ok(TargetOutput {
+        text: content.clone(),
+        messages: vec![OutputMessage {
+            role: "assistant".into(),
+            content,
+            tool_calls,
+            ..OutputMessage::default()
+        }],
+        duration_ms: Some(started.elapsed().as_millis() as u64),
+        token_usage,
+        cost_usd,
+        target_used: None,
+    })
+}
+
+/// `Retry-After` (seconds, or an HTTP date) or `retry-after-ms`.
+fn retry_after(headers: &ureq::http::HeaderMap) -> Option<Duration> {
+    if let Some(ms) = headers
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+    {
+        return Some(Duration::from_secs_f64((ms / 1000.0).clamp(0.0, 300.0)));
+    }
+    let value = headers.get("retry-after")?.to_str().ok()?.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return Some(Duration::from_secs_f64(secs.clamp(0.0, 300.0)));
+    }
+    let when = jiff::fmt::rfc2822::parse(value).ok()?.timestamp();
+    let wait = when.duration_since(jiff::Timestamp::now());
+    Some(Duration::from_secs_f64(
+        wait.as_secs_f64().clamp(0.0, 300.0),
+    ))
+}
+
+/// Runs the endpoint for one test.
+pub fn invoke(
+    config: &OpenAiConfig,
+    test: &TestCase,
+    inv: &Invocation<'_>,
+) -> Result<TargetOutput, TargetFailure> {
+    let messages = prompt::chat_messages(&test.input);
+    let timeout = inv.time_left(Some(config.timeout));
+    let case_bound = inv.deadline.is_some() && timeout.is_some_and(|t| t < config.timeout);
+    chat(config, &messages, &ChatParams::default(), timeout).map_err(|e| {
+        if case_bound && e.message.contains("did not answer within") {
+            TargetFailure::timeout(format!("the case ran past its timeout_ms: {}", e.message))
+        } else {
+            e
+        }
+    })
+}

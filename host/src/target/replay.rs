@@ -1,0 +1,93 @@
+//! The `replay` target: outputs recorded elsewhere, so CI can grade them
+//! without calling anything. `fixtures` names a JSONL file (relative to the
+//! targets file); each line is `{"id": "<test id>", ...}` with the same
+//! fields as a `cli` output file (`text` or `output` messages, `token_usage`,
+//! `cost_usd`, `duration_ms`). A `results.jsonl` of an earlier run also works:
+//! its `test_id` and `output` are read.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::{Map, Value};
+
+use super::{TargetFailure, TargetOutput, cli};
+use crate::suite::TestCase;
+
+/// A replay target's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayConfig {
+    /// The recordings.
+    pub fixtures: PathBuf,
+}
+
+impl ReplayConfig {
+    /// Reads a `replay` entry.
+    pub fn parse(entry: &Map<String, Value>, base_dir: &Path) -> Result<Self, (String, String)> {
+        let file = entry
+            .get("fixtures")
+            .or(entry.get("execution_traces"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                (
+                    "fixtures".to_owned(),
+                    "a `replay` target needs `fixtures` (a JSONL file)".to_owned(),
+                )
+            })?;
+        Ok(Self {
+            fixtures: base_dir.join(file),
+        })
+    }
+}
+
+type Recordings = Arc<HashMap<String, Value>>;
+
+/// Reads (once per file) the recordings, keyed by test id.
+pub fn recordings(path: &Path) -> Result<Recordings, String> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Recordings>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = cache.get(path) {
+        return Ok(r.clone());
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read recordings {}: {e}", path.display()))?;
+    let mut map = HashMap::new();
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let value: Value = serde_json::from_str(line)
+            .map_err(|e| format!("{}:{}: not valid JSON: {e}", path.display(), n + 1))?;
+        let id = value
+            .get("id")
+            .or(value.get("test_id"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{}:{}: a recording needs an `id`", path.display(), n + 1))?
+            .to_owned();
+        map.insert(id, value);
+    }
+    let map = Arc::new(map);
+    cache.insert(path.to_path_buf(), map.clone());
+    Ok(map)
+}
+
+/// The recorded output of `test`.
+pub fn invoke(config: &ReplayConfig, test: &TestCase) -> Result<TargetOutput, TargetFailure> {
+    let recordings = recordings(&config.fixtures).map_err(TargetFailure::fatal)?;
+    let record = recordings.get(&test.id).ok_or_else(|| {
+        TargetFailure::fatal(format!(
+            "no recording for test `{}` in {}",
+            test.id,
+            config.fixtures.display()
+        ))
+    })?;
+    // A results.jsonl row carries the candidate as `output` (a string).
+    if let (Some(Value::String(text)), None) = (record.get("output"), record.get("text")) {
+        let mut out = TargetOutput::text(text.clone());
+        out.duration_ms = record.get("duration_ms").and_then(Value::as_u64);
+        return Ok(out);
+    }
+    Ok(cli::parse_output_file(&record.to_string()))
+}
