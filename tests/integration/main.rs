@@ -19,5 +19,7 @@ mod schema;
 // Precedence, gates, expected failures, filters, trials, crash safety,
 // reporters, sharding and merge.
 mod run_control;
+// Targets: cli, OpenAI-compatible endpoints on loopback, replay, fallbacks.
+mod targets;
 
 mod support;

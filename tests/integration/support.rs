@@ -168,3 +168,137 @@ pub fn score<'a>(row: &'a Value, name: &str) -> &'a Value {
         .find(|s| s["name"] == name)
         .unwrap_or_else(|| panic!("no score {name} in {row}"))
 }
+
+/// One scripted HTTP answer of a [`FakeServer`].
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    pub delay: std::time::Duration,
+}
+
+impl Reply {
+    pub fn json(status: u16, body: Value) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body: body.to_string(),
+            delay: std::time::Duration::ZERO,
+        }
+    }
+
+    /// An OpenAI chat-completions answer with `content`.
+    pub fn chat(content: &str) -> Self {
+        Self::json(
+            200,
+            serde_json::json!({
+                "choices": [{"message": {"role": "assistant", "content": content}}],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "cost": 0.0042},
+            }),
+        )
+    }
+}
+
+/// A request a [`FakeServer`] received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+/// An HTTP server on loopback answering from a script (the last reply
+/// repeats), recording every request. It stops when dropped.
+pub struct FakeServer {
+    pub url: String,
+    pub received: std::sync::Arc<std::sync::Mutex<Vec<Received>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl FakeServer {
+    pub fn start(script: Vec<Reply>) -> Self {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (rec, halt) = (received.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut served = 0usize;
+            // Bounded: at most 1000 requests or until dropped.
+            while !halt.load(std::sync::atomic::Ordering::SeqCst) && served < 1000 {
+                let (stream, _) = match listener.accept() {
+                    Ok(s) => s,
+                    Err(_) => {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                        continue;
+                    }
+                };
+                stream.set_nonblocking(false).unwrap();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                if reader.read_line(&mut line).is_err() {
+                    continue;
+                }
+                let path = line
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_owned();
+                let mut headers = Vec::new();
+                let mut length = 0usize;
+                loop {
+                    let mut h = String::new();
+                    if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                        break;
+                    }
+                    if let Some((k, v)) = h.trim_end().split_once(':') {
+                        if k.eq_ignore_ascii_case("content-length") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                        headers.push((k.to_ascii_lowercase(), v.trim().to_owned()));
+                    }
+                }
+                let mut body = vec![0u8; length];
+                let _ = reader.read_exact(&mut body);
+                rec.lock().unwrap().push(Received {
+                    path,
+                    headers,
+                    body: String::from_utf8_lossy(&body).into_owned(),
+                });
+                let reply = script[served.min(script.len() - 1)].clone();
+                served += 1;
+                std::thread::sleep(reply.delay);
+                let mut stream = stream;
+                let mut head = format!(
+                    "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+                    reply.status,
+                    reply.body.len()
+                );
+                for (k, v) in &reply.headers {
+                    head.push_str(&format!("{k}: {v}\r\n"));
+                }
+                head.push_str("\r\n");
+                let _ = stream.write_all(head.as_bytes());
+                let _ = stream.write_all(reply.body.as_bytes());
+            }
+        });
+        Self {
+            url,
+            received,
+            stop,
+        }
+    }
+
+    pub fn requests(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,276 @@
+//! Targets: the `cli` contract (placeholders, output files, failures), an
+//! OpenAI-compatible endpoint on loopback (success, 429 with Retry-After,
+//! 500 then success, timeout, malformed JSON), replay, fallbacks, secrets.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{FakeServer, Project, Reply, run_in};
+
+fn project_with_targets(targets_yaml: &str, suite: &str) -> Project {
+    let project = Project::with_mock("unused");
+    std::fs::write(project.path().join(".evalhost/targets.yaml"), targets_yaml).unwrap();
+    project.write("EVAL.yaml", suite);
+    project
+}
+
+fn row(project: &Project, id: &str) -> Value {
+    project.row(id)
+}
+
+const ONE_TEST: &str =
+    "tests:\n  - id: t1\n    input: Say hi\n    assertions: [{type: contains, value: hi}]\n";
+
+#[test]
+fn cli_placeholders_are_filled_and_quoted() {
+    let targets = r#"targets:
+  - name: default
+    provider: cli
+    command: "printf '%s|%s|%s|%s|' {PROMPT} {EVAL_ID} {ATTEMPT} {FILES} > {OUTPUT_FILE}; cat {PROMPT_FILE} >> {OUTPUT_FILE}; printf '|%s' \"$(pwd)\" >> {OUTPUT_FILE}"
+"#;
+    let suite = "tests:\n  - id: \"it's quoted\"\n    input:\n      - role: user\n        content:\n          - {type: file, value: notes.txt}\n          - \"Say hi; $(rm -rf /)\"\n    assertions: [{type: contains, value: hi}]\n";
+    let project = project_with_targets(targets, suite);
+    project.write("notes.txt", "n");
+    let r = project.run(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = row(&project, "it's quoted")["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let parts: Vec<&str> = out.split('|').collect();
+    let notes = std::fs::canonicalize(project.path().join("notes.txt")).unwrap();
+    let prompt = format!(
+        "<file: path=\"{}\">\n\nSay hi; $(rm -rf /)",
+        notes.display()
+    );
+    assert_eq!(
+        parts[0], prompt,
+        "{{PROMPT}} is the agent-style prompt, passed literally"
+    );
+    assert_eq!(parts[1], "it's quoted", "{{EVAL_ID}}");
+    assert_eq!(parts[2], "0", "{{ATTEMPT}}");
+    assert_eq!(parts[3], notes.display().to_string(), "{{FILES}}");
+    assert_eq!(parts[4], prompt, "{{PROMPT_FILE}} holds the prompt");
+    let cwd = std::fs::canonicalize(project.path()).unwrap();
+    assert_eq!(
+        parts[5],
+        cwd.display().to_string(),
+        "cwd defaults to the eval file's directory"
+    );
+}
+
+#[test]
+fn cli_output_files_carry_messages_tool_calls_tokens_and_cost() {
+    let targets = r#"targets:
+  - name: default
+    provider: cli
+    command: "cat > {OUTPUT_FILE} <<'EOF'\n{\"output\": [{\"role\": \"assistant\", \"content\": \"looking\", \"tool_calls\": [{\"tool\": \"Read\", \"input\": {\"path\": \"a.rs\"}}]}, {\"role\": \"assistant\", \"content\": \"hi there\"}], \"token_usage\": {\"input\": 100, \"output\": 20}, \"cost_usd\": 0.02, \"duration_ms\": 1234}\nEOF"
+"#;
+    let project = project_with_targets(targets, ONE_TEST);
+    let r = project.run(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let row = row(&project, "t1");
+    assert_eq!(row["output"], "hi there");
+    assert_eq!(
+        row["token_usage"],
+        json!({"input": 100, "output": 20, "cached": 0, "reasoning": 0})
+    );
+    assert_eq!(
+        (row["cost_usd"].as_f64(), row["duration_ms"].as_u64()),
+        (Some(0.02), Some(1234))
+    );
+}
+
+#[test]
+fn cli_failures_are_target_errors_with_the_reason() {
+    let targets = r#"targets:
+  - {name: exits, provider: cli, command: "echo 'agent crashed' >&2; exit 3", max_retries: 1, retry_initial_delay_ms: 10}
+  - {name: slow, provider: cli, command: "sleep 5; echo late > {OUTPUT_FILE}", timeout_seconds: 0.3, max_retries: 0}
+  - {name: silent, provider: cli, command: "true", max_retries: 0}
+"#;
+    let project = project_with_targets(targets, ONE_TEST);
+    for (target, expected) in [
+        ("exits", "agent crashed (exit code 3) (after 2 attempts)"),
+        ("slow", "CLI provider timed out after 0.3s"),
+        ("silent", "Failed to read output file"),
+    ] {
+        let out = format!("out-{target}");
+        let r = run_in(
+            project.path(),
+            &["run", "EVAL.yaml", "-o", &out, "--target", target],
+        );
+        assert_eq!(r.code, 3, "{target}: nothing could be graded: {}", r.stderr);
+        let rows: Vec<Value> =
+            std::fs::read_to_string(project.path().join(&out).join("results.jsonl"))
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+        assert_eq!(rows[0]["failure_class"], "target", "{target}");
+        let error = rows[0]["error"].as_str().unwrap();
+        assert!(error.contains(expected), "{target}: {error}");
+    }
+}
+
+#[test]
+fn a_fallback_target_answers_when_the_primary_fails() {
+    let targets = r#"targets:
+  - {name: default, provider: cli, command: "exit 1", max_retries: 0, fallback_targets: [backup]}
+  - {name: backup, provider: mock, response: "hi from backup"}
+"#;
+    let project = project_with_targets(targets, ONE_TEST);
+    let r = project.run(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let row = row(&project, "t1");
+    assert_eq!(
+        (row["output"].as_str(), row["target_used"].as_str()),
+        (Some("hi from backup"), Some("backup"))
+    );
+}
+
+fn openai_targets(url: &str, extra: &str) -> String {
+    format!(
+        "targets:\n  - {{name: default, provider: openai, base_url: '{url}/v1', model: test-model, api_key: '${{{{ EVALHOST_TEST_KEY }}}}', temperature: 0, max_output_tokens: 64, retry_initial_delay_ms: 20{extra}}}\n"
+    )
+}
+
+fn run_openai(project: &Project) -> crate::support::Run {
+    crate::support::evalhost()
+        .current_dir(project.path())
+        .env("EVALHOST_TEST_KEY", "sk-loopback")
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into()
+}
+
+#[test]
+fn openai_success_sends_the_chat_and_records_usage_and_cost() {
+    let server = FakeServer::start(vec![Reply::chat("hi, the answer")]);
+    let suite = "input: [{role: system, content: Be brief.}]\ntests:\n  - id: t1\n    input: Say hi\n    assertions: [{type: contains, value: hi}]\n";
+    let project = project_with_targets(&openai_targets(&server.url, ""), suite);
+    let r = run_openai(&project);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let row = row(&project, "t1");
+    assert_eq!(row["output"], "hi, the answer");
+    assert_eq!(row["token_usage"]["input"], 11);
+    assert_eq!(row["cost_usd"], 0.0042);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].path, "/v1/chat/completions");
+    assert!(
+        requests[0]
+            .headers
+            .contains(&("authorization".into(), "Bearer sk-loopback".into()))
+    );
+    let body: Value = serde_json::from_str(&requests[0].body).unwrap();
+    assert_eq!(body["model"], "test-model");
+    assert_eq!(
+        (body["temperature"].as_f64(), body["max_tokens"].as_u64()),
+        (Some(0.0), Some(64))
+    );
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi"}])
+    );
+    // The key is never written into results.
+    let results = std::fs::read_to_string(project.path().join("out/results.jsonl")).unwrap();
+    assert!(!results.contains("sk-loopback"));
+}
+
+#[test]
+fn openai_429_honours_retry_after_and_500_is_retried() {
+    let mut busy = Reply::json(429, json!({"error": {"message": "slow down"}}));
+    busy.headers.push(("Retry-After".into(), "1".into()));
+    let server = FakeServer::start(vec![
+        busy,
+        Reply::json(500, json!({"error": "boom"})),
+        Reply::chat("hi"),
+    ]);
+    let project = project_with_targets(&openai_targets(&server.url, ", max_retries: 3"), ONE_TEST);
+    let start = Instant::now();
+    let r = run_openai(&project);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(server.requests().len(), 3, "429, then 500, then success");
+    assert!(
+        start.elapsed() >= Duration::from_millis(1000),
+        "waited for Retry-After: {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn openai_4xx_is_not_retried_and_timeouts_and_bad_json_are_errors() {
+    let server = FakeServer::start(vec![Reply::json(401, json!({"error": "bad key"}))]);
+    let project = project_with_targets(&openai_targets(&server.url, ", max_retries: 3"), ONE_TEST);
+    assert_eq!(run_openai(&project).code, 3);
+    assert_eq!(server.requests().len(), 1, "a 401 is not retried");
+    assert!(
+        row(&project, "t1")["error"]
+            .as_str()
+            .unwrap()
+            .contains("HTTP 401")
+    );
+
+    let mut slow = Reply::chat("hi");
+    slow.delay = Duration::from_secs(3);
+    let server = FakeServer::start(vec![slow]);
+    let project = project_with_targets(
+        &openai_targets(&server.url, ", max_retries: 0, timeout_seconds: 0.5"),
+        ONE_TEST,
+    );
+    assert_eq!(run_openai(&project).code, 3);
+    let error = row(&project, "t1")["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("did not answer within 0.5s"), "{error}");
+
+    let mut garbage = Reply::json(200, json!(null));
+    garbage.body = "{\"choices\": [".into();
+    let server = FakeServer::start(vec![garbage]);
+    let project = project_with_targets(&openai_targets(&server.url, ", max_retries: 0"), ONE_TEST);
+    assert_eq!(run_openai(&project).code, 3);
+    let error = row(&project, "t1")["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("invalid JSON"), "{error}");
+}
+
+#[test]
+fn literal_api_keys_are_refused() {
+    let targets =
+        "targets:\n  - {name: default, provider: openai, model: m, api_key: sk-live-123}\n";
+    let project = project_with_targets(targets, ONE_TEST);
+    let r = project.run(&[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`api_key` is written literally"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("sk-live-123"),
+        "the secret is not echoed"
+    );
+}
+
+#[test]
+fn replay_grades_recorded_outputs() {
+    let targets = "targets:\n  - {name: default, provider: replay, fixtures: recorded.jsonl}\n";
+    let suite = "tests:\n  - {id: a, input: q, assertions: [{type: contains, value: hi}]}\n  - {id: b, input: q, assertions: [{type: contains, value: hi}]}\n  - {id: c, input: q, assertions: [{type: contains, value: hi}]}\n";
+    let project = project_with_targets(targets, suite);
+    std::fs::write(
+        project.path().join(".evalhost/recorded.jsonl"),
+        "{\"id\": \"a\", \"text\": \"hi a\"}\n{\"id\": \"b\", \"output\": [{\"role\": \"assistant\", \"content\": \"bye\"}]}\n",
+    )
+    .unwrap();
+    let r = project.run(&[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(row(&project, "a")["status"], "passed");
+    assert_eq!(row(&project, "b")["status"], "failed");
+    let c = row(&project, "c");
+    assert_eq!(c["status"], "error");
+    assert!(
+        c["error"]
+            .as_str()
+            .unwrap()
+            .contains("no recording for test `c`")
+    );
+}
