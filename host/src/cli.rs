@@ -112,12 +112,25 @@ pub struct RunArgs {
     /// summary.
     #[arg(long, value_enum)]
     pub reporter: Vec<ReporterKind>,
+    /// Sandbox policy: `strict` refuses the `exec` capability to every
+    /// plugin (for grading untrusted suites in CI).
+    #[arg(long, value_enum, default_value = "default")]
+    pub sandbox: SandboxKind,
     /// Compile plugins without reading or writing the compile cache.
     #[arg(long)]
     pub no_compile_cache: bool,
     /// Print only the summary, not a line per test.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// Sandbox policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SandboxKind {
+    /// Plugins get the capabilities their types declare (`exec` included).
+    Default,
+    /// No plugin may run commands.
+    Strict,
 }
 
 /// Extra reporters.
@@ -199,6 +212,7 @@ fn run_command(args: &RunArgs, err: &mut dyn Write) -> u8 {
         resume: args.resume.clone(),
         rerun_failed: args.rerun_failed.clone(),
         reporters: reporters(&args.junit, &args.reporter),
+        sandbox_strict: args.sandbox == SandboxKind::Strict,
     };
     match run::run(&options, err) {
         Ok(Ok(report)) => report.exit_code(),

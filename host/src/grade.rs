@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::failure::FailureClass;
 use crate::plugin::bindings::evalhost::grader::types as wit;
+use crate::plugin::state::ExecGrant;
 use crate::plugin::{CallLimits, Grants, Registry};
 use crate::results::{CheckRow, ExecutionStatus, ScoreRow, Verdict};
 use crate::suite::{Assertion, LimitOverrides, Required, TestCase};
@@ -108,6 +109,60 @@ pub fn call_limits(assertion: &Assertion, suite: LimitOverrides) -> CallLimits {
     }
 }
 
+/// What the run allows plugins, beyond what their types declare.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// `--sandbox strict`: no `exec`, whatever a type declares.
+    pub strict: bool,
+    /// The suite's allow-list of commands, when it has one.
+    pub exec_allow: Option<Vec<String>>,
+    /// Relative command `cwd`s resolve here (the eval file's directory).
+    pub base_dir: std::path::PathBuf,
+    /// The longest a granted command may run.
+    pub max_exec: Duration,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            strict: false,
+            exec_allow: None,
+            base_dir: std::path::PathBuf::from("."),
+            max_exec: Duration::from_secs(600),
+        }
+    }
+}
+
+/// The grants for one assertion: what its type declares, less what the
+/// policy refuses.
+pub fn grants(
+    assertion: &Assertion,
+    declared: &[String],
+    policy: &Policy,
+    workspace: Option<&std::path::Path>,
+) -> Grants {
+    let mut grants = Grants::default();
+    if declared.iter().any(|c| c == "exec") {
+        grants.exec = if policy.strict {
+            Err(format!(
+                "`--sandbox strict` refuses it (assertion `{}`, type `{}`); grade with a `wasm:` grader instead, or run without --sandbox strict",
+                assertion.name, assertion.kind
+            ))
+        } else {
+            Ok(ExecGrant {
+                base_dir: policy.base_dir.clone(),
+                workspace: workspace.map(std::path::Path::to_path_buf),
+                max_timeout: policy.max_exec,
+                allow: policy.exec_allow.clone(),
+            })
+        };
+    }
+    if declared.iter().any(|c| c == "llm") {
+        grants.llm = Err("no judge model is configured for this run".into());
+    }
+    grants
+}
+
 /// Grades one assertion. Never fails: a plugin failure is a failed score with
 /// its class.
 pub fn grade_assertion(
@@ -115,6 +170,7 @@ pub fn grade_assertion(
     assertion: &Assertion,
     request: &mut wit::GradeRequest,
     limits: CallLimits,
+    policy: &Policy,
 ) -> ScoreRow {
     let start = Instant::now();
     let Some((plugin, info)) = registry.resolve(&assertion.kind) else {
@@ -132,7 +188,12 @@ pub fn grade_assertion(
     request.assertion_type.clone_from(&assertion.kind);
     request.config_json.clear();
     request.config_json.push_str(&assertion.config_json);
-    match plugin.grade(request, limits, Grants::default()) {
+    let workspace = request
+        .workspace_path
+        .as_ref()
+        .map(std::path::PathBuf::from);
+    let grants = grants(assertion, &info.capabilities, policy, workspace.as_deref());
+    match plugin.grade(request, limits, grants) {
         Ok(grade) => {
             let mut score = grade.score;
             let mut checks: Vec<CheckRow> = grade

@@ -64,6 +64,8 @@ pub struct RunOptions {
     pub rerun_failed: Option<PathBuf>,
     /// `--junit FILE`, `--reporter`.
     pub reporters: Reporters,
+    /// `--sandbox strict`: refuse `exec` to every plugin.
+    pub sandbox_strict: bool,
 }
 
 /// `run.json`: what a run was asked to do, so that `--resume` and
@@ -479,6 +481,12 @@ pub fn run(
         graders: Semaphore::new(grader_workers),
         stop: AtomicBool::new(false),
         fail_fast: options.fail_fast,
+        policy: grade::Policy {
+            strict: options.sandbox_strict,
+            exec_allow: suite.exec_allow.clone(),
+            base_dir: suite.dir.clone(),
+            ..grade::Policy::default()
+        },
     };
     let mut progress = report::terminal::Progress::new(plan.len(), options.quiet);
     let new_rows = execute(&ctx, &plan, &done, workers, |row| {
@@ -569,6 +577,7 @@ struct Ctx<'a> {
     graders: Semaphore,
     stop: AtomicBool,
     fail_fast: bool,
+    policy: grade::Policy,
 }
 
 impl Ctx<'_> {
@@ -745,7 +754,7 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
             grade::case_timeout_row(assertion, test.timeout_ms.unwrap_or_default())
         } else {
             let _permit = ctx.graders.acquire();
-            grade::grade_assertion(ctx.registry, assertion, &mut request, limits)
+            grade::grade_assertion(ctx.registry, assertion, &mut request, limits, &ctx.policy)
         };
         if capped_by_case && score.failure_class == Some(FailureClass::PluginTimeout) {
             score.failure_class = Some(FailureClass::CaseTimeout);

@@ -163,3 +163,13 @@ pub fn run_command(command: &Command) -> Result<ExecOutput, ExecError> {
         Err(exec::ExecError::Failed(m)) => Err(ExecError::Failed(m)),
     }
 }
+
+/// Writes a file the host removes after this grade call, and returns its
+/// path, for a command to read. Needs [`Capability::Exec`](crate::Capability::Exec).
+pub fn write_temp_file(name: &str, contents: &[u8]) -> Result<String, ExecError> {
+    exec::write_temp_file(name, contents).map_err(|e| match e {
+        exec::ExecError::NotGranted(m) => ExecError::NotGranted(m),
+        exec::ExecError::Denied(m) => ExecError::Denied(m),
+        exec::ExecError::Failed(m) => ExecError::Failed(m),
+    })
+}

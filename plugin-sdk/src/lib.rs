@@ -47,6 +47,7 @@ mod response;
 
 pub use capability::{
     Command, Completion, CompletionRequest, ExecError, ExecOutput, LlmError, complete, run_command,
+    write_temp_file,
 };
 pub use request::{Config, Message, Request, TokenUsage, ToolCall, Trace};
 pub use response::{AssertionType, Capability, Check, Grade, Plugin};

@@ -21,5 +21,7 @@ mod schema;
 mod run_control;
 // Targets: cli, OpenAI-compatible endpoints on loopback, replay, fallbacks.
 mod targets;
+// The code-grader bridge and the exec capability.
+mod code_grader;
 
 mod support;

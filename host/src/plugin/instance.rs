@@ -4,15 +4,15 @@
 //! becomes a typed [`PluginFailure`]; nothing a plugin does can stop the run.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::types::ComponentItem;
-use wasmtime::{Store, Trap};
+use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::evalhost::grader::types as wit;
 use super::bindings::{API_VERSION, GRADER_INTERFACE, Plugin, PluginPre};
-use super::engine::{CompileSource, EPOCH_TICK, PluginEngine};
+use super::engine::{CompileSource, PluginEngine};
 use super::state::{Grants, HostState};
 use crate::failure::FailureClass;
 
@@ -285,8 +285,17 @@ impl LoadedPlugin {
             HostState::new(&self.name, limits.memory, grants),
         );
         store.limiter(|state| &mut state.limiter);
-        let ticks = limits.timeout.as_millis().div_ceil(EPOCH_TICK.as_millis()) as u64 + 1;
-        store.set_epoch_deadline(ticks);
+        // The deadline is checked on every epoch tick: time the plugin spent
+        // waiting on host calls (commands it was granted) does not count.
+        let started = Instant::now();
+        store.epoch_deadline_callback(move |ctx| {
+            if started.elapsed() < limits.timeout + ctx.data().host_time {
+                Ok(UpdateDeadline::Continue(1))
+            } else {
+                Ok(UpdateDeadline::Interrupt)
+            }
+        });
+        store.set_epoch_deadline(1);
         let outcome = self
             .pre
             .instantiate(&mut store)

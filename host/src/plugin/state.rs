@@ -12,7 +12,8 @@
 //! - `llm` and `exec` refuse every call with a message naming the missing
 //!   grant unless the plugin was granted them.
 
-use std::time::Duration;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use rand::SeedableRng as _;
 use rand::rngs::StdRng;
@@ -28,13 +29,37 @@ use super::bindings::evalhost::grader::{exec, llm, types};
 /// How much a plugin may write to stdout and to stderr, each, per call.
 pub const OUTPUT_CAP: usize = 64 << 10;
 
-/// The capabilities granted to one plugin for one call.
-#[derive(Debug, Clone, Default)]
+/// The capabilities granted to one plugin for one call. Every one is denied
+/// unless set here, and each denial carries the message the plugin gets.
+#[derive(Debug, Clone)]
 pub struct Grants {
     /// Chat completions through the judge.
-    pub llm: bool,
+    pub llm: Result<(), String>,
     /// Running commands.
-    pub exec: bool,
+    pub exec: Result<ExecGrant, String>,
+}
+
+impl Default for Grants {
+    fn default() -> Self {
+        Self {
+            llm: Err("its assertion type does not declare it".into()),
+            exec: Err("its assertion type does not declare it".into()),
+        }
+    }
+}
+
+/// Where and how granted commands run.
+#[derive(Debug, Clone)]
+pub struct ExecGrant {
+    /// Relative `cwd`s resolve here (the eval file's directory).
+    pub base_dir: PathBuf,
+    /// The case workspace, exported as `EVALHOST_WORKSPACE_PATH` (and
+    /// `AGENTV_WORKSPACE_PATH`).
+    pub workspace: Option<PathBuf>,
+    /// The longest a command may run.
+    pub max_timeout: Duration,
+    /// When set, only commands whose program is in this list may run.
+    pub allow: Option<Vec<String>>,
 }
 
 /// Caps memory growth, remembering when the cap was hit so the failure can
@@ -105,6 +130,10 @@ pub struct HostState {
     plugin: String,
     stdout: MemoryOutputPipe,
     stderr: MemoryOutputPipe,
+    /// Time spent in host calls (commands), which does not count against
+    /// the plugin's own deadline.
+    pub host_time: Duration,
+    temp_dir: Option<tempfile::TempDir>,
 }
 
 impl HostState {
@@ -137,6 +166,8 @@ impl HostState {
             plugin: plugin.to_owned(),
             stdout,
             stderr,
+            host_time: Duration::ZERO,
+            temp_dir: None,
         }
     }
 
@@ -169,10 +200,9 @@ impl llm::Host for HostState {
         &mut self,
         _request: llm::CompletionRequest,
     ) -> Result<llm::Completion, llm::LlmError> {
-        if !self.grants.llm {
+        if let Err(reason) = &self.grants.llm {
             return Err(llm::LlmError::NotGranted(format!(
-                "plugin `{}` was not granted the `llm` capability; an assertion type must declare it \
-                 and the run must grant it",
+                "plugin `{}` was not granted the `llm` capability: {reason}",
                 self.plugin
             )));
         }
@@ -183,16 +213,111 @@ impl llm::Host for HostState {
 }
 
 impl exec::Host for HostState {
-    fn run(&mut self, _command: exec::Command) -> Result<exec::CommandOutput, exec::ExecError> {
-        if !self.grants.exec {
+    fn run(&mut self, command: exec::Command) -> Result<exec::CommandOutput, exec::ExecError> {
+        let grant = match &self.grants.exec {
+            Ok(grant) => grant.clone(),
+            Err(reason) => {
+                return Err(exec::ExecError::NotGranted(format!(
+                    "plugin `{}` was not granted the `exec` capability: {reason}",
+                    self.plugin
+                )));
+            }
+        };
+        let program = command
+            .argv
+            .first()
+            .cloned()
+            .or_else(|| {
+                command
+                    .shell
+                    .as_ref()
+                    .and_then(|s| s.split_whitespace().next().map(str::to_owned))
+            })
+            .unwrap_or_default();
+        if let Some(allow) = &grant.allow
+            && !allow.contains(&program)
+        {
+            return Err(exec::ExecError::Denied(format!(
+                "`{program}` is not in the suite's allow-list of commands ({})",
+                allow.join(", ")
+            )));
+        }
+        let cwd = match &command.cwd {
+            Some(c) => grant.base_dir.join(c),
+            None => grant.base_dir.clone(),
+        };
+        let mut env = Vec::new();
+        if let Some(ws) = &grant.workspace {
+            env.push((
+                "EVALHOST_WORKSPACE_PATH".to_owned(),
+                ws.display().to_string(),
+            ));
+            env.push(("AGENTV_WORKSPACE_PATH".to_owned(), ws.display().to_string()));
+        }
+        let timeout = command.timeout_ms.map_or(grant.max_timeout, |ms| {
+            Duration::from_millis(u64::from(ms)).min(grant.max_timeout)
+        });
+        let started = Instant::now();
+        let outcome = crate::process::run(&crate::process::Spec {
+            argv: &command.argv,
+            shell: command.shell.as_deref(),
+            cwd: Some(&cwd),
+            stdin: &command.stdin,
+            timeout: Some(timeout),
+            env: &env,
+        });
+        self.host_time += started.elapsed();
+        match outcome {
+            Ok(o) => Ok(exec::CommandOutput {
+                exit_code: o.code,
+                stdout: o.stdout,
+                stderr: o.stderr,
+                timed_out: o.timed_out,
+                truncated: o.truncated,
+                duration_ms: o.duration.as_millis() as u64,
+            }),
+            Err(e) => Err(exec::ExecError::Failed(format!(
+                "`{program}` could not start: {e}"
+            ))),
+        }
+    }
+
+    fn write_temp_file(
+        &mut self,
+        name: String,
+        contents: Vec<u8>,
+    ) -> Result<String, exec::ExecError> {
+        if let Err(reason) = &self.grants.exec {
             return Err(exec::ExecError::NotGranted(format!(
-                "plugin `{}` was not granted the `exec` capability; an assertion type must declare it \
-                 and the run's sandbox policy must allow it",
+                "plugin `{}` was not granted the `exec` capability: {reason}",
                 self.plugin
             )));
         }
-        Err(exec::ExecError::Denied(
-            "running commands is not enabled in this run".into(),
-        ))
+        if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
+            return Err(exec::ExecError::Denied(format!(
+                "`{name}` is not a plain file name"
+            )));
+        }
+        if contents.len() > 256 << 20 {
+            return Err(exec::ExecError::Denied(
+                "a temp file may hold at most 256 MiB".into(),
+            ));
+        }
+        if self.temp_dir.is_none() {
+            let dir = tempfile::Builder::new()
+                .prefix("evalhost-exec-")
+                .tempdir()
+                .map_err(|e| exec::ExecError::Failed(format!("cannot create a temp dir: {e}")))?;
+            self.temp_dir = Some(dir);
+        }
+        let path = self
+            .temp_dir
+            .as_ref()
+            .map(|d| d.path().join(&name))
+            .unwrap_or_default();
+        std::fs::write(&path, contents).map_err(|e| {
+            exec::ExecError::Failed(format!("cannot write {}: {e}", path.display()))
+        })?;
+        Ok(path.display().to_string())
     }
 }

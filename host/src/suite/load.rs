@@ -395,6 +395,10 @@ impl Loader {
         };
         let raw = self.expand_tests(&doc, tests_value, &tests_path);
         let tests = self.build_tests(raw, &defaults);
+        let exec_allow = execution
+            .as_ref()
+            .and_then(|e| e.get("allow_commands"))
+            .map(|v| self.string_list(&doc, v, &exec_path.key("allow_commands")));
         let mut suite = self.finish(
             doc,
             name,
@@ -406,6 +410,7 @@ impl Loader {
             &tests_path,
         )?;
         suite.trials = trials;
+        suite.exec_allow = exec_allow;
         Some(suite)
     }
 
@@ -502,6 +507,7 @@ impl Loader {
             limits,
             plugins,
             trials: None,
+            exec_allow: None,
         })
     }
 

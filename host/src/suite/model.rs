@@ -158,6 +158,8 @@ pub struct Suite {
     pub plugins: Vec<PluginRef>,
     /// `execution.trials`.
     pub trials: Option<Trials>,
+    /// `execution.allow_commands`: the only programs graders may run.
+    pub exec_allow: Option<Vec<String>>,
 }
 
 /// `execution.trials`: run each test `count` times.

@@ -1,0 +1,401 @@
+//! Built-in `code-grader`: AgentV 4.42's code-grader contract. The plugin
+//! builds the JSON payload a grader command reads on stdin and scores what
+//! the command prints; the command itself is started by the host through the
+//! `exec` capability (refused under `--sandbox strict`), never by the
+//! plugin. Built only on the public plugin SDK.
+
+use evalhost_plugin_sdk::{
+    AssertionType, Capability, Check, Command, Config, ExecError, Grade, Grader, Message, Plugin,
+    Request, Value, export_grader, json, run_command, write_temp_file,
+};
+
+/// The code-grader plugin.
+pub struct CodeGrader;
+
+/// AgentV's cut-over: an output whose JSON encoding is longer goes through a
+/// file (`output_path`) instead of the payload.
+pub const MAX_INLINE_OUTPUT: usize = 50_000;
+
+/// Default deadline of a grader command.
+pub const DEFAULT_TIMEOUT_MS: u64 = 300_000;
+
+/// Keys the plugin reads itself; every other key joins `config`.
+const OWN_KEYS: &[&str] = &["command", "cwd", "config", "timeout_ms", "script"];
+
+fn command(config: &Config) -> Result<Command, String> {
+    let mut command = match config.get("command") {
+        Some(Value::String(s)) if !s.trim().is_empty() => Command {
+            shell: Some(s.clone()),
+            ..Command::default()
+        },
+        Some(Value::String(_)) => return Err("`command` is empty".into()),
+        Some(Value::Array(items)) if !items.is_empty() => {
+            let mut argv = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                match item {
+                    Value::String(s) if !s.is_empty() => argv.push(s.clone()),
+                    _ => return Err(format!("`command[{i}]` must be a non-empty string")),
+                }
+            }
+            Command {
+                argv,
+                ..Command::default()
+            }
+        }
+        Some(Value::Array(_)) => return Err("`command` is an empty list".into()),
+        Some(_) => {
+            return Err("`command` must be a list of arguments or a shell command line".into());
+        }
+        None => {
+            return Err("missing `command` (a list of arguments, or a shell command line)".into());
+        }
+    };
+    command.cwd = config.optional_str("cwd")?.map(str::to_owned);
+    let timeout = config
+        .optional_u64("timeout_ms")?
+        .unwrap_or(DEFAULT_TIMEOUT_MS);
+    command.timeout_ms = Some(u32::try_from(timeout).unwrap_or(u32::MAX));
+    Ok(command)
+}
+
+/// `camelCase` keys (first letter lower-case) → `snake_case`, recursively,
+/// as AgentV does to the whole payload.
+pub fn snake_keys(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let key = if k.chars().next().is_some_and(|c| c.is_ascii_lowercase()) {
+                        let mut out = String::with_capacity(k.len() + 4);
+                        for c in k.chars() {
+                            if c.is_ascii_uppercase() {
+                                out.push('_');
+                                out.push(c.to_ascii_lowercase());
+                            } else {
+                                out.push(c);
+                            }
+                        }
+                        out
+                    } else {
+                        k
+                    };
+                    (key, snake_keys(v))
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(snake_keys).collect()),
+        other => other,
+    }
+}
+
+fn message_json(m: &Message) -> Value {
+    let mut o = json!({"role": m.role, "content": m.content_json.clone().unwrap_or(Value::String(m.content.clone()))});
+    if !m.tool_calls.is_empty() {
+        o["tool_calls"] = Value::Array(
+            m.tool_calls
+                .iter()
+                .map(|c| json!({"id": c.id, "tool": c.tool, "input": c.input, "output": c.output, "status": c.status, "duration_ms": c.duration_ms}))
+                .collect(),
+        );
+    }
+    if let Some(name) = &m.name {
+        o["name"] = Value::String(name.clone());
+    }
+    o
+}
+
+/// The stdin payload (AgentV §4.2). `output_path` is filled in when the
+/// output is too long to inline.
+pub fn payload(request: &Request, output_path: Option<&str>) -> Value {
+    let config = &request.config;
+    let mut merged = serde_json::Map::new();
+    for (k, v) in config.as_map() {
+        if !OWN_KEYS.contains(&k.as_str()) {
+            merged.insert(k.clone(), v.clone());
+        }
+    }
+    if let Some(Value::Object(explicit)) = config.get("config") {
+        for (k, v) in explicit {
+            merged.insert(k.clone(), v.clone());
+        }
+    }
+    let input_files: Vec<Value> = request
+        .input
+        .iter()
+        .filter_map(|m| m.content_json.as_ref()?.as_array().cloned())
+        .flatten()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("file"))
+        .filter_map(|b| b.get("resolved_path").cloned())
+        .collect();
+    let tool_calls: usize = request
+        .output_messages
+        .iter()
+        .map(|m| m.tool_calls.len())
+        .sum();
+    let errors = request
+        .output_messages
+        .iter()
+        .flat_map(|m| &m.tool_calls)
+        .filter(|c| c.status.as_deref() == Some("error"))
+        .count();
+    let llm_calls = request.trace.llm_calls.unwrap_or(0);
+    let token_usage = request
+        .trace
+        .token_usage
+        .map(|t| json!({"input": t.input, "output": t.output, "cached": t.cached}));
+    let transcript: Vec<Value> = request
+        .input
+        .iter()
+        .chain(&request.output_messages)
+        .map(message_json)
+        .collect();
+    let summary = json!({"event_count": transcript.len(), "tool_calls": tool_calls, "error_count": errors, "llm_call_count": llm_calls});
+    let mut trace = json!({
+        "event_count": transcript.len(),
+        "tool_calls": tool_calls,
+        "error_count": errors,
+        "llm_call_count": llm_calls,
+        "messages": request.output_messages.iter().map(message_json).collect::<Vec<_>>(),
+        "metadata": {"eval_case_id": request.test_id},
+    });
+    if let Some(t) = &token_usage {
+        trace["token_usage"] = t.clone();
+    }
+    let output = match output_path {
+        Some(_) => Value::Null,
+        None => Value::String(request.output.clone()),
+    };
+    let mut doc = json!({
+        "criteria": request.criteria.clone().unwrap_or_default(),
+        "expected_output": request.expected_messages.iter().map(message_json).collect::<Vec<_>>(),
+        "output": output,
+        "messages": transcript,
+        "input_files": input_files,
+        "input": request.input.iter().map(message_json).collect::<Vec<_>>(),
+        "metadata": if request.metadata.as_object().is_some_and(|m| !m.is_empty()) { request.metadata.clone() } else { Value::Null },
+        "trace": trace,
+        "trace_summary": summary,
+        "token_usage": token_usage,
+        "cost_usd": request.trace.cost_usd,
+        "duration_ms": request.trace.duration_ms,
+        "start_time": Value::Null,
+        "end_time": Value::Null,
+        "file_changes": request.trace.file_changes,
+        "workspace_path": request.workspace_path,
+        "config": if merged.is_empty() { Value::Null } else { Value::Object(merged) },
+    });
+    if let Some(path) = output_path {
+        doc["output_path"] = Value::String(path.to_owned());
+    }
+    snake_keys(doc)
+}
+
+/// Scores what a grader command printed (AgentV §4.3).
+pub fn score(exit_code: Option<i32>, stdout: &str, stderr: &str) -> Grade {
+    let out = stdout.trim();
+    let code = exit_code.unwrap_or(-1);
+    if code != 0 && (out.starts_with('{') || out.starts_with('[') || !stderr.trim().is_empty()) {
+        let tail: String = {
+            let chars: Vec<char> = stderr.trim().chars().collect();
+            chars[chars.len().saturating_sub(2000)..].iter().collect()
+        };
+        return Grade::from_check(Check::fail(format!(
+            "Code evaluator failed: Code evaluator exited with code {code}: {tail}"
+        )));
+    }
+    if let Ok(Value::Object(reply)) = serde_json::from_str::<Value>(out) {
+        let checks: Vec<Check> = match reply.get("assertions") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|a| {
+                    let text = a.get("text")?.as_str()?.to_owned();
+                    let passed = match a.get("passed") {
+                        Some(Value::Bool(b)) => *b,
+                        Some(Value::Null) | None => false,
+                        Some(Value::Number(n)) => n.as_f64() != Some(0.0),
+                        Some(Value::String(s)) => !s.is_empty(),
+                        Some(_) => true,
+                    };
+                    let mut check = Check::new(passed, text);
+                    if let Some(e) = a.get("evidence").and_then(Value::as_str) {
+                        check = check.with_evidence(e);
+                    }
+                    Some(check)
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let score = match reply.get("score") {
+            Some(Value::Number(n)) => n
+                .as_f64()
+                .filter(|s| s.is_finite())
+                .unwrap_or(0.0)
+                .clamp(0.0, 1.0),
+            _ if checks.is_empty() => 0.0,
+            _ => checks.iter().filter(|c| c.passed).count() as f64 / checks.len() as f64,
+        };
+        let mut grade = Grade::new(score);
+        grade.checks = checks;
+        if let Some(Value::Object(details)) = reply.get("details") {
+            grade = grade.with_details(Value::Object(details.clone()));
+        }
+        return grade;
+    }
+    let text = if out.is_empty() {
+        format!("exit {code}")
+    } else {
+        out.to_owned()
+    };
+    Grade::from_check(Check::new(code == 0, text))
+}
+
+impl Grader for CodeGrader {
+    fn describe() -> Plugin {
+        Plugin::new("evalhost-code-grader", env!("CARGO_PKG_VERSION")).assertion_type(
+            AssertionType::new("code-grader", "A command grades the output (AgentV's code-grader contract)")
+                .capability(Capability::Exec)
+                .schema(json!({
+                    "type": "object",
+                    "required": ["command"],
+                    "properties": {
+                        "command": {"anyOf": [
+                            {"type": "string", "minLength": 1},
+                            {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
+                        ]},
+                        "cwd": {"type": "string"},
+                        "config": {"type": "object"},
+                        "timeout_ms": {"type": "integer", "minimum": 1},
+                    },
+                })),
+        )
+    }
+
+    fn check_config(_assertion_type: &str, config: &Config) -> Result<(), String> {
+        if config.get("target").is_some() {
+            return Err(
+                "`target` (calling the judge from a code grader) is not supported by evalhost yet"
+                    .into(),
+            );
+        }
+        command(config).map(|_| ())
+    }
+
+    fn grade(request: &Request) -> Result<Grade, String> {
+        let mut cmd = command(&request.config)?;
+        let encoded_len = serde_json::to_string(&request.output).map_or(0, |s| s.len());
+        let output_path = if encoded_len > MAX_INLINE_OUTPUT {
+            let encoded = serde_json::to_vec(&request.output).map_err(|e| e.to_string())?;
+            Some(write_temp_file("output.json", &encoded).map_err(|e| e.to_string())?)
+        } else {
+            None
+        };
+        let payload = payload(request, output_path.as_deref());
+        cmd.stdin = serde_json::to_vec_pretty(&payload).map_err(|e| e.to_string())?;
+        let out = match run_command(&cmd) {
+            Ok(out) => out,
+            // A refused grant is not a grade: the assertion fails with the
+            // reason (plugin_error).
+            Err(e @ (ExecError::NotGranted(_) | ExecError::Denied(_))) => return Err(e.to_string()),
+            // AgentV: a command that cannot start scores 0.
+            Err(e) => {
+                return Ok(Grade::from_check(Check::fail(format!(
+                    "Code evaluator failed: {e}"
+                ))));
+            }
+        };
+        if out.timed_out {
+            return Ok(Grade::from_check(Check::fail(format!(
+                "Code evaluator failed: Process timed out after {}ms",
+                cmd.timeout_ms.unwrap_or_default()
+            ))));
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        Ok(score(out.exit_code, &stdout, &stderr))
+    }
+}
+
+export_grader!(CodeGrader);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stdout_protocol_follows_agentv() {
+        // JSON with score.
+        let g = score(
+            Some(0),
+            "{\"score\": 0.7, \"assertions\": [{\"text\": \"a\", \"passed\": true}]}",
+            "",
+        );
+        assert_eq!((g.score, g.checks.len()), (0.7, 1));
+        // No score: passed / total.
+        let g = score(
+            Some(0),
+            r#"{"assertions":[{"text":"a","passed":true},{"text":"b","passed":false}]}"#,
+            "",
+        );
+        assert_eq!(g.score, 0.5);
+        // Out of range and NaN-ish.
+        assert_eq!(score(Some(0), "{\"score\": 7}", "").score, 1.0);
+        assert_eq!(score(Some(0), "{\"score\": \"high\"}", "").score, 0.0);
+        // Invalid JSON with exit 0 passes; plain text is the check.
+        let g = score(Some(0), "{not json", "");
+        assert_eq!((g.score, g.checks[0].text.as_str()), (1.0, "{not json"));
+        assert_eq!(score(Some(0), "", "").checks[0].text, "exit 0");
+        // Non-zero exit with stderr fails with the tail of stderr.
+        let g = score(Some(2), "", "boom");
+        assert_eq!(
+            (g.score, g.checks[0].text.as_str()),
+            (
+                0.0,
+                "Code evaluator failed: Code evaluator exited with code 2: boom"
+            )
+        );
+        // Non-zero exit, plain stdout, no stderr: exit-code convention.
+        let g = score(Some(1), "nope", "");
+        assert_eq!((g.score, g.checks[0].text.as_str()), (0.0, "nope"));
+    }
+
+    #[test]
+    fn payload_keys_are_snake_case_and_config_merges() {
+        let request = Request::new("code-grader", "hi")
+            .with_config(
+                json!({"command": ["x"], "threshold": 3, "config": {"maxLen": 5, "threshold": 4}}),
+            )
+            .with_criteria("say hi");
+        let p = payload(&request, None);
+        assert_eq!(p["config"], json!({"threshold": 4, "max_len": 5}));
+        assert_eq!(
+            (p["output"].as_str(), p["criteria"].as_str()),
+            (Some("hi"), Some("say hi"))
+        );
+        assert!(p.get("output_path").is_none());
+        let p = payload(&request, Some("/tmp/x/output.json"));
+        assert_eq!(
+            (p["output"].is_null(), p["output_path"].as_str()),
+            (true, Some("/tmp/x/output.json"))
+        );
+    }
+
+    #[test]
+    fn commands_are_checked() {
+        let check =
+            |v: Value| CodeGrader::check_config("code-grader", &Config::from_value(v).unwrap());
+        assert!(check(json!({"command": ["python3", "g.py"]})).is_ok());
+        assert!(check(json!({"command": "python3 g.py"})).is_ok());
+        assert!(check(json!({})).unwrap_err().contains("missing `command`"));
+        assert!(check(json!({"command": ""})).unwrap_err().contains("empty"));
+        assert!(
+            check(json!({"command": ["ok", ""]}))
+                .unwrap_err()
+                .contains("`command[1]`")
+        );
+        assert!(
+            check(json!({"command": "x", "target": true}))
+                .unwrap_err()
+                .contains("not supported")
+        );
+    }
+}

@@ -1,0 +1,105 @@
+//! The code-grader bridge: AgentV's stdin payload and stdout protocol, the
+//! command started by the host through the `exec` capability, refused under
+//! `--sandbox strict`, and the large-output `output_path` case.
+
+use serde_json::Value;
+
+use crate::support::{Project, run_in};
+
+fn grader_project(response: &str) -> Project {
+    let project = Project::with_mock(response);
+    // Prints a JSON verdict from the payload it reads: the score is whether
+    // the output contains the configured word; the payload keys are echoed
+    // as evidence so the test can check them.
+    project.write(
+        "graders/check.py",
+        r#"import json, sys
+p = json.load(sys.stdin)
+word = p["config"]["word"]
+text = p["output"] if p["output"] is not None else json.load(open(p["output_path"]))
+ok = word in text
+print(json.dumps({"score": 1 if ok else 0, "assertions": [{"text": "contains " + word, "passed": ok, "evidence": ",".join(sorted(p.keys()))}]}))
+"#,
+    );
+    project
+}
+
+#[test]
+fn a_code_grader_reads_the_payload_and_scores() {
+    let project = grader_project("the answer is Paris");
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: yes\n    input: q\n    criteria: names Paris\n    assertions:\n      - {type: code-grader, command: [python3, graders/check.py], word: Paris}\n  - id: no\n    input: q\n    assertions:\n      - {type: code_grader, command: \"python3 graders/check.py\", config: {word: Rome}}\n",
+    );
+    let r = project.run(&[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let yes = project.row("yes");
+    assert_eq!(yes["scores"][0]["score"], 1.0);
+    let keys = yes["scores"][0]["assertions"][0]["evidence"]
+        .as_str()
+        .unwrap();
+    for key in [
+        "config",
+        "criteria",
+        "expected_output",
+        "file_changes",
+        "input",
+        "input_files",
+        "messages",
+        "metadata",
+        "output",
+        "trace",
+        "trace_summary",
+        "workspace_path",
+    ] {
+        assert!(
+            keys.split(',').any(|k| k == key),
+            "payload lacks {key}: {keys}"
+        );
+    }
+    assert_eq!(project.row("no")["scores"][0]["score"], 0.0);
+}
+
+#[test]
+fn sandbox_strict_refuses_exec_naming_the_grant() {
+    let project = grader_project("Paris");
+    project.write("EVAL.yaml", "tests:\n  - id: t\n    input: q\n    assertions:\n      - {type: code-grader, command: [python3, graders/check.py], word: Paris}\n");
+    let r = run_in(
+        project.path(),
+        &["run", "EVAL.yaml", "-o", "out", "--sandbox", "strict"],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let s = &project.row("t")["scores"][0];
+    assert_eq!(s["failure_class"], "plugin_error");
+    let error = s["error"].as_str().unwrap();
+    assert!(error.contains("was not granted the `exec` capability: `--sandbox strict` refuses it (assertion `code-grader`, type `code-grader`)"), "{error}");
+}
+
+#[test]
+fn an_allow_list_limits_the_commands() {
+    let project = grader_project("Paris");
+    project.write("EVAL.yaml", "execution:\n  allow_commands: [bash]\ntests:\n  - id: t\n    input: q\n    assertions:\n      - {type: code-grader, command: [python3, graders/check.py], word: Paris}\n");
+    assert_eq!(project.run(&[]).code, 1);
+    let error: Value = project.row("t")["scores"][0]["error"].clone();
+    assert!(
+        error
+            .as_str()
+            .unwrap()
+            .contains("`python3` is not in the suite's allow-list"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_large_output_goes_through_output_path() {
+    let big = format!("{}Paris", "x".repeat(60_000));
+    let project = grader_project(&big);
+    project.write("EVAL.yaml", "tests:\n  - id: big\n    input: q\n    assertions:\n      - {type: code-grader, command: [python3, graders/check.py], word: Paris}\n");
+    let r = project.run(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let keys = project.row("big")["scores"][0]["assertions"][0]["evidence"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(keys.split(',').any(|k| k == "output_path"), "{keys}");
+}
