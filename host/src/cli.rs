@@ -116,6 +116,9 @@ pub struct RunArgs {
     /// plugin (for grading untrusted suites in CI).
     #[arg(long, value_enum, default_value = "default")]
     pub sandbox: SandboxKind,
+    /// Keep every case's workspace (failed cases' are always kept).
+    #[arg(long)]
+    pub keep_workspaces: bool,
     /// Compile plugins without reading or writing the compile cache.
     #[arg(long)]
     pub no_compile_cache: bool,
@@ -213,6 +216,7 @@ fn run_command(args: &RunArgs, err: &mut dyn Write) -> u8 {
         rerun_failed: args.rerun_failed.clone(),
         reporters: reporters(&args.junit, &args.reporter),
         sandbox_strict: args.sandbox == SandboxKind::Strict,
+        keep_workspaces: args.keep_workspaces,
     };
     match run::run(&options, err) {
         Ok(Ok(report)) => report.exit_code(),

@@ -28,6 +28,8 @@ pub enum FailureClass {
     Target,
     /// The case ran past its `timeout_ms`.
     CaseTimeout,
+    /// The case's workspace could not be set up, or a `before_*` hook failed.
+    Workspace,
     /// The case has `expected_fail: true` but passed.
     UnexpectedPass,
 }
@@ -45,6 +47,7 @@ impl FailureClass {
             Self::PluginLoad => "plugin_load",
             Self::Target => "target",
             Self::CaseTimeout => "case_timeout",
+            Self::Workspace => "workspace",
             Self::UnexpectedPass => "unexpected_pass",
         }
     }

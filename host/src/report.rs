@@ -87,6 +87,9 @@ pub struct Summary {
     pub plugins: Vec<PluginSummary>,
     /// Wall time of the run, in milliseconds.
     pub duration_ms: u128,
+    /// The suite's `before_all` and `after_all` hooks: output and errors.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub hooks: BTreeMap<String, crate::lifecycle::HookRow>,
 }
 
 impl Summary {
@@ -155,6 +158,7 @@ impl Summary {
             tests,
             plugins,
             duration_ms: took.as_millis(),
+            hooks: BTreeMap::new(),
         }
     }
 }

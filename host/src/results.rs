@@ -232,6 +232,15 @@ pub struct ResultRow {
     /// The fallback target that answered, when the primary failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_used: Option<String>,
+    /// A unified diff of what the target changed in the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_changes: Option<String>,
+    /// The case's workspace, when it was kept (failed, or --keep-workspaces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_path: Option<String>,
+    /// What the case's hooks printed and how they failed.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub hooks: std::collections::BTreeMap<String, crate::lifecycle::HookRow>,
     /// The input messages sent to the target.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub input: Vec<MessageRow>,

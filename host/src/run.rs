@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::failure::FailureClass;
 use crate::grade::{self, DEFAULT_THRESHOLD};
+use crate::lifecycle::Lifecycle;
 use crate::outcome::{self, Tally};
 use crate::plan::{self, PlanOptions, PlannedTest, Shard};
 use crate::plugin::{self, EngineOptions, LoadedPlugin, PluginEngine, Registry};
@@ -66,6 +67,8 @@ pub struct RunOptions {
     pub reporters: Reporters,
     /// `--sandbox strict`: refuse `exec` to every plugin.
     pub sandbox_strict: bool,
+    /// `--keep-workspaces`: keep every case's workspace, not only failed ones.
+    pub keep_workspaces: bool,
 }
 
 /// `run.json`: what a run was asked to do, so that `--resume` and
@@ -469,6 +472,27 @@ pub fn run(
         writeln!(err, "  plugin {} {} ({how})", p.name, p.version)?;
     }
 
+    let run_id = run_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into());
+    let run_id = format!("{run_id}-{}", std::process::id());
+    let lifecycle = Lifecycle::prepare(&suite, &run_id, options.keep_workspaces);
+    let mut workers = workers;
+    if lifecycle.as_ref().is_some_and(Lifecycle::is_shared) && workers > 1 {
+        writeln!(
+            err,
+            "  the suite's workspace is shared (isolation: shared): running one case at a time"
+        )?;
+        workers = 1;
+    }
+    if let Some(error) = lifecycle.as_ref().and_then(|l| l.setup_error.clone()) {
+        writeln!(
+            err,
+            "  error: {error}; every case fails with failure_class workspace"
+        )?;
+    }
+
     install_interrupt_handler();
     INTERRUPTED.store(false, Ordering::SeqCst);
     let started = Instant::now();
@@ -487,6 +511,7 @@ pub fn run(
             base_dir: suite.dir.clone(),
             ..grade::Policy::default()
         },
+        lifecycle,
     };
     let mut progress = report::terminal::Progress::new(plan.len(), options.quiet);
     let new_rows = execute(&ctx, &plan, &done, workers, |row| {
@@ -498,6 +523,22 @@ pub fn run(
     })?;
     progress.finish();
     let interrupted = INTERRUPTED.load(Ordering::SeqCst);
+    let Ctx { lifecycle, .. } = ctx;
+    let mut hooks = std::collections::BTreeMap::new();
+    let mut kept = Vec::new();
+    if let Some(lifecycle) = lifecycle {
+        if let Some(before) = lifecycle.before_all.clone() {
+            hooks.insert("before_all".to_owned(), before);
+        }
+        let (after, kept_paths) = lifecycle.finish();
+        if let Some(after) = after {
+            if let Some(error) = &after.error {
+                writeln!(err, "  warning: after_all hook: {error}")?;
+            }
+            hooks.insert("after_all".to_owned(), after);
+        }
+        kept = kept_paths;
+    }
 
     let mut rows: Vec<ResultRow> = done.into_values().chain(new_rows).collect();
     rows.sort_by(|a, b| {
@@ -516,7 +557,15 @@ pub fn run(
         started.elapsed(),
         interrupted,
     );
+    let mut summary = summary;
+    summary.hooks = hooks;
     report::write_all(&summary, &rows, &options.reporters, err)?;
+    if !kept.is_empty() {
+        writeln!(err, "kept workspaces ({}):", kept.len())?;
+        for path in &kept {
+            writeln!(err, "  {}", path.display())?;
+        }
+    }
     if interrupted {
         writeln!(
             err,
@@ -578,6 +627,7 @@ struct Ctx<'a> {
     stop: AtomicBool,
     fail_fast: bool,
     policy: grade::Policy,
+    lifecycle: Option<Lifecycle>,
 }
 
 impl Ctx<'_> {
@@ -700,6 +750,9 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
         token_usage: None,
         cost_usd: None,
         target_used: None,
+        file_changes: None,
+        workspace_path: None,
+        hooks: Default::default(),
         input: test
             .input
             .iter()
@@ -723,8 +776,26 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
         }
         row
     };
+    let mut case_ws = None;
+    if let Some(lifecycle) = &ctx.lifecycle {
+        match lifecycle.for_case(test, trial) {
+            Ok(case) => case_ws = Some(case),
+            Err(failed) => {
+                let (message, case) = *failed;
+                row.failure_class = Some(FailureClass::Workspace);
+                row.error = Some(message);
+                row.hooks = case.hooks.clone();
+                row.workspace_path = case.finish(false).map(|p| p.display().to_string());
+                return finish(row);
+            }
+        }
+    }
+    let workspace_path = case_ws
+        .as_ref()
+        .and_then(|c| c.path())
+        .map(Path::to_path_buf);
     let invocation = target::Invocation {
-        workspace: None,
+        workspace: workspace_path.as_deref(),
         eval_dir: Some(&ctx.suite.dir),
         deadline,
         attempt: 0,
@@ -734,10 +805,17 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
         Err(failure) => {
             row.failure_class = Some(failure.class);
             row.error = Some(failure.message);
+            if let Some(case) = case_ws {
+                row.hooks = case.hooks.clone();
+                row.workspace_path = case.finish(false).map(|p| p.display().to_string());
+            }
             return finish(row);
         }
     };
+    let file_changes = case_ws.as_mut().and_then(|c| c.after_agent(test));
     let mut request = grade::base_request(test, &output);
+    request.trace.file_changes = file_changes.clone();
+    request.workspace_path = workspace_path.as_ref().map(|p| p.display().to_string());
     let mut scores = Vec::with_capacity(test.assertions.len());
     let mut seen_plugins = HashSet::new();
     for assertion in &test.assertions {
@@ -783,5 +861,11 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
     row.target_used = output.target_used;
     row.output = output.text;
     row.scores = scores;
+    row.file_changes = file_changes;
+    if let Some(case) = case_ws {
+        row.hooks = case.hooks.clone();
+        let passed = Status::of(row.execution_status, row.expected_fail).is_success();
+        row.workspace_path = case.finish(passed).map(|p| p.display().to_string());
+    }
     finish(row)
 }

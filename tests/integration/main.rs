@@ -23,5 +23,7 @@ mod run_control;
 mod targets;
 // The code-grader bridge and the exec capability.
 mod code_grader;
+// Workspaces, repos, hooks and the SWE-style example.
+mod workspaces;
 
 mod support;

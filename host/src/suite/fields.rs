@@ -211,11 +211,10 @@ pub const SUITE: &[Field] = &[
         any,
         "not run by this version",
     ),
-    unsupported(
+    field(
         "workspace",
-        "Workspace of every test",
+        "Workspace of every test: {template, repos, hooks, isolation}, or a path to a YAML file holding one",
         any,
-        "workspaces are not set up by this version",
     ),
     field("metadata", "Metadata merged into every test's", object),
     field(
@@ -278,11 +277,10 @@ pub const CASE: &[Field] = &[
         object,
     ),
     field("execution", "Per-test execution settings", execution_schema),
-    unsupported(
+    field(
         "workspace",
-        "Workspace of this test",
+        "Workspace of this test; its fields replace the suite's, hooks merge one by one",
         any,
-        "workspaces are not set up by this version",
     ),
     field(
         "metadata",
@@ -476,6 +474,79 @@ pub const MESSAGE: &[Field] = &[
 pub const PLUGIN: &[Field] = &[
     field("path", "Path to the .wasm component", string),
     field("sha256", "Expected sha256 of the file, hex", string),
+];
+
+/// Keys of a `workspace`.
+pub const WORKSPACE: &[Field] = &[
+    field(
+        "template",
+        "Directory copied into the workspace (relative to the file naming it)",
+        string,
+    ),
+    field(
+        "repos",
+        "Git repositories: [{path, source: {type: git, url} | {type: local, path}, checkout: {ref}, clone: {depth}}]",
+        any,
+    ),
+    field(
+        "hooks",
+        "before_all, before_each, after_each, after_all",
+        any,
+    ),
+    field(
+        "isolation",
+        "per_test (default: each case its own copy) or shared",
+        string,
+    ),
+    unsupported(
+        "mode",
+        "pooled, temp or static",
+        string,
+        "workspace modes are not supported by this version",
+    ),
+    unsupported(
+        "path",
+        "An existing directory (static mode)",
+        string,
+        "static workspaces are not supported by this version",
+    ),
+    unsupported(
+        "docker",
+        "Run graders in a container",
+        any,
+        "containers are not supported by this version",
+    ),
+    unsupported(
+        "env",
+        "Preflight checks",
+        any,
+        "preflight checks are not supported by this version",
+    ),
+];
+
+/// Keys of a hook.
+pub const HOOK: &[Field] = &[
+    field(
+        "command",
+        "argv list (no shell) or a shell command line",
+        any,
+    ),
+    deprecated("script", "Old name of `command`", any, "command"),
+    field(
+        "timeout_ms",
+        "Deadline (default 60000 before, 30000 after)",
+        positive_int,
+    ),
+    field(
+        "cwd",
+        "Working directory (default: the eval file's directory)",
+        string,
+    ),
+    field(
+        "reset",
+        "none, fast or strict: git reset to the baseline first",
+        string,
+    ),
 ];
 
 /// Keys of `limits`.

@@ -114,7 +114,7 @@ struct Defaults {
     input: Option<(Value, Arc<Doc>, KeyPath)>,
     input_files: Option<(Value, Arc<Doc>, KeyPath)>,
     metadata: Map<String, Value>,
-    workspace: Option<Value>,
+    workspace: Option<crate::workspace::Spec>,
     tags: Vec<String>,
 }
 
@@ -366,7 +366,9 @@ impl Loader {
             .get("input_files")
             .map(|v| (v.clone(), doc.clone(), top.key("input_files")));
         defaults.metadata = self.suite_metadata(&doc, &root, &top);
-        defaults.workspace = root.get("workspace").cloned();
+        defaults.workspace = root
+            .get("workspace")
+            .and_then(|w| self.workspace(&doc, w, &top.key("workspace")));
         defaults.tags = match root.get("tags") {
             Some(v) => self.string_list(&doc, v, &top.key("tags")),
             None => Vec::new(),
@@ -411,7 +413,316 @@ impl Loader {
         )?;
         suite.trials = trials;
         suite.exec_allow = exec_allow;
+        suite.workspace = defaults.workspace.clone();
         Some(suite)
+    }
+
+    /// A `workspace` mapping, or a path to a YAML file holding one.
+    fn workspace(
+        &mut self,
+        doc: &Arc<Doc>,
+        value: &Value,
+        at: &KeyPath,
+    ) -> Option<crate::workspace::Spec> {
+        use crate::workspace::{Isolation, Repo, Spec};
+        // Paths resolve against the eval file's directory (AgentV: even in a
+        // case.yaml), or against the workspace file that holds them.
+        let (map, wdoc, wat) = match value {
+            Value::Object(m) => (m.clone(), doc.clone(), at.clone()),
+            Value::String(path) => {
+                let file = match self.roots.relative(path, &doc.dir) {
+                    Ok(f) => f,
+                    Err(err) => {
+                        self.path_error(doc, at, path, &err);
+                        return None;
+                    }
+                };
+                let (v, wdoc) = self.read_yaml(&file, Some((doc, at)))?;
+                match v {
+                    Value::Object(m) if m.contains_key("workspace") && m.len() == 1 => {
+                        self.error(&wdoc, &KeyPath::default(), "a workspace file holds the workspace itself, without a `workspace:` wrapper");
+                        return None;
+                    }
+                    Value::Object(m) => (m, wdoc, KeyPath::default()),
+                    other => {
+                        self.error(
+                            &wdoc,
+                            &KeyPath::default(),
+                            format!("a workspace file must be a mapping, got {}", kind(&other)),
+                        );
+                        return None;
+                    }
+                }
+            }
+            Value::Null => return None,
+            other => {
+                self.error(
+                    doc,
+                    at,
+                    format!(
+                        "`workspace` must be a mapping or a path to a workspace file, got {}",
+                        kind(other)
+                    ),
+                );
+                return None;
+            }
+        };
+        let base = if matches!(value, Value::String(_)) {
+            wdoc.dir.clone()
+        } else {
+            self.roots.eval_dir.clone()
+        };
+        let doc = &wdoc;
+        let at = &wat;
+        self.check_keys(doc, &map, fields::WORKSPACE, at, "`workspace`");
+        let template = match map.get("template") {
+            Some(Value::String(t)) => match self.roots.relative(t, &base) {
+                Ok(p) if p.is_dir() => Some(p),
+                Ok(p) => {
+                    self.error(
+                        doc,
+                        &at.key("template"),
+                        format!("workspace template {} is not a directory", p.display()),
+                    );
+                    None
+                }
+                Err(err) => {
+                    self.path_error(doc, &at.key("template"), t, &err);
+                    None
+                }
+            },
+            None | Some(Value::Null) => None,
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("template"),
+                    format!("`template` must be a path, got {}", kind(other)),
+                );
+                None
+            }
+        };
+        let isolation = match map.get("isolation").and_then(Value::as_str) {
+            None | Some("per_test") => Isolation::PerTest,
+            Some("shared") => Isolation::Shared,
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("isolation"),
+                    format!("`isolation` must be per_test or shared, got {other:?}"),
+                );
+                Isolation::PerTest
+            }
+        };
+        let mut repos = Vec::new();
+        if let Some(list) = map.get("repos") {
+            let Value::Array(items) = list else {
+                self.error(doc, &at.key("repos"), "`repos` must be a list");
+                return None;
+            };
+            for (i, item) in items.iter().enumerate() {
+                let rat = at.key("repos").index(i);
+                let Some(r) = item.as_object() else {
+                    self.error(
+                        doc,
+                        &rat,
+                        "a repo must be a mapping with `path` and `source`",
+                    );
+                    continue;
+                };
+                let path = r
+                    .get("path")
+                    .and_then(Value::as_str)
+                    .unwrap_or(".")
+                    .trim_start_matches("./")
+                    .to_owned();
+                if path.split('/').any(|c| c == "..") || path.starts_with('/') {
+                    self.error(
+                        doc,
+                        &rat.key("path"),
+                        "a repo `path` must stay inside the workspace",
+                    );
+                    continue;
+                }
+                let source = r.get("source");
+                let url = match (source, r.get("repo")) {
+                    (Some(Value::Object(src)), _) => match (
+                        src.get("type").and_then(Value::as_str),
+                        src.get("url"),
+                        src.get("path"),
+                    ) {
+                        (Some("git") | None, Some(Value::String(u)), _) => {
+                            if u.starts_with('.') || u.starts_with('/') {
+                                self.roots
+                                    .relative(u, &base)
+                                    .ok()
+                                    .map(|p| p.display().to_string())
+                            } else {
+                                Some(u.clone())
+                            }
+                        }
+                        (Some("local"), _, Some(Value::String(p))) => {
+                            match self.roots.relative(p, &base) {
+                                Ok(found) => Some(found.display().to_string()),
+                                Err(err) => {
+                                    self.path_error(doc, &rat.key("source").key("path"), p, &err);
+                                    continue;
+                                }
+                            }
+                        }
+                        _ => None,
+                    },
+                    (Some(Value::String(u)), _) | (None, Some(Value::String(u))) => Some(u.clone()),
+                    _ => None,
+                };
+                let Some(url) = url else {
+                    self.error(doc, &rat, "a repo needs `source: {type: git, url: ...}` or `{type: local, path: ...}`");
+                    continue;
+                };
+                let reference = r
+                    .get("checkout")
+                    .and_then(|c| c.get("ref"))
+                    .or(r.get("commit"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let depth = r
+                    .get("clone")
+                    .and_then(|c| c.get("depth"))
+                    .and_then(Value::as_u64)
+                    .map(|d| d as u32);
+                repos.push(Repo {
+                    path,
+                    url,
+                    reference,
+                    depth,
+                });
+            }
+        }
+        let hooks = match map.get("hooks") {
+            Some(Value::Object(h)) => {
+                if matches!(h.get("enabled"), Some(Value::Bool(false))) {
+                    crate::workspace::Hooks::default()
+                } else {
+                    let mut hook = |name: &str| {
+                        h.get(name)
+                            .and_then(|v| self.hook(doc, v, &at.key("hooks").key(name)))
+                    };
+                    crate::workspace::Hooks {
+                        before_all: hook("before_all"),
+                        before_each: hook("before_each"),
+                        after_each: hook("after_each"),
+                        after_all: hook("after_all"),
+                    }
+                }
+            }
+            None | Some(Value::Null) => crate::workspace::Hooks::default(),
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("hooks"),
+                    format!("`hooks` must be a mapping, got {}", kind(other)),
+                );
+                crate::workspace::Hooks::default()
+            }
+        };
+        Some(Spec {
+            template,
+            repos,
+            hooks,
+            isolation,
+        })
+    }
+
+    fn hook(
+        &mut self,
+        doc: &Arc<Doc>,
+        value: &Value,
+        at: &KeyPath,
+    ) -> Option<crate::workspace::Hook> {
+        use crate::workspace::{Hook, Reset};
+        let map = match value {
+            Value::Object(m) => m.clone(),
+            Value::String(_) | Value::Array(_) => {
+                let mut m = Map::new();
+                m.insert("command".into(), value.clone());
+                m
+            }
+            other => {
+                self.error(
+                    doc,
+                    at,
+                    format!(
+                        "a hook must be a mapping with `command`, got {}",
+                        kind(other)
+                    ),
+                );
+                return None;
+            }
+        };
+        self.check_keys(doc, &map, fields::HOOK, at, "a hook");
+        let command = map.get("command").or(map.get("script"));
+        let (argv, shell) = match command {
+            Some(Value::String(s)) if !s.trim().is_empty() => (Vec::new(), Some(s.clone())),
+            Some(Value::Array(items))
+                if !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|i| i.as_str().is_some_and(|s| !s.is_empty())) =>
+            {
+                (
+                    items
+                        .iter()
+                        .filter_map(|i| i.as_str().map(str::to_owned))
+                        .collect(),
+                    None,
+                )
+            }
+            None if map.contains_key("reset") => (Vec::new(), None),
+            _ => {
+                self.error(doc, &at.key("command"), "a hook's `command` must be a non-empty list of arguments or a shell command line");
+                return None;
+            }
+        };
+        let reset = match map.get("reset").and_then(Value::as_str) {
+            None | Some("none") => Reset::None,
+            Some("fast") => Reset::Fast,
+            Some("strict") => Reset::Strict,
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("reset"),
+                    format!("`reset` must be none, fast or strict, got {other:?}"),
+                );
+                Reset::None
+            }
+        };
+        let timeout = match map.get("timeout_ms").or(map.get("timeoutMs")) {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|t| t > 0) => {
+                n.as_u64().map(std::time::Duration::from_millis)
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("timeout_ms"),
+                    format!(
+                        "`timeout_ms` must be a positive integer, got {}",
+                        show(other)
+                    ),
+                );
+                None
+            }
+        };
+        let cwd = map
+            .get("cwd")
+            .and_then(Value::as_str)
+            .map(|c| self.roots.eval_dir.join(c));
+        Some(Hook {
+            argv,
+            shell,
+            cwd,
+            timeout,
+            reset,
+        })
     }
 
     fn trials(&mut self, doc: &Doc, value: &Value, at: &KeyPath) -> Option<Trials> {
@@ -508,6 +819,7 @@ impl Loader {
             plugins,
             trials: None,
             exec_allow: None,
+            workspace: None,
         })
     }
 
@@ -981,9 +1293,6 @@ impl Loader {
                 continue;
             };
             let workspace_dir = sub.join("workspace");
-            if workspace_dir.is_dir() && !map.contains_key("workspace") {
-                self.warning(from, at, format!("case `{name}` has a workspace/ template, which is ignored: workspaces are not set up by this version"));
-            }
             cases.push(RawCase {
                 map,
                 doc,
@@ -1287,10 +1596,11 @@ impl Loader {
             }
         };
         let workspace = match test.get("workspace") {
-            Some(w) => Some(w.clone()),
-            None => workspace_dir
-                .map(|d| serde_json::json!({"template": d.display().to_string()}))
-                .or_else(|| defaults.workspace.clone()),
+            Some(w) => self.workspace(doc, w, &at.key("workspace")),
+            None => workspace_dir.map(|d| crate::workspace::Spec {
+                template: Some(d),
+                ..crate::workspace::Spec::default()
+            }),
         };
         Some(TestCase {
             id,
@@ -2388,6 +2698,7 @@ mod tests {
             std::fs::write(root.join("cases").join(name).join("case.yaml"), case).unwrap();
         }
         std::fs::create_dir_all(root.join("cases/plain")).unwrap();
+        std::fs::create_dir_all(root.join("elsewhere")).unwrap();
         std::fs::write(root.join("cases/plain/case.yaml"), "input: q\n").unwrap();
         let eval = root.join("EVAL.yaml");
         let (suite, diags) = load_with(&eval, Roots::for_eval(&eval), Env::default());
@@ -2395,14 +2706,19 @@ mod tests {
         let suite = suite.unwrap();
         let ids: Vec<&str> = suite.tests.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, ["explicit", "plain", "with-dir"]);
-        assert_eq!(
-            suite.tests[0].workspace,
-            Some(json!({"template": "./elsewhere"}))
+        let template = |i: usize| {
+            suite.tests[i]
+                .workspace
+                .as_ref()
+                .and_then(|w| w.template.clone())
+        };
+        assert!(
+            template(0).is_some_and(|t| t.ends_with("elsewhere")),
+            "{:?}",
+            template(0)
         );
         assert_eq!(suite.tests[1].workspace, None);
-        let template = suite.tests[2].workspace.as_ref().unwrap()["template"]
-            .as_str()
-            .unwrap();
+        let template = template(2).unwrap().display().to_string();
         assert!(template.ends_with("cases/with-dir/workspace"), "{template}");
     }
 

@@ -123,9 +123,9 @@ pub struct TestCase {
     pub timeout_ms: Option<u64>,
     /// The case is expected to fail.
     pub expected_fail: bool,
-    /// The workspace as written (or `{template: <dir>}` for a discovered
-    /// case's `workspace/`), applied by the workspace stage.
-    pub workspace: Option<Value>,
+    /// The test's own workspace (or `{template: <dir>}` for a discovered
+    /// case's `workspace/`), to be laid over the suite's.
+    pub workspace: Option<crate::workspace::Spec>,
     /// Where the test was written.
     pub loc: Loc,
 }
@@ -160,6 +160,8 @@ pub struct Suite {
     pub trials: Option<Trials>,
     /// `execution.allow_commands`: the only programs graders may run.
     pub exec_allow: Option<Vec<String>>,
+    /// The suite's workspace.
+    pub workspace: Option<crate::workspace::Spec>,
 }
 
 /// `execution.trials`: run each test `count` times.

@@ -1,0 +1,678 @@
+//! Workspaces: the directory a case's agent works in, built from a
+//! `template` (copied, `.git` skipped) and `repos` (git, from a URL or a
+//! local path, checked out at a ref, optionally shallow), with lifecycle
+//! `hooks`. Each case gets its own copy (`isolation: per_test`, evalhost's
+//! default) or all share one (`isolation: shared`). After the agent runs,
+//! a unified diff of what it changed is recorded as `file_changes`; failed
+//! cases' workspaces are kept and listed, the others removed.
+//!
+//! Hooks (`before_all`, `before_each`, `after_each`, `after_all`) get JSON on
+//! stdin (`workspace_path`, `test_id`, `eval_run_id`, `case_input`,
+//! `case_metadata`) and `{{workspace_path}}`-style placeholders in their
+//! arguments. A failing `before_*` hook fails its case(s) with
+//! `failure_class: workspace`; `after_*` failures are recorded, not fatal.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::process;
+
+/// Default deadline of `before_*` hooks (AgentV's).
+pub const BEFORE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default deadline of `after_*` hooks (AgentV's).
+pub const AFTER_TIMEOUT: Duration = Duration::from_secs(30);
+/// Deadline of git commands that materialise repos.
+pub const GIT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How cases share workspaces.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// Every case gets its own copy.
+    #[default]
+    PerTest,
+    /// All cases work in one workspace.
+    Shared,
+}
+
+/// What to reset before or after a case.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Reset {
+    /// Nothing.
+    #[default]
+    None,
+    /// `git reset --hard` to the baseline and `git clean -fd`.
+    Fast,
+    /// The same with `git clean -fdx` (ignored files too).
+    Strict,
+}
+
+/// A lifecycle hook.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hook {
+    /// Program and arguments (no shell).
+    pub argv: Vec<String>,
+    /// Or a shell command line.
+    pub shell: Option<String>,
+    /// Working directory (default: the eval file's directory).
+    pub cwd: Option<PathBuf>,
+    /// Deadline.
+    pub timeout: Option<Duration>,
+    /// Reset to run first.
+    pub reset: Reset,
+}
+
+/// The four hooks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Hooks {
+    /// Once, before any case.
+    pub before_all: Option<Hook>,
+    /// Before each case.
+    pub before_each: Option<Hook>,
+    /// After each case's agent, before grading.
+    pub after_each: Option<Hook>,
+    /// Once, after every case.
+    pub after_all: Option<Hook>,
+}
+
+impl Hooks {
+    /// `self`'s hooks, each falling back to `base`'s.
+    pub fn over(&self, base: &Self) -> Self {
+        Self {
+            before_all: self.before_all.clone().or_else(|| base.before_all.clone()),
+            before_each: self
+                .before_each
+                .clone()
+                .or_else(|| base.before_each.clone()),
+            after_each: self.after_each.clone().or_else(|| base.after_each.clone()),
+            after_all: self.after_all.clone().or_else(|| base.after_all.clone()),
+        }
+    }
+
+    /// True when there is none.
+    pub fn is_empty(&self) -> bool {
+        self.before_all.is_none()
+            && self.before_each.is_none()
+            && self.after_each.is_none()
+            && self.after_all.is_none()
+    }
+}
+
+/// A git repository to materialise into the workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repo {
+    /// Where, relative to the workspace root.
+    pub path: String,
+    /// A URL, or an absolute local path.
+    pub url: String,
+    /// What to check out (branch, tag or commit); the default branch when
+    /// absent.
+    pub reference: Option<String>,
+    /// Shallow-clone depth.
+    pub depth: Option<u32>,
+}
+
+/// A workspace as written, resolved.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Spec {
+    /// Directory copied into the workspace.
+    pub template: Option<PathBuf>,
+    /// Repositories.
+    pub repos: Vec<Repo>,
+    /// Hooks.
+    pub hooks: Hooks,
+    /// Sharing.
+    pub isolation: Isolation,
+}
+
+impl Spec {
+    /// The test's spec over the suite's: fields the test sets replace the
+    /// suite's; hooks merge one by one.
+    pub fn over(&self, suite: &Self) -> Self {
+        Self {
+            template: self.template.clone().or_else(|| suite.template.clone()),
+            repos: if self.repos.is_empty() {
+                suite.repos.clone()
+            } else {
+                self.repos.clone()
+            },
+            hooks: self.hooks.over(&suite.hooks),
+            isolation: self.isolation,
+        }
+    }
+
+    /// True when nothing needs a workspace directory.
+    pub fn needs_directory(&self) -> bool {
+        self.template.is_some() || !self.repos.is_empty()
+    }
+}
+
+/// Why a workspace could not be set up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupError(pub String);
+
+fn git(args: &[&str], cwd: &Path) -> Result<String, SetupError> {
+    let argv: Vec<String> = std::iter::once("git")
+        .chain(args.iter().copied())
+        .map(str::to_owned)
+        .collect();
+    let env = [
+        ("GIT_TERMINAL_PROMPT".to_owned(), "0".to_owned()),
+        ("GIT_AUTHOR_NAME".to_owned(), "evalhost".to_owned()),
+        (
+            "GIT_AUTHOR_EMAIL".to_owned(),
+            "evalhost@localhost".to_owned(),
+        ),
+        ("GIT_COMMITTER_NAME".to_owned(), "evalhost".to_owned()),
+        (
+            "GIT_COMMITTER_EMAIL".to_owned(),
+            "evalhost@localhost".to_owned(),
+        ),
+    ];
+    let out = process::run(&process::Spec {
+        argv: &argv,
+        cwd: Some(cwd),
+        timeout: Some(GIT_TIMEOUT),
+        env: &env,
+        ..process::Spec::default()
+    })
+    .map_err(|e| SetupError(format!("git could not start: {e}")))?;
+    if out.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(SetupError(format!(
+            "`git {}` failed: {}",
+            args.join(" "),
+            out.message()
+        )))
+    }
+}
+
+/// Copies `from` into `to` recursively, skipping `.git`; symbolic links are
+/// copied as links.
+pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in walkdir::WalkDir::new(from).min_depth(1).follow_links(false) {
+        let entry = entry.map_err(std::io::Error::other)?;
+        let rel = entry
+            .path()
+            .strip_prefix(from)
+            .map_err(std::io::Error::other)?;
+        if rel
+            .components()
+            .next()
+            .is_some_and(|c| c.as_os_str() == ".git")
+        {
+            continue;
+        }
+        let dest = to.join(rel);
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            std::fs::create_dir_all(&dest)?;
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(entry.path())?;
+            std::os::unix::fs::symlink(target, &dest)?;
+        } else {
+            std::fs::copy(entry.path(), &dest)?;
+        }
+    }
+    Ok(())
+}
+
+/// Clones `repo` into `root`.
+fn materialise(repo: &Repo, root: &Path) -> Result<(), SetupError> {
+    let dest = root.join(&repo.path);
+    std::fs::create_dir_all(&dest)
+        .map_err(|e| SetupError(format!("cannot create {}: {e}", dest.display())))?;
+    // file:// makes --depth work for local repository directories; a git
+    // bundle (a file) is fetched from by its plain path.
+    let url = if Path::new(&repo.url).is_dir() {
+        format!("file://{}", repo.url)
+    } else {
+        repo.url.clone()
+    };
+    git(&["init", "-q"], &dest)?;
+    git(&["remote", "add", "origin", &url], &dest)?;
+    let wanted = repo.reference.clone().unwrap_or_else(|| "HEAD".into());
+    let depth = repo.depth.map(|d| format!("--depth={d}"));
+    let mut fetch = vec!["fetch", "-q"];
+    if let Some(d) = &depth {
+        fetch.push(d);
+    }
+    fetch.extend(["origin", wanted.as_str()]);
+    if git(&fetch, &dest).is_ok() {
+        git(&["checkout", "-q", "--detach", "FETCH_HEAD"], &dest)?;
+    } else {
+        // A commit the server will not serve by name: fetch everything, then
+        // check it out.
+        git(
+            &[
+                "fetch",
+                "-q",
+                "--tags",
+                "origin",
+                "+refs/heads/*:refs/remotes/origin/*",
+            ],
+            &dest,
+        )?;
+        git(&["checkout", "-q", "--detach", &wanted], &dest).map_err(|e| {
+            SetupError(format!(
+                "cannot check out `{wanted}` of {}: {}",
+                repo.url, e.0
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// A materialised workspace with its change baseline.
+#[derive(Debug)]
+pub struct Workspace {
+    /// The directory.
+    pub path: PathBuf,
+    repos: Vec<String>,
+    snapshot: Option<PathBuf>,
+}
+
+impl Workspace {
+    /// Builds a workspace at `path` from `spec`.
+    pub fn create(spec: &Spec, path: &Path) -> Result<Self, SetupError> {
+        std::fs::create_dir_all(path)
+            .map_err(|e| SetupError(format!("cannot create {}: {e}", path.display())))?;
+        if let Some(template) = &spec.template {
+            if !template.is_dir() {
+                return Err(SetupError(format!(
+                    "workspace template {} is not a directory",
+                    template.display()
+                )));
+            }
+            copy_tree(template, path).map_err(|e| {
+                SetupError(format!("cannot copy template {}: {e}", template.display()))
+            })?;
+        }
+        for repo in &spec.repos {
+            materialise(repo, path)?;
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            repos: spec.repos.iter().map(|r| r.path.clone()).collect(),
+            snapshot: None,
+        })
+    }
+
+    /// A copy of `base` at `path` (for per-test isolation of a prepared
+    /// base).
+    pub fn copy_of(base: &Self, path: &Path) -> Result<Self, SetupError> {
+        copy_tree_with_git(&base.path, path)
+            .map_err(|e| SetupError(format!("cannot copy the workspace: {e}")))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            repos: base.repos.clone(),
+            snapshot: None,
+        })
+    }
+
+    fn snapshot_dir(&self) -> PathBuf {
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.path.with_file_name(format!(".{name}.baseline.git"))
+    }
+
+    fn root_git(&self, args: &[&str]) -> Result<String, SetupError> {
+        let git_dir = format!("--git-dir={}", self.snapshot_dir().display());
+        let work_tree = format!("--work-tree={}", self.path.display());
+        let mut all = vec![git_dir.as_str(), work_tree.as_str()];
+        all.extend_from_slice(args);
+        git(&all, &self.path)
+    }
+
+    /// Records the baseline that [`Workspace::changes`] and resets compare
+    /// against: the files outside repos, and each repo's state.
+    pub fn baseline(&mut self) -> Result<(), SetupError> {
+        let dir = self.snapshot_dir();
+        if !dir.exists() {
+            git(
+                &["init", "-q", "--bare", &dir.display().to_string()],
+                &self.path,
+            )?;
+            let mut exclude = String::from(".git\n");
+            for repo in &self.repos {
+                exclude.push_str(&format!(
+                    "/{}/\n",
+                    repo.trim_start_matches("./").trim_end_matches('/')
+                ));
+            }
+            std::fs::create_dir_all(dir.join("info")).ok();
+            std::fs::write(dir.join("info/exclude"), exclude)
+                .map_err(|e| SetupError(e.to_string()))?;
+        }
+        self.root_git(&["add", "-A"])?;
+        self.root_git(&["commit", "-q", "--allow-empty", "-m", "baseline"])?;
+        self.root_git(&["tag", "-f", "evalhost-baseline"])?;
+        for repo in &self.repos {
+            let dir = self.path.join(repo);
+            git(&["add", "-A"], &dir)?;
+            git(
+                &["commit", "-q", "--allow-empty", "-m", "evalhost baseline"],
+                &dir,
+            )?;
+            git(&["tag", "-f", "evalhost-baseline"], &dir)?;
+        }
+        self.snapshot = Some(dir);
+        Ok(())
+    }
+
+    /// A unified diff of everything changed since the baseline.
+    pub fn changes(&self) -> Result<String, SetupError> {
+        if self.snapshot.is_none() {
+            return Ok(String::new());
+        }
+        let mut diff = String::new();
+        self.root_git(&["add", "-A"])?;
+        diff.push_str(&self.root_git(&["diff", "--cached", "--no-color", "evalhost-baseline"])?);
+        for repo in &self.repos {
+            let dir = self.path.join(repo);
+            git(&["add", "-A"], &dir)?;
+            let prefix_a = format!(
+                "--src-prefix=a/{}/",
+                repo.trim_start_matches("./").trim_end_matches('/')
+            );
+            let prefix_b = format!(
+                "--dst-prefix=b/{}/",
+                repo.trim_start_matches("./").trim_end_matches('/')
+            );
+            diff.push_str(&git(
+                &[
+                    "diff",
+                    "--cached",
+                    "--no-color",
+                    &prefix_a,
+                    &prefix_b,
+                    "evalhost-baseline",
+                ],
+                &dir,
+            )?);
+        }
+        Ok(diff)
+    }
+
+    /// Puts the workspace back to its baseline.
+    pub fn reset(&self, reset: Reset) -> Result<(), SetupError> {
+        if reset == Reset::None || self.snapshot.is_none() {
+            return Ok(());
+        }
+        let clean = if reset == Reset::Strict {
+            "-fdx"
+        } else {
+            "-fd"
+        };
+        self.root_git(&["reset", "-q", "--hard", "evalhost-baseline"])?;
+        self.root_git(&["clean", "-q", clean])?;
+        for repo in &self.repos {
+            let dir = self.path.join(repo);
+            git(&["reset", "-q", "--hard", "evalhost-baseline"], &dir)?;
+            git(&["clean", "-q", clean], &dir)?;
+        }
+        Ok(())
+    }
+
+    /// Removes the workspace and its baseline.
+    pub fn remove(&self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+        let _ = std::fs::remove_dir_all(self.snapshot_dir());
+    }
+}
+
+fn copy_tree_with_git(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in walkdir::WalkDir::new(from).min_depth(1).follow_links(false) {
+        let entry = entry.map_err(std::io::Error::other)?;
+        let rel = entry
+            .path()
+            .strip_prefix(from)
+            .map_err(std::io::Error::other)?;
+        let dest = to.join(rel);
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            std::fs::create_dir_all(&dest)?;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &dest)?;
+        } else {
+            std::fs::copy(entry.path(), &dest)?;
+        }
+    }
+    Ok(())
+}
+
+/// What a hook is told about its case.
+#[derive(Debug, Clone)]
+pub struct HookContext<'a> {
+    /// The workspace, if any.
+    pub workspace: Option<&'a Path>,
+    /// The test id (or `__before_all__` / `__after_all__`).
+    pub test_id: &'a str,
+    /// The run's id.
+    pub run_id: &'a str,
+    /// The case's input as text.
+    pub case_input: Option<&'a str>,
+    /// The case's metadata.
+    pub case_metadata: Option<&'a Map<String, Value>>,
+    /// Default working directory (the eval file's directory).
+    pub base_dir: &'a Path,
+}
+
+/// What a hook did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookRun {
+    /// True when it exited 0 in time.
+    pub ok: bool,
+    /// stdout.
+    pub output: String,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+}
+
+/// Runs `hook` with `ctx`; `default_timeout` when the hook sets none.
+pub fn run_hook(hook: &Hook, ctx: &HookContext<'_>, default_timeout: Duration) -> HookRun {
+    let workspace = ctx
+        .workspace
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let metadata_json = ctx
+        .case_metadata
+        .map(|m| Value::Object(m.clone()).to_string())
+        .unwrap_or_default();
+    let fill = |arg: &str| {
+        arg.replace("{{workspace_path}}", &workspace)
+            .replace("{{test_id}}", ctx.test_id)
+            .replace("{{eval_run_id}}", ctx.run_id)
+            .replace("{{case_input}}", ctx.case_input.unwrap_or(""))
+            .replace("{{case_metadata}}", &metadata_json)
+    };
+    let argv: Vec<String> = hook.argv.iter().map(|a| fill(a)).collect();
+    let shell = hook.shell.as_deref().map(fill);
+    let stdin = json!({
+        "workspace_path": ctx.workspace.map(|p| p.display().to_string()),
+        "test_id": ctx.test_id,
+        "eval_run_id": ctx.run_id,
+        "case_input": ctx.case_input,
+        "case_metadata": ctx.case_metadata,
+    })
+    .to_string();
+    let cwd = hook
+        .cwd
+        .clone()
+        .unwrap_or_else(|| ctx.base_dir.to_path_buf());
+    let mut env = Vec::new();
+    if let Some(ws) = ctx.workspace {
+        env.push((
+            "EVALHOST_WORKSPACE_PATH".to_owned(),
+            ws.display().to_string(),
+        ));
+        env.push(("AGENTV_WORKSPACE_PATH".to_owned(), ws.display().to_string()));
+    }
+    let timeout = hook.timeout.unwrap_or(default_timeout);
+    let outcome = process::run(&process::Spec {
+        argv: &argv,
+        shell: shell.as_deref(),
+        cwd: Some(&cwd),
+        stdin: stdin.as_bytes(),
+        timeout: Some(timeout),
+        env: &env,
+    });
+    match outcome {
+        Ok(o) => {
+            let output = String::from_utf8_lossy(&o.stdout).into_owned();
+            let error = if o.timed_out {
+                Some(format!("Script timed out after {} ms", timeout.as_millis()))
+            } else if o.code != Some(0) {
+                let stderr = String::from_utf8_lossy(&o.stderr).trim().to_owned();
+                Some(if stderr.is_empty() {
+                    format!(
+                        "Script failed: Process exited with code {}",
+                        o.code.unwrap_or(-1)
+                    )
+                } else {
+                    format!("Script failed: {stderr}")
+                })
+            } else {
+                None
+            };
+            HookRun {
+                ok: error.is_none(),
+                output,
+                error,
+            }
+        }
+        Err(e) => HookRun {
+            ok: false,
+            output: String::new(),
+            error: Some(format!("Script failed: could not start: {e}")),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(cmd: &str, dir: &Path) {
+        let out = process::run(&process::Spec {
+            shell: Some(cmd),
+            cwd: Some(dir),
+            ..process::Spec::default()
+        })
+        .unwrap();
+        assert!(out.success(), "{cmd}: {}", out.message());
+    }
+
+    #[test]
+    fn template_repo_changes_and_reset() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        // A local repository with two commits.
+        let origin = root.join("origin");
+        std::fs::create_dir_all(&origin).unwrap();
+        sh(
+            "git init -q -b main && git config user.email t@t && git config user.name t && echo one > f.txt && git add -A && git commit -qm one && git tag v1 && echo two > f.txt && git commit -qam two",
+            &origin,
+        );
+        let template = root.join("template");
+        std::fs::create_dir_all(&template).unwrap();
+        std::fs::write(template.join("notes.md"), "hello\n").unwrap();
+        let spec = Spec {
+            template: Some(template),
+            repos: vec![Repo {
+                path: "repo".into(),
+                url: origin.display().to_string(),
+                reference: Some("v1".into()),
+                depth: Some(1),
+            }],
+            ..Spec::default()
+        };
+        let mut ws = Workspace::create(&spec, &root.join("ws")).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(ws.path.join("repo/f.txt")).unwrap(),
+            "one\n",
+            "checked out v1"
+        );
+        assert_eq!(
+            std::fs::read_to_string(ws.path.join("notes.md")).unwrap(),
+            "hello\n"
+        );
+        ws.baseline().unwrap();
+        std::fs::write(ws.path.join("repo/f.txt"), "changed\n").unwrap();
+        std::fs::write(ws.path.join("new.txt"), "new\n").unwrap();
+        let diff = ws.changes().unwrap();
+        assert!(
+            diff.contains("+++ b/repo/f.txt") && diff.contains("+changed"),
+            "{diff}"
+        );
+        assert!(
+            diff.contains("+++ b/new.txt") && diff.contains("+new"),
+            "{diff}"
+        );
+        ws.reset(Reset::Strict).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(ws.path.join("repo/f.txt")).unwrap(),
+            "one\n"
+        );
+        assert!(!ws.path.join("new.txt").exists());
+        assert_eq!(ws.changes().unwrap(), "");
+    }
+
+    #[test]
+    fn hooks_get_stdin_placeholders_and_fail_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta: Map<String, Value> = serde_json::from_str(r#"{"patch": "p.diff"}"#).unwrap();
+        let ctx = HookContext {
+            workspace: Some(dir.path()),
+            test_id: "case-1",
+            run_id: "run-9",
+            case_input: Some("Fix it"),
+            case_metadata: Some(&meta),
+            base_dir: dir.path(),
+        };
+        let hook = Hook {
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                "cat; echo \" {{test_id}}\"".into(),
+            ],
+            shell: None,
+            cwd: None,
+            timeout: None,
+            reset: Reset::None,
+        };
+        let run = run_hook(&hook, &ctx, BEFORE_TIMEOUT);
+        assert!(run.ok);
+        let (json_part, rest) = run.output.split_once(" case-1").unwrap();
+        let payload: Value = serde_json::from_str(json_part).unwrap();
+        assert_eq!(payload["case_metadata"]["patch"], "p.diff");
+        assert_eq!(payload["workspace_path"], dir.path().display().to_string());
+        assert_eq!(rest.trim(), "");
+        let failing = Hook {
+            argv: Vec::new(),
+            shell: Some("echo nope >&2; exit 4".into()),
+            ..hook.clone()
+        };
+        assert_eq!(
+            run_hook(&failing, &ctx, BEFORE_TIMEOUT).error.as_deref(),
+            Some("Script failed: nope")
+        );
+        let slow = Hook {
+            argv: Vec::new(),
+            shell: Some("sleep 5".into()),
+            timeout: Some(Duration::from_millis(100)),
+            ..hook
+        };
+        assert_eq!(
+            run_hook(&slow, &ctx, BEFORE_TIMEOUT).error.as_deref(),
+            Some("Script timed out after 100 ms")
+        );
+    }
+}

@@ -1,0 +1,236 @@
+//! Workspaces and hooks: templates copied per case or shared, repos from a
+//! local git source, hooks with stdin and placeholders, failures of each
+//! hook, kept workspaces, the diff of what the agent changed, and the
+//! SWE-style example end to end.
+
+use serde_json::Value;
+
+use crate::support::{Project, root, run_in};
+
+fn project(targets: &str, suite: &str) -> Project {
+    let project = Project::with_mock("unused");
+    std::fs::write(project.path().join(".evalhost/targets.yaml"), targets).unwrap();
+    project.write("EVAL.yaml", suite);
+    project.write("template/seed.txt", "seed\n");
+    project
+}
+
+/// A cli target that appends the test id to `log.txt` in its workspace and
+/// answers with the workspace's files.
+const LOGGING_AGENT: &str = "targets:\n  - name: default\n    provider: cli\n    command: \"echo {EVAL_ID} >> log.txt; ls | tr '\\\\n' ' ' > {OUTPUT_FILE}; cat log.txt >> {OUTPUT_FILE}\"\n";
+
+#[test]
+fn per_test_workspaces_are_separate_and_shared_ones_are_not() {
+    let per_test = "workspace: {template: ./template}\ntests:\n  - {id: a, input: q, assertions: [{type: contains, value: seed}]}\n  - {id: b, input: q, assertions: [{type: contains, value: seed}]}\n";
+    let p = project(LOGGING_AGENT, per_test);
+    let r = p.run(&["-j", "1"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        p.row("b")["output"],
+        "log.txt seed.txt b\n",
+        "b did not see a's log"
+    );
+    let changes = p.row("a")["file_changes"].as_str().unwrap().to_owned();
+    assert!(
+        changes.contains("+++ b/log.txt") && changes.contains("+a"),
+        "{changes}"
+    );
+    assert!(
+        p.row("a").get("workspace_path").is_none(),
+        "a passing case's workspace is removed"
+    );
+
+    let shared = per_test.replace(
+        "{template: ./template}",
+        "{template: ./template, isolation: shared}",
+    );
+    let p = project(LOGGING_AGENT, &shared);
+    let r = p.run(&["-j", "4"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("running one case at a time"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        p.row("b")["output"],
+        "log.txt seed.txt a\nb\n",
+        "b ran after a in the same workspace"
+    );
+}
+
+#[test]
+fn hooks_get_placeholders_and_stdin_and_their_output_is_recorded() {
+    let suite = r#"workspace:
+  template: ./template
+  hooks:
+    before_each:
+      command: [sh, -c, "cat > '{{workspace_path}}/payload.json'; echo prepared {{test_id}}"]
+    after_each:
+      command: "echo cleaning up; exit 3"
+tests:
+  - id: hooked
+    input: Fix it
+    metadata: {ticket: T-1}
+    assertions: [{type: contains, value: payload}]
+"#;
+    let targets = "targets:\n  - {name: default, provider: cli, command: \"cat payload.json > {OUTPUT_FILE}; echo ' payload' >> {OUTPUT_FILE}\"}\n";
+    let p = project(targets, suite);
+    let r = p.run(&[]);
+    assert_eq!(
+        r.code, 0,
+        "an after_each failure is recorded, not fatal: {}",
+        r.stderr
+    );
+    let row = p.row("hooked");
+    let output = row["output"].as_str().unwrap();
+    let payload: Value =
+        serde_json::from_str(output.trim_end().trim_end_matches("payload")).unwrap();
+    assert_eq!(payload["test_id"], "hooked");
+    assert_eq!(payload["case_input"], "Fix it");
+    assert_eq!(payload["case_metadata"]["ticket"], "T-1");
+    assert!(
+        payload["workspace_path"]
+            .as_str()
+            .unwrap()
+            .contains("evalhost-workspaces")
+    );
+    assert!(payload["eval_run_id"].as_str().is_some());
+    assert_eq!(row["hooks"]["before_each"]["output"], "prepared hooked\n");
+    assert_eq!(
+        row["hooks"]["after_each"]["error"],
+        "Script failed: Process exited with code 3"
+    );
+}
+
+#[test]
+fn a_failing_before_each_fails_its_case_with_class_workspace_and_keeps_the_workspace() {
+    let suite = "workspace:\n  template: ./template\n  hooks:\n    before_each:\n      command: \"test {{test_id}} != bad || (echo 'patch does not apply' >&2; exit 1)\"\ntests:\n  - {id: bad, input: q, assertions: [{type: contains, value: seed}]}\n  - {id: good, input: q, assertions: [{type: contains, value: seed}]}\n";
+    let p = project(LOGGING_AGENT, suite);
+    let r = p.run(&[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let bad = p.row("bad");
+    assert_eq!(
+        (bad["status"].as_str(), bad["failure_class"].as_str()),
+        (Some("error"), Some("workspace"))
+    );
+    assert_eq!(
+        bad["error"],
+        "before_each hook: Script failed: patch does not apply"
+    );
+    let kept = bad["workspace_path"].as_str().unwrap();
+    assert!(
+        std::path::Path::new(kept).join("seed.txt").is_file(),
+        "the failed case's workspace is kept"
+    );
+    assert!(r.stderr.contains("kept workspaces (1):"), "{}", r.stderr);
+    assert_eq!(p.row("good")["status"], "passed");
+    let _ = std::fs::remove_dir_all(kept);
+}
+
+#[test]
+fn a_failing_before_all_fails_every_case() {
+    let suite = "workspace:\n  template: ./template\n  hooks:\n    before_all: {command: [sh, -c, 'exit 7']}\ntests:\n  - {id: a, input: q, assertions: [{type: contains, value: seed}]}\n  - {id: b, input: q, assertions: [{type: contains, value: seed}]}\n";
+    let p = project(LOGGING_AGENT, suite);
+    let r = p.run(&[]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    for id in ["a", "b"] {
+        let row = p.row(id);
+        assert_eq!(row["failure_class"], "workspace");
+        assert_eq!(
+            row["error"],
+            "before_all hook: Script failed: Process exited with code 7"
+        );
+    }
+}
+
+#[test]
+fn a_repo_from_a_local_git_source_is_checked_out_at_its_ref() {
+    let p = project(LOGGING_AGENT, "");
+    let origin = p.path().join("origin");
+    std::fs::create_dir_all(&origin).unwrap();
+    let sh = |cmd: &str| {
+        let ok = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .current_dir(&origin)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "{cmd}");
+    };
+    sh(
+        "git init -q -b main && git config user.email t@t && git config user.name t && echo v1 > VERSION && git add -A && git commit -qm one && git tag v1 && echo v2 > VERSION && git commit -qam two",
+    );
+    let targets = "targets:\n  - {name: default, provider: cli, command: \"cat repo/VERSION > {OUTPUT_FILE}\"}\n";
+    std::fs::write(p.path().join(".evalhost/targets.yaml"), targets).unwrap();
+    p.write(
+        "EVAL.yaml",
+        "workspace:\n  repos:\n    - path: ./repo\n      source: {type: local, path: ./origin}\n      checkout: {ref: v1}\n      clone: {depth: 1}\ntests:\n  - {id: pinned, input: q, assertions: [{type: equals, value: v1}]}\n",
+    );
+    let r = p.run(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(p.row("pinned")["output"], "v1\n");
+}
+
+#[test]
+fn the_swe_style_example_passes_end_to_end_and_its_control_fails() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("run");
+    let r = run_in(
+        &root(),
+        &[
+            "run",
+            "examples/swe-style/EVAL.yaml",
+            "-o",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rows: Vec<Value> = std::fs::read_to_string(dir.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        assert_eq!(row["status"], "passed", "{row}");
+        let changes = row["file_changes"].as_str().unwrap();
+        assert!(
+            changes.contains("+    return a + b") && changes.contains("+    return a * b"),
+            "{changes}"
+        );
+        assert!(
+            row["hooks"]["before_each"]["output"]
+                .as_str()
+                .unwrap()
+                .starts_with("applied test.patch")
+        );
+        let grader = crate::support::score(row, "repo-tests");
+        assert_eq!(
+            (grader["type"].as_str(), grader["score"].as_f64()),
+            (Some("code-grader"), Some(1.0))
+        );
+    }
+    // The control target leaves the bugs: the repository's tests fail.
+    let control = out.path().join("control");
+    let r = run_in(
+        &root(),
+        &[
+            "run",
+            "examples/swe-style/EVAL.yaml",
+            "--target",
+            "do-nothing",
+            "-o",
+            control.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let text = std::fs::read_to_string(control.join("results.jsonl")).unwrap();
+    for line in text.lines() {
+        let row: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(row["status"], "failed");
+        if let Some(kept) = row["workspace_path"].as_str() {
+            let _ = std::fs::remove_dir_all(kept);
+        }
+    }
+}
