@@ -17,6 +17,8 @@ use crate::suite::Suite;
 pub struct PlannedTest {
     /// Index into `suite.tests`.
     pub index: usize,
+    /// Index into the run's targets.
+    pub target: usize,
     /// How many trials.
     pub trials: u32,
     /// How they combine (`None` for a single run).
@@ -78,8 +80,14 @@ pub struct PlanOptions {
     pub only: Option<Vec<String>>,
 }
 
-/// Plans `suite`. An error when the filters select nothing.
-pub fn plan(suite: &Suite, options: &PlanOptions) -> Result<Vec<PlannedTest>, String> {
+/// Plans `suite` against `targets` (names, in order): every selected test
+/// on each target (a test's own `execution.targets` narrows it). An error
+/// when the filters select nothing.
+pub fn plan(
+    suite: &Suite,
+    targets: &[String],
+    options: &PlanOptions,
+) -> Result<Vec<PlannedTest>, String> {
     let globs: Vec<GlobMatcher> = options
         .test_ids
         .iter()
@@ -103,11 +111,18 @@ pub fn plan(suite: &Suite, options: &PlanOptions) -> Result<Vec<PlannedTest>, St
             options.tags.is_empty() || options.tags.iter().any(|tag| t.tags.contains(tag))
         })
         .filter(|(_, t)| options.only.as_ref().is_none_or(|ids| ids.contains(&t.id)))
-        .map(|(index, _)| PlannedTest {
-            index,
-            trials: count,
-            strategy: (count > 1).then_some(strategy),
-            stop_at_first_pass: stop && count > 1,
+        .flat_map(|(index, t)| {
+            targets
+                .iter()
+                .enumerate()
+                .filter(move |(_, name)| t.targets.as_ref().is_none_or(|own| own.contains(name)))
+                .map(move |(target, _)| PlannedTest {
+                    index,
+                    target,
+                    trials: count,
+                    strategy: (count > 1).then_some(strategy),
+                    stop_at_first_pass: stop && count > 1,
+                })
         })
         .collect();
     if selected.is_empty() && (!options.test_ids.is_empty() || !options.tags.is_empty()) {

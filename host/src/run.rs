@@ -79,8 +79,11 @@ pub struct RunRecord {
     pub evalhost_version: String,
     /// The eval file, absolute.
     pub eval: PathBuf,
-    /// The target name.
+    /// The target name (the first, with a matrix).
     pub target: String,
+    /// Every target of the run (a matrix has several).
+    #[serde(default)]
+    pub targets: Vec<String>,
     /// The targets file, when given.
     #[serde(default)]
     pub targets_file: Option<PathBuf>,
@@ -301,6 +304,7 @@ pub fn run(
     let mut plan_options = options.plan.clone();
     let mut threshold = options.threshold;
     let mut target_override = options.target.clone();
+    let mut resumed_targets: Vec<String> = Vec::new();
     let mut targets_file = options.targets_file.clone();
     if let (Some(dir), Some(p)) = (&options.resume, &previous) {
         // A resumed run repeats exactly what was asked the first time.
@@ -312,7 +316,11 @@ pub fn run(
             only: p.only.clone(),
         };
         threshold = p.threshold;
-        target_override = Some(p.target.clone());
+        resumed_targets = if p.targets.is_empty() {
+            vec![p.target.clone()]
+        } else {
+            p.targets.clone()
+        };
         targets_file = p.targets_file.clone();
         let _ = dir;
     }
@@ -382,14 +390,50 @@ pub fn run(
         Ok(t) => t,
         Err(diags) => return Ok(Err(RunError::Invalid(diags))),
     };
-    let target_name = target_override
-        .or_else(|| suite.target.clone())
-        .unwrap_or_else(|| "default".to_owned());
-    let target = match targets.select(&target_name) {
-        Ok(t) => t.clone(),
-        Err(message) => return Ok(Err(RunError::Usage(message))),
+    // Which targets: --target (or the resumed run's), else the suite's
+    // matrix, else `execution.target`, else `default`.
+    let single = |name: String| suite::MatrixTarget {
+        name: name.clone(),
+        use_target: name,
+        hooks: Default::default(),
     };
-    let plan = match plan::plan(&suite, &plan_options) {
+    let matrix: Vec<suite::MatrixTarget> = if !resumed_targets.is_empty() {
+        resumed_targets
+            .iter()
+            .map(|n| {
+                suite
+                    .matrix
+                    .iter()
+                    .find(|m| &m.name == n)
+                    .cloned()
+                    .unwrap_or_else(|| single(n.clone()))
+            })
+            .collect()
+    } else if let Some(name) = target_override.clone() {
+        vec![single(name)]
+    } else if !suite.matrix.is_empty() {
+        suite.matrix.clone()
+    } else {
+        vec![single(
+            suite.target.clone().unwrap_or_else(|| "default".to_owned()),
+        )]
+    };
+    let mut run_targets: Vec<RunTarget> = Vec::new();
+    for entry in &matrix {
+        match targets.select(&entry.use_target) {
+            Ok(t) => {
+                let mut target = t.clone();
+                target.name.clone_from(&entry.name);
+                run_targets.push(RunTarget {
+                    target,
+                    hooks: entry.hooks.clone(),
+                });
+            }
+            Err(message) => return Ok(Err(RunError::Usage(message))),
+        }
+    }
+    let target_names: Vec<String> = run_targets.iter().map(|t| t.target.name.clone()).collect();
+    let plan = match plan::plan(&suite, &target_names, &plan_options) {
         Ok(p) => p,
         Err(message) => return Ok(Err(RunError::Usage(message))),
     };
@@ -426,7 +470,8 @@ pub fn run(
         let record = RunRecord {
             evalhost_version: env!("CARGO_PKG_VERSION").into(),
             eval: std::path::absolute(&eval).unwrap_or(eval.clone()),
-            target: target.name.clone(),
+            target: target_names[0].clone(),
+            targets: target_names.clone(),
             targets_file: targets_file.clone(),
             test_ids: plan_options.test_ids.clone(),
             tags: plan_options.tags.clone(),
@@ -449,14 +494,18 @@ pub fn run(
 
     writeln!(
         err,
-        "evalhost {} · suite `{}` · {} test(s){} · target `{}`{}",
+        "evalhost {} · suite `{}` · {} run(s){} · target {}{}",
         env!("CARGO_PKG_VERSION"),
         suite.name,
         plan.len(),
         plan_options
             .shard
             .map_or(String::new(), |s| format!(" (shard {s})")),
-        target.name,
+        target_names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
         if done.is_empty() {
             String::new()
         } else {
@@ -493,6 +542,39 @@ pub fn run(
         )?;
     }
 
+    let target_hook = |hook: &crate::workspace::Hook, id: &str, timeout| {
+        crate::lifecycle::HookRow::from(crate::workspace::run_hook(
+            hook,
+            &crate::workspace::HookContext {
+                workspace: None,
+                test_id: id,
+                run_id: &run_id,
+                case_input: None,
+                case_metadata: None,
+                base_dir: &suite.dir,
+            },
+            timeout,
+        ))
+    };
+    let mut hooks = std::collections::BTreeMap::new();
+    for rt in &run_targets {
+        if let Some(hook) = &rt.hooks.before_all {
+            let run = target_hook(
+                hook,
+                "__target_before_all__",
+                crate::workspace::BEFORE_TIMEOUT,
+            );
+            if let Some(error) = &run.error {
+                writeln!(
+                    err,
+                    "  warning: target `{}` before_all hook: {error}",
+                    rt.target.name
+                )?;
+            }
+            hooks.insert(format!("{}.before_all", rt.target.name), run);
+        }
+    }
+
     install_interrupt_handler();
     INTERRUPTED.store(false, Ordering::SeqCst);
     let started = Instant::now();
@@ -500,7 +582,7 @@ pub fn run(
         suite: &suite,
         registry: &registry,
         targets: &targets,
-        target: &target,
+        run_targets: &run_targets,
         cli_threshold: threshold,
         graders: Semaphore::new(grader_workers),
         stop: AtomicBool::new(false),
@@ -512,6 +594,7 @@ pub fn run(
             ..grade::Policy::default()
         },
         lifecycle,
+        run_id: run_id.clone(),
     };
     let mut progress = report::terminal::Progress::new(plan.len(), options.quiet);
     let new_rows = execute(&ctx, &plan, &done, workers, |row| {
@@ -524,7 +607,16 @@ pub fn run(
     progress.finish();
     let interrupted = INTERRUPTED.load(Ordering::SeqCst);
     let Ctx { lifecycle, .. } = ctx;
-    let mut hooks = std::collections::BTreeMap::new();
+    for rt in &run_targets {
+        if let Some(hook) = &rt.hooks.after_all {
+            let run = target_hook(
+                hook,
+                "__target_after_all__",
+                crate::workspace::AFTER_TIMEOUT,
+            );
+            hooks.insert(format!("{}.after_all", rt.target.name), run);
+        }
+    }
     let mut kept = Vec::new();
     if let Some(lifecycle) = lifecycle {
         if let Some(before) = lifecycle.before_all.clone() {
@@ -549,7 +641,7 @@ pub fn run(
         .with_context(|| format!("cannot write {}", writer.path().display()))?;
     let summary = Summary::new(
         &suite.name,
-        &target.name,
+        &target_names.join(", "),
         &run_dir,
         &rows,
         plan.len(),
@@ -621,13 +713,20 @@ struct Ctx<'a> {
     suite: &'a Suite,
     registry: &'a Registry,
     targets: &'a Targets,
-    target: &'a Target,
+    run_targets: &'a [RunTarget],
     cli_threshold: Option<f64>,
     graders: Semaphore,
     stop: AtomicBool,
     fail_fast: bool,
     policy: grade::Policy,
     lifecycle: Option<Lifecycle>,
+    run_id: String,
+}
+
+/// A target of this run, with its matrix hooks.
+struct RunTarget {
+    target: Target,
+    hooks: crate::workspace::Hooks,
 }
 
 impl Ctx<'_> {
@@ -682,7 +781,11 @@ fn run_planned(
     let test = &ctx.suite.tests[planned.index];
     let mut finished: Vec<ResultRow> = Vec::new();
     for trial in 1..=planned.trials {
-        let key = (test.id.clone(), ctx.target.name.clone(), trial);
+        let key = (
+            test.id.clone(),
+            ctx.run_targets[planned.target].target.name.clone(),
+            trial,
+        );
         if let Some(row) = done.get(&key) {
             finished.push(row.clone());
         } else {
@@ -720,6 +823,7 @@ pub fn effective_threshold(test: Option<f64>, cli: Option<f64>, suite: Option<f6
 
 fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) -> ResultRow {
     let started = Instant::now();
+    let run_target = &ctx.run_targets[planned.target];
     let deadline = test
         .timeout_ms
         .map(|ms| started + Duration::from_millis(ms));
@@ -728,7 +832,7 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
         timestamp: String::new(),
         test_id: test.id.clone(),
         suite: ctx.suite.name.clone(),
-        target: ctx.target.name.clone(),
+        target: run_target.target.name.clone(),
         test_index: planned.index,
         trial: (planned.trials > 1).then_some(trial),
         trials: (planned.trials > 1).then_some(planned.trials),
@@ -794,13 +898,45 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
         .as_ref()
         .and_then(|c| c.path())
         .map(Path::to_path_buf);
+    let hook_context = crate::workspace::HookContext {
+        workspace: workspace_path.as_deref(),
+        test_id: &test.id,
+        run_id: &ctx.run_id,
+        case_input: test
+            .input
+            .iter()
+            .rev()
+            .find(|m| m.role == "user")
+            .map(|m| m.content.as_str()),
+        case_metadata: Some(&test.metadata),
+        base_dir: &ctx.suite.dir,
+    };
+    let mut target_hooks = std::collections::BTreeMap::new();
+    if let Some(hook) = &run_target.hooks.before_each {
+        let run = crate::workspace::run_hook(hook, &hook_context, crate::workspace::BEFORE_TIMEOUT);
+        let error = run.error.clone();
+        target_hooks.insert(
+            "target_before_each".to_owned(),
+            crate::lifecycle::HookRow::from(run),
+        );
+        if let Some(error) = error {
+            row.failure_class = Some(FailureClass::Workspace);
+            row.error = Some(format!("target before_each hook: {error}"));
+            row.hooks = target_hooks;
+            if let Some(case) = case_ws {
+                row.hooks.extend(case.hooks.clone());
+                row.workspace_path = case.finish(false).map(|p| p.display().to_string());
+            }
+            return finish(row);
+        }
+    }
     let invocation = target::Invocation {
         workspace: workspace_path.as_deref(),
         eval_dir: Some(&ctx.suite.dir),
         deadline,
         attempt: 0,
     };
-    let output = match ctx.targets.invoke(ctx.target, test, &invocation) {
+    let output = match ctx.targets.invoke(&run_target.target, test, &invocation) {
         Ok(output) => output,
         Err(failure) => {
             row.failure_class = Some(failure.class);
@@ -812,6 +948,13 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
             return finish(row);
         }
     };
+    if let Some(hook) = &run_target.hooks.after_each {
+        let run = crate::workspace::run_hook(hook, &hook_context, crate::workspace::AFTER_TIMEOUT);
+        target_hooks.insert(
+            "target_after_each".to_owned(),
+            crate::lifecycle::HookRow::from(run),
+        );
+    }
     let file_changes = case_ws.as_mut().and_then(|c| c.after_agent(test));
     let mut request = grade::base_request(test, &output);
     request.trace.file_changes = file_changes.clone();
@@ -862,8 +1005,9 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
     row.output = output.text;
     row.scores = scores;
     row.file_changes = file_changes;
+    row.hooks = target_hooks;
     if let Some(case) = case_ws {
-        row.hooks = case.hooks.clone();
+        row.hooks.extend(case.hooks.clone());
         let passed = Status::of(row.execution_status, row.expected_fail).is_success();
         row.workspace_path = case.finish(passed).map(|p| p.display().to_string());
     }

@@ -13,7 +13,8 @@ pub mod source_map;
 pub use check::check_assertions;
 pub use load::load;
 pub use model::{
-    Assertion, LimitOverrides, Loc, Message, PluginRef, Required, Suite, TestCase, Trials,
+    Assertion, LimitOverrides, Loc, MatrixTarget, Message, PluginRef, Required, Suite, TestCase,
+    Trials,
 };
 
 /// Eval files under `dir` (recursively, skipping hidden directories and

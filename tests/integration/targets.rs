@@ -274,3 +274,72 @@ fn replay_grades_recorded_outputs() {
             .contains("no recording for test `c`")
     );
 }
+
+#[test]
+fn a_target_matrix_runs_every_case_on_each_target_with_its_hooks() {
+    let targets = "targets:\n  - {name: alpha, provider: mock, response: hi from alpha}\n  - {name: beta, provider: mock, response: bye from beta}\n";
+    let suite = r#"execution:
+  targets:
+    - alpha
+    - name: beta-variant
+      use_target: beta
+      hooks:
+        before_each: {command: [sh, -c, "echo variant setup for {{test_id}}"]}
+tests:
+  - {id: everywhere, input: q, assertions: [{type: contains, value: hi}]}
+  - id: alpha-only
+    input: q
+    execution: {targets: [alpha]}
+    assertions: [{type: contains, value: hi}]
+"#;
+    let project = project_with_targets(targets, suite);
+    let r = project.run(&[]);
+    assert_eq!(r.code, 1, "beta says bye: {}", r.stderr);
+    let rows = project.rows();
+    let pairs: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["test_id"].as_str().unwrap().to_owned(),
+                r["target"].as_str().unwrap().to_owned(),
+                r["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            ("everywhere".into(), "alpha".into(), "passed".into()),
+            ("everywhere".into(), "beta-variant".into(), "failed".into()),
+            ("alpha-only".into(), "alpha".into(), "passed".into()),
+        ]
+    );
+    assert_eq!(
+        rows[1]["hooks"]["target_before_each"]["output"],
+        "variant setup for everywhere\n"
+    );
+    // --target overrides the matrix.
+    let r = run_in(
+        project.path(),
+        &["run", "EVAL.yaml", "-o", "only-alpha", "--target", "alpha"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+#[test]
+fn cli_attempt_counts_retries() {
+    let targets = "targets:\n  - {name: default, provider: cli, command: \"test {ATTEMPT} -ge 1 || exit 9; echo hi on attempt {ATTEMPT} > {OUTPUT_FILE}\", max_retries: 2, retry_initial_delay_ms: 10}\n";
+    let project = project_with_targets(targets, ONE_TEST);
+    let r = project.run(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(row(&project, "t1")["output"], "hi on attempt 1\n");
+}
+
+#[test]
+fn a_cli_healthcheck_gates_the_target() {
+    let targets = "targets:\n  - {name: default, provider: cli, command: \"echo hi > {OUTPUT_FILE}\", max_retries: 0, healthcheck: {command: \"exit 1\"}}\n";
+    let project = project_with_targets(targets, ONE_TEST);
+    assert_eq!(project.run(&[]).code, 3);
+    let error = row(&project, "t1")["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("healthcheck `exit 1` failed"), "{error}");
+}

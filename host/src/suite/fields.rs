@@ -358,11 +358,10 @@ pub const CASE: &[Field] = &[
 /// Keys of `execution` (suite or test).
 pub const EXECUTION: &[Field] = &[
     field("target", "Default target name", string),
-    unsupported(
+    field(
         "targets",
-        "Run every test against each of these targets",
+        "Run every test against each target: names, or {name, use_target, hooks}; on a test, the subset it runs on",
         any,
-        "target matrices are not run by this version",
     ),
     unsupported(
         "workers",

@@ -401,6 +401,10 @@ impl Loader {
             .as_ref()
             .and_then(|e| e.get("allow_commands"))
             .map(|v| self.string_list(&doc, v, &exec_path.key("allow_commands")));
+        let matrix = match execution.as_ref().and_then(|e| e.get("targets")) {
+            Some(list) => self.matrix(&doc, list, &exec_path.key("targets")),
+            None => Vec::new(),
+        };
         let mut suite = self.finish(
             doc,
             name,
@@ -414,6 +418,7 @@ impl Loader {
         suite.trials = trials;
         suite.exec_allow = exec_allow;
         suite.workspace = defaults.workspace.clone();
+        suite.matrix = matrix;
         Some(suite)
     }
 
@@ -725,6 +730,88 @@ impl Loader {
         })
     }
 
+    fn matrix(
+        &mut self,
+        doc: &Arc<Doc>,
+        value: &Value,
+        at: &KeyPath,
+    ) -> Vec<crate::suite::MatrixTarget> {
+        let Value::Array(items) = value else {
+            self.error(doc, at, format!("`execution.targets` must be a list of target names or {{name, use_target, hooks}}, got {}", kind(value)));
+            return Vec::new();
+        };
+        let mut out: Vec<crate::suite::MatrixTarget> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let iat = at.index(i);
+            let entry = match item {
+                Value::String(name) if !name.is_empty() => crate::suite::MatrixTarget {
+                    name: name.clone(),
+                    use_target: name.clone(),
+                    hooks: crate::workspace::Hooks::default(),
+                },
+                Value::Object(o) => {
+                    let Some(name) = o
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .filter(|n| !n.is_empty())
+                    else {
+                        self.error(doc, &iat, "a matrix target needs a `name`");
+                        continue;
+                    };
+                    let use_target = o
+                        .get("use_target")
+                        .and_then(Value::as_str)
+                        .filter(|u| !u.is_empty())
+                        .unwrap_or(name);
+                    let hooks = match o.get("hooks") {
+                        Some(Value::Object(h)) => {
+                            let mut hook = |n: &str| {
+                                h.get(n)
+                                    .and_then(|v| self.hook(doc, v, &iat.key("hooks").key(n)))
+                            };
+                            crate::workspace::Hooks {
+                                before_all: hook("before_all"),
+                                before_each: hook("before_each"),
+                                after_each: hook("after_each"),
+                                after_all: hook("after_all"),
+                            }
+                        }
+                        _ => crate::workspace::Hooks::default(),
+                    };
+                    crate::suite::MatrixTarget {
+                        name: name.to_owned(),
+                        use_target: use_target.to_owned(),
+                        hooks,
+                    }
+                }
+                other => {
+                    self.error(
+                        doc,
+                        &iat,
+                        format!(
+                            "a matrix target must be a name or a mapping, got {}",
+                            kind(other)
+                        ),
+                    );
+                    continue;
+                }
+            };
+            if out.iter().any(|t| t.name == entry.name) {
+                self.error(
+                    doc,
+                    &iat,
+                    format!(
+                        "target `{}` appears twice in `execution.targets`",
+                        entry.name
+                    ),
+                );
+                continue;
+            }
+            out.push(entry);
+        }
+        out
+    }
+
     fn trials(&mut self, doc: &Doc, value: &Value, at: &KeyPath) -> Option<Trials> {
         let Value::Object(o) = value else {
             self.error(
@@ -820,6 +907,7 @@ impl Loader {
             trials: None,
             exec_allow: None,
             workspace: None,
+            matrix: Vec::new(),
         })
     }
 
@@ -1583,6 +1671,10 @@ impl Loader {
                 None
             }
         };
+        let test_targets = execution
+            .as_ref()
+            .and_then(|e| e.get("targets"))
+            .map(|v| self.string_list(doc, v, &at.key("execution").key("targets")));
         let expected_fail = match test.get("expected_fail") {
             None | Some(Value::Null | Value::Bool(false)) => false,
             Some(Value::Bool(true)) => true,
@@ -1613,6 +1705,7 @@ impl Loader {
             tags,
             timeout_ms,
             expected_fail,
+            targets: test_targets,
             workspace,
             loc: doc.loc(at),
         })

@@ -123,6 +123,9 @@ pub struct TestCase {
     pub timeout_ms: Option<u64>,
     /// The case is expected to fail.
     pub expected_fail: bool,
+    /// `execution.targets` of the test: it runs only on these of the
+    /// suite's targets.
+    pub targets: Option<Vec<String>>,
     /// The test's own workspace (or `{template: <dir>}` for a discovered
     /// case's `workspace/`), to be laid over the suite's.
     pub workspace: Option<crate::workspace::Spec>,
@@ -162,6 +165,20 @@ pub struct Suite {
     pub exec_allow: Option<Vec<String>>,
     /// The suite's workspace.
     pub workspace: Option<crate::workspace::Spec>,
+    /// `execution.targets`: every test runs against each of these.
+    pub matrix: Vec<MatrixTarget>,
+}
+
+/// One entry of `execution.targets`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatrixTarget {
+    /// The name results carry.
+    pub name: String,
+    /// The targets-file entry it runs (`use_target`), else `name`.
+    pub use_target: String,
+    /// Hooks of this target, run after the workspace's on setup and before
+    /// them on teardown.
+    pub hooks: crate::workspace::Hooks,
 }
 
 /// `execution.trials`: run each test `count` times.
