@@ -33,6 +33,50 @@ pub enum Command {
     Schema(SchemaArgs),
     /// Combine run directories (shards) into one: results, summary, report.
     Merge(MergeArgs),
+    /// Grade a finished run's outputs again with the current suite and
+    /// plugins, without calling any target.
+    Regrade(RegradeArgs),
+    /// Manage the caches (compiled plugins, target answers).
+    #[command(subcommand)]
+    Cache(CacheCommand),
+}
+
+/// `evalhost regrade`.
+#[derive(Debug, clap::Args)]
+pub struct RegradeArgs {
+    /// The run directory whose outputs to grade.
+    pub run_dir: PathBuf,
+    /// The eval file (default: the one the run used).
+    #[arg(long)]
+    pub eval: Option<PathBuf>,
+    /// Run directory for the new results (default: `.evalhost/runs/<timestamp>`).
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Write JUnit XML to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Extra reporter (`github`).
+    #[arg(long, value_enum)]
+    pub reporter: Vec<ReporterKind>,
+    /// Sandbox policy (`strict` refuses `exec`).
+    #[arg(long, value_enum, default_value = "default")]
+    pub sandbox: SandboxKind,
+}
+
+/// `evalhost cache`.
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// Remove cached target answers and compiled plugins.
+    Clear {
+        /// Only the target answers.
+        #[arg(long, conflicts_with = "components")]
+        responses: bool,
+        /// Only the compiled plugins.
+        #[arg(long)]
+        components: bool,
+    },
+    /// Print where the caches are.
+    Dir,
 }
 
 /// `evalhost schema`.
@@ -119,6 +163,15 @@ pub struct RunArgs {
     /// Keep every case's workspace (failed cases' are always kept).
     #[arg(long)]
     pub keep_workspaces: bool,
+    /// Cache target answers and reuse them on later runs.
+    #[arg(long, overrides_with = "no_cache")]
+    pub cache: bool,
+    /// Do not use the response cache, whatever the suite says.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// With --cache, cache sampled models (temperature > 0) too.
+    #[arg(long)]
+    pub cache_sampled: bool,
     /// Compile plugins without reading or writing the compile cache.
     #[arg(long)]
     pub no_compile_cache: bool,
@@ -177,6 +230,8 @@ pub fn run_cli(cli: Cli) -> ExitCode {
         Command::Validate(args) => validate_command(&args, &mut stderr),
         Command::Schema(args) => schema_command(&args, &mut stderr),
         Command::Merge(args) => merge_command(&args, &mut stderr),
+        Command::Regrade(args) => regrade_command(&args, &mut stderr),
+        Command::Cache(command) => cache_command(&command, &mut stderr),
     };
     ExitCode::from(code)
 }
@@ -217,6 +272,15 @@ fn run_command(args: &RunArgs, err: &mut dyn Write) -> u8 {
         reporters: reporters(&args.junit, &args.reporter),
         sandbox_strict: args.sandbox == SandboxKind::Strict,
         keep_workspaces: args.keep_workspaces,
+        cache: if args.no_cache {
+            Some(false)
+        } else if args.cache {
+            Some(true)
+        } else {
+            None
+        },
+        cache_sampled: args.cache_sampled,
+        regrade: None,
     };
     match run::run(&options, err) {
         Ok(Ok(report)) => report.exit_code(),
@@ -327,6 +391,68 @@ fn schema_command(args: &SchemaArgs, err: &mut dyn Write) -> u8 {
         Err(error) => {
             let _ = writeln!(err, "error: {error:#}");
             exit_codes::INTERNAL
+        }
+    }
+}
+
+fn regrade_command(args: &RegradeArgs, err: &mut dyn Write) -> u8 {
+    let options = RunOptions {
+        eval: args.eval.clone(),
+        output: args.output.clone(),
+        reporters: reporters(&args.junit, &args.reporter),
+        sandbox_strict: args.sandbox == SandboxKind::Strict,
+        regrade: Some(args.run_dir.clone()),
+        cache: Some(false),
+        ..RunOptions::default()
+    };
+    match run::run(&options, err) {
+        Ok(Ok(report)) => report.exit_code(),
+        Ok(Err(error)) => report_run_error(err, &error),
+        Err(error) => {
+            let _ = writeln!(err, "error: {error:#}");
+            exit_codes::INTERNAL
+        }
+    }
+}
+
+fn cache_command(command: &CacheCommand, err: &mut dyn Write) -> u8 {
+    let responses = crate::response_cache::ResponseCache::default_dir();
+    let components = crate::plugin::cache::default_cache_dir();
+    match command {
+        CacheCommand::Dir => {
+            let mut out = std::io::stdout().lock();
+            for (label, dir) in [("responses", &responses), ("components", &components)] {
+                let shown = dir
+                    .as_ref()
+                    .map_or_else(|| "(none)".to_owned(), |d| d.display().to_string());
+                let _ = writeln!(out, "{label}: {shown}");
+            }
+            exit_codes::SUCCESS
+        }
+        CacheCommand::Clear {
+            responses: only_responses,
+            components: only_components,
+        } => {
+            let mut targets = Vec::new();
+            if !*only_components {
+                targets.push(("target answer(s)", responses));
+            }
+            if !*only_responses {
+                targets.push(("compiled plugin(s)", components));
+            }
+            for (label, dir) in targets {
+                let Some(dir) = dir else { continue };
+                match crate::response_cache::ResponseCache::clear(&dir) {
+                    Ok(n) => {
+                        let _ = writeln!(err, "removed {n} {label} from {}", dir.display());
+                    }
+                    Err(e) => {
+                        let _ = writeln!(err, "error: cannot clear {}: {e}", dir.display());
+                        return exit_codes::INTERNAL;
+                    }
+                }
+            }
+            exit_codes::SUCCESS
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod plan;
 pub mod plugin;
 pub mod process;
 pub mod report;
+pub mod response_cache;
 pub mod results;
 pub mod run;
 pub mod schema;

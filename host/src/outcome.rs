@@ -274,6 +274,8 @@ mod tests {
             token_usage: None,
             cost_usd: None,
             target_used: None,
+            cached: false,
+            output_messages: Vec::new(),
             file_changes: None,
             workspace_path: None,
             hooks: Default::default(),

@@ -229,6 +229,13 @@ pub struct ResultRow {
     /// Cost the target reported, in US dollars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// True when the answer came from the response cache (`--cache`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
+    /// Every message the target produced, when there is more to them than
+    /// `output` (tool calls, several turns): kept so `regrade` sees them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_messages: Vec<crate::target::OutputMessage>,
     /// The fallback target that answered, when the primary failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_used: Option<String>,

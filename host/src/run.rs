@@ -69,6 +69,13 @@ pub struct RunOptions {
     pub sandbox_strict: bool,
     /// `--keep-workspaces`: keep every case's workspace, not only failed ones.
     pub keep_workspaces: bool,
+    /// `--cache` (true), `--no-cache` (false), else the suite's
+    /// `execution.cache`.
+    pub cache: Option<bool>,
+    /// `--cache-sampled`: cache sampled models too.
+    pub cache_sampled: bool,
+    /// `regrade RUN_DIR`: grade that run's outputs instead of calling targets.
+    pub regrade: Option<PathBuf>,
 }
 
 /// `run.json`: what a run was asked to do, so that `--resume` and
@@ -281,7 +288,12 @@ pub fn run(
     }
     // What to run: from the command line, or from the run being resumed or
     // re-run.
-    let previous = match options.resume.as_ref().or(options.rerun_failed.as_ref()) {
+    let previous = match options
+        .resume
+        .as_ref()
+        .or(options.rerun_failed.as_ref())
+        .or(options.regrade.as_ref())
+    {
         Some(dir) => match read_record(dir) {
             Ok(r) => Some(r),
             Err(e) => return Ok(Err(e)),
@@ -419,7 +431,64 @@ pub fn run(
         )]
     };
     let mut run_targets: Vec<RunTarget> = Vec::new();
-    for entry in &matrix {
+    if let Some(dir) = &options.regrade {
+        // Grade the earlier run's outputs: one recorded target per target it
+        // ran, answering by (test id, trial).
+        let rows = match results::read_rows(&dir.join("results.jsonl")) {
+            Ok((rows, _)) => rows,
+            Err(e) => {
+                return Ok(Err(RunError::Usage(format!(
+                    "cannot read {}: {e}",
+                    dir.join("results.jsonl").display()
+                ))));
+            }
+        };
+        let mut by_target: std::collections::BTreeMap<
+            String,
+            std::collections::HashMap<(String, u32), target::TargetOutput>,
+        > = std::collections::BTreeMap::new();
+        for row in rows.iter().filter(|r| {
+            r.execution_status != ExecutionStatus::ExecutionError || !r.output.is_empty()
+        }) {
+            let messages = if row.output_messages.is_empty() {
+                target::TargetOutput::text(row.output.clone()).messages
+            } else {
+                row.output_messages.clone()
+            };
+            let output = target::TargetOutput {
+                text: row.output.clone(),
+                messages,
+                duration_ms: row.duration_ms,
+                token_usage: row.token_usage,
+                cost_usd: row.cost_usd,
+                target_used: row.target_used.clone(),
+            };
+            by_target
+                .entry(row.target.clone())
+                .or_default()
+                .insert((row.test_id.clone(), row.trial.unwrap_or(1)), output);
+        }
+        for (name, outputs) in by_target {
+            run_targets.push(RunTarget {
+                target: Target {
+                    name,
+                    provider: target::Provider::Recorded(Arc::new(outputs)),
+                    grader_target: None,
+                    fallback_targets: Vec::new(),
+                    retry: target::Retry {
+                        max_retries: 0,
+                        ..target::Retry::default()
+                    },
+                    base_dir: suite.dir.clone(),
+                },
+                hooks: Default::default(),
+            });
+        }
+        if let Some(max) = rows.iter().filter_map(|r| r.trials).max() {
+            plan_options.repeat.get_or_insert(max);
+        }
+    }
+    for entry in matrix.iter().filter(|_| options.regrade.is_none()) {
         match targets.select(&entry.use_target) {
             Ok(t) => {
                 let mut target = t.clone();
@@ -438,6 +507,16 @@ pub fn run(
         Err(message) => return Ok(Err(RunError::Usage(message))),
     };
 
+    let enabled = options.cache.unwrap_or(suite.cache);
+    let response_cache = if enabled {
+        suite
+            .cache_path
+            .clone()
+            .or_else(crate::response_cache::ResponseCache::default_dir)
+            .map(|dir| crate::response_cache::ResponseCache::new(dir, options.cache_sampled))
+    } else {
+        None
+    };
     let run_dir = match (&options.resume, &options.output) {
         (Some(dir), _) => dir.clone(),
         (None, Some(out)) => out.clone(),
@@ -595,6 +674,7 @@ pub fn run(
         },
         lifecycle,
         run_id: run_id.clone(),
+        cache: response_cache,
     };
     let mut progress = report::terminal::Progress::new(plan.len(), options.quiet);
     let new_rows = execute(&ctx, &plan, &done, workers, |row| {
@@ -721,6 +801,7 @@ struct Ctx<'a> {
     policy: grade::Policy,
     lifecycle: Option<Lifecycle>,
     run_id: String,
+    cache: Option<crate::response_cache::ResponseCache>,
 }
 
 /// A target of this run, with its matrix hooks.
@@ -854,6 +935,8 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
         token_usage: None,
         cost_usd: None,
         target_used: None,
+        cached: false,
+        output_messages: Vec::new(),
         file_changes: None,
         workspace_path: None,
         hooks: Default::default(),
@@ -935,8 +1018,29 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
         eval_dir: Some(&ctx.suite.dir),
         deadline,
         attempt: 0,
+        trial,
     };
-    let output = match ctx.targets.invoke(&run_target.target, test, &invocation) {
+    let cache_key = match (&ctx.cache, workspace_path.is_none() && planned.trials == 1) {
+        (Some(cache), true) => run_target
+            .target
+            .cache_identity(cache.sampled)
+            .map(|identity| crate::response_cache::ResponseCache::key(&identity, test)),
+        _ => None,
+    };
+    let cached = cache_key
+        .as_ref()
+        .and_then(|key| ctx.cache.as_ref().and_then(|c| c.get(key)));
+    row.cached = cached.is_some();
+    let invoked = match cached {
+        Some(output) => Ok(output),
+        None => ctx.targets.invoke(&run_target.target, test, &invocation),
+    };
+    if let (Ok(output), Some(key), Some(cache), false) =
+        (&invoked, &cache_key, &ctx.cache, row.cached)
+    {
+        cache.put(key, output);
+    }
+    let output = match invoked {
         Ok(output) => output,
         Err(failure) => {
             row.failure_class = Some(failure.class);
@@ -1002,6 +1106,13 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
     row.token_usage = output.token_usage;
     row.cost_usd = output.cost_usd;
     row.target_used = output.target_used;
+    let plain = output.messages.len() == 1
+        && output.messages[0].role == "assistant"
+        && output.messages[0].tool_calls.is_empty()
+        && output.messages[0].content == output.text;
+    if !plain {
+        row.output_messages = output.messages.clone();
+    }
     row.output = output.text;
     row.scores = scores;
     row.file_changes = file_changes;

@@ -62,6 +62,8 @@ pub enum Provider {
     OpenAi(openai::OpenAiConfig),
     /// Recorded outputs.
     Replay(replay::ReplayConfig),
+    /// The outputs of an earlier run, by (test id, trial): `evalhost regrade`.
+    Recorded(std::sync::Arc<std::collections::HashMap<(String, u32), TargetOutput>>),
     /// A provider this version of evalhost does not run.
     Unsupported(String),
 }
@@ -118,7 +120,7 @@ pub struct Target {
 }
 
 /// One tool call in a target's output.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolCall {
     /// Id.
     pub id: Option<String>,
@@ -135,7 +137,7 @@ pub struct ToolCall {
 }
 
 /// One message of a target's output.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct OutputMessage {
     /// Role.
     pub role: String,
@@ -165,7 +167,7 @@ pub struct TokenUsage {
 }
 
 /// A target's output for one test.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TargetOutput {
     /// The candidate: text of the last assistant message.
     pub text: String,
@@ -262,6 +264,8 @@ pub struct Invocation<'a> {
     pub deadline: Option<Instant>,
     /// The retry attempt, 0-based.
     pub attempt: u32,
+    /// The trial, 1-based.
+    pub trial: u32,
 }
 
 impl Invocation<'_> {
@@ -683,6 +687,26 @@ fn invoke_with_retries(
 }
 
 impl Target {
+    /// What identifies this target's answers for the response cache, or
+    /// `None` when they are not cached: replays and mocks (already local),
+    /// and sampled models (`temperature > 0`) unless `sampled` is set.
+    pub fn cache_identity(&self, sampled: bool) -> Option<String> {
+        match &self.provider {
+            Provider::Cli(c) => Some(format!("cli\u{0}{}\u{0}{:?}", c.command, c.cwd)),
+            Provider::OpenAi(c) => {
+                let temperature = c.temperature.unwrap_or(1.0);
+                if temperature > 0.0 && !sampled {
+                    return None;
+                }
+                Some(format!(
+                    "openai\u{0}{}\u{0}{}\u{0}{temperature}\u{0}{:?}",
+                    c.base_url, c.model, c.max_output_tokens
+                ))
+            }
+            _ => None,
+        }
+    }
+
     /// One attempt.
     pub fn invoke_once(
         &self,
@@ -707,6 +731,15 @@ impl Target {
             Provider::Cli(config) => cli::invoke(config, self, test, inv),
             Provider::OpenAi(config) => openai::invoke(config, test, inv),
             Provider::Replay(config) => replay::invoke(config, test),
+            Provider::Recorded(outputs) => outputs
+                .get(&(test.id.clone(), inv.trial))
+                .cloned()
+                .ok_or_else(|| {
+                    TargetFailure::fatal(format!(
+                        "the earlier run has no output for test `{}` (trial {})",
+                        test.id, inv.trial
+                    ))
+                }),
             Provider::Unsupported(p) => Err(TargetFailure::fatal(format!(
                 "provider `{p}` is not supported"
             ))),

@@ -343,3 +343,91 @@ fn a_cli_healthcheck_gates_the_target() {
     let error = row(&project, "t1")["error"].as_str().unwrap().to_owned();
     assert!(error.contains("healthcheck `exit 1` failed"), "{error}");
 }
+
+#[test]
+fn the_response_cache_answers_a_second_run_without_calling_the_target() {
+    let server = FakeServer::start(vec![Reply::chat("hi, cached")]);
+    let project = project_with_targets(&openai_targets(&server.url, ""), ONE_TEST);
+    let cache = tempfile::tempdir().unwrap();
+    let run = |out: &str, extra: &[&str]| -> crate::support::Run {
+        let mut args = vec!["run", "EVAL.yaml", "-o", out];
+        args.extend_from_slice(extra);
+        crate::support::evalhost()
+            .current_dir(project.path())
+            .env("EVALHOST_TEST_KEY", "sk-loopback")
+            .env("EVALHOST_CACHE_DIR", cache.path())
+            .args(&args)
+            .output()
+            .unwrap()
+            .into()
+    };
+    assert_eq!(run("a", &["--cache"]).code, 0);
+    assert_eq!(run("b", &["--cache"]).code, 0);
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the second run was answered from the cache"
+    );
+    let b: Value = serde_json::from_str(
+        std::fs::read_to_string(project.path().join("b/results.jsonl"))
+            .unwrap()
+            .trim(),
+    )
+    .unwrap();
+    assert_eq!(
+        (b["cached"].as_bool(), b["output"].as_str()),
+        (Some(true), Some("hi, cached"))
+    );
+    assert_eq!(run("c", &["--cache", "--no-cache"]).code, 0);
+    assert_eq!(server.requests().len(), 2, "--no-cache calls the target");
+    // A sampled model is not cached unless asked.
+    let server = FakeServer::start(vec![Reply::chat("hi")]);
+    let sampled = openai_targets(&server.url, "").replace("temperature: 0", "temperature: 0.7");
+    std::fs::write(project.path().join(".evalhost/targets.yaml"), sampled).unwrap();
+    assert_eq!(run("d", &["--cache"]).code, 0);
+    assert_eq!(run("e", &["--cache"]).code, 0);
+    assert_eq!(server.requests().len(), 2, "temperature 0.7: not cached");
+    assert_eq!(run("f", &["--cache", "--cache-sampled"]).code, 0);
+    assert_eq!(run("g", &["--cache", "--cache-sampled"]).code, 0);
+    assert_eq!(server.requests().len(), 3, "--cache-sampled caches it");
+    let r = run_in(project.path(), &["cache", "clear", "--responses"]);
+    assert_eq!(r.code, 0);
+}
+
+#[test]
+fn regrade_grades_recorded_outputs_with_the_current_suite() {
+    // The target counts its calls in calls.txt.
+    let targets = "targets:\n  - {name: default, provider: cli, command: \"echo x >> calls.txt; echo 'hi there' > {OUTPUT_FILE}\"}\n";
+    let project = project_with_targets(targets, ONE_TEST);
+    assert_eq!(project.run(&[]).code, 0);
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("calls.txt"))
+            .unwrap()
+            .lines()
+            .count(),
+        1
+    );
+    // The suite changes: the same output now fails.
+    project.write("EVAL.yaml", &ONE_TEST.replace("value: hi", "value: bye"));
+    let r = run_in(project.path(), &["regrade", "out", "-o", "regraded"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("calls.txt"))
+            .unwrap()
+            .lines()
+            .count(),
+        1,
+        "no target call"
+    );
+    let row: Value = serde_json::from_str(
+        std::fs::read_to_string(project.path().join("regraded/results.jsonl"))
+            .unwrap()
+            .trim(),
+    )
+    .unwrap();
+    assert_eq!(
+        (row["output"].as_str(), row["status"].as_str()),
+        (Some("hi there\n"), Some("failed"))
+    );
+    assert_eq!(row["scores"][0]["name"], "contains-bye");
+}

@@ -387,18 +387,8 @@ pub const EXECUTION: &[Field] = &[
         boolean,
         "not applied by this version",
     ),
-    unsupported(
-        "cache",
-        "Response cache",
-        boolean,
-        "the response cache is not available in this version",
-    ),
-    unsupported(
-        "cache_path",
-        "Response cache directory",
-        string,
-        "the response cache is not available in this version",
-    ),
+    field("cache", "Use the response cache (as --cache)", boolean),
+    field("cache_path", "Directory of the response cache", string),
     field(
         "skip_defaults",
         "(test only) skip the suite's assertions, input and input_files",

@@ -419,6 +419,15 @@ impl Loader {
         suite.exec_allow = exec_allow;
         suite.workspace = defaults.workspace.clone();
         suite.matrix = matrix;
+        suite.cache = matches!(
+            execution.as_ref().and_then(|e| e.get("cache")),
+            Some(Value::Bool(true))
+        );
+        suite.cache_path = execution
+            .as_ref()
+            .and_then(|e| e.get("cache_path"))
+            .and_then(Value::as_str)
+            .map(|p| self.roots.eval_dir.join(p));
         Some(suite)
     }
 
@@ -908,6 +917,8 @@ impl Loader {
             exec_allow: None,
             workspace: None,
             matrix: Vec::new(),
+            cache: false,
+            cache_path: None,
         })
     }
 

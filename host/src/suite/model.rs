@@ -167,6 +167,10 @@ pub struct Suite {
     pub workspace: Option<crate::workspace::Spec>,
     /// `execution.targets`: every test runs against each of these.
     pub matrix: Vec<MatrixTarget>,
+    /// `execution.cache`: use the response cache.
+    pub cache: bool,
+    /// `execution.cache_path`: where.
+    pub cache_path: Option<PathBuf>,
 }
 
 /// One entry of `execution.targets`.
