@@ -61,6 +61,9 @@ pub struct RegradeArgs {
     /// Sandbox policy (`strict` refuses `exec`).
     #[arg(long, value_enum, default_value = "default")]
     pub sandbox: SandboxKind,
+    /// The judge for LLM graders.
+    #[arg(long, value_name = "TARGET")]
+    pub grader_target: Option<String>,
 }
 
 /// `evalhost cache`.
@@ -172,6 +175,16 @@ pub struct RunArgs {
     /// With --cache, cache sampled models (temperature > 0) too.
     #[arg(long)]
     pub cache_sampled: bool,
+    /// The judge for LLM graders (default: the target's `grader_target`,
+    /// else the target itself when it is a model).
+    #[arg(long, value_name = "TARGET")]
+    pub grader_target: Option<String>,
+    /// Judge calls in flight at once (default 4).
+    #[arg(long, value_name = "N")]
+    pub judge_workers: Option<usize>,
+    /// Always call the judge, never its cache.
+    #[arg(long)]
+    pub no_judge_cache: bool,
     /// Compile plugins without reading or writing the compile cache.
     #[arg(long)]
     pub no_compile_cache: bool,
@@ -281,6 +294,9 @@ fn run_command(args: &RunArgs, err: &mut dyn Write) -> u8 {
         },
         cache_sampled: args.cache_sampled,
         regrade: None,
+        grader_target: args.grader_target.clone(),
+        judge_workers: args.judge_workers,
+        no_judge_cache: args.no_judge_cache,
     };
     match run::run(&options, err) {
         Ok(Ok(report)) => report.exit_code(),
@@ -402,6 +418,7 @@ fn regrade_command(args: &RegradeArgs, err: &mut dyn Write) -> u8 {
         reporters: reporters(&args.junit, &args.reporter),
         sandbox_strict: args.sandbox == SandboxKind::Strict,
         regrade: Some(args.run_dir.clone()),
+        grader_target: args.grader_target.clone(),
         cache: Some(false),
         ..RunOptions::default()
     };

@@ -30,6 +30,8 @@ pub enum FailureClass {
     CaseTimeout,
     /// The case's workspace could not be set up, or a `before_*` hook failed.
     Workspace,
+    /// The LLM judge failed or its reply was unusable.
+    Judge,
     /// The case has `expected_fail: true` but passed.
     UnexpectedPass,
 }
@@ -48,6 +50,7 @@ impl FailureClass {
             Self::Target => "target",
             Self::CaseTimeout => "case_timeout",
             Self::Workspace => "workspace",
+            Self::Judge => "judge",
             Self::UnexpectedPass => "unexpected_pass",
         }
     }

@@ -120,6 +120,8 @@ pub struct Policy {
     pub base_dir: std::path::PathBuf,
     /// The longest a granted command may run.
     pub max_exec: Duration,
+    /// The run's judge, for plugins granted `llm`.
+    pub judge: Option<std::sync::Arc<crate::judge::Judge>>,
 }
 
 impl Default for Policy {
@@ -129,6 +131,7 @@ impl Default for Policy {
             exec_allow: None,
             base_dir: std::path::PathBuf::from("."),
             max_exec: Duration::from_secs(600),
+            judge: None,
         }
     }
 }
@@ -140,6 +143,8 @@ pub fn grants(
     declared: &[String],
     policy: &Policy,
     workspace: Option<&std::path::Path>,
+    judge: &Result<crate::target::Target, String>,
+    digest: &str,
 ) -> Grants {
     let mut grants = Grants::default();
     if declared.iter().any(|c| c == "exec") {
@@ -158,7 +163,14 @@ pub fn grants(
         };
     }
     if declared.iter().any(|c| c == "llm") {
-        grants.llm = Err("no judge model is configured for this run".into());
+        grants.llm = match &policy.judge {
+            Some(j) => Ok(crate::plugin::state::LlmGrant {
+                judge: j.clone(),
+                default: judge.clone(),
+                digest: digest.to_owned(),
+            }),
+            None => Err("no judge is configured for this run".into()),
+        };
     }
     grants
 }
@@ -171,6 +183,7 @@ pub fn grade_assertion(
     request: &mut wit::GradeRequest,
     limits: CallLimits,
     policy: &Policy,
+    judge: &Result<crate::target::Target, String>,
 ) -> ScoreRow {
     let start = Instant::now();
     let Some((plugin, info)) = registry.resolve(&assertion.kind) else {
@@ -192,8 +205,17 @@ pub fn grade_assertion(
         .workspace_path
         .as_ref()
         .map(std::path::PathBuf::from);
-    let grants = grants(assertion, &info.capabilities, policy, workspace.as_deref());
-    match plugin.grade(request, limits, grants) {
+    let grants = grants(
+        assertion,
+        &info.capabilities,
+        policy,
+        workspace.as_deref(),
+        judge,
+        &plugin.digest,
+    );
+    let (graded, usage) = plugin.grade(request, limits, grants);
+    let judge_usage = (usage.calls > 0).then_some(usage);
+    let mut row = match graded {
         Ok(grade) => {
             let mut score = grade.score;
             let mut checks: Vec<CheckRow> = grade
@@ -233,6 +255,7 @@ pub fn grade_assertion(
                     .details_json
                     .and_then(|d| serde_json::from_str(&d).ok()),
                 duration_us: start.elapsed().as_micros() as u64,
+                judge: None,
             }
         }
         Err(failure) => failed_row(
@@ -244,7 +267,9 @@ pub fn grade_assertion(
             (!failure.output.is_empty()).then_some(failure.output),
             start,
         ),
-    }
+    };
+    row.judge = judge_usage;
+    row
 }
 
 /// The score of an assertion that never ran because the case's deadline had
@@ -291,6 +316,7 @@ fn failed_row(
         plugin_output: output,
         details: None,
         duration_us: start.elapsed().as_micros() as u64,
+        judge: None,
     }
 }
 

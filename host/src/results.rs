@@ -170,6 +170,9 @@ pub struct ScoreRow {
     pub details: Option<Value>,
     /// Time spent grading, in microseconds.
     pub duration_us: u64,
+    /// The judge calls of this assertion (LLM graders).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<crate::judge::JudgeUsage>,
 }
 
 /// One (test, target) result: a line of `results.jsonl`.

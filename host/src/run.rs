@@ -76,6 +76,12 @@ pub struct RunOptions {
     pub cache_sampled: bool,
     /// `regrade RUN_DIR`: grade that run's outputs instead of calling targets.
     pub regrade: Option<PathBuf>,
+    /// `--grader-target`: the judge for LLM graders.
+    pub grader_target: Option<String>,
+    /// `--judge-workers`: judge calls at once (default 4).
+    pub judge_workers: Option<usize>,
+    /// `--no-judge-cache`: always call the judge.
+    pub no_judge_cache: bool,
 }
 
 /// `run.json`: what a run was asked to do, so that `--resume` and
@@ -482,6 +488,7 @@ pub fn run(
                     base_dir: suite.dir.clone(),
                 },
                 hooks: Default::default(),
+                judge: Err(String::new()),
             });
         }
         if let Some(max) = rows.iter().filter_map(|r| r.trials).max() {
@@ -496,12 +503,41 @@ pub fn run(
                 run_targets.push(RunTarget {
                     target,
                     hooks: entry.hooks.clone(),
+                    judge: Err(String::new()),
                 });
             }
             Err(message) => return Ok(Err(RunError::Usage(message))),
         }
     }
     let target_names: Vec<String> = run_targets.iter().map(|t| t.target.name.clone()).collect();
+    // The judge: one per run, answering for every target's LLM graders.
+    let judge = std::sync::Arc::new(crate::judge::Judge::new(
+        targets.clone(),
+        if options.no_judge_cache {
+            None
+        } else {
+            crate::judge::Judge::default_cache_dir()
+        },
+        options.judge_workers.unwrap_or(4),
+    ));
+    if let Some(name) = &options.grader_target
+        && let Err(message) = targets.select(name)
+    {
+        return Ok(Err(RunError::Usage(format!("--grader-target: {message}"))));
+    }
+    for rt in &mut run_targets {
+        rt.judge = match &options.regrade {
+            // A regrade judges as the original target would have.
+            Some(_) => match targets.select(&rt.target.name) {
+                Ok(original) => judge.resolve_default(options.grader_target.as_deref(), original),
+                Err(_) => options.grader_target.as_deref().map_or_else(
+                    || Err("no judge: pass --grader-target".to_owned()),
+                    |n| targets.select(n).cloned(),
+                ),
+            },
+            None => judge.resolve_default(options.grader_target.as_deref(), &rt.target),
+        };
+    }
     let plan = match plan::plan(&suite, &target_names, &plan_options) {
         Ok(p) => p,
         Err(message) => return Ok(Err(RunError::Usage(message))),
@@ -670,6 +706,7 @@ pub fn run(
             strict: options.sandbox_strict,
             exec_allow: suite.exec_allow.clone(),
             base_dir: suite.dir.clone(),
+            judge: Some(judge.clone()),
             ..grade::Policy::default()
         },
         lifecycle,
@@ -804,10 +841,11 @@ struct Ctx<'a> {
     cache: Option<crate::response_cache::ResponseCache>,
 }
 
-/// A target of this run, with its matrix hooks.
+/// A target of this run, with its matrix hooks and its judge.
 struct RunTarget {
     target: Target,
     hooks: crate::workspace::Hooks,
+    judge: Result<Target, String>,
 }
 
 impl Ctx<'_> {
@@ -1079,7 +1117,14 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
             grade::case_timeout_row(assertion, test.timeout_ms.unwrap_or_default())
         } else {
             let _permit = ctx.graders.acquire();
-            grade::grade_assertion(ctx.registry, assertion, &mut request, limits, &ctx.policy)
+            grade::grade_assertion(
+                ctx.registry,
+                assertion,
+                &mut request,
+                limits,
+                &ctx.policy,
+                &run_target.judge,
+            )
         };
         if capped_by_case && score.failure_class == Some(FailureClass::PluginTimeout) {
             score.failure_class = Some(FailureClass::CaseTimeout);

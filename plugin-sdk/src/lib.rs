@@ -6,7 +6,7 @@
 //! stays inside this crate.
 //!
 //! ```no_run
-//! use evalhost_plugin_sdk::{export_grader, json, AssertionType, Check, Config, Grade, Grader, Plugin, Request};
+//! use evalhost_plugin_sdk::{export_grader, json, AssertionType, Check, Config, Grade, GradeError, Grader, Plugin, Request};
 //!
 //! struct Shouting;
 //!
@@ -22,7 +22,7 @@
 //!         config.optional_u64("min_letters").map(|_| ())
 //!     }
 //!
-//!     fn grade(request: &Request) -> Result<Grade, String> {
+//!     fn grade(request: &Request) -> Result<Grade, GradeError> {
 //!         let min = request.config.optional_u64("min_letters")?.unwrap_or(1);
 //!         let letters: Vec<char> = request.output.chars().filter(|c| c.is_alphabetic()).collect();
 //!         let loud = letters.len() as u64 >= min && letters.iter().all(|c| c.is_uppercase());
@@ -75,8 +75,47 @@ pub trait Grader {
     }
 
     /// Grades one case for one assertion. `Err` fails the assertion with the
-    /// message as the reason; it does not stop the run.
-    fn grade(request: &Request) -> Result<Grade, String>;
+    /// reason; it does not stop the run. A `String` error converts into
+    /// [`GradeError::Failed`]; use [`GradeError::Judge`] when an LLM judge
+    /// failed.
+    fn grade(request: &Request) -> Result<Grade, GradeError>;
+}
+
+/// Why a grader could not give a grade.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GradeError {
+    /// The grader could not grade this case: the assertion fails with this
+    /// reason.
+    Failed(String),
+    /// The LLM judge failed or its reply was unusable.
+    Judge(String),
+}
+
+impl GradeError {
+    /// The message.
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Failed(m) | Self::Judge(m) => m,
+        }
+    }
+}
+
+impl std::fmt::Display for GradeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl From<String> for GradeError {
+    fn from(message: String) -> Self {
+        Self::Failed(message)
+    }
+}
+
+impl From<&str> for GradeError {
+    fn from(message: &str) -> Self {
+        Self::Failed(message.to_owned())
+    }
 }
 
 /// Exports a [`Grader`] as the plugin's implementation of the
@@ -100,7 +139,7 @@ macro_rules! export_grader {
             }
             fn grade(
                 request: $crate::__private::WitGradeRequest,
-            ) -> ::std::result::Result<$crate::__private::WitGradeResult, ::std::string::String> {
+            ) -> ::std::result::Result<$crate::__private::WitGradeResult, $crate::__private::WitGradeError> {
                 $crate::__private::grade::<$grader>(request)
             }
         }
@@ -133,7 +172,9 @@ pub mod __private {
     pub use bindings::evalhost::grader::types::{
         GradeRequest as WitGradeRequest, GradeResult as WitGradeResult, PluginInfo as WitPluginInfo,
     };
-    pub use bindings::exports::evalhost::grader::grader::Guest as GuestGrader;
+    pub use bindings::exports::evalhost::grader::grader::{
+        GradeError as WitGradeError, Guest as GuestGrader,
+    };
 
     use crate::{Config, Grader, Request};
 
@@ -146,8 +187,13 @@ pub mod __private {
         G::check_config(assertion_type, &config)
     }
 
-    pub fn grade<G: Grader>(request: WitGradeRequest) -> Result<WitGradeResult, String> {
-        let request = Request::from_wit(request)?;
-        G::grade(&request).map(|grade| grade.into_wit())
+    pub fn grade<G: Grader>(request: WitGradeRequest) -> Result<WitGradeResult, WitGradeError> {
+        let request = Request::from_wit(request).map_err(WitGradeError::Failed)?;
+        G::grade(&request)
+            .map(|grade| grade.into_wit())
+            .map_err(|e| match e {
+                crate::GradeError::Failed(m) => WitGradeError::Failed(m),
+                crate::GradeError::Judge(m) => WitGradeError::Judge(m),
+            })
     }
 }

@@ -25,5 +25,7 @@ mod targets;
 mod code_grader;
 // Workspaces, repos, hooks and the SWE-style example.
 mod workspaces;
+// LLM judges through the llm capability, against a loopback judge.
+mod judge;
 
 mod support;

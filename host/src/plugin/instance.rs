@@ -11,6 +11,7 @@ use wasmtime::component::types::ComponentItem;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::evalhost::grader::types as wit;
+use super::bindings::exports::evalhost::grader::grader::GradeError;
 use super::bindings::{API_VERSION, GRADER_INTERFACE, Plugin, PluginPre};
 use super::engine::{CompileSource, PluginEngine};
 use super::state::{Grants, HostState};
@@ -260,18 +261,28 @@ impl LoadedPlugin {
         request: &wit::GradeRequest,
         limits: CallLimits,
         grants: Grants,
-    ) -> Result<wit::GradeResult, PluginFailure> {
-        let result = self.call(limits, grants, |p, s| {
+    ) -> (
+        Result<wit::GradeResult, PluginFailure>,
+        crate::judge::JudgeUsage,
+    ) {
+        let (result, usage) = self.call_with_usage(limits, grants, |p, s| {
             p.evalhost_grader_grader().call_grade(s, request)
-        })?;
-        match result {
-            Ok(grade) => validate_grade(grade),
-            Err(message) => Err(PluginFailure {
+        });
+        let graded = match result {
+            Ok(Ok(grade)) => validate_grade(grade),
+            Ok(Err(GradeError::Failed(message))) => Err(PluginFailure {
                 class: FailureClass::PluginError,
                 message,
                 output: String::new(),
             }),
-        }
+            Ok(Err(GradeError::Judge(message))) => Err(PluginFailure {
+                class: FailureClass::Judge,
+                message,
+                output: String::new(),
+            }),
+            Err(failure) => Err(failure),
+        };
+        (graded, usage)
     }
 
     fn call<R>(
@@ -280,6 +291,15 @@ impl LoadedPlugin {
         grants: Grants,
         f: impl FnOnce(&Plugin, &mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginFailure> {
+        self.call_with_usage(limits, grants, f).0
+    }
+
+    fn call_with_usage<R>(
+        &self,
+        limits: CallLimits,
+        grants: Grants,
+        f: impl FnOnce(&Plugin, &mut Store<HostState>) -> wasmtime::Result<R>,
+    ) -> (Result<R, PluginFailure>, crate::judge::JudgeUsage) {
         let mut store = Store::new(
             self.engine.engine(),
             HostState::new(&self.name, limits.memory, grants),
@@ -300,7 +320,8 @@ impl LoadedPlugin {
             .pre
             .instantiate(&mut store)
             .and_then(|plugin| f(&plugin, &mut store));
-        match outcome {
+        let usage = store.data().judge_usage;
+        let result = match outcome {
             Ok(value) => Ok(value),
             Err(err) => {
                 let state = store.data();
@@ -312,7 +333,8 @@ impl LoadedPlugin {
                     output,
                 })
             }
-        }
+        };
+        (result, usage)
     }
 }
 

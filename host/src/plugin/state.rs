@@ -34,7 +34,7 @@ pub const OUTPUT_CAP: usize = 64 << 10;
 #[derive(Debug, Clone)]
 pub struct Grants {
     /// Chat completions through the judge.
-    pub llm: Result<(), String>,
+    pub llm: Result<LlmGrant, String>,
     /// Running commands.
     pub exec: Result<ExecGrant, String>,
 }
@@ -46,6 +46,17 @@ impl Default for Grants {
             exec: Err("its assertion type does not declare it".into()),
         }
     }
+}
+
+/// The judge a plugin may ask.
+#[derive(Debug, Clone)]
+pub struct LlmGrant {
+    /// The run's judge.
+    pub judge: std::sync::Arc<crate::judge::Judge>,
+    /// The default judge target for this case (or why there is none).
+    pub default: Result<crate::target::Target, String>,
+    /// The plugin's digest (part of every judge cache key).
+    pub digest: String,
 }
 
 /// Where and how granted commands run.
@@ -134,6 +145,8 @@ pub struct HostState {
     /// the plugin's own deadline.
     pub host_time: Duration,
     temp_dir: Option<tempfile::TempDir>,
+    /// Judge calls made during this call.
+    pub judge_usage: crate::judge::JudgeUsage,
 }
 
 impl HostState {
@@ -168,6 +181,7 @@ impl HostState {
             stderr,
             host_time: Duration::ZERO,
             temp_dir: None,
+            judge_usage: crate::judge::JudgeUsage::default(),
         }
     }
 
@@ -198,17 +212,26 @@ impl types::Host for HostState {}
 impl llm::Host for HostState {
     fn complete(
         &mut self,
-        _request: llm::CompletionRequest,
+        request: llm::CompletionRequest,
     ) -> Result<llm::Completion, llm::LlmError> {
-        if let Err(reason) = &self.grants.llm {
-            return Err(llm::LlmError::NotGranted(format!(
-                "plugin `{}` was not granted the `llm` capability: {reason}",
-                self.plugin
-            )));
-        }
-        Err(llm::LlmError::Unavailable(
-            "no judge model is configured for this run".into(),
-        ))
+        let grant = match &self.grants.llm {
+            Ok(grant) => grant.clone(),
+            Err(reason) => {
+                return Err(llm::LlmError::NotGranted(format!(
+                    "plugin `{}` was not granted the `llm` capability: {reason}",
+                    self.plugin
+                )));
+            }
+        };
+        let started = Instant::now();
+        let answer = grant.judge.complete(
+            &grant.default,
+            &grant.digest,
+            &request,
+            &mut self.judge_usage,
+        );
+        self.host_time += started.elapsed();
+        answer
     }
 }
 

@@ -1645,16 +1645,39 @@ impl Loader {
         if !skip_defaults {
             assertions.extend(defaults.assertions.iter().cloned());
         }
+        let listed = test.get("assertions").or(test.get("assert")).is_some();
+        if assertions.is_empty()
+            && !listed
+            && criteria.as_deref().is_some_and(|c| !c.trim().is_empty())
+        {
+            // AgentV's implicit default grader: an LLM judge of the criteria.
+            let config = Map::new();
+            assertions.push(Assertion {
+                name: "llm-grader".into(),
+                kind: "llm-grader".into(),
+                negate: false,
+                weight: 1.0,
+                required: Required::No,
+                min_score: None,
+                limits: LimitOverrides::default(),
+                config_json: Value::Object(config.clone()).to_string().into(),
+                config,
+                loc: doc.loc(at),
+                value_pos: None,
+                from_suite: false,
+            });
+        }
         if assertions.is_empty() {
-            let listed = test.get("assertions").or(test.get("assert")).is_some();
             let message = if listed {
                 format!("test `{id}` has an empty assertion list, so nothing would grade it")
             } else {
-                format!("test `{id}` has no assertions, so nothing would grade it")
+                format!(
+                    "test `{id}` has no assertions and no `criteria`, so nothing would grade it"
+                )
             };
             self.error(doc, at, message).hint = Some(
-                "add `assertions:` to the test or to the suite (AgentV would fall back to an LLM judge here; \
-                 this version of evalhost does not)"
+                "add `assertions:`, or `criteria:` for the default LLM judge (AgentV would run a judge without \
+                 criteria; evalhost does not guess)"
                     .into(),
             );
         }
@@ -1997,6 +2020,37 @@ impl Loader {
             .filter(|(k, _)| !host_assertion_keys().any(|h| h == k.as_str()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        if matches!(kind_name.as_str(), "llm-grader" | "rubrics")
+            && let Some(Value::String(prompt)) = config.get("prompt").cloned()
+            && let Some(path) = prompt.strip_prefix("file://")
+        {
+            match self.roots.find(path, Some(&self.roots.eval_dir.clone())) {
+                Ok(file) => {
+                    let display = self.display(&file);
+                    if let Some(text) = self.read_text(
+                        &file,
+                        &display,
+                        Some((doc, &at.key("prompt"))),
+                        MAX_FILE_BYTES,
+                    ) {
+                        if !text.contains("{{output}}")
+                            && !text.contains("{{ output }}")
+                            && !text.contains("{{expected_output}}")
+                            && !text.contains("{{ expected_output }}")
+                        {
+                            self.error(doc, &at.key("prompt"), format!("prompt file {} uses neither {{{{output}}}} nor {{{{expected_output}}}}", display.display()))
+                                .hint = Some("a judge prompt must show the judge the answer: add {{output}}".into());
+                        }
+                        config.insert("prompt".into(), Value::String(text));
+                        config.insert(
+                            "prompt_file".into(),
+                            Value::String(display.display().to_string()),
+                        );
+                    }
+                }
+                Err(err) => self.path_error(doc, &at.key("prompt"), path, &err),
+            }
+        }
         if let Some(script) = config.remove("script") {
             if config.contains_key("command") {
                 self.warning(

@@ -134,6 +134,30 @@ pub struct TestCase {
 }
 
 impl TestCase {
+    /// A test with only an id and input messages (for judge calls through a
+    /// target).
+    pub fn synthetic(id: &str, input: Vec<Message>) -> Self {
+        Self {
+            id: id.to_owned(),
+            input,
+            expected: Vec::new(),
+            criteria: None,
+            metadata: Map::new(),
+            assertions: Vec::new(),
+            threshold: None,
+            tags: Vec::new(),
+            timeout_ms: None,
+            expected_fail: false,
+            targets: None,
+            workspace: None,
+            loc: Loc {
+                file: Arc::new(PathBuf::new()),
+                pos: None,
+                key: KeyPath::default(),
+            },
+        }
+    }
+
     /// The expected output as text: the content of the last expected message.
     pub fn expected_text(&self) -> Option<&str> {
         self.expected.last().map(|m| m.content.as_str())

@@ -5,8 +5,8 @@
 //! plugin. Built only on the public plugin SDK.
 
 use evalhost_plugin_sdk::{
-    AssertionType, Capability, Check, Command, Config, ExecError, Grade, Grader, Message, Plugin,
-    Request, Value, export_grader, json, run_command, write_temp_file,
+    AssertionType, Capability, Check, Command, Config, ExecError, Grade, GradeError, Grader,
+    Message, Plugin, Request, Value, export_grader, json, run_command, write_temp_file,
 };
 
 /// The code-grader plugin.
@@ -280,7 +280,7 @@ impl Grader for CodeGrader {
         command(config).map(|_| ())
     }
 
-    fn grade(request: &Request) -> Result<Grade, String> {
+    fn grade(request: &Request) -> Result<Grade, GradeError> {
         let mut cmd = command(&request.config)?;
         let encoded_len = serde_json::to_string(&request.output).map_or(0, |s| s.len());
         let output_path = if encoded_len > MAX_INLINE_OUTPUT {
@@ -295,7 +295,9 @@ impl Grader for CodeGrader {
             Ok(out) => out,
             // A refused grant is not a grade: the assertion fails with the
             // reason (plugin_error).
-            Err(e @ (ExecError::NotGranted(_) | ExecError::Denied(_))) => return Err(e.to_string()),
+            Err(e @ (ExecError::NotGranted(_) | ExecError::Denied(_))) => {
+                return Err(e.to_string().into());
+            }
             // AgentV: a command that cannot start scores 0.
             Err(e) => {
                 return Ok(Grade::from_check(Check::fail(format!(

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use evalhost_plugin_sdk::{
-    AssertionType, Check, Config, Grade, Grader, Plugin, Request, export_grader, json,
+    AssertionType, Check, Config, Grade, GradeError, Grader, Plugin, Request, export_grader, json,
 };
 
 /// The regex grader plugin.
@@ -97,7 +97,7 @@ impl Grader for RegexGrader {
         compile(pattern, flags).map(|_| ())
     }
 
-    fn grade(request: &Request) -> Result<Grade, String> {
+    fn grade(request: &Request) -> Result<Grade, GradeError> {
         let (pattern, flags) = pattern_and_flags(&request.config)?;
         let compiled = compile(pattern, flags)?;
         let found = compiled

@@ -3,7 +3,8 @@
 //! texts. Built only on the public plugin SDK.
 
 use evalhost_plugin_sdk::{
-    AssertionType, Check, Config, Grade, Grader, Plugin, Request, Value, export_grader, json,
+    AssertionType, Check, Config, Grade, GradeError, Grader, Plugin, Request, Value, export_grader,
+    json,
 };
 
 /// The text grader plugin.
@@ -80,7 +81,7 @@ impl Grader for TextGrader {
         }
     }
 
-    fn grade(request: &Request) -> Result<Grade, String> {
+    fn grade(request: &Request) -> Result<Grade, GradeError> {
         let output = request.output.as_str();
         let config = &request.config;
         let check = match request.assertion_type.as_str() {
@@ -94,7 +95,7 @@ impl Grader for TextGrader {
             "ends-with" => ends_with(output, config.required_str("value")?),
             "equals" => equals(output, config.required_str("value")?),
             "is-json" => is_json(output),
-            other => return Err(format!("evalhost-text does not grade `{other}`")),
+            other => return Err(format!("evalhost-text does not grade `{other}`").into()),
         };
         Ok(Grade::from_check(check))
     }

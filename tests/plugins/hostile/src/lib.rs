@@ -2,8 +2,8 @@
 //! that tests can prove the host contains it. Never shipped.
 
 use evalhost_plugin_sdk::{
-    AssertionType, Capability, Check, Command, CompletionRequest, Grade, Grader, Plugin, Request,
-    complete, export_grader, json, run_command,
+    AssertionType, Capability, Check, Command, CompletionRequest, Grade, GradeError, Grader,
+    Plugin, Request, complete, export_grader, json, run_command,
 };
 
 /// The hostile plugin.
@@ -49,7 +49,7 @@ impl Grader for Hostile {
             )
     }
 
-    fn grade(request: &Request) -> Result<Grade, String> {
+    fn grade(request: &Request) -> Result<Grade, GradeError> {
         let config = &request.config;
         match request.assertion_type.as_str() {
             "loop-forever" => {
@@ -88,7 +88,7 @@ impl Grader for Hostile {
                     Ok(text) => Ok(Grade::from_check(
                         Check::pass(format!("read {} bytes", text.len())).with_evidence(text),
                     )),
-                    Err(err) => Err(format!("could not read {path}: {err}")),
+                    Err(err) => Err(format!("could not read {path}: {err}").into()),
                 }
             }
             "read-env" => {
@@ -123,7 +123,7 @@ impl Grader for Hostile {
             }
             "open-socket" => match std::net::TcpStream::connect("127.0.0.1:9") {
                 Ok(_) => Ok(Grade::from_check(Check::pass("connected"))),
-                Err(err) => Err(format!("socket refused: {err}")),
+                Err(err) => Err(format!("socket refused: {err}").into()),
             },
             "call-llm" | "wants-llm" => {
                 let request = CompletionRequest {
@@ -132,7 +132,7 @@ impl Grader for Hostile {
                 };
                 match complete(&request) {
                     Ok(c) => Ok(Grade::from_check(Check::pass(c.text))),
-                    Err(err) => Err(format!("llm refused: {err}")),
+                    Err(err) => Err(format!("llm refused: {err}").into()),
                 }
             }
             "call-exec" => {
@@ -144,7 +144,7 @@ impl Grader for Hostile {
                     Ok(o) => Ok(Grade::from_check(Check::pass(String::from_utf8_lossy(
                         &o.stdout,
                     )))),
-                    Err(err) => Err(format!("exec refused: {err}")),
+                    Err(err) => Err(format!("exec refused: {err}").into()),
                 }
             }
             "exit" => std::process::exit(3),
@@ -155,7 +155,7 @@ impl Grader for Hostile {
                     "config": config.as_map(),
                 })),
             ),
-            other => Err(format!("unknown type {other}")),
+            other => Err(format!("unknown type {other}").into()),
         }
     }
 }

@@ -1,0 +1,293 @@
+//! The host side of the `llm` capability: the judge model. A plugin sends a
+//! chat-completion request; the host picks the judge target (the
+//! assertion's `target`, else `--grader-target`, else the run target's
+//! `grader_target`, else the run target itself when it is a model), answers
+//! from the content-addressed judge cache when it can, otherwise calls the
+//! judge with its retry policy under a separate concurrency limit, and
+//! accounts tokens and cost. The plugin never sees a key or the network.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::plugin::bindings::evalhost::grader::llm;
+use crate::plugin::sha256_hex;
+use crate::target::{Invocation, Provider, Target, TargetFailure, Targets, openai};
+
+/// Judge calls of one grade, one row or one run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct JudgeUsage {
+    /// Requests answered (by the judge or the cache).
+    pub calls: u64,
+    /// Of those, answered from the judge cache.
+    pub cached: u64,
+    /// Prompt tokens of the judge's own answers (cached ones included).
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Cost in US dollars, when the judge reports or prices it.
+    pub cost_usd: f64,
+}
+
+impl std::ops::AddAssign for JudgeUsage {
+    fn add_assign(&mut self, other: Self) {
+        self.calls += other.calls;
+        self.cached += other.cached;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cost_usd += other.cost_usd;
+    }
+}
+
+/// A counting semaphore.
+#[derive(Debug)]
+pub struct Semaphore {
+    free: std::sync::Mutex<usize>,
+    available: std::sync::Condvar,
+}
+
+/// A held permit; released when dropped.
+#[derive(Debug)]
+pub struct Permit<'a>(&'a Semaphore);
+
+impl Semaphore {
+    /// A semaphore with `permits` permits.
+    pub fn new(permits: usize) -> Self {
+        Self {
+            free: std::sync::Mutex::new(permits.max(1)),
+            available: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Waits for a permit.
+    pub fn acquire(&self) -> Permit<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = self.available.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        Permit(self)
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        let mut free = self.0.free.lock().unwrap_or_else(|e| e.into_inner());
+        *free += 1;
+        self.0.available.notify_one();
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct CachedCompletion {
+    text: String,
+    model: String,
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cost_usd: Option<f64>,
+}
+
+/// The judge of a run.
+#[derive(Debug)]
+pub struct Judge {
+    targets: Targets,
+    cache_dir: Option<PathBuf>,
+    permits: Semaphore,
+    timeout: Duration,
+}
+
+impl Judge {
+    /// A judge over `targets`, caching in `cache_dir`, with at most
+    /// `workers` judge calls at once.
+    pub fn new(targets: Targets, cache_dir: Option<PathBuf>, workers: usize) -> Self {
+        Self {
+            targets,
+            cache_dir,
+            permits: Semaphore::new(workers),
+            timeout: Duration::from_secs(300),
+        }
+    }
+
+    /// `$EVALHOST_CACHE_DIR/judge`, else the user's cache directory.
+    pub fn default_cache_dir() -> Option<PathBuf> {
+        if let Some(dir) = std::env::var_os("EVALHOST_CACHE_DIR") {
+            return Some(PathBuf::from(dir).join("judge"));
+        }
+        dirs::cache_dir().map(|d| d.join("evalhost").join("judge"))
+    }
+
+    /// The judge for a run target: `--grader-target`, else its
+    /// `grader_target`, else itself when it is a model (`openai`, `mock`).
+    pub fn resolve_default(
+        &self,
+        cli: Option<&str>,
+        run_target: &Target,
+    ) -> Result<Target, String> {
+        if let Some(name) = cli.or(run_target.grader_target.as_deref()) {
+            return self.targets.select(name).cloned();
+        }
+        match run_target.provider {
+            Provider::OpenAi(_) | Provider::Mock { .. } => Ok(run_target.clone()),
+            _ => Err(format!(
+                "target `{}` is not a model that can judge; give it a `grader_target`, or pass --grader-target",
+                run_target.name
+            )),
+        }
+    }
+
+    fn identity(target: &Target) -> String {
+        match &target.provider {
+            Provider::OpenAi(c) => format!("openai\u{0}{}\u{0}{}", c.base_url, c.model),
+            Provider::Mock { response, .. } => format!("mock\u{0}{response}"),
+            Provider::Cli(c) => format!("cli\u{0}{}", c.command),
+            _ => target.name.clone(),
+        }
+    }
+
+    /// Answers one request for a plugin with `digest`, with `default` as the
+    /// judge unless the request names one.
+    pub fn complete(
+        &self,
+        default: &Result<Target, String>,
+        digest: &str,
+        request: &llm::CompletionRequest,
+        usage: &mut JudgeUsage,
+    ) -> Result<llm::Completion, llm::LlmError> {
+        let target = match &request.target {
+            Some(name) => self
+                .targets
+                .select(name)
+                .map_err(|e| llm::LlmError::Unavailable(format!("judge target: {e}")))?
+                .clone(),
+            None => default.clone().map_err(llm::LlmError::Unavailable)?,
+        };
+        let messages: Vec<(String, String)> = request
+            .messages
+            .iter()
+            .map(|m| (m.role.clone(), m.content.clone()))
+            .collect();
+        let key = sha256_hex(
+            serde_json::json!({
+                "plugin": digest,
+                "judge": Self::identity(&target),
+                "temperature": request.temperature,
+                "max_tokens": request.max_tokens,
+                "schema": request.response_schema,
+                "seed": request.seed,
+                "messages": messages,
+            })
+            .to_string()
+            .as_bytes(),
+        );
+        let record = |c: &CachedCompletion, cached: bool, usage: &mut JudgeUsage| {
+            usage.calls += 1;
+            usage.cached += u64::from(cached);
+            usage.input_tokens += c.input_tokens.unwrap_or(0);
+            usage.output_tokens += c.output_tokens.unwrap_or(0);
+            usage.cost_usd += c.cost_usd.unwrap_or(0.0);
+            llm::Completion {
+                text: c.text.clone(),
+                model: c.model.clone(),
+                input_tokens: c.input_tokens,
+                output_tokens: c.output_tokens,
+                cost_usd: c.cost_usd,
+                cached,
+            }
+        };
+        let path = self
+            .cache_dir
+            .as_ref()
+            .map(|d| d.join(format!("{key}.json")));
+        if let Some(path) = &path
+            && let Ok(text) = std::fs::read_to_string(path)
+            && let Ok(hit) = serde_json::from_str::<CachedCompletion>(&text)
+        {
+            return Ok(record(&hit, true, usage));
+        }
+        let answer = {
+            let _permit = self.permits.acquire();
+            self.call(&target, &messages, request)
+        }
+        .map_err(|e| llm::LlmError::Failed(format!("judge `{}`: {}", target.name, e.message)))?;
+        if let Some(path) = &path
+            && let Some(dir) = path.parent()
+            && std::fs::create_dir_all(dir).is_ok()
+            && let Ok(text) = serde_json::to_string(&answer)
+        {
+            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+            if std::fs::write(&tmp, text).is_ok() {
+                let _ = std::fs::rename(&tmp, path);
+            }
+        }
+        Ok(record(&answer, false, usage))
+    }
+
+    fn call(
+        &self,
+        target: &Target,
+        messages: &[(String, String)],
+        request: &llm::CompletionRequest,
+    ) -> Result<CachedCompletion, TargetFailure> {
+        let mut attempt = 0;
+        loop {
+            let result = match &target.provider {
+                Provider::OpenAi(config) => {
+                    let params = openai::ChatParams {
+                        temperature: request.temperature,
+                        max_tokens: request.max_tokens.map(u64::from),
+                        response_schema: request
+                            .response_schema
+                            .as_ref()
+                            .and_then(|s| serde_json::from_str(s).ok()),
+                        seed: request.seed,
+                    };
+                    openai::chat(config, messages, &params, Some(self.timeout)).map(|out| {
+                        CachedCompletion {
+                            text: out.text,
+                            model: config.model.clone(),
+                            input_tokens: out.token_usage.map(|t| t.input),
+                            output_tokens: out.token_usage.map(|t| t.output),
+                            cost_usd: out.cost_usd,
+                        }
+                    })
+                }
+                _ => {
+                    // Mock and command judges: the user turns are the prompt.
+                    let test = crate::suite::TestCase::synthetic(
+                        "judge",
+                        messages
+                            .iter()
+                            .filter(|(role, _)| role != "system")
+                            .map(|(role, content)| {
+                                crate::suite::Message::text(role, content.clone())
+                            })
+                            .collect(),
+                    );
+                    let inv = Invocation {
+                        attempt,
+                        trial: 1,
+                        ..Invocation::default()
+                    };
+                    target.invoke_once(&test, &inv).map(|out| CachedCompletion {
+                        text: out.text,
+                        model: target.name.clone(),
+                        input_tokens: out.token_usage.map(|t| t.input),
+                        output_tokens: out.token_usage.map(|t| t.output),
+                        cost_usd: out.cost_usd,
+                    })
+                }
+            };
+            match result {
+                Ok(answer) => return Ok(answer),
+                Err(e) if e.retryable && attempt < target.retry.max_retries => {
+                    std::thread::sleep(
+                        e.retry_after.unwrap_or_else(|| target.retry.delay(attempt)),
+                    );
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}

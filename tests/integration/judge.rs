@@ -1,0 +1,290 @@
+//! LLM judges as plugins: `rubrics` and `llm-grader` ask the judge through
+//! the host's `llm` capability. The judge here is an OpenAI-compatible
+//! server on loopback that returns scripted replies and records every
+//! request, so each test can check what the plugin sent.
+
+use serde_json::{Value, json};
+
+use crate::support::{FakeServer, Project, Reply, score};
+
+/// A project whose target answers `answer` and whose judge is `server`.
+fn judged(server: &FakeServer, answer: &str, suite: &str) -> (Project, tempfile::TempDir) {
+    let project = Project::with_mock("unused");
+    let targets = format!(
+        "targets:\n  - {{name: default, provider: mock, response: {answer:?}, grader_target: judge}}\n  - {{name: judge, provider: openai, base_url: '{}/v1', model: judge-model, api_key: '${{{{ EVALHOST_JUDGE_KEY }}}}', temperature: 0, retry_initial_delay_ms: 10}}\n",
+        server.url
+    );
+    std::fs::write(project.path().join(".evalhost/targets.yaml"), targets).unwrap();
+    project.write("EVAL.yaml", suite);
+    (project, tempfile::tempdir().unwrap())
+}
+
+fn run(
+    project: &Project,
+    cache: &tempfile::TempDir,
+    out: &str,
+    extra: &[&str],
+) -> crate::support::Run {
+    let mut args = vec!["run", "EVAL.yaml", "-o", out];
+    args.extend_from_slice(extra);
+    crate::support::evalhost()
+        .current_dir(project.path())
+        .env("EVALHOST_CACHE_DIR", cache.path())
+        .env("EVALHOST_JUDGE_KEY", "sk-judge-secret")
+        .args(&args)
+        .output()
+        .unwrap()
+        .into()
+}
+
+fn rows(project: &Project, out: &str) -> Vec<Value> {
+    std::fs::read_to_string(project.path().join(out).join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn checklist(items: &[(&str, bool)]) -> Reply {
+    let checks: Vec<Value> = items
+        .iter()
+        .map(|(id, ok)| json!({"id": id, "satisfied": ok, "reasoning": format!("{id} looked at")}))
+        .collect();
+    Reply::chat(&format!(
+        "```json\n{}\n```\nThat is my verdict.",
+        json!({"checks": checks, "overall_reasoning": "done"})
+    ))
+}
+
+const RUBRIC_SUITE: &str = r#"tests:
+  - id: capital
+    input: What is the capital of France?
+    expected_output: Paris
+    criteria: Names the capital.
+    assertions:
+      - type: rubrics
+        criteria:
+          - {id: names-paris, outcome: Names Paris as the capital, weight: 3, required: false}
+          - {id: brief, outcome: Answers in one sentence, weight: 1, required: false}
+"#;
+
+#[test]
+fn rubrics_send_the_criteria_and_score_the_weighted_checklist() {
+    let server = FakeServer::start(vec![checklist(&[("names-paris", true), ("brief", false)])]);
+    let (project, cache) = judged(
+        &server,
+        "Paris is the capital of France, a city of 2 million.",
+        RUBRIC_SUITE,
+    );
+    let r = run(&project, &cache, "out", &[]);
+    assert_eq!(r.code, 1, "0.75 < 0.8: {}", r.stderr);
+    let row = &rows(&project, "out")[0];
+    let s = score(row, "rubrics");
+    assert_eq!(s["score"], 0.75);
+    assert_eq!(
+        s["assertions"][0]["text"],
+        "[names-paris] Names Paris as the capital"
+    );
+    assert_eq!(
+        (
+            s["assertions"][0]["passed"].as_bool(),
+            s["assertions"][1]["passed"].as_bool()
+        ),
+        (Some(true), Some(false))
+    );
+    assert_eq!(s["judge"]["calls"], 1);
+    assert_eq!(s["judge"]["input_tokens"], 11);
+    // What the plugin sent, through the host, to the judge:
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let body: Value = serde_json::from_str(&requests[0].body).unwrap();
+    assert_eq!(body["model"], "judge-model");
+    let user = body["messages"][1]["content"].as_str().unwrap();
+    for part in [
+        "[[ ## question ## ]]\nWhat is the capital of France?",
+        "[[ ## reference_answer ## ]]\nParis",
+        "[[ ## answer ## ]]\nParis is the capital",
+        "- [names-paris] (weight: 3): Names Paris as the capital",
+        "- [brief]: Answers in one sentence",
+    ] {
+        assert!(user.contains(part), "{part:?} not in\n{user}");
+    }
+    assert_eq!(body["messages"][0]["role"], "system");
+    assert!(body["response_format"]["json_schema"]["schema"]["properties"]["checks"].is_object());
+    assert!(
+        requests[0]
+            .headers
+            .contains(&("authorization".into(), "Bearer sk-judge-secret".into()))
+    );
+    let results = std::fs::read_to_string(project.path().join("out/results.jsonl")).unwrap();
+    assert!(!results.contains("sk-judge-secret"));
+}
+
+#[test]
+fn a_second_identical_run_makes_no_judge_requests() {
+    let server = FakeServer::start(vec![checklist(&[("names-paris", true), ("brief", true)])]);
+    let (project, cache) = judged(&server, "Paris.", RUBRIC_SUITE);
+    assert_eq!(run(&project, &cache, "first", &[]).code, 0);
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(run(&project, &cache, "second", &[]).code, 0);
+    assert_eq!(server.requests().len(), 1, "the judge cache answered");
+    let s = score(&rows(&project, "second")[0], "rubrics").clone();
+    assert_eq!(
+        (s["judge"]["calls"].as_u64(), s["judge"]["cached"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(
+        run(&project, &cache, "third", &["--no-judge-cache"]).code,
+        0
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[test]
+fn an_unusable_judge_reply_is_a_judge_failure_never_a_pass() {
+    let server = FakeServer::start(vec![Reply::chat("I think the answer is pretty good!")]);
+    let (project, cache) = judged(&server, "Paris.", RUBRIC_SUITE);
+    let r = run(&project, &cache, "out", &[]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    let row = &rows(&project, "out")[0];
+    let s = score(row, "rubrics");
+    assert_eq!(
+        (s["failure_class"].as_str(), s["score"].as_f64()),
+        (Some("judge"), Some(0.0))
+    );
+    assert!(
+        s["error"]
+            .as_str()
+            .unwrap()
+            .contains("judge reply unusable after 3 attempts and 1 repair"),
+        "{s}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        4,
+        "3 attempts, then one repair request"
+    );
+    let repair: Value = serde_json::from_str(&server.requests()[3].body).unwrap();
+    assert!(
+        repair["messages"][3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("could not be used: the reply has no JSON object")
+    );
+    assert_eq!(row["failure_class"], "judge");
+    // A judge that answers an error is a judge failure too.
+    let server = FakeServer::start(vec![Reply::json(400, json!({"error": "bad request"}))]);
+    let (project, cache) = judged(&server, "Paris.", RUBRIC_SUITE);
+    assert_eq!(run(&project, &cache, "out", &[]).code, 3);
+    let s = score(&rows(&project, "out")[0], "rubrics").clone();
+    assert!(
+        s["error"]
+            .as_str()
+            .unwrap()
+            .contains("the judge failed: judge `judge`"),
+        "{s}"
+    );
+}
+
+#[test]
+fn llm_grader_uses_the_default_template_clamps_and_is_the_implicit_grader() {
+    let server = FakeServer::start(vec![Reply::chat(
+        "{\"score\": 1.4, \"assertions\": [{\"text\": \"names Paris\", \"passed\": \"true\", \"evidence\": \"Paris\"}]}",
+    )]);
+    let suite =
+        "tests:\n  - id: implicit\n    input: Capital of France?\n    criteria: Names Paris.\n";
+    let (project, cache) = judged(&server, "Paris.", suite);
+    let r = run(&project, &cache, "out", &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let s = score(&rows(&project, "out")[0], "llm-grader").clone();
+    assert_eq!(
+        (s["score"].as_f64(), s["details"]["clamped_from"].as_f64()),
+        (Some(1.0), Some(1.4))
+    );
+    assert_eq!(
+        (
+            s["assertions"][0]["text"].as_str(),
+            s["assertions"][0]["passed"].as_bool()
+        ),
+        (Some("names Paris"), Some(true))
+    );
+    let body: Value = serde_json::from_str(&server.requests()[0].body).unwrap();
+    let user = body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.contains("[[ ## criteria ## ]]\nNames Paris.")
+            && user.contains("[[ ## answer ## ]]\nParis."),
+        "{user}"
+    );
+}
+
+#[test]
+fn a_custom_prompt_file_with_variables_replaces_the_template() {
+    let server = FakeServer::start(vec![Reply::chat("{\"score\": 0.9}")]);
+    let suite = "tests:\n  - id: custom\n    input: Capital of France?\n    expected_output: Paris\n    assertions:\n      - {type: llm-grader, prompt: file://judge.md, tone: strict}\n";
+    let (project, cache) = judged(&server, "Paris.", suite);
+    project.write(
+        "judge.md",
+        "Compare {{ output }} with {{expected_output}}. Unknown {{nope}} stays.\n",
+    );
+    assert_eq!(run(&project, &cache, "out", &[]).code, 0);
+    let body: Value = serde_json::from_str(&server.requests()[0].body).unwrap();
+    assert_eq!(
+        body["messages"][1]["content"],
+        "Compare Paris. with Paris. Unknown {{nope}} stays.\n"
+    );
+    project.write("judge.md", "No variables here.\n");
+    let r = run(&project, &cache, "bad", &[]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("uses neither {{output}} nor {{expected_output}}"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn judge_samples_report_mean_spread_and_agreement() {
+    let server = FakeServer::start(vec![
+        checklist(&[("names-paris", true), ("brief", true)]),
+        checklist(&[("names-paris", true), ("brief", false)]),
+        checklist(&[("names-paris", true), ("brief", true)]),
+    ]);
+    let suite = RUBRIC_SUITE.replace(
+        "      - type: rubrics\n",
+        "      - type: rubrics\n        judge_samples: 3\n",
+    );
+    let (project, cache) = judged(&server, "Paris.", &suite);
+    let r = run(&project, &cache, "out", &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let s = score(&rows(&project, "out")[0], "rubrics").clone();
+    let samples = &s["details"]["samples"];
+    assert_eq!(samples["scores"], json!([1.0, 0.75, 1.0]));
+    assert!((s["score"].as_f64().unwrap() - 2.75 / 3.0).abs() < 1e-9);
+    assert_eq!(samples["agreement"], 0.5, "brief was split");
+    assert_eq!(
+        s["assertions"][1]["evidence"],
+        "2/3 samples: brief looked at"
+    );
+    let seeds: Vec<Value> = server
+        .requests()
+        .iter()
+        .map(|r| serde_json::from_str::<Value>(&r.body).unwrap()["seed"].clone())
+        .collect();
+    assert_eq!(
+        seeds,
+        [json!(0), json!(100), json!(200)],
+        "each sample is its own request"
+    );
+}
+
+#[test]
+fn a_required_criterion_that_fails_zeroes_the_rubric() {
+    let server = FakeServer::start(vec![checklist(&[("rubric-1", true), ("rubric-2", false)])]);
+    let suite = "tests:\n  - id: strict\n    input: q\n    assertions:\n      - Names Paris\n      - Cites a source\n";
+    let (project, cache) = judged(&server, "Paris.", suite);
+    assert_eq!(run(&project, &cache, "out", &[]).code, 1);
+    let s = score(&rows(&project, "out")[0], "rubrics").clone();
+    assert_eq!(s["score"], 0.0);
+    assert_eq!(s["details"]["failed_required"], json!(["rubric-2"]));
+}
