@@ -87,6 +87,8 @@ pub struct Summary {
     pub plugins: Vec<PluginSummary>,
     /// Wall time of the run, in milliseconds.
     pub duration_ms: u128,
+    /// Every judge call of the run (LLM graders).
+    pub judge: crate::judge::JudgeUsage,
     /// The suite's `before_all` and `after_all` hooks: output and errors.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub hooks: BTreeMap<String, crate::lifecycle::HookRow>,
@@ -158,6 +160,14 @@ impl Summary {
             tests,
             plugins,
             duration_ms: took.as_millis(),
+            judge: rows
+                .iter()
+                .flat_map(|r| &r.scores)
+                .filter_map(|s| s.judge)
+                .fold(crate::judge::JudgeUsage::default(), |mut total, u| {
+                    total += u;
+                    total
+                }),
             hooks: BTreeMap::new(),
         }
     }

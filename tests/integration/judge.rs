@@ -288,3 +288,61 @@ fn a_required_criterion_that_fails_zeroes_the_rubric() {
     assert_eq!(s["score"], 0.0);
     assert_eq!(s["details"]["failed_required"], json!(["rubric-2"]));
 }
+
+#[test]
+fn the_rubric_example_runs_against_an_openai_compatible_endpoint() {
+    // One loopback server plays the model under test and the judge: a
+    // request with a grader system prompt gets a checklist satisfying every
+    // rubric id it names; anything else gets a support answer.
+    let server = FakeServer::start_fn(|request| {
+        let body: Value = serde_json::from_str(&request.body).unwrap();
+        let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+        if system.contains("expert grader") {
+            let user = body["messages"][1]["content"].as_str().unwrap_or_default();
+            let ids: Vec<&str> = user
+                .lines()
+                .filter_map(|l| l.strip_prefix("- [").and_then(|r| r.split(']').next()))
+                .collect();
+            let checks: Vec<Value> = ids
+                .iter()
+                .map(|id| json!({"id": id, "satisfied": true, "reasoning": "ok"}))
+                .collect();
+            Reply::chat(&json!({"checks": checks, "overall_reasoning": "fine"}).to_string())
+        } else {
+            Reply::chat(
+                "Use the Forgot password link; we email you a reset link. Sorry, the 30-day refund window has passed, but we can offer store credit.",
+            )
+        }
+    });
+    let cache = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let run = |dir: &str| -> crate::support::Run {
+        crate::support::evalhost()
+            .current_dir(crate::support::root())
+            .env("EVALHOST_CACHE_DIR", cache.path())
+            .env("EVALHOST_BASE_URL", format!("{}/v1", server.url))
+            .env("EVALHOST_MODEL", "support-model")
+            .env("EVALHOST_JUDGE_MODEL", "judge-model")
+            .env("EVALHOST_API_KEY", "sk-example")
+            .args([
+                "run",
+                "examples/rubrics/EVAL.yaml",
+                "-o",
+                out.path().join(dir).to_str().unwrap(),
+            ])
+            .output()
+            .unwrap()
+            .into()
+    };
+    let r = run("first");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let requests = server.requests().len();
+    assert_eq!(requests, 4, "two answers, two judgements");
+    let r = run("second");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        server.requests().len(),
+        requests + 2,
+        "the second run asks the model again but not the judge"
+    );
+}

@@ -189,12 +189,17 @@ fn no_files_no_env_no_network_no_clock_no_ungranted_capabilities() {
     // Not declared by its type: refused, naming the grant.
     let (_, error) = class_of(&project, "llm");
     assert!(
-        error.contains("was not granted the `llm` capability: its assertion type does not declare it"),
+        error.contains(
+            "was not granted the `llm` capability: its assertion type does not declare it"
+        ),
         "{error}"
     );
     // Declared: granted, answered by the judge (here the mock target itself).
     let declared = project.row("llm-declared");
-    assert_eq!(declared["scores"][0]["assertions"][0]["text"], "healthy output");
+    assert_eq!(
+        declared["scores"][0]["assertions"][0]["text"],
+        "healthy output"
+    );
     assert_eq!(declared["scores"][0]["judge"]["calls"], 1);
     let (_, error) = class_of(&project, "exec");
     assert!(

@@ -217,7 +217,17 @@ pub struct FakeServer {
 }
 
 impl FakeServer {
+    /// Answers from `script` in order (the last reply repeats).
     pub fn start(script: Vec<Reply>) -> Self {
+        let served = std::sync::atomic::AtomicUsize::new(0);
+        Self::start_fn(move |_| {
+            let n = served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            script[n.min(script.len() - 1)].clone()
+        })
+    }
+
+    /// Answers each request with `respond(request)`.
+    pub fn start_fn(respond: impl Fn(&Received) -> Reply + Send + 'static) -> Self {
         use std::io::{BufRead, BufReader, Read, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -263,12 +273,13 @@ impl FakeServer {
                 }
                 let mut body = vec![0u8; length];
                 let _ = reader.read_exact(&mut body);
-                rec.lock().unwrap().push(Received {
+                let received = Received {
                     path,
                     headers,
                     body: String::from_utf8_lossy(&body).into_owned(),
-                });
-                let reply = script[served.min(script.len() - 1)].clone();
+                };
+                let reply = respond(&received);
+                rec.lock().unwrap().push(received);
                 served += 1;
                 std::thread::sleep(reply.delay);
                 let mut stream = stream;

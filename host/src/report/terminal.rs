@@ -178,6 +178,22 @@ pub fn print_summary(out: &mut dyn Write, summary: &Summary) -> std::io::Result<
             .collect();
         writeln!(out, "  slowest: {}", slow.join(", "))?;
     }
+    let j = &summary.judge;
+    if j.calls > 0 {
+        writeln!(
+            out,
+            "  judge: {} call(s), {} from cache · {} input + {} output tokens{}",
+            j.calls,
+            j.cached,
+            j.input_tokens,
+            j.output_tokens,
+            if j.cost_usd > 0.0 {
+                format!(" · ${:.4}", j.cost_usd)
+            } else {
+                String::new()
+            }
+        )?;
+    }
     writeln!(out, "  results: {}", summary.results.display())?;
     writeln!(
         out,
