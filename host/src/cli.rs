@@ -39,6 +39,36 @@ pub enum Command {
     /// Manage the caches (compiled plugins, target answers).
     #[command(subcommand)]
     Cache(CacheCommand),
+    /// Inspect and create grader plugins.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+}
+
+/// `evalhost plugin`.
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Print a plugin's description: name, version, API version, types with
+    /// their config schemas and capabilities, imports, sha256.
+    Inspect {
+        /// The `.wasm` component.
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create a Rust grader plugin crate that builds with
+    /// `cargo build --target wasm32-wasip2 --release`.
+    New {
+        /// The plugin's name (kebab-case); also its directory.
+        name: String,
+        /// Where to create it (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The plugin-sdk to depend on (default: the one this evalhost was
+        /// built from).
+        #[arg(long, value_name = "PATH")]
+        sdk: Option<PathBuf>,
+    },
 }
 
 /// `evalhost regrade`.
@@ -245,6 +275,7 @@ pub fn run_cli(cli: Cli) -> ExitCode {
         Command::Merge(args) => merge_command(&args, &mut stderr),
         Command::Regrade(args) => regrade_command(&args, &mut stderr),
         Command::Cache(command) => cache_command(&command, &mut stderr),
+        Command::Plugin(command) => crate::plugin_cli::run(&command, &mut stderr),
     };
     ExitCode::from(code)
 }

@@ -162,6 +162,9 @@ pub fn grants(
             })
         };
     }
+    if declared.iter().any(|c| c == "workspace-read") {
+        grants.workspace = workspace.map(std::path::Path::to_path_buf);
+    }
     if declared.iter().any(|c| c == "llm") {
         grants.llm = match &policy.judge {
             Some(j) => Ok(crate::plugin::state::LlmGrant {
@@ -186,7 +189,7 @@ pub fn grade_assertion(
     judge: &Result<crate::target::Target, String>,
 ) -> ScoreRow {
     let start = Instant::now();
-    let Some((plugin, info)) = registry.resolve(&assertion.kind) else {
+    let Some((plugin, info)) = registry.resolve_for(assertion) else {
         // Checked when the suite was loaded; kept total for safety.
         return failed_row(
             assertion,
@@ -198,13 +201,19 @@ pub fn grade_assertion(
             start,
         );
     };
-    request.assertion_type.clone_from(&assertion.kind);
+    request.assertion_type.clone_from(&info.name);
     request.config_json.clear();
     request.config_json.push_str(&assertion.config_json);
-    let workspace = request
-        .workspace_path
-        .as_ref()
-        .map(std::path::PathBuf::from);
+    // A plugin sees a workspace path only when its type declares a use for
+    // it: `/workspace` (read-only preopen) for `workspace-read`, the host
+    // path for `exec` (its commands run on the host). Others see none.
+    let workspace = request.workspace_path.take().map(std::path::PathBuf::from);
+    let declares = |c: &str| info.capabilities.iter().any(|d| d == c);
+    request.workspace_path = match &workspace {
+        Some(_) if declares("workspace-read") => Some("/workspace".to_owned()),
+        Some(host) if declares("exec") => Some(host.display().to_string()),
+        _ => None,
+    };
     let grants = grants(
         assertion,
         &info.capabilities,
@@ -214,6 +223,7 @@ pub fn grade_assertion(
         &plugin.digest,
     );
     let (graded, usage) = plugin.grade(request, limits, grants);
+    request.workspace_path = workspace.map(|p| p.display().to_string());
     let judge_usage = (usage.calls > 0).then_some(usage);
     let mut row = match graded {
         Ok(grade) => {

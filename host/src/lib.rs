@@ -18,6 +18,7 @@ pub mod merge;
 pub mod outcome;
 pub mod plan;
 pub mod plugin;
+pub mod plugin_cli;
 pub mod process;
 pub mod report;
 pub mod response_cache;

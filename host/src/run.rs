@@ -209,10 +209,52 @@ pub fn prepare(eval: &Path, engine: &Arc<PluginEngine>) -> Result<Prepared, RunE
         }
         match LoadedPlugin::load(engine, &plugin_ref.path.display().to_string(), &bytes) {
             Ok(loaded) => {
-                if let Err(dup) = registry.add(loaded) {
-                    diags.push(at(dup.to_string()));
+                let added = match &plugin_ref.type_name {
+                    Some(alias) => registry.add_as(loaded, alias),
+                    None => registry
+                        .add(loaded)
+                        .map(drop)
+                        .map_err(|dup| dup.to_string()),
+                };
+                if let Err(message) = added {
+                    diags.push(at(message));
                 }
             }
+            Err(err) => diags.push(at(err.to_string())),
+        }
+    }
+    // Plugins named by single assertions (`wasm:`), each loaded once.
+    for assertion in suite.tests.iter().flat_map(|t| &t.assertions) {
+        let Some((path, pinned)) = &assertion.wasm else {
+            continue;
+        };
+        if registry.for_path(path).is_some() {
+            continue;
+        }
+        let at = |message: String| {
+            Diagnostic::error(&assertion.loc.file, message)
+                .at(assertion.loc.pos)
+                .key(assertion.loc.key.key("wasm"))
+        };
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(err) => {
+                diags.push(at(format!("cannot read plugin {}: {err}", path.display())));
+                continue;
+            }
+        };
+        let digest = plugin::sha256_hex(&bytes);
+        if let Some(expected) = pinned
+            && *expected != digest
+        {
+            diags.push(at(format!(
+                "plugin {} has sha256 {digest}, but the suite pins {expected}",
+                path.display()
+            )));
+            continue;
+        }
+        match LoadedPlugin::load(engine, &path.display().to_string(), &bytes) {
+            Ok(loaded) => registry.add_for_path(path.clone(), loaded),
             Err(err) => diags.push(at(err.to_string())),
         }
     }

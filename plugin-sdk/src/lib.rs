@@ -44,6 +44,7 @@
 mod capability;
 mod request;
 mod response;
+pub mod testing;
 
 pub use capability::{
     Command, Completion, CompletionRequest, ExecError, ExecOutput, LlmError, complete, run_command,

@@ -20,11 +20,11 @@ pub enum Capability {
 /// One assertion type a plugin grades.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AssertionType {
-    name: String,
+    pub(crate) name: String,
     description: String,
     schema: Value,
     threshold: f64,
-    capabilities: Vec<Capability>,
+    pub(crate) capabilities: Vec<Capability>,
 }
 
 impl AssertionType {
@@ -84,9 +84,9 @@ impl AssertionType {
 /// A plugin's description of itself.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plugin {
-    name: String,
+    pub(crate) name: String,
     version: String,
-    types: Vec<AssertionType>,
+    pub(crate) types: Vec<AssertionType>,
     stateless: bool,
 }
 

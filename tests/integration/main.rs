@@ -27,5 +27,7 @@ mod code_grader;
 mod workspaces;
 // LLM judges through the llm capability, against a loopback judge.
 mod judge;
+// Third-party plugins: wasm graders, plugins:, inspect, Rust and Python.
+mod plugins;
 
 mod support;

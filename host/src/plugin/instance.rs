@@ -242,6 +242,17 @@ impl LoadedPlugin {
         Ok(plugin)
     }
 
+    /// The interfaces the component imports.
+    pub fn imports(&self) -> Vec<String> {
+        self.pre
+            .instance_pre()
+            .component()
+            .component_type()
+            .imports(self.engine.engine())
+            .map(|(name, _)| name.to_owned())
+            .collect()
+    }
+
     /// Asks the plugin whether an assertion's config is valid. The outer
     /// `Err` is a failure of the plugin itself.
     pub fn check_config(

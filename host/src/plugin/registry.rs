@@ -20,6 +20,8 @@ pub fn builtin_plugins() -> &'static [(&'static str, &'static [u8])] {
 pub struct Registry {
     plugins: Vec<Arc<LoadedPlugin>>,
     types: BTreeMap<String, (usize, usize)>,
+    /// Plugins named by single assertions (`wasm:`), by path.
+    by_path: BTreeMap<std::path::PathBuf, Arc<LoadedPlugin>>,
 }
 
 /// Two plugins claim the same assertion type.
@@ -79,11 +81,74 @@ impl Registry {
         Ok(plugin)
     }
 
+    /// Adds a plugin for one assertion type, `alias`: the plugin's type of
+    /// that name, else its only type. `Err` names what went wrong.
+    pub fn add_as(&mut self, plugin: LoadedPlugin, alias: &str) -> Result<(), String> {
+        let ty = match plugin.types.iter().position(|t| t.name == alias) {
+            Some(i) => i,
+            None if plugin.types.len() == 1 => 0,
+            None => {
+                let names: Vec<String> = plugin
+                    .types
+                    .iter()
+                    .map(|t| format!("`{}`", t.name))
+                    .collect();
+                return Err(format!(
+                    "plugin `{}` provides the types {}, none named `{alias}`",
+                    plugin.label,
+                    names.join(", ")
+                ));
+            }
+        };
+        if let Some((other, _)) = self.types.get(alias) {
+            return Err(DuplicateType {
+                type_name: alias.to_owned(),
+                first: self.plugins[*other].label.clone(),
+                second: plugin.label.clone(),
+            }
+            .to_string());
+        }
+        self.types
+            .insert(alias.to_owned(), (self.plugins.len(), ty));
+        self.plugins.push(Arc::new(plugin));
+        Ok(())
+    }
+
     /// The plugin and type info for a kebab-case type name.
     pub fn resolve(&self, type_name: &str) -> Option<(&Arc<LoadedPlugin>, &TypeInfo)> {
         let (p, t) = self.types.get(type_name)?;
         let plugin = &self.plugins[*p];
         Some((plugin, &plugin.types[*t]))
+    }
+
+    /// Registers a plugin named by an assertion's `wasm:`.
+    pub fn add_for_path(&mut self, path: std::path::PathBuf, plugin: LoadedPlugin) {
+        self.by_path.insert(path, Arc::new(plugin));
+    }
+
+    /// The plugin named by `path`, if loaded.
+    pub fn for_path(&self, path: &std::path::Path) -> Option<&Arc<LoadedPlugin>> {
+        self.by_path.get(path)
+    }
+
+    /// The plugin and type of an assertion: its `wasm:` plugin (the type of
+    /// that name, else its only type), else the type's registered plugin.
+    pub fn resolve_for(
+        &self,
+        assertion: &crate::suite::Assertion,
+    ) -> Option<(&Arc<LoadedPlugin>, &TypeInfo)> {
+        match &assertion.wasm {
+            Some((path, _)) => {
+                let plugin = self.by_path.get(path)?;
+                let ty = plugin
+                    .types
+                    .iter()
+                    .find(|t| t.name == assertion.kind)
+                    .or_else(|| (plugin.types.len() == 1).then(|| &plugin.types[0]))?;
+                Some((plugin, ty))
+            }
+            None => self.resolve(&assertion.kind),
+        }
     }
 
     /// Every known type name, sorted.

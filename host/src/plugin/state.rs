@@ -37,6 +37,8 @@ pub struct Grants {
     pub llm: Result<LlmGrant, String>,
     /// Running commands.
     pub exec: Result<ExecGrant, String>,
+    /// The case workspace, preopened read-only at `/workspace`.
+    pub workspace: Option<PathBuf>,
 }
 
 impl Default for Grants {
@@ -44,6 +46,7 @@ impl Default for Grants {
         Self {
             llm: Err("its assertion type does not declare it".into()),
             exec: Err("its assertion type does not declare it".into()),
+            workspace: None,
         }
     }
 }
@@ -166,6 +169,10 @@ impl HostState {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
+        if let Some(dir) = &grants.workspace {
+            // Read-only: the plugin may read the case workspace, never write.
+            let _ = builder.preopened_dir(dir, "/workspace", wasmtime_wasi::FsPerms::ReadOnly);
+        }
         let mut table = ResourceTable::new();
         table.set_max_capacity(4096);
         Self {

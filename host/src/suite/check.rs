@@ -25,13 +25,30 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
             } else {
                 format!("test `{}`, assertion", test.id)
             };
-            let Some((plugin, _)) = registry.resolve(&assertion.kind) else {
-                diags.push(unknown_type(assertion, &owner, registry));
+            let Some((plugin, ty)) = registry.resolve_for(assertion) else {
+                diags.push(match &assertion.wasm {
+                    Some((path, _)) => Diagnostic::error(
+                        &assertion.loc.file,
+                        format!(
+                            "{owner} `{}`: the plugin {} does not grade `{}` and has more than one type",
+                            assertion.name,
+                            path.display(),
+                            assertion.kind
+                        ),
+                    )
+                    .at(assertion.loc.pos)
+                    .key(assertion.loc.key.key("wasm")),
+                    None => unknown_type(assertion, &owner, registry),
+                });
                 continue;
             };
-            let key = (assertion.kind.clone(), assertion.config_json.clone());
+            let type_name = ty.name.clone();
+            let key = (
+                format!("{}\u{0}{type_name}", plugin.digest),
+                assertion.config_json.clone(),
+            );
             let verdict: &Result<(), String> = verdicts.entry(key).or_insert_with(|| match plugin
-                .check_config(&assertion.kind, &assertion.config_json)
+                .check_config(&type_name, &assertion.config_json)
             {
                 Ok(verdict) => verdict,
                 Err(failure) => Err(format!(
@@ -39,10 +56,7 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
                     plugin.name, failure.class, failure.message
                 )),
             });
-            let verdict = match (
-                &verdict,
-                schemas.validator(plugin_type(registry, &assertion.kind)),
-            ) {
+            let verdict = match (&verdict, schemas.validator(Some(ty))) {
                 (Ok(()), Some(validator)) => {
                     let config = serde_json::Value::Object(assertion.config.clone());
                     let errors: Vec<String> = validator
@@ -121,10 +135,6 @@ fn unknown_type(assertion: &Assertion, owner: &str, registry: &Registry) -> Diag
     .hint(hint)
 }
 
-fn plugin_type<'a>(registry: &'a Registry, kind: &str) -> Option<&'a crate::plugin::TypeInfo> {
-    registry.resolve(kind).map(|(_, info)| info)
-}
-
 /// Compiled config schemas, one per type.
 #[derive(Default)]
 struct Schemas {
@@ -138,7 +148,7 @@ impl Schemas {
     ) -> Option<&jsonschema::Validator> {
         let info = info?;
         self.compiled
-            .entry(info.name.clone())
+            .entry(format!("{:p}", info))
             // A plugin whose schema does not compile is checked by its own
             // `check-config` only.
             .or_insert_with(|| jsonschema::validator_for(&info.config_schema).ok())

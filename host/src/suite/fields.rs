@@ -139,13 +139,17 @@ fn trials_schema() -> Value {
     })
 }
 fn plugins_schema() -> Value {
-    json!({"type": "array", "items": {"anyOf": [
-        {"type": "string"},
+    let entry = json!({"anyOf": [
+        {"type": "string", "description": "Path to the .wasm component"},
         {"type": "object", "required": ["path"], "additionalProperties": false, "properties": {
             "path": {"type": "string", "description": "Path to the .wasm component"},
             "sha256": {"type": "string", "pattern": "^[0-9a-fA-F]{64}$"},
         }},
-    ]}})
+    ]});
+    json!({"anyOf": [
+        {"type": "object", "description": "Assertion type → plugin", "additionalProperties": entry},
+        {"type": "array", "description": "Plugins, each registering all its types", "items": entry},
+    ]})
 }
 
 /// Top-level keys of a suite.
@@ -448,6 +452,16 @@ pub const ASSERTION_HOST: &[Field] = &[
         "limits",
         "Plugin call limits for this assertion",
         limits_schema,
+    ),
+    field(
+        "wasm",
+        "A .wasm grader plugin for this assertion (relative to this file), run fully sandboxed",
+        string,
+    ),
+    field(
+        "wasm_sha256",
+        "Expected sha256 of the `wasm` file, hex",
+        || json!({"type": "string", "pattern": "^[0-9a-fA-F]{64}$"}),
     ),
 ];
 

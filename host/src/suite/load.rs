@@ -1664,6 +1664,7 @@ impl Loader {
                 config,
                 loc: doc.loc(at),
                 value_pos: None,
+                wasm: None,
                 from_suite: false,
             });
         }
@@ -2051,6 +2052,39 @@ impl Loader {
                 Err(err) => self.path_error(doc, &at.key("prompt"), path, &err),
             }
         }
+        let wasm = match entry.get("wasm").cloned() {
+            None | Some(Value::Null) => None,
+            Some(Value::String(path)) => {
+                let sha = match entry.get("wasm_sha256").cloned() {
+                    Some(Value::String(s))
+                        if s.len() == 64 && s.chars().all(|c| c.is_ascii_hexdigit()) =>
+                    {
+                        Some(s.to_ascii_lowercase())
+                    }
+                    Some(_) => {
+                        self.error(
+                            doc,
+                            &at.key("wasm_sha256"),
+                            "`wasm_sha256` must be 64 hexadecimal digits",
+                        );
+                        None
+                    }
+                    None => None,
+                };
+                Some((doc.dir.join(path), sha))
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("wasm"),
+                    format!(
+                        "`wasm` must be the path of a .wasm grader, got {}",
+                        kind(&other)
+                    ),
+                );
+                None
+            }
+        };
         if let Some(script) = config.remove("script") {
             if config.contains_key("command") {
                 self.warning(
@@ -2098,6 +2132,7 @@ impl Loader {
             config,
             config_json,
             loc: doc.loc(at),
+            wasm,
             value_pos: entry
                 .contains_key("value")
                 .then(|| doc.map.locate(&at.key("value")))
@@ -2107,64 +2142,102 @@ impl Loader {
     }
 
     fn plugins(&mut self, doc: &Arc<Doc>, value: &Value, at: &KeyPath) -> Vec<PluginRef> {
-        let Value::Array(items) = value else {
-            self.error(
-                doc,
-                at,
-                format!(
-                    "`plugins` must be a list of {{path, sha256}} entries, got {}",
-                    kind(value)
-                ),
-            );
-            return Vec::new();
-        };
         let mut out = Vec::new();
-        for (i, item) in items.iter().enumerate() {
-            let item_path = at.index(i);
-            let (path, sha) = match item {
-                Value::String(p) => (Some(p.clone()), None),
-                Value::Object(o) => {
-                    self.check_keys(doc, o, fields::PLUGIN, &item_path, "a plugin entry");
-                    let path = o
-                        .get("path")
-                        .and_then(|v| self.string(doc, v, &item_path.key("path")));
-                    let sha = o
-                        .get("sha256")
-                        .and_then(|v| self.string(doc, v, &item_path.key("sha256")));
-                    (path, sha)
+        match value {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if let Some(r) = self.plugin_entry(doc, item, &at.index(i), None) {
+                        out.push(r);
+                    }
                 }
-                other => {
-                    self.error(
-                        doc,
-                        &item_path,
-                        format!(
-                            "a plugin entry must be a path or a mapping, got {}",
-                            kind(other)
-                        ),
-                    );
-                    continue;
+            }
+            Value::Object(map) => {
+                for (name, item) in map {
+                    let type_name = name.replace('_', "-");
+                    let valid = type_name.starts_with(|c: char| c.is_ascii_lowercase())
+                        && type_name
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+                    if !valid {
+                        self.error(
+                            doc,
+                            &at.key(name),
+                            format!(
+                                "`{name}` is not an assertion type name: use lowercase letters, digits, `-` or `_`"
+                            ),
+                        );
+                        continue;
+                    }
+                    if let Some(r) = self.plugin_entry(doc, item, &at.key(name), Some(type_name)) {
+                        out.push(r);
+                    }
                 }
-            };
-            let Some(path) = path else {
-                self.error(doc, &item_path, "the plugin entry has no `path`");
-                continue;
-            };
-            if let Some(sha) = &sha
-                && (sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()))
-            {
+            }
+            other => {
                 self.error(
                     doc,
-                    &item_path.key("sha256"),
-                    "`sha256` must be 64 hexadecimal digits",
+                    at,
+                    format!(
+                        "`plugins` must map assertion types to plugins ({{TYPE: {{path, sha256}}}}) or list plugins ([{{path, sha256}}]), got {}",
+                        kind(other)
+                    ),
                 );
             }
-            out.push(PluginRef {
-                path: doc.dir.join(path),
-                sha256: sha.map(|s| s.to_ascii_lowercase()),
-                loc: doc.loc(&item_path),
-            });
         }
         out
+    }
+
+    /// One plugin entry: a path, or `{path, sha256}`.
+    fn plugin_entry(
+        &mut self,
+        doc: &Arc<Doc>,
+        item: &Value,
+        item_path: &KeyPath,
+        type_name: Option<String>,
+    ) -> Option<PluginRef> {
+        let (path, sha) = match item {
+            Value::String(p) => (Some(p.clone()), None),
+            Value::Object(o) => {
+                self.check_keys(doc, o, fields::PLUGIN, item_path, "a plugin entry");
+                let path = o
+                    .get("path")
+                    .and_then(|v| self.string(doc, v, &item_path.key("path")));
+                let sha = o
+                    .get("sha256")
+                    .and_then(|v| self.string(doc, v, &item_path.key("sha256")));
+                (path, sha)
+            }
+            other => {
+                self.error(
+                    doc,
+                    item_path,
+                    format!(
+                        "a plugin entry must be a path or a mapping, got {}",
+                        kind(other)
+                    ),
+                );
+                return None;
+            }
+        };
+        let Some(path) = path else {
+            self.error(doc, item_path, "the plugin entry has no `path`");
+            return None;
+        };
+        if let Some(sha) = &sha
+            && (sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()))
+        {
+            self.error(
+                doc,
+                &item_path.key("sha256"),
+                "`sha256` must be 64 hexadecimal digits",
+            );
+        }
+        Some(PluginRef {
+            path: doc.dir.join(path),
+            sha256: sha.map(|s| s.to_ascii_lowercase()),
+            type_name,
+            loc: doc.loc(item_path),
+        })
     }
 
     fn limits(&mut self, doc: &Doc, value: &Value, at: &KeyPath) -> LimitOverrides {
@@ -2499,6 +2572,7 @@ fn rubric_assertion(
         config_json,
         loc,
         value_pos: None,
+        wasm: None,
         from_suite,
     }
 }

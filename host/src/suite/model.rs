@@ -96,6 +96,9 @@ pub struct Assertion {
     pub loc: Loc,
     /// Where its `value` key was written, when it has one.
     pub value_pos: Option<Pos>,
+    /// A `.wasm` plugin that grades this assertion instead of the type's
+    /// registered plugin (`wasm:`), with its pinned sha256.
+    pub wasm: Option<(PathBuf, Option<String>)>,
     /// True when it comes from the suite-level `assertions`.
     pub from_suite: bool,
 }
@@ -225,6 +228,9 @@ pub struct PluginRef {
     pub path: PathBuf,
     /// Expected sha256, hex, when pinned.
     pub sha256: Option<String>,
+    /// The assertion type this entry maps to the plugin (the map form,
+    /// `plugins: {TYPE: ...}`); `None` registers every type the plugin has.
+    pub type_name: Option<String>,
     /// Where it was written.
     pub loc: Loc,
 }

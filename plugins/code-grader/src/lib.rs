@@ -199,9 +199,12 @@ pub fn score(exit_code: Option<i32>, stdout: &str, stderr: &str) -> Grade {
             let chars: Vec<char> = stderr.trim().chars().collect();
             chars[chars.len().saturating_sub(2000)..].iter().collect()
         };
-        return Grade::from_check(Check::fail(format!(
-            "Code evaluator failed: Code evaluator exited with code {code}: {tail}"
-        )));
+        let message = if tail.is_empty() {
+            format!("Code evaluator failed: Code evaluator exited with code {code}")
+        } else {
+            format!("Code evaluator failed: Code evaluator exited with code {code}: {tail}")
+        };
+        return Grade::from_check(Check::fail(message));
     }
     if let Ok(Value::Object(reply)) = serde_json::from_str::<Value>(out) {
         let checks: Vec<Check> = match reply.get("assertions") {

@@ -1,0 +1,245 @@
+//! `evalhost plugin inspect` and `evalhost plugin new`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::cli::PluginCommand;
+use crate::exit_codes;
+use crate::plugin::{API_VERSION, LoadedPlugin};
+
+/// Runs a `plugin` subcommand.
+pub fn run(command: &PluginCommand, err: &mut dyn Write) -> u8 {
+    let result = match command {
+        PluginCommand::Inspect { file, json } => inspect(file, *json),
+        PluginCommand::New { name, dir, sdk } => {
+            scaffold(name, dir.as_deref(), sdk.as_deref(), err)
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            let _ = writeln!(err, "error: {message}");
+            exit_codes::USAGE
+        }
+    }
+}
+
+fn inspect(file: &Path, json: bool) -> Result<u8, String> {
+    let bytes = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let engine = crate::run::engine(false, 1).map_err(|e| format!("{e:#}"))?;
+    let plugin = LoadedPlugin::load(&engine, &file.display().to_string(), &bytes)
+        .map_err(|e| e.to_string())?;
+    let imports = plugin.imports();
+    let mut out = std::io::stdout().lock();
+    if json {
+        let doc = serde_json::json!({
+            "name": plugin.name,
+            "version": plugin.version,
+            "api_version": API_VERSION,
+            "sha256": plugin.digest,
+            "stateless": plugin.stateless,
+            "imports": imports,
+            "types": plugin.types.iter().map(|t| serde_json::json!({
+                "name": t.name,
+                "description": t.description,
+                "default_threshold": t.default_threshold,
+                "capabilities": t.capabilities,
+                "config_schema": t.config_schema,
+            })).collect::<Vec<_>>(),
+        });
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&doc).unwrap_or_default()
+        );
+        return Ok(exit_codes::SUCCESS);
+    }
+    let _ = writeln!(out, "{} {}", plugin.name, plugin.version);
+    let _ = writeln!(out, "  api:       evalhost:grader@{API_VERSION}");
+    let _ = writeln!(out, "  sha256:    {}", plugin.digest);
+    let _ = writeln!(out, "  stateless: {}", plugin.stateless);
+    let _ = writeln!(
+        out,
+        "  imports:   {}",
+        if imports.is_empty() {
+            "none".into()
+        } else {
+            imports.join(", ")
+        }
+    );
+    for t in &plugin.types {
+        let _ = writeln!(out, "\n  type `{}` — {}", t.name, t.description);
+        let _ = writeln!(out, "    pass threshold: {}", t.default_threshold);
+        let caps = if t.capabilities.is_empty() {
+            "none".to_owned()
+        } else {
+            t.capabilities.join(", ")
+        };
+        let _ = writeln!(out, "    capabilities:   {caps}");
+        let schema = serde_json::to_string_pretty(&t.config_schema).unwrap_or_default();
+        let _ = writeln!(out, "    config schema:\n{}", indent(&schema, 6));
+    }
+    Ok(exit_codes::SUCCESS)
+}
+
+fn indent(text: &str, n: usize) -> String {
+    text.lines()
+        .map(|l| format!("{}{l}", " ".repeat(n)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn scaffold(
+    name: &str,
+    dir: Option<&Path>,
+    sdk: Option<&Path>,
+    err: &mut dyn Write,
+) -> Result<u8, String> {
+    let valid = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && name.starts_with(|c: char| c.is_ascii_lowercase());
+    if !valid {
+        return Err(format!(
+            "`{name}` is not a plugin name: use lowercase letters, digits and `-`, starting with a letter"
+        ));
+    }
+    let root = dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join(name);
+    if root.exists() {
+        return Err(format!("{} already exists", root.display()));
+    }
+    let sdk = match sdk {
+        Some(p) => p.to_path_buf(),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugin-sdk"),
+    };
+    let sdk = sdk.canonicalize().map_err(|e| {
+        format!(
+            "the plugin SDK is not at {}: {e} (pass --sdk PATH)",
+            sdk.display()
+        )
+    })?;
+    let crate_name = name.replace('-', "_");
+    let type_name = name.to_owned();
+    let struct_name: String = name
+        .split('-')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .map(|c| c.to_ascii_uppercase())
+                .into_iter()
+                .chain(chars)
+                .collect::<String>()
+        })
+        .collect();
+    std::fs::create_dir_all(root.join("src")).map_err(|e| e.to_string())?;
+    let files = [
+        (
+            "Cargo.toml",
+            format!(
+                r#"[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2024"
+
+# A standalone crate, not part of an enclosing workspace.
+[workspace]
+
+[lib]
+crate-type = ["cdylib", "rlib"]   # cdylib: the plugin (.wasm); rlib: native unit tests
+
+[dependencies]
+evalhost-plugin-sdk = {{ path = "{sdk}" }}
+
+# Small components; the same settings as evalhost's built-in graders.
+[profile.release]
+opt-level = "s"
+debug = false
+strip = "debuginfo"
+codegen-units = 1
+"#,
+                sdk = sdk.display()
+            ),
+        ),
+        (
+            "src/lib.rs",
+            format!(
+                r#"//! `{type_name}`: an evalhost grader plugin.
+//!
+//! Build: `cargo build --target wasm32-wasip2 --release`, then name
+//! `target/wasm32-wasip2/release/{crate_name}.wasm` under `plugins:` in a suite.
+
+use evalhost_plugin_sdk::{{
+    export_grader, json, AssertionType, Check, Config, Grade, GradeError, Grader, Plugin, Request,
+}};
+
+/// The plugin.
+pub struct {struct_name};
+
+impl Grader for {struct_name} {{
+    fn describe() -> Plugin {{
+        Plugin::new("{name}", env!("CARGO_PKG_VERSION")).stateless(true).assertion_type(
+            AssertionType::new("{type_name}", "Output mentions `value`, ignoring case")
+                .schema(json!({{
+                    "type": "object",
+                    "required": ["value"],
+                    "properties": {{"value": {{"type": "string", "minLength": 1}}}},
+                }})),
+        )
+    }}
+
+    fn check_config(_type: &str, config: &Config) -> Result<(), String> {{
+        config.required_str("value").map(|_| ())
+    }}
+
+    fn grade(request: &Request) -> Result<Grade, GradeError> {{
+        let value = request.config.required_str("value")?;
+        let found = request.output.to_lowercase().contains(&value.to_lowercase());
+        Ok(Grade::from_check(Check::new(found, format!("Output mentions {{value:?}}"))))
+    }}
+}}
+
+export_grader!({struct_name});
+
+#[cfg(test)]
+mod tests {{
+    use super::*;
+    use evalhost_plugin_sdk::testing::Harness;
+
+    // The harness checks what evalhost checks (the type, the config, the
+    // grade) and fakes its capabilities (Harness::llm, Harness::exec).
+    #[test]
+    fn grades_natively() {{
+        let harness = Harness::<{struct_name}>::new();
+        assert_eq!(harness.score("{type_name}", "Hello, World", json!({{"value": "world"}})), 1.0);
+        assert_eq!(harness.score("{type_name}", "Hello", json!({{"value": "world"}})), 0.0);
+        assert!(harness.check_config("{type_name}", json!({{}})).is_err());
+    }}
+}}
+"#
+            ),
+        ),
+        (
+            "README.md",
+            format!(
+                "# {name}\n\nAn evalhost grader plugin providing `{type_name}`.\n\n```sh\ncargo test                                   # unit tests, natively\ncargo build --target wasm32-wasip2 --release # the plugin\nsha256sum target/wasm32-wasip2/release/{crate_name}.wasm\n```\n\n```yaml\nplugins:\n  - path: target/wasm32-wasip2/release/{crate_name}.wasm\n    sha256: <the digest>\ntests:\n  - id: hello\n    input: Say hello to the world.\n    assertions:\n      - {{type: {type_name}, value: world}}\n```\n"
+            ),
+        ),
+        (".gitignore", "/target\n".to_owned()),
+    ];
+    for (path, text) in files {
+        std::fs::write(root.join(path), text)
+            .map_err(|e| format!("cannot write {}: {e}", root.join(path).display()))?;
+    }
+    let _ = writeln!(
+        err,
+        "created {} — build it with `cargo build --target wasm32-wasip2 --release` in that directory",
+        root.display()
+    );
+    Ok(exit_codes::SUCCESS)
+}

@@ -1,0 +1,391 @@
+//! Third-party plugins: `wasm:` graders under `--sandbox strict`, the
+//! read-only workspace grant, `plugins:` (map and list form) pinned by
+//! sha256, `evalhost plugin inspect`, refusal of an incompatible API
+//! version, and graders from other toolchains built during the test run — a
+//! Rust crate scaffolded by `evalhost plugin new`, and a Python component
+//! built by componentize-py.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::{Project, root, run_in, score, test_plugin};
+
+fn workspace_reader() -> PathBuf {
+    test_plugin("evalhost-test-plugin-workspace-reader")
+}
+
+/// The sha256 of a plugin, as `evalhost plugin inspect --json` reports it.
+fn digest(wasm: &Path) -> String {
+    let r = run_in(
+        &root(),
+        &["plugin", "inspect", "--json", wasm.to_str().unwrap()],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    doc["sha256"].as_str().unwrap().to_owned()
+}
+
+fn workspace_project(suite: &str) -> Project {
+    let project = Project::with_mock("done");
+    project.write("template/notes.txt", "the secret word is banana\n");
+    project.write(
+        "check.py",
+        "import json, sys\njson.load(sys.stdin)\nprint(json.dumps({'score': 1}))\n",
+    );
+    project.write("EVAL.yaml", suite);
+    project
+}
+
+#[test]
+fn a_wasm_grader_passes_under_sandbox_strict_where_a_command_grader_is_refused() {
+    let wasm = workspace_reader();
+    let sha = digest(&wasm);
+    let sandboxed = format!(
+        "{{name: sandboxed, type: code-grader, wasm: '{}', wasm_sha256: {sha}, path: notes.txt, value: banana}}",
+        wasm.display()
+    );
+    let both = format!(
+        "workspace: {{template: ./template}}\ntests:\n  - id: t\n    input: q\n    assertions:\n      - {sandboxed}\n      - {{name: command, type: code-grader, command: [python3, check.py]}}\n"
+    );
+    let project = workspace_project(&both);
+    let r = project.run(&["--sandbox", "strict"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let row = project.row("t");
+    let command = score(&row, "command");
+    assert_eq!(command["failure_class"], "plugin_error");
+    assert!(
+        command["error"]
+            .as_str()
+            .unwrap()
+            .contains("was not granted the `exec` capability: `--sandbox strict` refuses it"),
+        "{command}"
+    );
+    let wasm_score = score(&row, "sandboxed");
+    assert_eq!(wasm_score["score"], 1.0, "{wasm_score}");
+    // It read the workspace at /workspace, and could not write there.
+    assert_eq!(wasm_score["details"]["seen_root"], "/workspace");
+    assert_eq!(wasm_score["details"]["write_refused"], true);
+
+    // The same suite with only the wasm grader passes under strict.
+    let only_wasm = format!(
+        "workspace: {{template: ./template}}\ntests:\n  - id: t\n    input: q\n    assertions:\n      - {sandboxed}\n"
+    );
+    let project = workspace_project(&only_wasm);
+    let r = project.run(&["--sandbox", "strict"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        !project.path().join("template/probe.txt").exists(),
+        "the plugin wrote into the template"
+    );
+}
+
+#[test]
+fn a_wasm_grader_without_a_workspace_gets_no_files() {
+    let wasm = workspace_reader();
+    let suite = format!(
+        "tests:\n  - id: t\n    input: q\n    assertions:\n      - {{type: file-contains, wasm: '{}', path: EVAL.yaml, value: tests}}\n",
+        wasm.display()
+    );
+    let project = workspace_project(&suite);
+    let r = project.run(&[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let s = &project.row("t")["scores"][0];
+    assert_eq!(s["failure_class"], "plugin_error", "{s}");
+    assert!(
+        s["error"]
+            .as_str()
+            .unwrap()
+            .contains("no workspace was granted"),
+        "{s}"
+    );
+}
+
+#[test]
+fn a_changed_wasm_file_is_refused_at_load_with_file_line_and_key() {
+    let wasm = workspace_reader();
+    let suite = format!(
+        "tests:\n  - id: t\n    input: q\n    assertions:\n      - type: file-contains\n        wasm: '{}'\n        wasm_sha256: {}\n        path: a\n        value: b\n",
+        wasm.display(),
+        "0".repeat(64)
+    );
+    let project = workspace_project(&suite);
+    let r = project.run(&[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("EVAL.yaml:5"), "{}", r.stderr);
+    assert!(r.stderr.contains("wasm"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("but the suite pins {}", "0".repeat(64))),
+        "{}",
+        r.stderr
+    );
+    assert!(!project.path().join("out/results.jsonl").exists());
+}
+
+#[test]
+fn the_plugins_map_names_a_type_for_a_wasm_file() {
+    let wasm = workspace_reader();
+    let sha = digest(&wasm);
+    let suite = format!(
+        "workspace: {{template: ./template}}\nplugins:\n  notes_mention:\n    path: '{}'\n    sha256: {sha}\ntests:\n  - id: yes\n    input: q\n    assertions: [{{type: notes-mention, path: notes.txt, value: banana}}]\n  - id: no\n    input: q\n    assertions: [{{type: notes_mention, path: notes.txt, value: cherry}}]\n",
+        wasm.display()
+    );
+    let project = workspace_project(&suite);
+    let r = project.run(&[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(project.row("yes")["scores"][0]["score"], 1.0);
+    assert_eq!(project.row("no")["scores"][0]["score"], 0.0);
+
+    // The plugin's own config check runs at load time, as a built-in's.
+    let bad = format!(
+        "plugins:\n  notes-mention: '{}'\ntests:\n  - id: t\n    input: q\n    assertions:\n      - {{type: notes-mention, path: notes.txt}}\n",
+        wasm.display()
+    );
+    project.write("EVAL.yaml", &bad);
+    let r = project.run(&[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("EVAL.yaml:7"), "{}", r.stderr);
+    assert!(r.stderr.contains("value"), "{}", r.stderr);
+
+    // A plugin of several types must provide the one named.
+    let hostile = crate::support::hostile();
+    let several = format!(
+        "plugins:\n  no-such-type: '{}'\ntests:\n  - {{id: t, input: q, assertions: [{{type: no-such-type}}]}}\n",
+        hostile.display()
+    );
+    project.write("EVAL.yaml", &several);
+    let r = project.run(&[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("none named `no-such-type`"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn plugin_inspect_prints_types_schemas_capabilities_and_the_api_version() {
+    let wasm = workspace_reader();
+    let r = run_in(&root(), &["plugin", "inspect", wasm.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for needle in [
+        "workspace-reader 0.1.0",
+        "api:       evalhost:grader@0.1.0",
+        "type `file-contains` — A workspace file contains a value",
+        "capabilities:   workspace-read",
+        "\"required\": [",
+        "imports:",
+    ] {
+        assert!(r.stdout.contains(needle), "{needle:?} in\n{}", r.stdout);
+    }
+    let r = run_in(
+        &root(),
+        &["plugin", "inspect", "--json", wasm.to_str().unwrap()],
+    );
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["api_version"], "0.1.0");
+    assert_eq!(doc["types"][0]["name"], "file-contains");
+    assert_eq!(
+        doc["types"][0]["capabilities"],
+        serde_json::json!(["workspace-read"])
+    );
+    assert_eq!(
+        doc["types"][0]["config_schema"]["required"],
+        serde_json::json!(["path", "value"])
+    );
+    assert_eq!(doc["sha256"].as_str().unwrap().len(), 64);
+
+    let r = run_in(&root(), &["plugin", "inspect", "Cargo.toml"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("is not a valid WebAssembly component"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn an_incompatible_api_version_is_refused_naming_both_versions() {
+    let future = test_plugin("evalhost-test-plugin-future-api");
+    let expected =
+        "was built for evalhost:grader@0.2.0, but this evalhost implements evalhost:grader@0.1.0";
+    let r = run_in(&root(), &["plugin", "inspect", future.to_str().unwrap()]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains(expected), "{}", r.stderr);
+
+    let project = Project::with_mock("x");
+    project.write(
+        "EVAL.yaml",
+        &format!(
+            "plugins: ['{}']\ntests:\n  - {{id: t, input: q, assertions: [{{type: contains, value: x}}]}}\n",
+            future.display()
+        ),
+    );
+    let r = project.run(&[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains(expected), "{}", r.stderr);
+    assert!(r.stderr.contains("EVAL.yaml:1"), "{}", r.stderr);
+}
+
+/// The toolchain of rust-toolchain.toml, for cargo runs outside the repo.
+fn toolchain() -> String {
+    let text = std::fs::read_to_string(root().join("rust-toolchain.toml")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("channel = "))
+        .map(|v| v.trim_matches('"').to_owned())
+        .expect("rust-toolchain.toml names a channel")
+}
+
+fn cargo(dir: &Path, args: &[&str]) {
+    let status = Command::new("cargo")
+        .current_dir(dir)
+        .args(args)
+        // Share dependency builds with the other test plugins.
+        .env(
+            "CARGO_TARGET_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-plugins"),
+        )
+        .env("RUSTUP_TOOLCHAIN", toolchain())
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTFLAGS")
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .status()
+        .expect("cargo runs");
+    assert!(
+        status.success(),
+        "cargo {args:?} failed in {}",
+        dir.display()
+    );
+}
+
+#[test]
+fn a_rust_grader_scaffolded_by_plugin_new_builds_tests_and_grades() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_in(
+        dir.path(),
+        &[
+            "plugin",
+            "new",
+            "shout-check",
+            "--sdk",
+            root().join("plugin-sdk").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let crate_dir = dir.path().join("shout-check");
+    // Its own unit tests, natively, through the SDK's harness.
+    cargo(&crate_dir, &["test", "--quiet"]);
+    // One command builds the plugin.
+    cargo(
+        &crate_dir,
+        &["build", "--target", "wasm32-wasip2", "--release"],
+    );
+    let wasm = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("test-plugins/wasm32-wasip2/release/shout_check.wasm");
+    assert!(wasm.is_file(), "{} missing", wasm.display());
+
+    let project = Project::with_mock("Hello, World");
+    project.write(
+        "EVAL.yaml",
+        &format!(
+            "plugins:\n  - path: '{}'\n    sha256: {}\ntests:\n  - {{id: yes, input: q, assertions: [{{type: shout-check, value: WORLD}}]}}\n  - {{id: no, input: q, assertions: [{{type: shout-check, value: moon}}]}}\n",
+            wasm.display(),
+            digest(&wasm)
+        ),
+    );
+    let r = project.run(&["--sandbox", "strict"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(project.row("yes")["scores"][0]["score"], 1.0);
+    assert_eq!(project.row("no")["scores"][0]["score"], 0.0);
+
+    // A name that is not a type name is refused before anything is written.
+    let r = run_in(dir.path(), &["plugin", "new", "Bad_Name"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("is not a plugin name"), "{}", r.stderr);
+    let r = run_in(dir.path(), &["plugin", "new", "shout-check"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("already exists"), "{}", r.stderr);
+}
+
+/// Builds `tests/plugins/python-grader` with componentize-py against the
+/// repository's WIT world.
+fn python_grader() -> PathBuf {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-grader");
+    std::fs::create_dir_all(&out).unwrap();
+    let wasm = out.join("max_words.wasm");
+    let result = Command::new("componentize-py")
+        .current_dir(root())
+        .args(["-d", "wit", "-w", "plugin", "componentize", "-p"])
+        .arg("tests/plugins/python-grader")
+        .arg("app")
+        .arg("-o")
+        .arg(&wasm)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .status();
+    match result {
+        Ok(status) => assert!(status.success(), "componentize-py failed"),
+        Err(e) => panic!(
+            "componentize-py is not installed ({e}): `python3 -m pip install componentize-py==0.25.1` (.ci/run installs it)"
+        ),
+    }
+    wasm
+}
+
+#[test]
+fn a_python_grader_built_with_componentize_py_grades() {
+    let wasm = python_grader();
+    let r = run_in(&root(), &["plugin", "inspect", wasm.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("python-word-limit 0.1.0"), "{}", r.stdout);
+
+    let project = Project::with_mock("one two three four");
+    let suite = |assertion: &str| {
+        format!(
+            "plugins:\n  max-words: {{path: '{}', sha256: {}}}\ntests:\n  - id: t\n    input: q\n    assertions:\n      - {assertion}\n",
+            wasm.display(),
+            digest(&wasm)
+        )
+    };
+    project.write(
+        "EVAL.yaml",
+        &suite("{name: short, type: max-words, max: 5}"),
+    );
+    let r = project.run(&["--sandbox", "strict"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let s = &project.row("t")["scores"][0];
+    assert_eq!(s["score"], 1.0);
+    assert_eq!(s["assertions"][0]["text"], "Output has 4 words (max 5)");
+    assert_eq!(s["details"]["words"], 4);
+
+    project.write(
+        "EVAL.yaml",
+        &suite("{name: terse, type: max-words, max: 3}"),
+    );
+    let r = project.run(&[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(project.row("t")["scores"][0]["score"], 0.0);
+
+    // Its config is checked at load time, like a built-in's: by its own
+    // check-config, then by its config schema (here `additionalProperties:
+    // false`, which its check-config does not look at).
+    project.write("EVAL.yaml", &suite("{type: max-words, max: three}"));
+    let r = project.run(&[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("EVAL.yaml:7"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("`max` must be a positive integer, got 'three'"),
+        "{}",
+        r.stderr
+    );
+    project.write("EVAL.yaml", &suite("{type: max-words, max: 3, maxx: 4}"));
+    let r = project.run(&[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("config does not match the type's schema") && r.stderr.contains("maxx"),
+        "{}",
+        r.stderr
+    );
+}
