@@ -5,9 +5,9 @@
 use std::time::{Duration, Instant};
 
 use crate::failure::FailureClass;
+use crate::grants::{self, Policy};
 use crate::plugin::bindings::evalhost::grader::types as wit;
-use crate::plugin::state::ExecGrant;
-use crate::plugin::{CallLimits, Grants, Registry};
+use crate::plugin::{CallLimits, Registry};
 use crate::results::{CheckRow, ExecutionStatus, ScoreRow, Verdict};
 use crate::suite::{Assertion, LimitOverrides, Required, TestCase};
 use crate::target::TargetOutput;
@@ -109,75 +109,6 @@ pub fn call_limits(assertion: &Assertion, suite: LimitOverrides) -> CallLimits {
     }
 }
 
-/// What the run allows plugins, beyond what their types declare.
-#[derive(Debug, Clone)]
-pub struct Policy {
-    /// `--sandbox strict`: no `exec`, whatever a type declares.
-    pub strict: bool,
-    /// The suite's allow-list of commands, when it has one.
-    pub exec_allow: Option<Vec<String>>,
-    /// Relative command `cwd`s resolve here (the eval file's directory).
-    pub base_dir: std::path::PathBuf,
-    /// The longest a granted command may run.
-    pub max_exec: Duration,
-    /// The run's judge, for plugins granted `llm`.
-    pub judge: Option<std::sync::Arc<crate::judge::Judge>>,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Self {
-            strict: false,
-            exec_allow: None,
-            base_dir: std::path::PathBuf::from("."),
-            max_exec: Duration::from_secs(600),
-            judge: None,
-        }
-    }
-}
-
-/// The grants for one assertion: what its type declares, less what the
-/// policy refuses.
-pub fn grants(
-    assertion: &Assertion,
-    declared: &[String],
-    policy: &Policy,
-    workspace: Option<&std::path::Path>,
-    judge: &Result<crate::target::Target, String>,
-    digest: &str,
-) -> Grants {
-    let mut grants = Grants::default();
-    if declared.iter().any(|c| c == "exec") {
-        grants.exec = if policy.strict {
-            Err(format!(
-                "`--sandbox strict` refuses it (assertion `{}`, type `{}`); grade with a `wasm:` grader instead, or run without --sandbox strict",
-                assertion.name, assertion.kind
-            ))
-        } else {
-            Ok(ExecGrant {
-                base_dir: policy.base_dir.clone(),
-                workspace: workspace.map(std::path::Path::to_path_buf),
-                max_timeout: policy.max_exec,
-                allow: policy.exec_allow.clone(),
-            })
-        };
-    }
-    if declared.iter().any(|c| c == "workspace-read") {
-        grants.workspace = workspace.map(std::path::Path::to_path_buf);
-    }
-    if declared.iter().any(|c| c == "llm") {
-        grants.llm = match &policy.judge {
-            Some(j) => Ok(crate::plugin::state::LlmGrant {
-                judge: j.clone(),
-                default: judge.clone(),
-                digest: digest.to_owned(),
-            }),
-            None => Err("no judge is configured for this run".into()),
-        };
-    }
-    grants
-}
-
 /// Grades one assertion. Never fails: a plugin failure is a failed score with
 /// its class.
 pub fn grade_assertion(
@@ -204,18 +135,10 @@ pub fn grade_assertion(
     request.assertion_type.clone_from(&info.name);
     request.config_json.clear();
     request.config_json.push_str(&assertion.config_json);
-    // A plugin sees a workspace path only when its type declares a use for
-    // it: `/workspace` (read-only preopen) for `workspace-read`, the host
-    // path for `exec` (its commands run on the host). Others see none.
     let workspace = request.workspace_path.take().map(std::path::PathBuf::from);
-    let declares = |c: &str| info.capabilities.iter().any(|d| d == c);
-    request.workspace_path = match &workspace {
-        Some(_) if declares("workspace-read") => Some("/workspace".to_owned()),
-        Some(host) if declares("exec") => Some(host.display().to_string()),
-        _ => None,
-    };
-    let grants = grants(
-        assertion,
+    request.workspace_path = grants::visible_workspace(&info.capabilities, workspace.as_deref());
+    let grants = grants::grants(
+        (&assertion.name, &assertion.kind),
         &info.capabilities,
         policy,
         workspace.as_deref(),

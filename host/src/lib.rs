@@ -12,6 +12,7 @@ pub mod diag;
 pub mod exit_codes;
 pub mod failure;
 pub mod grade;
+pub mod grants;
 pub mod judge;
 pub mod lifecycle;
 pub mod merge;

@@ -744,12 +744,12 @@ pub fn run(
         graders: Semaphore::new(grader_workers),
         stop: AtomicBool::new(false),
         fail_fast: options.fail_fast,
-        policy: grade::Policy {
+        policy: crate::grants::Policy {
             strict: options.sandbox_strict,
             exec_allow: suite.exec_allow.clone(),
             base_dir: suite.dir.clone(),
             judge: Some(judge.clone()),
-            ..grade::Policy::default()
+            ..crate::grants::Policy::default()
         },
         lifecycle,
         run_id: run_id.clone(),
@@ -877,7 +877,7 @@ struct Ctx<'a> {
     graders: Semaphore,
     stop: AtomicBool,
     fail_fast: bool,
-    policy: grade::Policy,
+    policy: crate::grants::Policy,
     lifecycle: Option<Lifecycle>,
     run_id: String,
     cache: Option<crate::response_cache::ResponseCache>,
