@@ -104,7 +104,8 @@ fn a_plugin_config_schema_is_enforced_at_load_time() {
     );
     let run = project.run(&[]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("EVAL.yaml:6:9: error: test `a`, assertion `strict-config` (strict-config): config does not match the type's schema: at `/level`: 0 is less than the minimum of 1"), "{}", run.stderr);
+    // Pointed at the key the schema error names, not only the assertion.
+    assert!(run.stderr.contains("EVAL.yaml:7:9: error: test `a`, assertion `strict-config` (strict-config): config does not match the type's schema: at `/level`: 0 is less than the minimum of 1\n  --> at `tests[0].assertions[0].level`"), "{}", run.stderr);
     assert!(
         run.stderr
             .contains("config does not match the type's schema: \"level\" is a required property"),

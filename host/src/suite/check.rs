@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use super::model::{Assertion, Suite};
+use super::source_map::Pos;
 use crate::diag::{Diagnostic, Diagnostics, nearest};
 use crate::plugin::Registry;
 
@@ -82,15 +83,18 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
                 _ => verdict.clone(),
             };
             if let Err(message) = verdict {
-                let key = if assertion.config.contains_key("value") {
-                    assertion.loc.key.key("value")
-                } else {
-                    assertion.loc.key.clone()
-                };
-                let pos = if key == assertion.loc.key {
-                    assertion.loc.pos
-                } else {
-                    assertion.value_pos
+                // Point at the key the message names; else at `value`, the
+                // usual culprit; else at the assertion.
+                let blamed = blamed_key(assertion, &message).or_else(|| {
+                    assertion
+                        .key_positions
+                        .iter()
+                        .find(|(k, _)| k == "value")
+                        .map(|(k, p)| (k.as_str(), *p))
+                });
+                let (key, pos) = match blamed {
+                    Some((rel, pos)) => (assertion.loc.key.join(rel), Some(pos)),
+                    None => (assertion.loc.key.clone(), None),
                 };
                 diags.push(
                     Diagnostic::error(
@@ -107,6 +111,51 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
         }
     }
     diags
+}
+
+/// The config key a message is about: the first key path it names in
+/// backticks (`` `value` ``, `` `fields[1].match` ``), or the path of a
+/// schema error (`at `/fields/1/match``), that the assertion has.
+fn blamed_key<'a>(assertion: &'a Assertion, message: &str) -> Option<(&'a str, Pos)> {
+    let find = |name: &str| {
+        assertion
+            .key_positions
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(k, p)| (k.as_str(), *p))
+    };
+    let mut rest = message;
+    while let Some(start) = rest.find('`') {
+        let after = &rest[start + 1..];
+        let Some(end) = after.find('`') else { break };
+        let token = &after[..end];
+        let candidate = match token.strip_prefix('/') {
+            // A JSON pointer (schema errors): /fields/1/match → fields[1].match
+            Some(pointer) => pointer_to_path(pointer),
+            None => token.to_owned(),
+        };
+        if let Some(found) = find(&candidate) {
+            return Some(found);
+        }
+        rest = &after[end + 1..];
+    }
+    None
+}
+
+fn pointer_to_path(pointer: &str) -> String {
+    let mut out = String::new();
+    for seg in pointer.split('/') {
+        let seg = seg.replace("~1", "/").replace("~0", "~");
+        if seg.parse::<usize>().is_ok() {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&seg);
+        }
+    }
+    out
 }
 
 fn unknown_type(assertion: &Assertion, owner: &str, registry: &Registry) -> Diagnostic {

@@ -1663,7 +1663,7 @@ impl Loader {
                 config_json: Value::Object(config.clone()).to_string().into(),
                 config,
                 loc: doc.loc(at),
-                value_pos: None,
+                key_positions: Vec::new(),
                 wasm: None,
                 from_suite: false,
             });
@@ -2121,6 +2121,7 @@ impl Loader {
             }
         };
         let config_json: Arc<str> = Value::Object(config.clone()).to_string().into();
+        let key_positions = key_positions(doc, at, &config);
         Some(Assertion {
             name,
             kind: kind_name,
@@ -2133,10 +2134,7 @@ impl Loader {
             config_json,
             loc: doc.loc(at),
             wasm,
-            value_pos: entry
-                .contains_key("value")
-                .then(|| doc.map.locate(&at.key("value")))
-                .flatten(),
+            key_positions,
             from_suite,
         })
     }
@@ -2571,7 +2569,7 @@ fn rubric_assertion(
         config,
         config_json,
         loc,
-        value_pos: None,
+        key_positions: Vec::new(),
         wasm: None,
         from_suite,
     }
@@ -2968,4 +2966,36 @@ mod tests {
             json!({"tags": ["a", "b", "c"], "level": "hard", "nested": {"x": 1, "y": 2}, "team": "core"})
         );
     }
+}
+
+/// Positions of every key path of an assertion's config (depth-first, at
+/// most [`MAX_KEY_POSITIONS`](super::model::MAX_KEY_POSITIONS)), relative to
+/// the assertion.
+fn key_positions(doc: &Doc, at: &KeyPath, config: &Map<String, Value>) -> Vec<(String, Pos)> {
+    fn walk(doc: &Doc, path: &KeyPath, rel: &str, value: &Value, out: &mut Vec<(String, Pos)>) {
+        if out.len() >= super::model::MAX_KEY_POSITIONS {
+            return;
+        }
+        if let Some(pos) = doc.map.exact(path) {
+            out.push((rel.to_owned(), pos));
+        }
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    walk(doc, &path.key(k), &format!("{rel}.{k}"), v, out);
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    walk(doc, &path.index(i), &format!("{rel}[{i}]"), v, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (k, v) in config {
+        walk(doc, &at.key(k), k, v, &mut out);
+    }
+    out
 }

@@ -94,14 +94,20 @@ pub struct Assertion {
     pub config_json: Arc<str>,
     /// Where the assertion was written.
     pub loc: Loc,
-    /// Where its `value` key was written, when it has one.
-    pub value_pos: Option<Pos>,
+    /// Where each key of its config was written, by path relative to the
+    /// assertion (`value`, `fields[1].match`), so that a plugin's message
+    /// naming a key points at that key's line. At most
+    /// [`MAX_KEY_POSITIONS`] entries.
+    pub key_positions: Vec<(String, Pos)>,
     /// A `.wasm` plugin that grades this assertion instead of the type's
     /// registered plugin (`wasm:`), with its pinned sha256.
     pub wasm: Option<(PathBuf, Option<String>)>,
     /// True when it comes from the suite-level `assertions`.
     pub from_suite: bool,
 }
+
+/// The most config key positions kept per assertion.
+pub const MAX_KEY_POSITIONS: usize = 64;
 
 /// One test case.
 #[derive(Debug, Clone, PartialEq)]

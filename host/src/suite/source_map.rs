@@ -41,6 +41,29 @@ impl KeyPath {
         Self(segs)
     }
 
+    /// The path followed by `rel`, a relative path written as
+    /// `fields[1].match`.
+    #[must_use]
+    pub fn join(&self, rel: &str) -> Self {
+        let mut out = self.clone();
+        for part in rel.split('.') {
+            let (name, mut indexes) = match part.find('[') {
+                Some(i) => (&part[..i], &part[i..]),
+                None => (part, ""),
+            };
+            if !name.is_empty() {
+                out = out.key(name);
+            }
+            while let Some(close) = indexes.find(']') {
+                if let Ok(n) = indexes[1..close].parse() {
+                    out = out.index(n);
+                }
+                indexes = &indexes[close + 1..];
+            }
+        }
+        out
+    }
+
     /// True for the document root.
     pub fn is_root(&self) -> bool {
         self.0.is_empty()
@@ -197,6 +220,11 @@ impl SourceMap {
     /// Records a position (for documents indexed by hand, such as JSONL).
     pub fn insert(&mut self, path: KeyPath, pos: Pos) {
         self.positions.insert(path, pos);
+    }
+
+    /// The position of `path` itself, if it was indexed.
+    pub fn exact(&self, path: &KeyPath) -> Option<Pos> {
+        self.positions.get(path).copied()
     }
 
     /// The position of `path`, or of its nearest ancestor that is known.
