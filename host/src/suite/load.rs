@@ -2786,6 +2786,38 @@ pub fn content_text(value: &Value) -> String {
     }
 }
 
+/// Positions of every key path of an assertion's config (depth-first, at
+/// most [`MAX_KEY_POSITIONS`](super::model::MAX_KEY_POSITIONS)), relative to
+/// the assertion.
+fn key_positions(doc: &Doc, at: &KeyPath, config: &Map<String, Value>) -> Vec<(String, Pos)> {
+    fn walk(doc: &Doc, path: &KeyPath, rel: &str, value: &Value, out: &mut Vec<(String, Pos)>) {
+        if out.len() >= super::model::MAX_KEY_POSITIONS {
+            return;
+        }
+        if let Some(pos) = doc.map.exact(path) {
+            out.push((rel.to_owned(), pos));
+        }
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    walk(doc, &path.key(k), &format!("{rel}.{k}"), v, out);
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    walk(doc, &path.index(i), &format!("{rel}[{i}]"), v, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (k, v) in config {
+        walk(doc, &at.key(k), k, v, &mut out);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2966,36 +2998,4 @@ mod tests {
             json!({"tags": ["a", "b", "c"], "level": "hard", "nested": {"x": 1, "y": 2}, "team": "core"})
         );
     }
-}
-
-/// Positions of every key path of an assertion's config (depth-first, at
-/// most [`MAX_KEY_POSITIONS`](super::model::MAX_KEY_POSITIONS)), relative to
-/// the assertion.
-fn key_positions(doc: &Doc, at: &KeyPath, config: &Map<String, Value>) -> Vec<(String, Pos)> {
-    fn walk(doc: &Doc, path: &KeyPath, rel: &str, value: &Value, out: &mut Vec<(String, Pos)>) {
-        if out.len() >= super::model::MAX_KEY_POSITIONS {
-            return;
-        }
-        if let Some(pos) = doc.map.exact(path) {
-            out.push((rel.to_owned(), pos));
-        }
-        match value {
-            Value::Object(map) => {
-                for (k, v) in map {
-                    walk(doc, &path.key(k), &format!("{rel}.{k}"), v, out);
-                }
-            }
-            Value::Array(items) => {
-                for (i, v) in items.iter().enumerate() {
-                    walk(doc, &path.index(i), &format!("{rel}[{i}]"), v, out);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    for (k, v) in config {
-        walk(doc, &at.key(k), k, v, &mut out);
-    }
-    out
 }
