@@ -214,6 +214,62 @@ impl Message {
             ..Self::default()
         }
     }
+    /// The message with these tool calls (for tests).
+    #[must_use]
+    pub fn with_tool_calls(mut self, calls: Vec<ToolCall>) -> Self {
+        self.tool_calls = calls;
+        self
+    }
+
+    /// The message with structured content (for tests).
+    #[must_use]
+    pub fn with_content_json(mut self, content: Value) -> Self {
+        self.content_json = Some(content);
+        self
+    }
+}
+
+impl ToolCall {
+    /// A call of `tool` with no input (for tests).
+    pub fn new(tool: impl Into<String>) -> Self {
+        Self {
+            tool: tool.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The call with this input.
+    #[must_use]
+    pub fn with_input(mut self, input: Value) -> Self {
+        self.input = Some(input);
+        self
+    }
+
+    /// The call with this output.
+    #[must_use]
+    pub fn with_output(mut self, output: Value) -> Self {
+        self.output = Some(output);
+        self
+    }
+
+    /// The call with this duration.
+    #[must_use]
+    pub fn with_duration_ms(mut self, ms: u64) -> Self {
+        self.duration_ms = Some(ms);
+        self
+    }
+}
+
+impl TokenUsage {
+    /// Token counts (for tests).
+    pub fn new(input: u64, output: u64, cached: u64) -> Self {
+        Self {
+            input,
+            output,
+            cached,
+            reasoning: 0,
+        }
+    }
 }
 
 /// Tokens a target reported.
@@ -319,6 +375,20 @@ impl Request {
     #[must_use]
     pub fn with_trace(mut self, trace: Trace) -> Self {
         self.trace = trace;
+        self
+    }
+
+    /// Sets the output messages (the target's transcript, with tool calls).
+    #[must_use]
+    pub fn with_output_messages(mut self, messages: Vec<Message>) -> Self {
+        self.output_messages = messages;
+        self
+    }
+
+    /// Sets the expected output messages.
+    #[must_use]
+    pub fn with_expected_messages(mut self, messages: Vec<Message>) -> Self {
+        self.expected_messages = messages;
         self
     }
 
