@@ -42,6 +42,20 @@ pub enum Command {
     /// Inspect and create grader plugins.
     #[command(subcommand)]
     Plugin(PluginCommand),
+    /// Read an agent CLI's output (Claude Code stream-json, Codex JSONL,
+    /// AgentV's output file) and print the trace graders see, as AgentV's
+    /// output-file JSON.
+    Trace(TraceArgs),
+}
+
+/// `evalhost trace`.
+#[derive(Debug, clap::Args)]
+pub struct TraceArgs {
+    /// The file an agent wrote (`-` for standard input).
+    pub file: PathBuf,
+    /// Its format: auto, agentv, claude-code, codex, text.
+    #[arg(long, default_value = "auto")]
+    pub format: String,
 }
 
 /// `evalhost plugin`.
@@ -276,6 +290,7 @@ pub fn run_cli(cli: Cli) -> ExitCode {
         Command::Regrade(args) => regrade_command(&args, &mut stderr),
         Command::Cache(command) => cache_command(&command, &mut stderr),
         Command::Plugin(command) => crate::plugin_cli::run(&command, &mut stderr),
+        Command::Trace(args) => trace_command(&args, &mut stderr),
     };
     ExitCode::from(code)
 }
@@ -501,6 +516,50 @@ fn cache_command(command: &CacheCommand, err: &mut dyn Write) -> u8 {
                 }
             }
             exit_codes::SUCCESS
+        }
+    }
+}
+
+fn trace_command(args: &TraceArgs, err: &mut dyn Write) -> u8 {
+    use std::io::Read;
+    let format: crate::trace::TraceFormat = match args.format.parse() {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return exit_codes::USAGE;
+        }
+    };
+    let text = if args.file.as_os_str() == "-" {
+        let mut t = String::new();
+        std::io::stdin().read_to_string(&mut t).map(|_| t)
+    } else {
+        std::fs::read_to_string(&args.file)
+    };
+    let text = match text {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = writeln!(err, "error: cannot read {}: {e}", args.file.display());
+            return exit_codes::USAGE;
+        }
+    };
+    let detected = match format {
+        crate::trace::TraceFormat::Auto => crate::trace::detect(&text),
+        f => f,
+    };
+    match crate::trace::normalize(&text, detected) {
+        Ok(output) => {
+            let _ = writeln!(err, "format: {}", detected.name());
+            let doc = crate::trace::to_agentv(&output);
+            println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            exit_codes::SUCCESS
+        }
+        Err(e) => {
+            let _ = writeln!(
+                err,
+                "format: {}\nerror: the agent run failed: {e}",
+                detected.name()
+            );
+            exit_codes::EXECUTION_ERROR
         }
     }
 }

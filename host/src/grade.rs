@@ -82,13 +82,7 @@ pub fn base_request(test: &TestCase, output: &TargetOutput) -> wit::GradeRequest
             }),
             cost_usd: output.cost_usd,
             duration_ms: output.duration_ms,
-            llm_calls: Some(
-                output
-                    .messages
-                    .iter()
-                    .filter(|m| m.role == "assistant")
-                    .count() as u32,
-            ),
+            llm_calls: output.llm_call_count(),
             file_changes: None,
         },
         workspace_path: None,

@@ -28,4 +28,5 @@ pub mod run;
 pub mod schema;
 pub mod suite;
 pub mod target;
+pub mod trace;
 pub mod workspace;

@@ -273,6 +273,7 @@ mod tests {
             wall_ms: 10,
             token_usage: None,
             cost_usd: None,
+            llm_calls: None,
             target_used: None,
             cached: false,
             output_messages: Vec::new(),

@@ -232,6 +232,9 @@ pub struct ResultRow {
     /// Cost the target reported, in US dollars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Model calls the target made, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm_calls: Option<u32>,
     /// True when the answer came from the response cache (`--cache`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,

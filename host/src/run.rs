@@ -509,6 +509,9 @@ pub fn run(
                 duration_ms: row.duration_ms,
                 token_usage: row.token_usage,
                 cost_usd: row.cost_usd,
+                llm_calls: row
+                    .llm_calls
+                    .map_or(target::LlmCalls::Unknown, target::LlmCalls::Known),
                 target_used: row.target_used.clone(),
             };
             by_target
@@ -1014,6 +1017,7 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
         wall_ms: 0,
         token_usage: None,
         cost_usd: None,
+        llm_calls: None,
         target_used: None,
         cached: false,
         output_messages: Vec::new(),
@@ -1192,6 +1196,7 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
     row.duration_ms = output.duration_ms;
     row.token_usage = output.token_usage;
     row.cost_usd = output.cost_usd;
+    row.llm_calls = output.llm_call_count();
     row.target_used = output.target_used;
     let plain = output.messages.len() == 1
         && output.messages[0].role == "assistant"

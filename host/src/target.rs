@@ -123,16 +123,21 @@ pub struct Target {
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolCall {
     /// Id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Tool name.
     pub tool: String,
     /// Input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
     /// Output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
     /// Status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// Duration in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
 }
 
@@ -166,6 +171,20 @@ pub struct TokenUsage {
     pub reasoning: u64,
 }
 
+/// How many model calls a target made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmCalls {
+    /// The number of assistant messages (AgentV's rule), when there are
+    /// messages.
+    #[default]
+    FromMessages,
+    /// Reported by the agent CLI.
+    Known(u32),
+    /// Not reported (Codex, Claude Code's json result).
+    Unknown,
+}
+
 /// A target's output for one test.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TargetOutput {
@@ -181,6 +200,9 @@ pub struct TargetOutput {
     pub cost_usd: Option<f64>,
     /// The target that answered, when a fallback did.
     pub target_used: Option<String>,
+    /// How many model calls it made.
+    #[serde(default)]
+    pub llm_calls: LlmCalls,
 }
 
 impl TargetOutput {
@@ -195,6 +217,24 @@ impl TargetOutput {
             }],
             text,
             ..Self::default()
+        }
+    }
+
+    /// The number of model calls, when known.
+    pub fn llm_call_count(&self) -> Option<u32> {
+        match self.llm_calls {
+            LlmCalls::Known(n) => Some(n),
+            LlmCalls::Unknown => None,
+            LlmCalls::FromMessages if self.messages.is_empty() => None,
+            LlmCalls::FromMessages => Some(
+                u32::try_from(
+                    self.messages
+                        .iter()
+                        .filter(|m| m.role == "assistant")
+                        .count(),
+                )
+                .unwrap_or(u32::MAX),
+            ),
         }
     }
 

@@ -23,9 +23,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{
-    Invocation, OutputMessage, Target, TargetFailure, TargetOutput, TokenUsage, ToolCall, prompt,
-};
+use super::{Invocation, Target, TargetFailure, TargetOutput, prompt};
 use crate::process::{self, shell_quote};
 use crate::suite::TestCase;
 
@@ -75,6 +73,8 @@ pub struct CliConfig {
     pub keep_temp_files: bool,
     /// The health check.
     pub healthcheck: Option<Healthcheck>,
+    /// How the output file is read (`trace_format`).
+    pub trace_format: crate::trace::TraceFormat,
 }
 
 fn placeholders(command: &str) -> Vec<String> {
@@ -175,7 +175,21 @@ impl CliConfig {
                 ));
             }
         };
+        let trace_format = match entry.get("trace_format") {
+            None | Some(Value::Null) => crate::trace::TraceFormat::Auto,
+            Some(Value::String(f)) => f.parse().map_err(|e| ("trace_format".to_owned(), e))?,
+            Some(_) => {
+                return Err((
+                    "trace_format".into(),
+                    format!(
+                        "`trace_format` must be one of {}",
+                        crate::trace::TraceFormat::NAMES.join(", ")
+                    ),
+                ));
+            }
+        };
         Ok(Self {
+            trace_format,
             command,
             cwd: entry
                 .get("cwd")
@@ -377,7 +391,8 @@ pub fn invoke(
         }
     };
     cleanup(config.keep_temp_files);
-    let mut output = parse_output_file(&text);
+    let mut output = crate::trace::normalize(&text, config.trace_format)
+        .map_err(|e| TargetFailure::fatal(e.message))?;
     if output.duration_ms.is_none() {
         output.duration_ms = Some(outcome.duration.as_millis() as u64);
     }
@@ -393,108 +408,11 @@ pub fn render_command(template: &str, values: &[(&str, String)]) -> String {
     out
 }
 
-fn tool_call(value: &Value) -> Option<ToolCall> {
-    let o = value.as_object()?;
-    Some(ToolCall {
-        id: o.get("id").and_then(Value::as_str).map(str::to_owned),
-        tool: o
-            .get("tool")
-            .or(o.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        input: o.get("input").or(o.get("arguments")).cloned(),
-        output: o.get("output").cloned(),
-        status: o.get("status").and_then(Value::as_str).map(str::to_owned),
-        duration_ms: o.get("duration_ms").and_then(Value::as_u64),
-    })
-}
-
-fn content_text(content: Option<&Value>) -> (String, Option<Value>) {
-    match content {
-        None | Some(Value::Null) => (String::new(), None),
-        Some(Value::String(s)) => (s.clone(), None),
-        Some(Value::Array(blocks)) => {
-            let text = blocks
-                .iter()
-                .filter_map(|b| match b {
-                    Value::String(s) => Some(s.clone()),
-                    Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("text") => o
-                        .get("text")
-                        .or(o.get("value"))
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
-            (text, content.cloned())
-        }
-        Some(other) => (other.to_string(), Some(other.clone())),
-    }
-}
-
-/// Parses an output file (AgentV §6.4).
+/// Parses an output file as AgentV does (reference §6.4); see
+/// [`crate::trace`] for the other formats.
 pub fn parse_output_file(text: &str) -> TargetOutput {
-    let Ok(Value::Object(doc)) = serde_json::from_str::<Value>(text) else {
-        return TargetOutput::text(text);
-    };
-    let messages: Vec<OutputMessage> = match doc.get("output").or(doc.get("output_messages")) {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|m| {
-                let o = m.as_object()?;
-                let (content, content_json) = content_text(o.get("content"));
-                Some(OutputMessage {
-                    role: o
-                        .get("role")
-                        .and_then(Value::as_str)
-                        .unwrap_or("assistant")
-                        .to_owned(),
-                    content,
-                    content_json,
-                    tool_calls: o
-                        .get("tool_calls")
-                        .and_then(Value::as_array)
-                        .map(|calls| calls.iter().filter_map(tool_call).collect())
-                        .unwrap_or_default(),
-                    name: o.get("name").and_then(Value::as_str).map(str::to_owned),
-                })
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    let mut output = if !messages.is_empty() {
-        TargetOutput {
-            messages,
-            ..TargetOutput::default()
-        }
-        .with_candidate_from_messages()
-    } else {
-        match doc.get("text") {
-            Some(Value::String(t)) => TargetOutput::text(t.clone()),
-            Some(other) if !other.is_null() => TargetOutput::text(other.to_string()),
-            _ => return TargetOutput::text(text),
-        }
-    };
-    output.token_usage = doc.get("token_usage").and_then(|t| {
-        Some(TokenUsage {
-            input: t.get("input").and_then(Value::as_u64)?,
-            output: t.get("output").and_then(Value::as_u64)?,
-            cached: t.get("cached").and_then(Value::as_u64).unwrap_or(0),
-            reasoning: t.get("reasoning").and_then(Value::as_u64).unwrap_or(0),
-        })
-    });
-    output.cost_usd = doc
-        .get("cost_usd")
-        .and_then(Value::as_f64)
-        .filter(|c| *c >= 0.0);
-    output.duration_ms = doc
-        .get("duration_ms")
-        .and_then(Value::as_f64)
-        .filter(|d| *d >= 0.0)
-        .map(|d| d as u64);
-    output
+    crate::trace::normalize(text, crate::trace::TraceFormat::AgentV)
+        .unwrap_or_else(|_| TargetOutput::text(text))
 }
 
 #[cfg(test)]

@@ -284,6 +284,7 @@ pub fn chat(
         token_usage,
         cost_usd,
         target_used: None,
+        llm_calls: super::LlmCalls::Known(1),
     })
 }
 

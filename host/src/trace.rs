@@ -1,0 +1,910 @@
+//! The trace normalizer: what agent CLIs write, read into one trace — the
+//! output messages with their tool calls, token usage, cost, duration and
+//! the number of model calls — that every grader plugin sees the same way.
+//!
+//! Formats (see `docs/traces.md` for the field-by-field mapping):
+//!
+//! - `agentv`: AgentV's output-file schema, a JSON object with `output`
+//!   messages (with `tool_calls`) or `text`, plus `token_usage`, `cost_usd`,
+//!   `duration_ms`. Anything that is not such an object is the answer text.
+//! - `claude-code`: Claude Code's `--output-format stream-json --verbose`
+//!   (NDJSON), a JSON array of the same messages, or `--output-format json`
+//!   (the `result` object alone: no tool calls).
+//! - `codex`: `codex exec --json` JSONL events (`thread.started`,
+//!   `item.completed`, `turn.completed`, ...).
+//! - `text`: the file is the answer.
+//!
+//! `auto` (the default) tells them apart by their first JSON lines.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+
+use serde_json::{Map, Value};
+
+use crate::target::{LlmCalls, OutputMessage, TargetOutput, TokenUsage, ToolCall};
+
+/// A trace format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TraceFormat {
+    /// Detect the format.
+    #[default]
+    Auto,
+    /// AgentV's output-file schema.
+    AgentV,
+    /// Claude Code stream-json or json.
+    ClaudeCode,
+    /// Codex `exec --json` events.
+    Codex,
+    /// Plain text.
+    Text,
+}
+
+impl TraceFormat {
+    /// The names accepted in a targets file and on the command line.
+    pub const NAMES: &'static [&'static str] = &["auto", "agentv", "claude-code", "codex", "text"];
+
+    /// The canonical name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::AgentV => "agentv",
+            Self::ClaudeCode => "claude-code",
+            Self::Codex => "codex",
+            Self::Text => "text",
+        }
+    }
+}
+
+impl FromStr for TraceFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "agentv" => Ok(Self::AgentV),
+            "claude-code" | "claude" | "claude-stream-json" => Ok(Self::ClaudeCode),
+            "codex" | "codex-jsonl" => Ok(Self::Codex),
+            "text" => Ok(Self::Text),
+            other => Err(format!(
+                "unknown trace format `{other}`; use one of {}",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+/// The agent run the trace describes did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct TraceError {
+    /// What the agent CLI reported.
+    pub message: String,
+}
+
+fn fail(message: impl Into<String>) -> TraceError {
+    TraceError {
+        message: message.into(),
+    }
+}
+
+/// The JSON values of `text`: one document, or one per line (lines that
+/// are not JSON — banners, warnings — are skipped).
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            (l.starts_with('{')).then(|| serde_json::from_str(l).ok())?
+        })
+        .collect()
+}
+
+fn type_of(v: &Value) -> &str {
+    v.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+fn is_claude(v: &Value) -> bool {
+    matches!(
+        type_of(v),
+        "system" | "assistant" | "user" | "result" | "stream_event"
+    ) && (v.get("session_id").is_some() || v.get("message").is_some() || v.get("subtype").is_some())
+}
+
+fn is_codex(v: &Value) -> bool {
+    let t = type_of(v);
+    t.starts_with("thread.") || t.starts_with("turn.") || t.starts_with("item.")
+}
+
+/// The format of `text`, when `auto`.
+pub fn detect(text: &str) -> TraceFormat {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('[') {
+        if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(trimmed)
+            && items.iter().any(is_claude)
+        {
+            return TraceFormat::ClaudeCode;
+        }
+        return TraceFormat::AgentV;
+    }
+    if let Ok(doc @ Value::Object(_)) = serde_json::from_str::<Value>(trimmed) {
+        return if is_claude(&doc) && type_of(&doc) == "result" {
+            TraceFormat::ClaudeCode
+        } else {
+            TraceFormat::AgentV
+        };
+    }
+    for line in json_lines(text).iter().take(20) {
+        if is_codex(line) {
+            return TraceFormat::Codex;
+        }
+        if is_claude(line) {
+            return TraceFormat::ClaudeCode;
+        }
+    }
+    TraceFormat::AgentV
+}
+
+/// Reads `text` in `format` into a target output. `Err` when the trace says
+/// the agent run failed (a Claude Code error result, a failed Codex turn, a
+/// stream cut short).
+pub fn normalize(text: &str, format: TraceFormat) -> Result<TargetOutput, TraceError> {
+    match format {
+        TraceFormat::Auto => normalize(text, detect(text)),
+        TraceFormat::AgentV => Ok(agentv(text)),
+        TraceFormat::Text => Ok(TargetOutput::text(text)),
+        TraceFormat::ClaudeCode => claude(text),
+        TraceFormat::Codex => codex(text),
+    }
+}
+
+fn tool_call(value: &Value) -> Option<ToolCall> {
+    let o = value.as_object()?;
+    Some(ToolCall {
+        id: o.get("id").and_then(Value::as_str).map(str::to_owned),
+        tool: o
+            .get("tool")
+            .or(o.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        input: o.get("input").or(o.get("arguments")).cloned(),
+        output: o.get("output").cloned(),
+        status: o.get("status").and_then(Value::as_str).map(str::to_owned),
+        duration_ms: o
+            .get("duration_ms")
+            .and_then(Value::as_f64)
+            .map(|d| d as u64),
+    })
+}
+
+/// Text of message content: a string, or the `text` blocks of a list.
+pub fn content_text(content: Option<&Value>) -> (String, Option<Value>) {
+    match content {
+        None | Some(Value::Null) => (String::new(), None),
+        Some(Value::String(s)) => (s.clone(), None),
+        Some(Value::Array(blocks)) => {
+            let text = blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("text") => o
+                        .get("text")
+                        .or(o.get("value"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            (text, content.cloned())
+        }
+        Some(other) => (other.to_string(), Some(other.clone())),
+    }
+}
+
+/// AgentV's output-file schema (reference §6.4).
+fn agentv(text: &str) -> TargetOutput {
+    let Ok(Value::Object(doc)) = serde_json::from_str::<Value>(text) else {
+        return TargetOutput::text(text);
+    };
+    let messages: Vec<OutputMessage> = match doc.get("output").or(doc.get("output_messages")) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|m| {
+                let o = m.as_object()?;
+                let (content, content_json) = content_text(o.get("content"));
+                Some(OutputMessage {
+                    role: o
+                        .get("role")
+                        .and_then(Value::as_str)
+                        .unwrap_or("assistant")
+                        .to_owned(),
+                    content,
+                    content_json,
+                    tool_calls: o
+                        .get("tool_calls")
+                        .and_then(Value::as_array)
+                        .map(|calls| calls.iter().filter_map(tool_call).collect())
+                        .unwrap_or_default(),
+                    name: o.get("name").and_then(Value::as_str).map(str::to_owned),
+                })
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut output = if !messages.is_empty() {
+        TargetOutput {
+            messages,
+            ..TargetOutput::default()
+        }
+        .with_candidate_from_messages()
+    } else {
+        match doc.get("text") {
+            Some(Value::String(t)) => TargetOutput::text(t.clone()),
+            Some(other) if !other.is_null() => TargetOutput::text(other.to_string()),
+            _ => return TargetOutput::text(text),
+        }
+    };
+    output.token_usage = doc.get("token_usage").and_then(|t| {
+        Some(TokenUsage {
+            input: t.get("input").and_then(Value::as_u64)?,
+            output: t.get("output").and_then(Value::as_u64)?,
+            cached: t.get("cached").and_then(Value::as_u64).unwrap_or(0),
+            reasoning: t.get("reasoning").and_then(Value::as_u64).unwrap_or(0),
+        })
+    });
+    output.cost_usd = doc
+        .get("cost_usd")
+        .and_then(Value::as_f64)
+        .filter(|c| *c >= 0.0);
+    output.duration_ms = doc
+        .get("duration_ms")
+        .and_then(Value::as_f64)
+        .filter(|d| *d >= 0.0)
+        .map(|d| d as u64);
+    output
+}
+
+fn u64_of(o: &Value, key: &str) -> u64 {
+    o.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Claude Code: `stream-json` lines, an array of them, or the `json` result.
+fn claude(text: &str) -> Result<TargetOutput, TraceError> {
+    let trimmed = text.trim_start();
+    let lines: Vec<Value> = match serde_json::from_str::<Value>(trimmed) {
+        Ok(Value::Array(items)) => items,
+        Ok(doc @ Value::Object(_)) => vec![doc],
+        _ => json_lines(text),
+    };
+    let mut messages: Vec<OutputMessage> = Vec::new();
+    // message.id of each output message, and the thread it belongs to.
+    let mut ids: Vec<Option<String>> = Vec::new();
+    let mut main_thread: Vec<bool> = Vec::new();
+    let mut calls: HashMap<String, (usize, usize)> = HashMap::new();
+    let mut llm_ids: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut result: Option<&Value> = None;
+    for line in &lines {
+        match type_of(line) {
+            "assistant" => {
+                let Some(message) = line.get("message") else {
+                    continue;
+                };
+                let id = message.get("id").and_then(Value::as_str).map(str::to_owned);
+                let parent = line
+                    .get("parent_tool_use_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let synthetic = message.get("model").and_then(Value::as_str) == Some("<synthetic>");
+                if let Some(id) = &id
+                    && !synthetic
+                {
+                    llm_ids.insert(id.clone());
+                }
+                // One API message arrives as several lines sharing its id.
+                let same = id.is_some() && ids.last() == Some(&id);
+                if !same {
+                    messages.push(OutputMessage {
+                        role: "assistant".into(),
+                        name: parent.as_ref().map(|p| format!("subagent:{p}")),
+                        ..OutputMessage::default()
+                    });
+                    ids.push(id);
+                    main_thread.push(parent.is_none());
+                }
+                let index = messages.len() - 1;
+                let blocks: Vec<Value> = match message.get("content") {
+                    Some(Value::Array(b)) => b.clone(),
+                    Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
+                    _ => Vec::new(),
+                };
+                for block in blocks {
+                    match type_of(&block) {
+                        "text" => {
+                            let t = block.get("text").and_then(Value::as_str).unwrap_or("");
+                            let content = &mut messages[index].content;
+                            if !content.is_empty() && !t.is_empty() {
+                                content.push('\n');
+                            }
+                            content.push_str(t);
+                        }
+                        "tool_use" => {
+                            let call = ToolCall {
+                                id: block.get("id").and_then(Value::as_str).map(str::to_owned),
+                                tool: block
+                                    .get("name")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or_default()
+                                    .to_owned(),
+                                input: block.get("input").cloned(),
+                                status: Some("unknown".into()),
+                                ..ToolCall::default()
+                            };
+                            if let Some(id) = &call.id {
+                                calls.insert(id.clone(), (index, messages[index].tool_calls.len()));
+                            }
+                            messages[index].tool_calls.push(call);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            "user" => {
+                let Some(Value::Array(blocks)) = line.get("message").and_then(|m| m.get("content"))
+                else {
+                    continue;
+                };
+                for block in blocks.iter().filter(|b| type_of(b) == "tool_result") {
+                    let Some(&(m, c)) = block
+                        .get("tool_use_id")
+                        .and_then(Value::as_str)
+                        .and_then(|id| calls.get(id))
+                    else {
+                        continue;
+                    };
+                    let (output, _) = content_text(block.get("content"));
+                    let call = &mut messages[m].tool_calls[c];
+                    call.output = Some(Value::String(output));
+                    call.status = Some(
+                        if block.get("is_error").and_then(Value::as_bool) == Some(true) {
+                            "error"
+                        } else {
+                            "ok"
+                        }
+                        .into(),
+                    );
+                }
+            }
+            "result" => result = Some(line),
+            _ => {}
+        }
+    }
+    let Some(result) = result else {
+        return Err(fail(
+            "the Claude Code output has no `result` line: the run did not finish",
+        ));
+    };
+    let subtype = result.get("subtype").and_then(Value::as_str).unwrap_or("");
+    let is_error = result.get("is_error").and_then(Value::as_bool) == Some(true);
+    if is_error || (!subtype.is_empty() && subtype != "success") {
+        let detail = match result.get("errors") {
+            Some(Value::Array(errors)) if !errors.is_empty() => errors
+                .iter()
+                .map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join("; "),
+            _ => result
+                .get("result")
+                .and_then(Value::as_str)
+                .unwrap_or("no details")
+                .to_owned(),
+        };
+        let kind = if subtype.is_empty() { "error" } else { subtype };
+        return Err(fail(format!("Claude Code reported {kind}: {detail}")));
+    }
+    let final_text = result
+        .get("result")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| {
+            messages
+                .iter()
+                .zip(&main_thread)
+                .rev()
+                .find(|(m, main)| **main && !m.content.is_empty())
+                .map(|(m, _)| m.content.clone())
+        })
+        .unwrap_or_default();
+    // The answer is the last message: make sure it is the main thread's.
+    if messages
+        .last()
+        .is_some_and(|m| m.content != final_text || m.name.is_some())
+    {
+        messages.push(OutputMessage {
+            role: "assistant".into(),
+            content: final_text.clone(),
+            ..OutputMessage::default()
+        });
+    }
+    // Tokens: `modelUsage` covers subagents too; `usage` the main loop only.
+    // Input counts cache reads and writes (as AgentV's providers do), and
+    // `cached` the reads.
+    let usage = match result.get("modelUsage").and_then(Value::as_object) {
+        Some(models) if !models.is_empty() => {
+            let sum = |k: &str| models.values().map(|m| u64_of(m, k)).sum::<u64>();
+            let read = sum("cacheReadInputTokens");
+            Some(TokenUsage {
+                input: sum("inputTokens") + read + sum("cacheCreationInputTokens"),
+                output: sum("outputTokens"),
+                cached: read,
+                reasoning: 0,
+            })
+        }
+        _ => result.get("usage").filter(|u| u.is_object()).map(|u| {
+            let read = u64_of(u, "cache_read_input_tokens");
+            TokenUsage {
+                input: u64_of(u, "input_tokens") + read + u64_of(u, "cache_creation_input_tokens"),
+                output: u64_of(u, "output_tokens"),
+                cached: read,
+                reasoning: 0,
+            }
+        }),
+    };
+    let llm_calls = if lines.iter().any(|l| type_of(l) == "assistant") {
+        LlmCalls::Known(u32::try_from(llm_ids.len()).unwrap_or(u32::MAX))
+    } else {
+        LlmCalls::Unknown
+    };
+    Ok(TargetOutput {
+        text: final_text,
+        // `--output-format json` has no messages: no trace of tool calls.
+        messages: if lines.iter().any(|l| type_of(l) == "assistant") {
+            messages
+        } else {
+            Vec::new()
+        },
+        duration_ms: result
+            .get("duration_ms")
+            .and_then(Value::as_f64)
+            .map(|d| d as u64),
+        token_usage: usage,
+        cost_usd: result
+            .get("total_cost_usd")
+            .or(result.get("cost_usd"))
+            .and_then(Value::as_f64),
+        target_used: None,
+        llm_calls,
+    })
+}
+
+/// A Codex item as a tool call, named as Claude Code names the same tools.
+fn codex_call(item: &Map<String, Value>) -> Option<ToolCall> {
+    let status_of = |ok: bool| Some(if ok { "ok" } else { "error" }.to_owned());
+    let item_status = item.get("status").and_then(Value::as_str).unwrap_or("");
+    let running = item_status == "in_progress";
+    let failed = matches!(item_status, "failed" | "declined");
+    let id = item.get("id").and_then(Value::as_str).map(str::to_owned);
+    let call = match item.get("type").and_then(Value::as_str)? {
+        "command_execution" => {
+            let exit = item.get("exit_code").and_then(Value::as_i64);
+            ToolCall {
+                id,
+                tool: "Bash".into(),
+                input: Some(
+                    serde_json::json!({"command": item.get("command").cloned().unwrap_or(Value::Null)}),
+                ),
+                output: item.get("aggregated_output").cloned(),
+                status: if running {
+                    Some("unknown".into())
+                } else {
+                    status_of(!failed && exit.is_none_or(|c| c == 0))
+                },
+                duration_ms: None,
+            }
+        }
+        "file_change" => {
+            let changes = item
+                .get("changes")
+                .cloned()
+                .unwrap_or(Value::Array(Vec::new()));
+            let summary = changes
+                .as_array()
+                .map(|c| {
+                    c.iter()
+                        .map(|ch| {
+                            format!(
+                                "{} {}",
+                                ch.get("kind").and_then(Value::as_str).unwrap_or("update"),
+                                ch.get("path").and_then(Value::as_str).unwrap_or("?")
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
+                .unwrap_or_default();
+            ToolCall {
+                id,
+                tool: "Edit".into(),
+                input: Some(serde_json::json!({"changes": changes})),
+                output: Some(Value::String(summary)),
+                status: if running {
+                    Some("unknown".into())
+                } else {
+                    status_of(!failed)
+                },
+                duration_ms: None,
+            }
+        }
+        "mcp_tool_call" => {
+            let server = item.get("server").and_then(Value::as_str).unwrap_or("?");
+            let tool = item.get("tool").and_then(Value::as_str).unwrap_or("?");
+            let error = item.get("error").filter(|e| !e.is_null());
+            ToolCall {
+                id,
+                tool: format!("mcp__{server}__{tool}"),
+                input: item.get("arguments").cloned().filter(|a| !a.is_null()),
+                output: error
+                    .and_then(|e| e.get("message").cloned())
+                    .or_else(|| item.get("result").cloned().filter(|r| !r.is_null())),
+                status: if running {
+                    Some("unknown".into())
+                } else {
+                    status_of(!failed && error.is_none())
+                },
+                duration_ms: None,
+            }
+        }
+        "web_search" => ToolCall {
+            id,
+            tool: "WebSearch".into(),
+            input: Some(
+                serde_json::json!({"query": item.get("query").cloned().unwrap_or(Value::Null)}),
+            ),
+            output: None,
+            status: status_of(!failed),
+            duration_ms: None,
+        },
+        _ => return None,
+    };
+    Some(call)
+}
+
+/// Codex `exec --json` events.
+fn codex(text: &str) -> Result<TargetOutput, TraceError> {
+    let events = json_lines(text);
+    // Items by id in order of first appearance; `item.completed` wins.
+    let mut order: Vec<String> = Vec::new();
+    let mut items: HashMap<String, Map<String, Value>> = HashMap::new();
+    let mut usage: Option<&Value> = None;
+    let mut completed = false;
+    let mut failed: Option<String> = None;
+    for (n, event) in events.iter().enumerate() {
+        match type_of(event) {
+            "item.started" | "item.updated" | "item.completed" => {
+                let Some(Value::Object(item)) = event.get("item") else {
+                    continue;
+                };
+                let id = item
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| format!("#{n}"), str::to_owned);
+                if !items.contains_key(&id) {
+                    order.push(id.clone());
+                }
+                items.insert(id, item.clone());
+            }
+            "turn.completed" => {
+                completed = true;
+                usage = event.get("usage");
+            }
+            "turn.failed" => {
+                failed = Some(
+                    event
+                        .get("error")
+                        .and_then(|e| e.get("message"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("turn failed")
+                        .to_owned(),
+                );
+            }
+            _ => {}
+        }
+    }
+    if let Some(message) = failed {
+        return Err(fail(format!("Codex reported a failed turn: {message}")));
+    }
+    if !completed {
+        return Err(fail(
+            "the Codex output has no `turn.completed` event: the run did not finish",
+        ));
+    }
+    // One assistant message per agent message, holding the tool calls made
+    // before it; calls after the last one join it.
+    let mut messages: Vec<OutputMessage> = Vec::new();
+    let mut pending: Vec<ToolCall> = Vec::new();
+    for id in &order {
+        let item = &items[id];
+        if item.get("type").and_then(Value::as_str) == Some("agent_message") {
+            messages.push(OutputMessage {
+                role: "assistant".into(),
+                content: item
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                tool_calls: std::mem::take(&mut pending),
+                ..OutputMessage::default()
+            });
+        } else if let Some(call) = codex_call(item) {
+            pending.push(call);
+        }
+    }
+    if !pending.is_empty() {
+        match messages.last_mut() {
+            Some(last) => last.tool_calls.append(&mut pending),
+            None => messages.push(OutputMessage {
+                role: "assistant".into(),
+                tool_calls: pending,
+                ..OutputMessage::default()
+            }),
+        }
+    }
+    let token_usage = usage.filter(|u| u.is_object()).map(|u| TokenUsage {
+        // OpenAI counts cached tokens inside input_tokens.
+        input: u64_of(u, "input_tokens"),
+        output: u64_of(u, "output_tokens"),
+        cached: u64_of(u, "cached_input_tokens"),
+        reasoning: u64_of(u, "reasoning_output_tokens"),
+    });
+    let output = TargetOutput {
+        messages,
+        token_usage,
+        // Codex reports neither cost nor duration, nor its model calls.
+        llm_calls: LlmCalls::Unknown,
+        ..TargetOutput::default()
+    };
+    Ok(output.with_candidate_from_messages())
+}
+
+/// A target output as AgentV's output-file JSON (what `evalhost trace`
+/// prints), plus `llm_calls`.
+pub fn to_agentv(output: &TargetOutput) -> Value {
+    let mut doc = Map::new();
+    let messages: Vec<Value> = output
+        .messages
+        .iter()
+        .map(|m| {
+            let mut o = Map::new();
+            o.insert("role".into(), Value::String(m.role.clone()));
+            if let Some(name) = &m.name {
+                o.insert("name".into(), Value::String(name.clone()));
+            }
+            o.insert(
+                "content".into(),
+                m.content_json
+                    .clone()
+                    .unwrap_or_else(|| Value::String(m.content.clone())),
+            );
+            if !m.tool_calls.is_empty() {
+                o.insert(
+                    "tool_calls".into(),
+                    serde_json::to_value(&m.tool_calls).unwrap_or_default(),
+                );
+            }
+            Value::Object(o)
+        })
+        .collect();
+    if messages.is_empty() {
+        doc.insert("text".into(), Value::String(output.text.clone()));
+    } else {
+        doc.insert("output".into(), Value::Array(messages));
+    }
+    if let Some(t) = output.token_usage {
+        doc.insert(
+            "token_usage".into(),
+            serde_json::to_value(t).unwrap_or_default(),
+        );
+    }
+    if let Some(c) = output.cost_usd {
+        doc.insert("cost_usd".into(), c.into());
+    }
+    if let Some(d) = output.duration_ms {
+        doc.insert("duration_ms".into(), d.into());
+    }
+    doc.insert(
+        "llm_calls".into(),
+        output.llm_call_count().map_or(Value::Null, Value::from),
+    );
+    Value::Object(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_are_detected_by_their_lines() {
+        assert_eq!(detect("{\"text\": \"hi\"}"), TraceFormat::AgentV);
+        assert_eq!(detect("plain words"), TraceFormat::AgentV);
+        assert_eq!(
+            detect(
+                "{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"x\",\"session_id\":\"s\"}"
+            ),
+            TraceFormat::ClaudeCode
+        );
+        assert_eq!(
+            detect("banner\n{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}\n"),
+            TraceFormat::ClaudeCode
+        );
+        assert_eq!(
+            detect(
+                "{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n{\"type\":\"turn.started\"}\n"
+            ),
+            TraceFormat::Codex
+        );
+        assert_eq!(
+            detect("[{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}]"),
+            TraceFormat::ClaudeCode
+        );
+    }
+
+    #[test]
+    fn claude_json_result_alone_has_no_trace() {
+        let out = normalize(
+            r#"{"type":"result","subtype":"success","is_error":false,"duration_ms":900,"result":"Paris","session_id":"s","total_cost_usd":0.01,"usage":{"input_tokens":5,"output_tokens":2,"cache_read_input_tokens":10}}"#,
+            TraceFormat::Auto,
+        )
+        .unwrap();
+        assert_eq!(out.text, "Paris");
+        assert!(out.messages.is_empty());
+        assert_eq!(out.llm_calls, LlmCalls::Unknown);
+        assert_eq!(
+            out.token_usage.map(|t| (t.input, t.output, t.cached)),
+            Some((15, 2, 10))
+        );
+        assert_eq!((out.cost_usd, out.duration_ms), (Some(0.01), Some(900)));
+    }
+
+    fn sample(name: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/data/traces")
+            .join(name);
+        std::fs::read_to_string(path).unwrap()
+    }
+
+    fn calls(out: &TargetOutput) -> Vec<(String, Option<String>)> {
+        out.messages
+            .iter()
+            .flat_map(|m| &m.tool_calls)
+            .map(|c| (c.tool.clone(), c.status.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn claude_stream_json_merges_split_messages_and_takes_totals_from_the_result() {
+        let out = normalize(&sample("claude-basic.jsonl"), TraceFormat::Auto).unwrap();
+        assert_eq!(
+            out.text,
+            "The server listens on port 8080 and all 12 tests pass."
+        );
+        assert_eq!(
+            out.messages.len(),
+            3,
+            "six assistant lines, three API messages"
+        );
+        assert_eq!(out.llm_call_count(), Some(3));
+        assert_eq!(
+            calls(&out),
+            [
+                ("Read".into(), Some("ok".into())),
+                ("Bash".into(), Some("ok".into()))
+            ]
+        );
+        let read = &out.messages[0].tool_calls[0];
+        assert_eq!(
+            read.input,
+            Some(serde_json::json!({"file_path": "/work/repo/config.toml"}))
+        );
+        assert!(
+            read.output
+                .as_ref()
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .contains("port = 8080")
+        );
+        // Array tool_result content is flattened to text.
+        assert!(
+            out.messages[1].tool_calls[0]
+                .output
+                .as_ref()
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .contains("12 passed")
+        );
+        // Totals from the result line (summing the lines would give 20 / 253).
+        let t = out.token_usage.unwrap();
+        assert_eq!((t.input, t.output, t.cached), (46_562, 245, 44_800));
+        assert_eq!(
+            (out.cost_usd, out.duration_ms),
+            (Some(0.023_713_5), Some(14_523))
+        );
+    }
+
+    #[test]
+    fn claude_subagents_are_tagged_and_never_the_answer() {
+        let out = normalize(&sample("claude-subagent.jsonl"), TraceFormat::ClaudeCode).unwrap();
+        assert_eq!(out.text, "There is one TODO, in src/main.rs line 10.");
+        assert_eq!(out.llm_call_count(), Some(4));
+        let grep = out
+            .messages
+            .iter()
+            .find(|m| m.tool_calls.iter().any(|c| c.tool == "Grep"))
+            .unwrap();
+        assert_eq!(
+            grep.name.as_deref(),
+            Some("subagent:toolu_01TaskTaskTaskTaskTask01")
+        );
+        assert_eq!(out.messages.last().unwrap().name, None);
+        let t = out.token_usage.unwrap();
+        assert_eq!(
+            (t.input, t.output, t.cached),
+            (29_798, 153, 26_800),
+            "modelUsage covers subagents"
+        );
+        assert_eq!(out.cost_usd, Some(0.015_344));
+    }
+
+    #[test]
+    fn claude_error_results_fail_the_run() {
+        let err = normalize(&sample("claude-error.jsonl"), TraceFormat::Auto).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Claude Code reported error_max_turns: Reached maximum number of turns (2)"
+        );
+    }
+
+    #[test]
+    fn codex_items_become_tool_calls_with_usage_from_the_last_turn() {
+        let out = normalize(&sample("codex-basic.jsonl"), TraceFormat::Auto).unwrap();
+        assert_eq!(
+            out.text,
+            "Fixed `parse` to return an empty list for empty input; all 3 tests now pass."
+        );
+        assert_eq!(
+            calls(&out),
+            [
+                ("Bash".into(), Some("error".into())),
+                ("Edit".into(), Some("ok".into())),
+                ("Bash".into(), Some("ok".into())),
+            ]
+        );
+        let t = out.token_usage.unwrap();
+        assert_eq!(
+            (t.input, t.output, t.cached, t.reasoning),
+            (24_763, 512, 24_448, 128)
+        );
+        assert_eq!(
+            (out.cost_usd, out.duration_ms, out.llm_call_count()),
+            (None, None, None)
+        );
+        let err = normalize(&sample("codex-failed.jsonl"), TraceFormat::Auto).unwrap_err();
+        assert!(
+            err.message
+                .starts_with("Codex reported a failed turn: stream disconnected"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_cut_short_stream_is_an_error() {
+        let err = normalize(
+            "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}\n",
+            TraceFormat::ClaudeCode,
+        )
+        .unwrap_err();
+        assert!(err.message.contains("no `result` line"), "{err}");
+        let err = normalize("{\"type\":\"thread.started\"}\n", TraceFormat::Codex).unwrap_err();
+        assert!(err.message.contains("no `turn.completed`"), "{err}");
+    }
+}
