@@ -9,7 +9,7 @@ use crate::grants::{self, Policy};
 use crate::plugin::bindings::evalhost::grader::types as wit;
 use crate::plugin::{CallLimits, Registry};
 use crate::results::{CheckRow, ExecutionStatus, ScoreRow, Verdict};
-use crate::suite::{Assertion, LimitOverrides, Required, TestCase};
+use crate::suite::{Aggregate, Assertion, Group, LimitOverrides, Required, TestCase};
 use crate::target::TargetOutput;
 
 /// The default pass threshold of a test.
@@ -183,6 +183,7 @@ pub fn grade_assertion(
                     .and_then(|d| serde_json::from_str(&d).ok()),
                 duration_us: start.elapsed().as_micros() as u64,
                 judge: None,
+                scores: Vec::new(),
             }
         }
         Err(failure) => failed_row(
@@ -197,6 +198,216 @@ pub fn grade_assertion(
     };
     row.judge = judge_usage;
     row
+}
+
+/// Grades an assertion with `leaf` (which dispatches to its plugin), or, for
+/// a `composite` or `assert-set`, grades its members in parallel — each with
+/// its own copy of the request — and combines their scores.
+pub fn grade_tree<F>(assertion: &Assertion, request: &mut wit::GradeRequest, leaf: &F) -> ScoreRow
+where
+    F: Fn(&Assertion, &mut wit::GradeRequest) -> ScoreRow + Sync,
+{
+    let Some(group) = &assertion.group else {
+        return leaf(assertion, request);
+    };
+    let start = Instant::now();
+    let members: Vec<ScoreRow> = match group.members.as_slice() {
+        [only] => vec![grade_tree(only, request, leaf)],
+        members => std::thread::scope(|scope| {
+            let handles: Vec<_> = members
+                .iter()
+                .map(|m| {
+                    let mut own = request.clone();
+                    scope.spawn(move || grade_tree(m, &mut own, leaf))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .zip(members)
+                .map(|(h, m)| {
+                    h.join().unwrap_or_else(|_| {
+                        failed_row(
+                            m,
+                            "",
+                            "",
+                            FailureClass::PluginTrap,
+                            "grading panicked".into(),
+                            None,
+                            start,
+                        )
+                    })
+                })
+                .collect()
+        }),
+    };
+    aggregate(assertion, group, members, start)
+}
+
+/// Combines a group's member scores (AgentV's composite aggregators,
+/// promptfoo's assert-set).
+fn aggregate(
+    assertion: &Assertion,
+    group: &Group,
+    mut members: Vec<ScoreRow>,
+    start: Instant,
+) -> ScoreRow {
+    let counted: Vec<&ScoreRow> = members
+        .iter()
+        .filter(|m| m.verdict != Verdict::Skip)
+        .collect();
+    let prefixed = |rows: &[&ScoreRow]| -> Vec<CheckRow> {
+        rows.iter()
+            .flat_map(|m| {
+                m.assertions.iter().map(|c| CheckRow {
+                    text: format!("[{}] {}", m.name, c.text),
+                    passed: c.passed,
+                    evidence: c.evidence.clone(),
+                })
+            })
+            .collect()
+    };
+    let weighted = |weight_of: &dyn Fn(&ScoreRow) -> f64| {
+        let (sum, total) = counted.iter().fold((0.0, 0.0), |(s, t), m| {
+            (s + m.score * weight_of(m), t + weight_of(m))
+        });
+        if total > 0.0 { sum / total } else { 0.0 }
+    };
+    let (score, passed, mut checks) = if counted.is_empty() {
+        (
+            0.0,
+            None,
+            vec![CheckRow {
+                text: "All evaluators skipped (infrastructure failure)".into(),
+                passed: false,
+                evidence: None,
+            }],
+        )
+    } else {
+        match &group.aggregate {
+            Aggregate::WeightedAverage { weights } => {
+                let weight_of = |m: &ScoreRow| {
+                    weights
+                        .iter()
+                        .find(|(n, _)| *n == m.name)
+                        .map_or(1.0, |(_, w)| *w)
+                };
+                let score = weighted(&weight_of);
+                (score, Some(reaches(score, 0.8)), prefixed(&counted))
+            }
+            Aggregate::Threshold(threshold) => {
+                let passing = counted
+                    .iter()
+                    .filter(|m| m.verdict == Verdict::Pass)
+                    .count();
+                let score = passing as f64 / counted.len() as f64;
+                let pass = reaches(score, *threshold);
+                let mut checks = vec![CheckRow {
+                    text: format!(
+                        "{passing}/{} evaluators passed (threshold: {threshold})",
+                        counted.len()
+                    ),
+                    passed: pass,
+                    evidence: None,
+                }];
+                checks.extend(prefixed(&counted));
+                (score, Some(pass), checks)
+            }
+            Aggregate::AssertSet { threshold } => {
+                let score = weighted(&|m: &ScoreRow| m.weight);
+                // promptfoo: a member of weight 0 always passes.
+                let all = counted
+                    .iter()
+                    .all(|m| m.verdict == Verdict::Pass || m.weight == 0.0);
+                let (pass, summary) = match threshold {
+                    Some(t) => {
+                        let pass = reaches(score, *t);
+                        let op = if pass { "≥" } else { "<" };
+                        (
+                            pass,
+                            format!("Aggregate score {score:.2} {op} {t} threshold"),
+                        )
+                    }
+                    None => {
+                        let n = counted
+                            .iter()
+                            .filter(|m| m.verdict == Verdict::Pass)
+                            .count();
+                        (
+                            all,
+                            format!("{n}/{} assertions passed (all must pass)", counted.len()),
+                        )
+                    }
+                };
+                let mut checks = vec![CheckRow {
+                    text: summary,
+                    passed: pass,
+                    evidence: None,
+                }];
+                checks.extend(prefixed(&counted));
+                (score, Some(pass), checks)
+            }
+        }
+    };
+    if let Aggregate::WeightedAverage { weights } = &group.aggregate {
+        for m in &mut members {
+            if let Some((_, w)) = weights.iter().find(|(n, _)| *n == m.name) {
+                m.weight = *w;
+            }
+        }
+    }
+    let mut score = score.clamp(0.0, 1.0);
+    let mut passed = passed;
+    if assertion.negate {
+        score = 1.0 - score;
+        passed = passed.map(|p| !p);
+        for check in &mut checks {
+            check.passed = !check.passed;
+        }
+    }
+    // A member's plugin failure (a trap, a timeout) is the group's failure.
+    let infra = members
+        .iter()
+        .filter_map(|m| m.failure_class.map(|c| (c, m)))
+        .find(|(c, _)| c.is_infrastructure());
+    let verdict = match passed {
+        None => Verdict::Skip,
+        Some(true) if infra.is_none() => Verdict::Pass,
+        Some(_) => Verdict::Fail,
+    };
+    let failure_class = match infra {
+        Some((class, _)) => Some(class),
+        None if verdict == Verdict::Pass => None,
+        None => Some(
+            members
+                .iter()
+                .filter_map(|m| m.failure_class)
+                .min()
+                .unwrap_or(FailureClass::Assertion),
+        ),
+    };
+    ScoreRow {
+        name: assertion.name.clone(),
+        kind: assertion.kind.clone(),
+        score,
+        weight: assertion.weight,
+        verdict,
+        assertions: checks,
+        negate: assertion.negate,
+        required: assertion.required != Required::No,
+        failure_class,
+        error: infra.and_then(|(_, m)| {
+            m.error
+                .as_ref()
+                .map(|e| format!("member `{}`: {e}", m.name))
+        }),
+        plugin: "evalhost".into(),
+        plugin_digest: String::new(),
+        plugin_output: None,
+        details: None,
+        duration_us: start.elapsed().as_micros() as u64,
+        judge: None,
+        scores: members,
+    }
 }
 
 /// The score of an assertion that never ran because the case's deadline had
@@ -244,6 +455,7 @@ fn failed_row(
         details: None,
         duration_us: start.elapsed().as_micros() as u64,
         judge: None,
+        scores: Vec::new(),
     }
 }
 

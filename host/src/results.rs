@@ -173,6 +173,9 @@ pub struct ScoreRow {
     /// The judge calls of this assertion (LLM graders).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<crate::judge::JudgeUsage>,
+    /// The members' scores, for a `composite` or `assert-set`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scores: Vec<ScoreRow>,
 }
 
 /// One (test, target) result: a line of `results.jsonl`.

@@ -10,7 +10,7 @@
 //! scheduling, lets running cases finish, and writes the summary of what
 //! finished; a second Ctrl-C exits at once.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -224,7 +224,12 @@ pub fn prepare(eval: &Path, engine: &Arc<PluginEngine>) -> Result<Prepared, RunE
         }
     }
     // Plugins named by single assertions (`wasm:`), each loaded once.
-    for assertion in suite.tests.iter().flat_map(|t| &t.assertions) {
+    for assertion in suite
+        .tests
+        .iter()
+        .flat_map(|t| &t.assertions)
+        .flat_map(crate::suite::Assertion::walk)
+    {
         let Some((path, pinned)) = &assertion.wasm else {
             continue;
         };
@@ -1147,41 +1152,45 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
     let mut request = grade::base_request(test, &output);
     request.trace.file_changes = file_changes.clone();
     request.workspace_path = workspace_path.as_ref().map(|p| p.display().to_string());
-    let mut scores = Vec::with_capacity(test.assertions.len());
-    let mut seen_plugins = HashSet::new();
-    for assertion in &test.assertions {
-        let mut limits = grade::call_limits(assertion, ctx.suite.limits);
-        let mut capped_by_case = false;
-        if let Some(deadline) = deadline {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            if remaining < limits.timeout {
-                limits.timeout = remaining;
-                capped_by_case = true;
+    let leaf =
+        |assertion: &crate::suite::Assertion,
+         request: &mut crate::plugin::bindings::evalhost::grader::types::GradeRequest| {
+            let mut limits = grade::call_limits(assertion, ctx.suite.limits);
+            let mut capped_by_case = false;
+            if let Some(deadline) = deadline {
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                if remaining < limits.timeout {
+                    limits.timeout = remaining;
+                    capped_by_case = true;
+                }
             }
-        }
-        let mut score = if limits.timeout.is_zero() {
-            grade::case_timeout_row(assertion, test.timeout_ms.unwrap_or_default())
-        } else {
-            let _permit = ctx.graders.acquire();
-            grade::grade_assertion(
-                ctx.registry,
-                assertion,
-                &mut request,
-                limits,
-                &ctx.policy,
-                &run_target.judge,
-            )
+            let mut score = if limits.timeout.is_zero() {
+                grade::case_timeout_row(assertion, test.timeout_ms.unwrap_or_default())
+            } else {
+                let _permit = ctx.graders.acquire();
+                grade::grade_assertion(
+                    ctx.registry,
+                    assertion,
+                    request,
+                    limits,
+                    &ctx.policy,
+                    &run_target.judge,
+                )
+            };
+            if capped_by_case && score.failure_class == Some(FailureClass::PluginTimeout) {
+                score.failure_class = Some(FailureClass::CaseTimeout);
+                score.error = Some(format!(
+                    "the case ran past its timeout_ms of {}",
+                    test.timeout_ms.unwrap_or_default()
+                ));
+            }
+            score
         };
-        if capped_by_case && score.failure_class == Some(FailureClass::PluginTimeout) {
-            score.failure_class = Some(FailureClass::CaseTimeout);
-            score.error = Some(format!(
-                "the case ran past its timeout_ms of {}",
-                test.timeout_ms.unwrap_or_default()
-            ));
-        }
-        seen_plugins.insert(score.plugin.clone());
-        scores.push(score);
-    }
+    let scores: Vec<_> = test
+        .assertions
+        .iter()
+        .map(|assertion| grade::grade_tree(assertion, &mut request, &leaf))
+        .collect();
     let (score, status, failure_class) = grade::score_test(&test.assertions, &scores, threshold);
     row.error = (status == ExecutionStatus::ExecutionError)
         .then(|| {

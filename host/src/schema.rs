@@ -19,10 +19,56 @@ pub fn generate(which: SchemaKind) -> anyhow::Result<String> {
             description: info.description.clone(),
             config: info.config_schema.clone(),
         })
+        .chain(group_types())
         .collect();
     let schema = match which {
         SchemaKind::Suite => fields::suite_schema(&types),
         SchemaKind::Case => fields::case_schema(&types),
     };
     Ok(serde_json::to_string_pretty(&schema)?)
+}
+
+/// The host's own types: `composite` and `assert-set`, whose members are
+/// assertions.
+fn group_types() -> [TypeSchema; 2] {
+    let members =
+        serde_json::json!({"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/assertion"}});
+    [
+        TypeSchema {
+            name: "composite".into(),
+            description: "Members graded in parallel, combined by an aggregator (AgentV)".into(),
+            config: serde_json::json!({
+                "type": "object",
+                "required": ["aggregator"],
+                "properties": {
+                    "assertions": members,
+                    "assert": members,
+                    "evaluators": members,
+                    "aggregator": {
+                        "type": "object",
+                        "required": ["type"],
+                        "properties": {
+                            "type": {"enum": ["weighted_average", "threshold"]},
+                            "weights": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}},
+                            "threshold": {"type": "number", "minimum": 0, "maximum": 1},
+                        },
+                    },
+                },
+            }),
+        },
+        TypeSchema {
+            name: "assert-set".into(),
+            description: "Members graded in parallel: all must pass, or their weighted score must reach `threshold` (promptfoo)".into(),
+            config: serde_json::json!({
+                "type": "object",
+                "required": ["assert"],
+                "properties": {
+                    "assert": members,
+                    "threshold": {"type": "number", "minimum": 0, "maximum": 1},
+                    "metric": {"type": "string"},
+                    "config": {"type": "object"},
+                },
+            }),
+        },
+    ]
 }

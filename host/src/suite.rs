@@ -13,8 +13,8 @@ pub mod source_map;
 pub use check::check_assertions;
 pub use load::load;
 pub use model::{
-    Assertion, LimitOverrides, Loc, MatrixTarget, Message, PluginRef, Required, Suite, TestCase,
-    Trials,
+    Aggregate, Assertion, Group, LimitOverrides, Loc, MatrixTarget, Message, PluginRef, Required,
+    Suite, TestCase, Trials,
 };
 
 /// Eval files under `dir` (recursively, skipping hidden directories and

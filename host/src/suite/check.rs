@@ -17,7 +17,14 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
     let mut verdicts: HashMap<(String, std::sync::Arc<str>), Result<(), String>> = HashMap::new();
     let mut schemas = Schemas::default();
     for test in &suite.tests {
-        for assertion in &test.assertions {
+        // Groups (`composite`, `assert-set`) are the host's; their members
+        // are checked like any assertion.
+        let leaves = test
+            .assertions
+            .iter()
+            .flat_map(Assertion::walk)
+            .filter(|a| a.group.is_none());
+        for assertion in leaves {
             if assertion.from_suite && !seen_suite_level.insert(assertion.loc.key.clone()) {
                 continue;
             }
@@ -134,8 +141,17 @@ fn blamed_key<'a>(assertion: &'a Assertion, message: &str) -> Option<(&'a str, P
             Some(pointer) => pointer_to_path(pointer),
             None => token.to_owned(),
         };
-        if let Some(found) = find(&candidate) {
-            return Some(found);
+        // The key itself, else its nearest parent that was written
+        // (`expected[0].tool` is missing: point at `expected[0]`).
+        let mut path = candidate.as_str();
+        loop {
+            if let Some(found) = find(path) {
+                return Some(found);
+            }
+            match path.rfind(['.', '[']) {
+                Some(i) if i > 0 => path = &path[..i],
+                _ => break,
+            }
         }
         rest = &after[end + 1..];
     }

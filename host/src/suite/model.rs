@@ -104,6 +104,54 @@ pub struct Assertion {
     pub wasm: Option<(PathBuf, Option<String>)>,
     /// True when it comes from the suite-level `assertions`.
     pub from_suite: bool,
+    /// The members of a `composite` or `assert-set`, graded by their own
+    /// plugins and combined by the host.
+    pub group: Option<Box<Group>>,
+}
+
+/// The members of a `composite` (AgentV) or `assert-set` (promptfoo) and
+/// how their scores combine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// The members, in order.
+    pub members: Vec<Assertion>,
+    /// How their scores combine.
+    pub aggregate: Aggregate,
+}
+
+/// How a group's member scores combine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Aggregate {
+    /// `composite` with `aggregator: {type: weighted_average, weights}`: the
+    /// weighted mean of the member scores (weights by member name, default
+    /// 1); passes at 0.8.
+    WeightedAverage {
+        /// Weights by member name.
+        weights: Vec<(String, f64)>,
+    },
+    /// `composite` with `aggregator: {type: threshold, threshold}`: the
+    /// fraction of members whose verdict is pass; passes at `threshold`.
+    Threshold(f64),
+    /// `assert-set`: the weighted mean of the member scores (their own
+    /// weights); passes when every member passes, or, with a `threshold`,
+    /// when the score reaches it.
+    AssertSet {
+        /// The score at which the set passes.
+        threshold: Option<f64>,
+    },
+}
+
+impl Assertion {
+    /// This assertion and, for a group, its members, depth first.
+    pub fn walk(&self) -> Vec<&Assertion> {
+        let mut out = vec![self];
+        if let Some(group) = &self.group {
+            for m in &group.members {
+                out.extend(m.walk());
+            }
+        }
+        out
+    }
 }
 
 /// The most config key positions kept per assertion.

@@ -417,6 +417,24 @@ pub fn parse_output_file(text: &str) -> TargetOutput {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn trace_format_is_checked() {
+        let entry = |f: &str| {
+            serde_json::json!({"command": "x > {OUTPUT_FILE}", "trace_format": f})
+                .as_object()
+                .unwrap()
+                .clone()
+        };
+        let ok = CliConfig::parse(&entry("claude-code"), Path::new(".")).unwrap();
+        assert_eq!(ok.trace_format, crate::trace::TraceFormat::ClaudeCode);
+        let (key, message) = CliConfig::parse(&entry("xml"), Path::new(".")).unwrap_err();
+        assert_eq!(key, "trace_format");
+        assert!(
+            message.contains("auto, agentv, claude-code, codex, text"),
+            "{message}"
+        );
+    }
+
     use super::*;
 
     #[test]
