@@ -283,7 +283,11 @@ pub fn engine(no_compile_cache: bool, workers: usize) -> anyhow::Result<Arc<Plug
         } else {
             plugin::cache::default_cache_dir()
         },
-        max_instances: (workers as u32 * 2).max(8),
+        // Fresh instances for the calls running at once, plus the warm
+        // instances stateless plugins keep (one per worker, for up to 12
+        // such plugins).
+        max_instances: (workers as u32 * 14 + 8).min(1024),
+        max_idle: workers.max(1),
     })
 }
 

@@ -227,3 +227,47 @@ fn a_pinned_digest_must_match() {
         run.stderr
     );
 }
+
+/// A stateless plugin's instance serves many calls (its own counter grows),
+/// a trap retires it (the next call starts from a fresh instance), and a
+/// failed call shows only its own output.
+#[test]
+fn stateless_instances_are_reused_until_they_trap() {
+    let probe = crate::support::test_plugin("evalhost-test-plugin-stateless-probe");
+    let project = Project::with_mock("anything");
+    let mut suite = format!("plugins: ['{}']\ntests:\n", probe.display());
+    for i in 1..=3 {
+        suite.push_str(&format!(
+            "  - {{id: t{i}, input: q, assertions: [{{type: count-calls}}]}}\n"
+        ));
+    }
+    suite.push_str("  - {id: t4, input: q, assertions: [{type: panic-now}]}\n");
+    suite.push_str("  - {id: t5, input: q, assertions: [{type: count-calls}]}\n");
+    project.write("EVAL.yaml", &suite);
+    let r = project.run(&["-j", "1", "--grader-workers", "1"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let text = |id: &str| project.row(id)["scores"][0]["assertions"][0]["text"].clone();
+    // The instance loaded at check time may already have served calls, so
+    // the counts are consecutive rather than 1, 2, 3.
+    let first = text("t1")
+        .as_str()
+        .unwrap()
+        .trim_start_matches("call ")
+        .parse::<u32>()
+        .unwrap();
+    assert_eq!(text("t2"), format!("call {}", first + 1));
+    assert_eq!(text("t3"), format!("call {}", first + 2));
+    let trap = &project.row("t4")["scores"][0];
+    assert_eq!(trap["failure_class"], "plugin_trap", "{trap}");
+    let output = trap["plugin_output"].as_str().unwrap();
+    assert!(
+        output.contains(&format!("probe call {}", first + 3)),
+        "{output}"
+    );
+    assert!(
+        !output.contains(&format!("probe call {first}\n")),
+        "earlier calls' output leaked: {output}"
+    );
+    // The trapped instance was dropped: a fresh one counts from 1.
+    assert_eq!(text("t5"), "call 1");
+}

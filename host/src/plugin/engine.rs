@@ -33,6 +33,9 @@ pub struct EngineOptions {
     pub cache_dir: Option<PathBuf>,
     /// How many instances may be live at once (about twice the workers).
     pub max_instances: u32,
+    /// How many warm instances each stateless plugin keeps (the number of
+    /// plugin calls that run at once).
+    pub max_idle: usize,
 }
 
 /// The engine, its linker and its compile cache.
@@ -41,6 +44,7 @@ pub struct PluginEngine {
     linker: Linker<HostState>,
     cache: Option<CompileCache>,
     pooling: bool,
+    max_idle: usize,
 }
 
 impl std::fmt::Debug for PluginEngine {
@@ -118,6 +122,7 @@ impl PluginEngine {
             linker,
             cache,
             pooling,
+            max_idle: options.max_idle,
         }))
     }
 
@@ -129,6 +134,11 @@ impl PluginEngine {
     /// The linker holding every import the host provides.
     pub fn linker(&self) -> &Linker<HostState> {
         &self.linker
+    }
+
+    /// How many warm instances each stateless plugin keeps.
+    pub fn max_idle(&self) -> usize {
+        self.max_idle
     }
 
     /// True when the pooling allocator is in use.

@@ -142,7 +142,20 @@ pub struct LoadedPlugin {
     pub compiled: (CompileSource, Duration),
     engine: Arc<PluginEngine>,
     pre: PluginPre<HostState>,
+    /// Live instances kept between calls, for a stateless plugin.
+    idle: std::sync::Mutex<Vec<Warm>>,
 }
+
+/// A live instance of a stateless plugin, reused for calls that grant no
+/// workspace (the only grant fixed when the instance is made).
+struct Warm {
+    store: Store<HostState>,
+    plugin: Plugin,
+}
+
+/// A reused instance is retired when its memory has grown past this, so a
+/// one-off large case does not stay resident.
+const WARM_MEMORY_MAX: usize = 64 << 20;
 
 impl std::fmt::Debug for LoadedPlugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -203,6 +216,7 @@ impl LoadedPlugin {
             compiled: (source, took),
             engine: engine.clone(),
             pre,
+            idle: std::sync::Mutex::new(Vec::new()),
         };
         let info = plugin
             .call(CallLimits::default(), Grants::default(), |p, s| {
@@ -311,29 +325,68 @@ impl LoadedPlugin {
         grants: Grants,
         f: impl FnOnce(&Plugin, &mut Store<HostState>) -> wasmtime::Result<R>,
     ) -> (Result<R, PluginFailure>, crate::judge::JudgeUsage) {
-        let mut store = Store::new(
-            self.engine.engine(),
-            HostState::new(&self.name, limits.memory, grants),
-        );
-        store.limiter(|state| &mut state.limiter);
-        // The deadline is checked on every epoch tick: time the plugin spent
-        // waiting on host calls (commands it was granted) does not count.
-        let started = Instant::now();
-        store.epoch_deadline_callback(move |ctx| {
-            if started.elapsed() < limits.timeout + ctx.data().host_time {
-                Ok(UpdateDeadline::Continue(1))
-            } else {
-                Ok(UpdateDeadline::Interrupt)
+        // A stateless plugin keeps warm instances: no instantiation, and its
+        // caches (compiled patterns) survive between calls. A workspace
+        // grant is part of the WASI context, so such calls get a fresh one.
+        let reusable = self.stateless && grants.workspace.is_none();
+        let warm = if reusable {
+            self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop()
+        } else {
+            None
+        };
+        // An instance that already holds more memory than this call's cap
+        // allows is not reused.
+        let warm = warm.filter(|w| w.store.data().limiter.memory_peak <= limits.memory);
+        let (mut store, plugin) = match warm {
+            Some(Warm { mut store, plugin }) => {
+                store
+                    .data_mut()
+                    .begin_call(grants, limits.timeout, limits.memory);
+                store.set_epoch_deadline(1);
+                (store, Ok(plugin))
             }
-        });
-        store.set_epoch_deadline(1);
-        let outcome = self
-            .pre
-            .instantiate(&mut store)
-            .and_then(|plugin| f(&plugin, &mut store));
+            None => {
+                let mut store = Store::new(
+                    self.engine.engine(),
+                    HostState::new(&self.name, limits.memory, grants),
+                );
+                store.limiter(|state| &mut state.limiter);
+                // The deadline is checked on every epoch tick: time the
+                // plugin spent waiting on host calls (commands it was
+                // granted) does not count.
+                store.epoch_deadline_callback(|ctx| {
+                    let state = ctx.data();
+                    if state.call_started.elapsed() < state.timeout + state.host_time {
+                        Ok(UpdateDeadline::Continue(1))
+                    } else {
+                        Ok(UpdateDeadline::Interrupt)
+                    }
+                });
+                store.data_mut().timeout = limits.timeout;
+                store.data_mut().call_started = Instant::now();
+                store.set_epoch_deadline(1);
+                let plugin = self.pre.instantiate(&mut store);
+                (store, plugin)
+            }
+        };
+        let outcome = plugin.and_then(|plugin| f(&plugin, &mut store).map(|value| (value, plugin)));
         let usage = store.data().judge_usage;
         let result = match outcome {
-            Ok(value) => Ok(value),
+            Ok((value, plugin)) => {
+                // Only an instance that finished cleanly, within its bounds,
+                // goes back to the pool; a trap leaves it unusable.
+                let state = store.data();
+                if reusable
+                    && state.limiter.memory_peak <= WARM_MEMORY_MAX
+                    && state.output_used() <= super::state::OUTPUT_CAP / 2
+                {
+                    let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+                    if idle.len() < self.engine.max_idle() {
+                        idle.push(Warm { store, plugin });
+                    }
+                }
+                Ok(value)
+            }
             Err(err) => {
                 let state = store.data();
                 let output = state.output();

@@ -80,9 +80,12 @@ pub struct ExecGrant {
 /// be classified.
 #[derive(Debug)]
 pub struct Limiter {
-    memory_cap: usize,
+    /// The cap, in bytes.
+    pub memory_cap: usize,
     /// The size the plugin asked for when it hit the cap.
     pub memory_hit: Option<usize>,
+    /// The largest size a memory of the instance has grown to.
+    pub memory_peak: usize,
 }
 
 impl ResourceLimiter for Limiter {
@@ -100,6 +103,7 @@ impl ResourceLimiter for Limiter {
                 self.memory_cap >> 20
             ));
         }
+        self.memory_peak = self.memory_peak.max(desired);
         Ok(true)
     }
 
@@ -150,6 +154,14 @@ pub struct HostState {
     temp_dir: Option<tempfile::TempDir>,
     /// Judge calls made during this call.
     pub judge_usage: crate::judge::JudgeUsage,
+    /// When the current call started, and its deadline (read by the epoch
+    /// callback).
+    pub call_started: Instant,
+    /// The current call's deadline.
+    pub timeout: Duration,
+    /// Where the current call's output starts in the stdout and stderr
+    /// pipes (a reused instance keeps its pipes).
+    output_marks: (usize, usize),
 }
 
 impl HostState {
@@ -181,6 +193,7 @@ impl HostState {
             limiter: Limiter {
                 memory_cap,
                 memory_hit: None,
+                memory_peak: 0,
             },
             grants,
             plugin: plugin.to_owned(),
@@ -189,16 +202,43 @@ impl HostState {
             host_time: Duration::ZERO,
             temp_dir: None,
             judge_usage: crate::judge::JudgeUsage::default(),
+            call_started: Instant::now(),
+            timeout: Duration::from_secs(10),
+            output_marks: (0, 0),
         }
     }
 
-    /// What the plugin wrote to stdout and stderr, as text.
+    /// Prepares a state for another call on the same instance: new grants
+    /// (the instance was made with no workspace, and gets none), a fresh
+    /// deadline, counters and temporary files, and output from here on.
+    pub fn begin_call(&mut self, grants: Grants, timeout: Duration, memory_cap: usize) {
+        self.grants = grants;
+        self.timeout = timeout;
+        self.call_started = Instant::now();
+        self.host_time = Duration::ZERO;
+        self.temp_dir = None;
+        self.judge_usage = crate::judge::JudgeUsage::default();
+        self.limiter.memory_cap = memory_cap;
+        self.limiter.memory_hit = None;
+        self.output_marks = (self.stdout.contents().len(), self.stderr.contents().len());
+    }
+
+    /// Bytes written to stdout and stderr by every call of this instance.
+    pub fn output_used(&self) -> usize {
+        self.stdout.contents().len() + self.stderr.contents().len()
+    }
+
+    /// What the plugin wrote to stdout and stderr during the current call,
+    /// as text.
     pub fn output(&self) -> String {
         let mut text = String::new();
-        for pipe in [&self.stdout, &self.stderr] {
+        for (pipe, mark) in [
+            (&self.stdout, self.output_marks.0),
+            (&self.stderr, self.output_marks.1),
+        ] {
             let bytes = pipe.contents();
-            if !bytes.is_empty() {
-                text.push_str(&String::from_utf8_lossy(&bytes));
+            if bytes.len() > mark {
+                text.push_str(&String::from_utf8_lossy(&bytes[mark..]));
             }
         }
         text

@@ -1,0 +1,214 @@
+//! Per-assertion dispatch: grading one `contains` and one `regex` assertion
+//! through the sandboxed plugin, against the same check done natively in
+//! Rust — the same plugin code (`plugins/text`, `plugins/regex`) compiled
+//! for the host and called through the same SDK entry point the component
+//! export uses: the config parsed from JSON, the check, the result built
+//! (the regex plugin keeps its compiled patterns in both cases).
+//!
+//! Two parts, both in one run:
+//! 1. divan's table of each operation (median and spread);
+//! 2. the goal check: plugin and native timed in interleaved batches (so
+//!    both see the same machine noise), and their ratio, against the goal
+//!    of ≤ 10× in steady state.
+//!
+//! Run with `cargo bench --bench dispatch` (divan's own filters apply:
+//! `cargo bench --bench dispatch -- contains`).
+
+use std::hint::black_box;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use evalhost::plugin::bindings::evalhost::grader::types as wit;
+use evalhost::plugin::{CallLimits, Grants, LoadedPlugin, PluginEngine, Registry};
+
+const OUTPUT: &str = "The capital of France is Paris. It has been the capital since the \
+                      tenth century, and it is also the country's largest city.";
+const PATTERN: &str = r"\bParis\b";
+
+struct Fixture {
+    registry: Registry,
+    _engine: Arc<PluginEngine>,
+}
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let engine = evalhost::run::engine(false, 2).expect("engine");
+        let registry = Registry::with_builtins(&engine).expect("built-in plugins");
+        Fixture {
+            registry,
+            _engine: engine,
+        }
+    })
+}
+
+fn request(kind: &str, config: serde_json::Value) -> wit::GradeRequest {
+    wit::GradeRequest {
+        assertion_type: kind.into(),
+        config_json: config.to_string(),
+        test_id: "bench".into(),
+        output: OUTPUT.into(),
+        output_messages: Vec::new(),
+        input: Vec::new(),
+        expected_output: None,
+        expected_messages: Vec::new(),
+        criteria: None,
+        metadata_json: "{}".into(),
+        trace: wit::Trace {
+            token_usage: None,
+            cost_usd: None,
+            duration_ms: None,
+            llm_calls: None,
+            file_changes: None,
+        },
+        workspace_path: None,
+    }
+}
+
+fn plugin(kind: &str) -> &'static LoadedPlugin {
+    fixture().registry.resolve(kind).expect("built-in type").0
+}
+
+fn grade(kind: &str, request: &wit::GradeRequest) -> f64 {
+    let (result, _) = plugin(kind).grade(request, CallLimits::default(), Grants::default());
+    result.expect("grades").score
+}
+
+use evalhost_plugin_sdk::__private::{WitGradeRequest, bindings::evalhost::grader::types as sdk};
+
+/// The same request, as the guest sees it after lifting.
+fn native_request(kind: &str, config: serde_json::Value) -> WitGradeRequest {
+    WitGradeRequest {
+        assertion_type: kind.into(),
+        config_json: config.to_string(),
+        test_id: "bench".into(),
+        output: OUTPUT.into(),
+        output_messages: Vec::new(),
+        input: Vec::new(),
+        expected_output: None,
+        expected_messages: Vec::new(),
+        criteria: None,
+        metadata_json: "{}".into(),
+        trace: sdk::Trace {
+            token_usage: None,
+            cost_usd: None,
+            duration_ms: None,
+            llm_calls: None,
+            file_changes: None,
+        },
+        workspace_path: None,
+    }
+}
+
+fn native_contains(req: &WitGradeRequest) -> f64 {
+    evalhost_plugin_sdk::__private::grade::<evalhost_plugin_text::TextGrader>(req.clone())
+        .map_or(0.0, |g| g.score)
+}
+
+fn native_regex(req: &WitGradeRequest) -> f64 {
+    evalhost_plugin_sdk::__private::grade::<evalhost_plugin_regex::RegexGrader>(req.clone())
+        .map_or(0.0, |g| g.score)
+}
+
+#[divan::bench]
+fn contains_native(bencher: divan::Bencher) {
+    let req = native_request("contains", serde_json::json!({"value": "Paris"}));
+    bencher.bench(|| native_contains(black_box(&req)));
+}
+
+#[divan::bench]
+fn contains_plugin(bencher: divan::Bencher) {
+    let req = request("contains", serde_json::json!({"value": "Paris"}));
+    bencher.bench(|| grade("contains", black_box(&req)));
+}
+
+#[divan::bench]
+fn regex_native(bencher: divan::Bencher) {
+    let req = native_request("regex", serde_json::json!({"value": PATTERN}));
+    bencher.bench(|| native_regex(black_box(&req)));
+}
+
+#[divan::bench]
+fn regex_plugin(bencher: divan::Bencher) {
+    let req = request("regex", serde_json::json!({"value": PATTERN}));
+    bencher.bench(|| grade("regex", black_box(&req)));
+}
+
+/// Median time per call of `f`, over interleaved batches with `g`.
+fn interleaved(
+    mut f: impl FnMut(),
+    mut g: impl FnMut(),
+    batch: usize,
+    rounds: usize,
+) -> (Duration, Duration) {
+    let mut a = Vec::with_capacity(rounds);
+    let mut b = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let start = Instant::now();
+        for _ in 0..batch {
+            f();
+        }
+        a.push(start.elapsed() / batch as u32);
+        let start = Instant::now();
+        for _ in 0..batch {
+            g();
+        }
+        b.push(start.elapsed() / batch as u32);
+    }
+    a.sort();
+    b.sort();
+    (a[rounds / 2], b[rounds / 2])
+}
+
+fn goal(name: &str, plugin: Duration, native: Duration) {
+    let ratio = plugin.as_secs_f64() / native.as_secs_f64().max(1e-12);
+    println!(
+        "{name:<9} plugin {:>9.2} µs   native {:>9.3} µs   ratio {ratio:>7.1}×   goal ≤ 10×: {}",
+        plugin.as_secs_f64() * 1e6,
+        native.as_secs_f64() * 1e6,
+        if ratio <= 10.0 { "met" } else { "NOT met" }
+    );
+}
+
+fn main() {
+    // Load (compile or read from the cache) before timing anything.
+    let _ = fixture();
+    divan::main();
+
+    println!("\nper-assertion dispatch, steady state (interleaved batches, medians):");
+    let contains = request("contains", serde_json::json!({"value": "Paris"}));
+    let native = native_request("contains", serde_json::json!({"value": "Paris"}));
+    assert_eq!(grade("contains", &contains), native_contains(&native));
+    // Warm up both paths (instances, caches).
+    for _ in 0..1000 {
+        black_box(grade("contains", &contains));
+    }
+    let (p, n) = interleaved(
+        || {
+            black_box(grade("contains", black_box(&contains)));
+        },
+        || {
+            black_box(native_contains(black_box(&native)));
+        },
+        2000,
+        21,
+    );
+    goal("contains", p, n);
+    let regex = request("regex", serde_json::json!({"value": PATTERN}));
+    let native = native_request("regex", serde_json::json!({"value": PATTERN}));
+    assert_eq!(grade("regex", &regex), native_regex(&native));
+    for _ in 0..1000 {
+        black_box(grade("regex", &regex));
+    }
+    let (p, n) = interleaved(
+        || {
+            black_box(grade("regex", black_box(&regex)));
+        },
+        || {
+            black_box(native_regex(black_box(&native)));
+        },
+        2000,
+        21,
+    );
+    goal("regex", p, n);
+}
