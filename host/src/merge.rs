@@ -96,6 +96,8 @@ pub fn merge(
         std::time::Duration::from_millis(duration_ms as u64),
         false,
     );
+    let mut summary = summary;
+    summary.plugins = report::plugins_of(&rows);
     writeln!(
         err,
         "merged {} run director{} into {}",
@@ -103,6 +105,7 @@ pub fn merge(
         if dirs.len() == 1 { "y" } else { "ies" },
         output.display()
     )?;
-    report::write_all(&summary, &rows, reporters, err)?;
+    drop(rows);
+    report::write_all(&summary, &results_path, reporters, err)?;
     Ok(Ok(summary.tally))
 }

@@ -4,11 +4,208 @@
 //! merged shards are judged the same way.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::failure::FailureClass;
+use crate::judge::JudgeUsage;
 use crate::results::{ExecutionStatus, ResultRow, Status, Strategy};
+
+/// What outcomes and the summary read of a result row. A run keeps only
+/// [`RowBrief`]s in memory (the rows themselves are in `results.jsonl`);
+/// `merge` and `--rerun-failed` read whole rows.
+pub trait Graded {
+    /// Suite name.
+    fn suite(&self) -> &str;
+    /// Test id.
+    fn test_id(&self) -> &str;
+    /// Target name.
+    fn target(&self) -> &str;
+    /// Position in the suite.
+    fn test_index(&self) -> usize;
+    /// Trial number, when there are trials.
+    fn trial(&self) -> Option<u32>;
+    /// Number of trials planned, when there are trials.
+    fn trials(&self) -> Option<u32>;
+    /// Trial strategy.
+    fn strategy(&self) -> Option<Strategy>;
+    /// Score.
+    fn score(&self) -> f64;
+    /// Threshold.
+    fn threshold(&self) -> f64;
+    /// Status.
+    fn status(&self) -> Status;
+    /// Execution status.
+    fn execution_status(&self) -> ExecutionStatus;
+    /// Failure class.
+    fn failure_class(&self) -> Option<FailureClass>;
+    /// Marked `expected_fail`.
+    fn expected_fail(&self) -> bool;
+    /// Wall time in milliseconds.
+    fn wall_ms(&self) -> u64;
+    /// Judge calls of the row's assertions, summed.
+    fn judge(&self) -> JudgeUsage;
+}
+
+impl Graded for ResultRow {
+    fn suite(&self) -> &str {
+        &self.suite
+    }
+    fn test_id(&self) -> &str {
+        &self.test_id
+    }
+    fn target(&self) -> &str {
+        &self.target
+    }
+    fn test_index(&self) -> usize {
+        self.test_index
+    }
+    fn trial(&self) -> Option<u32> {
+        self.trial
+    }
+    fn trials(&self) -> Option<u32> {
+        self.trials
+    }
+    fn strategy(&self) -> Option<Strategy> {
+        self.strategy
+    }
+    fn score(&self) -> f64 {
+        self.score
+    }
+    fn threshold(&self) -> f64 {
+        self.threshold
+    }
+    fn status(&self) -> Status {
+        self.status
+    }
+    fn execution_status(&self) -> ExecutionStatus {
+        self.execution_status
+    }
+    fn failure_class(&self) -> Option<FailureClass> {
+        self.failure_class
+    }
+    fn expected_fail(&self) -> bool {
+        self.expected_fail
+    }
+    fn wall_ms(&self) -> u64 {
+        self.wall_ms
+    }
+    fn judge(&self) -> JudgeUsage {
+        fn sum(scores: &[crate::results::ScoreRow], total: &mut JudgeUsage) {
+            for s in scores {
+                if let Some(u) = s.judge {
+                    *total += u;
+                }
+                sum(&s.scores, total);
+            }
+        }
+        let mut total = JudgeUsage::default();
+        sum(&self.scores, &mut total);
+        total
+    }
+}
+
+/// The part of a result row a run keeps in memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowBrief {
+    suite: Arc<str>,
+    test_id: String,
+    target: Arc<str>,
+    test_index: usize,
+    trial: Option<u32>,
+    trials: Option<u32>,
+    strategy: Option<Strategy>,
+    score: f64,
+    threshold: f64,
+    status: Status,
+    execution_status: ExecutionStatus,
+    failure_class: Option<FailureClass>,
+    expected_fail: bool,
+    wall_ms: u64,
+    judge: JudgeUsage,
+}
+
+impl RowBrief {
+    /// The brief of `row`, sharing `suite` and `target` strings.
+    pub fn of(row: &ResultRow, suite: &Arc<str>, target: &Arc<str>) -> Self {
+        let share = |s: &Arc<str>, v: &str| if &**s == v { s.clone() } else { Arc::from(v) };
+        Self {
+            suite: share(suite, &row.suite),
+            test_id: row.test_id.clone(),
+            target: share(target, &row.target),
+            test_index: row.test_index,
+            trial: row.trial,
+            trials: row.trials,
+            strategy: row.strategy,
+            score: row.score,
+            threshold: row.threshold,
+            status: row.status,
+            execution_status: row.execution_status,
+            failure_class: row.failure_class,
+            expected_fail: row.expected_fail,
+            wall_ms: row.wall_ms,
+            judge: row.judge(),
+        }
+    }
+
+    /// The identity of the row: (test, target, trial).
+    pub fn key(&self) -> (String, String, u32) {
+        (
+            self.test_id.clone(),
+            self.target.to_string(),
+            self.trial.unwrap_or(1),
+        )
+    }
+}
+
+impl Graded for RowBrief {
+    fn suite(&self) -> &str {
+        &self.suite
+    }
+    fn test_id(&self) -> &str {
+        &self.test_id
+    }
+    fn target(&self) -> &str {
+        &self.target
+    }
+    fn test_index(&self) -> usize {
+        self.test_index
+    }
+    fn trial(&self) -> Option<u32> {
+        self.trial
+    }
+    fn trials(&self) -> Option<u32> {
+        self.trials
+    }
+    fn strategy(&self) -> Option<Strategy> {
+        self.strategy
+    }
+    fn score(&self) -> f64 {
+        self.score
+    }
+    fn threshold(&self) -> f64 {
+        self.threshold
+    }
+    fn status(&self) -> Status {
+        self.status
+    }
+    fn execution_status(&self) -> ExecutionStatus {
+        self.execution_status
+    }
+    fn failure_class(&self) -> Option<FailureClass> {
+        self.failure_class
+    }
+    fn expected_fail(&self) -> bool {
+        self.expected_fail
+    }
+    fn wall_ms(&self) -> u64 {
+        self.wall_ms
+    }
+    fn judge(&self) -> JudgeUsage {
+        self.judge
+    }
+}
 
 /// One test's combined result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -64,44 +261,44 @@ pub fn confidence_lower_bound(scores: &[f64]) -> f64 {
 }
 
 /// Combines the rows of one (test, target) — one row, or one per trial.
-pub fn combine(rows: &[&ResultRow]) -> TestOutcome {
+pub fn combine<R: Graded>(rows: &[&R]) -> TestOutcome {
     let first = rows[0];
-    let expected_fail = first.expected_fail;
-    let threshold = first.threshold;
-    let wall_ms = rows.iter().map(|r| r.wall_ms).sum();
+    let expected_fail = first.expected_fail();
+    let threshold = first.threshold();
+    let wall_ms = rows.iter().map(|r| r.wall_ms()).sum();
     let base = |score: f64, status: Status, failure_class: Option<FailureClass>| TestOutcome {
-        suite: first.suite.clone(),
-        test_id: first.test_id.clone(),
-        target: first.target.clone(),
-        test_index: first.test_index,
+        suite: first.suite().to_owned(),
+        test_id: first.test_id().to_owned(),
+        target: first.target().to_owned(),
+        test_index: first.test_index(),
         score,
         threshold,
         status,
         failure_class,
         trials: rows.len(),
-        strategy: first.strategy,
+        strategy: first.strategy(),
         wall_ms,
     };
-    if rows.len() == 1 && first.trials.is_none() {
-        return base(first.score, first.status, first.failure_class);
+    if rows.len() == 1 && first.trials().is_none() {
+        return base(first.score(), first.status(), first.failure_class());
     }
-    let scores: Vec<f64> = rows.iter().map(|r| r.score).collect();
-    let graded: Vec<&&ResultRow> = rows
+    let scores: Vec<f64> = rows.iter().map(|r| r.score()).collect();
+    let graded = rows
         .iter()
-        .filter(|r| r.execution_status != ExecutionStatus::ExecutionError)
-        .collect();
+        .filter(|r| r.execution_status() != ExecutionStatus::ExecutionError)
+        .count();
     let first_error = rows
         .iter()
-        .find(|r| r.execution_status == ExecutionStatus::ExecutionError)
-        .and_then(|r| r.failure_class);
-    let strategy = first.strategy.unwrap_or(Strategy::PassAtK);
+        .find(|r| r.execution_status() == ExecutionStatus::ExecutionError)
+        .and_then(|r| r.failure_class());
+    let strategy = first.strategy().unwrap_or(Strategy::PassAtK);
     let (score, passed) = match strategy {
         Strategy::PassAtK => {
             let best = scores.iter().copied().fold(0.0, f64::max);
             (
                 best,
                 rows.iter()
-                    .any(|r| r.execution_status == ExecutionStatus::Ok),
+                    .any(|r| r.execution_status() == ExecutionStatus::Ok),
             )
         }
         Strategy::Mean => {
@@ -121,7 +318,7 @@ pub fn combine(rows: &[&ResultRow]) -> TestOutcome {
     };
     let execution_status = if passed {
         ExecutionStatus::Ok
-    } else if graded.is_empty() || (first_error.is_some() && strategy != Strategy::PassAtK) {
+    } else if graded == 0 || (first_error.is_some() && strategy != Strategy::PassAtK) {
         ExecutionStatus::ExecutionError
     } else {
         ExecutionStatus::QualityFailure
@@ -133,7 +330,7 @@ pub fn combine(rows: &[&ResultRow]) -> TestOutcome {
         Status::Error => first_error.or(Some(FailureClass::Target)),
         Status::Failed => rows
             .iter()
-            .filter_map(|r| r.failure_class)
+            .filter_map(|r| r.failure_class())
             .min()
             .or(Some(FailureClass::Assertion)),
     };
@@ -141,23 +338,18 @@ pub fn combine(rows: &[&ResultRow]) -> TestOutcome {
 }
 
 /// Every test's outcome, in suite order (then target).
-pub fn outcomes(rows: &[ResultRow]) -> Vec<TestOutcome> {
-    let mut groups: BTreeMap<(String, usize, String, String), Vec<&ResultRow>> = BTreeMap::new();
+pub fn outcomes<R: Graded>(rows: &[R]) -> Vec<TestOutcome> {
+    let mut groups: BTreeMap<(&str, usize, &str, &str), Vec<&R>> = BTreeMap::new();
     for row in rows {
         groups
-            .entry((
-                row.suite.clone(),
-                row.test_index,
-                row.test_id.clone(),
-                row.target.clone(),
-            ))
+            .entry((row.suite(), row.test_index(), row.test_id(), row.target()))
             .or_default()
             .push(row);
     }
     groups
         .into_values()
         .map(|mut group| {
-            group.sort_by_key(|r| r.trial.unwrap_or(1));
+            group.sort_by_key(|r| r.trial().unwrap_or(1));
             combine(&group)
         })
         .collect()

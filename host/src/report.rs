@@ -97,11 +97,11 @@ pub struct Summary {
 impl Summary {
     /// The summary of `rows`.
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
+    pub fn new<R: outcome::Graded>(
         suite: &str,
         target: &str,
         run_dir: &Path,
-        rows: &[ResultRow],
+        rows: &[R],
         planned: usize,
         registry: Option<&Registry>,
         took: Duration,
@@ -130,22 +130,7 @@ impl Summary {
                     load_ms: p.compiled.1.as_millis(),
                 })
                 .collect(),
-            None => {
-                let mut seen: BTreeMap<(String, String), PluginSummary> = BTreeMap::new();
-                for score in rows.iter().flat_map(|r| &r.scores) {
-                    if !score.plugin.is_empty() {
-                        seen.entry((score.plugin.clone(), score.plugin_digest.clone()))
-                            .or_insert_with(|| PluginSummary {
-                                name: score.plugin.clone(),
-                                version: String::new(),
-                                digest: score.plugin_digest.clone(),
-                                from_cache: false,
-                                load_ms: 0,
-                            });
-                    }
-                }
-                seen.into_values().collect()
-            }
+            None => Vec::new(),
         };
         Self {
             evalhost_version: env!("CARGO_PKG_VERSION").into(),
@@ -162,10 +147,8 @@ impl Summary {
             duration_ms: took.as_millis(),
             judge: rows
                 .iter()
-                .flat_map(|r| &r.scores)
-                .filter_map(|s| s.judge)
-                .fold(crate::judge::JudgeUsage::default(), |mut total, u| {
-                    total += u;
+                .fold(crate::judge::JudgeUsage::default(), |mut total, r| {
+                    total += r.judge();
                     total
                 }),
             hooks: BTreeMap::new(),
@@ -173,28 +156,110 @@ impl Summary {
     }
 }
 
+/// The plugins that graded `rows`, from their scores (for `merge`, which
+/// has no registry).
+pub fn plugins_of(rows: &[ResultRow]) -> Vec<PluginSummary> {
+    let mut seen: BTreeMap<(String, String), PluginSummary> = BTreeMap::new();
+    fn walk(
+        scores: &[crate::results::ScoreRow],
+        seen: &mut BTreeMap<(String, String), PluginSummary>,
+    ) {
+        for score in scores {
+            if !score.plugin.is_empty() && !score.plugin_digest.is_empty() {
+                seen.entry((score.plugin.clone(), score.plugin_digest.clone()))
+                    .or_insert_with(|| PluginSummary {
+                        name: score.plugin.clone(),
+                        version: String::new(),
+                        digest: score.plugin_digest.clone(),
+                        from_cache: false,
+                        load_ms: 0,
+                    });
+            }
+            walk(&score.scores, seen);
+        }
+    }
+    for row in rows {
+        walk(&row.scores, &mut seen);
+    }
+    seen.into_values().collect()
+}
+
+/// What JUnit and GitHub annotations need of an unsuccessful test's last
+/// row: its failed checks and where it was written.
+#[derive(Debug, Clone, Default)]
+pub struct RowDetails {
+    /// The failed checks, one per line (the row's error first).
+    pub checks: Vec<String>,
+    /// Where the case is.
+    pub source: Option<crate::results::SourceRef>,
+}
+
+/// Details by (test id, target).
+pub type Details = BTreeMap<(String, String), RowDetails>;
+
 /// Writes `summary.json`, `report.html` and the requested reporters, and
-/// prints the terminal summary.
+/// prints the terminal summary. Rows are read back from `results` one at a
+/// time: the page keeps the tests it shows in full (failing ones first, at
+/// most [`html::DETAILED_TESTS`]), the other reporters the failed checks of
+/// unsuccessful tests.
 pub fn write_all(
     summary: &Summary,
-    rows: &[ResultRow],
+    results: &Path,
     reporters: &Reporters,
     err: &mut dyn Write,
 ) -> anyhow::Result<()> {
     use anyhow::Context as _;
     let dir = &summary.run_dir;
-    let json = serde_json::to_string_pretty(summary)? + "\n";
-    std::fs::write(dir.join("summary.json"), json)
-        .with_context(|| format!("cannot write {}", dir.display()))?;
-    std::fs::write(dir.join("report.html"), html::render(summary, rows))
-        .with_context(|| format!("cannot write {}", dir.join("report.html").display()))?;
+    {
+        let file = std::fs::File::create(dir.join("summary.json"))
+            .with_context(|| format!("cannot write {}", dir.display()))?;
+        let mut out = std::io::BufWriter::new(file);
+        serde_json::to_writer_pretty(&mut out, summary)?;
+        out.write_all(b"\n")?;
+        out.flush()?;
+    }
+    let page = html::Page::new(summary);
+    let want_details = reporters.junit.is_some() || reporters.github;
+    let unsuccessful: std::collections::HashSet<(&str, &str)> = summary
+        .tests
+        .iter()
+        .filter(|o| o.status != crate::results::Status::Passed)
+        .map(|o| (o.test_id.as_str(), o.target.as_str()))
+        .collect();
+    let mut page_rows = Vec::new();
+    let mut details = Details::new();
+    if results.is_file() {
+        crate::results::for_each_row(results, |row| {
+            if want_details && unsuccessful.contains(&(row.test_id.as_str(), row.target.as_str())) {
+                details.insert(
+                    (row.test_id.clone(), row.target.clone()),
+                    RowDetails {
+                        checks: junit::failed_checks(&row),
+                        source: row.source.clone(),
+                    },
+                );
+            }
+            if page.shows(&row) {
+                page_rows.push(row);
+            }
+        })
+        .with_context(|| format!("cannot read {}", results.display()))?;
+    }
+    {
+        let file = std::fs::File::create(dir.join("report.html"))
+            .with_context(|| format!("cannot write {}", dir.join("report.html").display()))?;
+        let mut out = std::io::BufWriter::new(file);
+        page.render(&mut out, &page_rows)?;
+        out.flush()?;
+    }
+    drop(page_rows);
     if let Some(path) = &reporters.junit {
-        let xml = junit::render(summary, rows)?;
+        let xml = junit::render(summary, &details)?;
         std::fs::write(path, xml).with_context(|| format!("cannot write {}", path.display()))?;
     }
     if reporters.github {
         let mut out = std::io::stdout().lock();
-        github::annotations(&mut out, summary, rows)?;
+        github::annotations(&mut out, summary, &details)?;
         let markdown = github::step_summary(summary);
         std::fs::write(dir.join("summary.md"), &markdown)?;
         if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {

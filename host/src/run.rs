@@ -24,7 +24,7 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::failure::FailureClass;
 use crate::grade::{self, DEFAULT_THRESHOLD};
 use crate::lifecycle::Lifecycle;
-use crate::outcome::{self, Tally};
+use crate::outcome::{self, Graded as _, RowBrief, Tally};
 use crate::plan::{self, PlanOptions, PlannedTest, Shard};
 use crate::plugin::{self, EngineOptions, LoadedPlugin, PluginEngine, Registry};
 use crate::report::{self, Reporters, Summary};
@@ -615,7 +615,7 @@ pub fn run(
     std::fs::create_dir_all(&run_dir)
         .with_context(|| format!("cannot create the run directory {}", run_dir.display()))?;
     let results_path = run_dir.join("results.jsonl");
-    let mut done: HashMap<(String, String, u32), ResultRow> = HashMap::new();
+    let mut done: HashMap<(String, String, u32), RowBrief> = HashMap::new();
     if options.resume.is_some() && results_path.is_file() {
         if results::repair_torn_tail(&results_path)? {
             writeln!(
@@ -624,7 +624,11 @@ pub fn run(
                 results_path.display()
             )?;
         }
-        let (rows, dropped) = results::read_rows(&results_path)?;
+        let suite_name: Arc<str> = suite.name.as_str().into();
+        let mut rows = Vec::new();
+        let dropped = results::for_each_row(&results_path, |row| {
+            rows.push(RowBrief::of(&row, &suite_name, &suite_name));
+        })?;
         if dropped > 0 {
             writeln!(
                 err,
@@ -803,12 +807,9 @@ pub fn run(
         kept = kept_paths;
     }
 
-    let mut rows: Vec<ResultRow> = done.into_values().chain(new_rows).collect();
-    rows.sort_by(|a, b| {
-        (a.test_index, &a.target, a.trial).cmp(&(b.test_index, &b.target, b.trial))
-    });
+    let rows: Vec<RowBrief> = done.into_values().chain(new_rows).collect();
     writer
-        .rewrite_in_order(&rows)
+        .sort_in_place()
         .with_context(|| format!("cannot write {}", writer.path().display()))?;
     let summary = Summary::new(
         &suite.name,
@@ -822,7 +823,8 @@ pub fn run(
     );
     let mut summary = summary;
     summary.hooks = hooks;
-    report::write_all(&summary, &rows, &options.reporters, err)?;
+    drop(rows);
+    report::write_all(&summary, writer.path(), &options.reporters, err)?;
     if !kept.is_empty() {
         writeln!(err, "kept workspaces ({}):", kept.len())?;
         for path in &kept {
@@ -913,10 +915,16 @@ impl Ctx<'_> {
 fn execute(
     ctx: &Ctx<'_>,
     plan: &[PlannedTest],
-    done: &HashMap<(String, String, u32), ResultRow>,
+    done: &HashMap<(String, String, u32), RowBrief>,
     workers: usize,
     mut sink: impl FnMut(&ResultRow) -> anyhow::Result<()>,
-) -> anyhow::Result<Vec<ResultRow>> {
+) -> anyhow::Result<Vec<RowBrief>> {
+    let suite: Arc<str> = ctx.suite.name.as_str().into();
+    let target: Arc<str> = ctx
+        .run_targets
+        .first()
+        .map_or("", |t| t.target.name.as_str())
+        .into();
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel::<ResultRow>();
     let mut rows = Vec::new();
@@ -937,7 +945,7 @@ fn execute(
         drop(tx);
         for row in rx {
             sink(&row)?;
-            rows.push(row);
+            rows.push(RowBrief::of(&row, &suite, &target));
         }
         Ok(())
     })?;
@@ -948,11 +956,12 @@ fn execute(
 fn run_planned(
     ctx: &Ctx<'_>,
     planned: &PlannedTest,
-    done: &HashMap<(String, String, u32), ResultRow>,
+    done: &HashMap<(String, String, u32), RowBrief>,
     tx: &mpsc::Sender<ResultRow>,
 ) -> bool {
     let test = &ctx.suite.tests[planned.index];
-    let mut finished: Vec<ResultRow> = Vec::new();
+    let mut finished: Vec<RowBrief> = Vec::new();
+    let suite: Arc<str> = ctx.suite.name.as_str().into();
     for trial in 1..=planned.trials {
         let key = (
             test.id.clone(),
@@ -966,7 +975,7 @@ fn run_planned(
                 return true;
             }
             let row = run_trial(ctx, test, planned, trial);
-            finished.push(row.clone());
+            finished.push(RowBrief::of(&row, &suite, &suite));
             if tx.send(row).is_err() {
                 return false;
             }
@@ -974,13 +983,13 @@ fn run_planned(
         if planned.stop_at_first_pass
             && finished
                 .last()
-                .is_some_and(|r| r.execution_status == ExecutionStatus::Ok)
+                .is_some_and(|r| r.execution_status() == ExecutionStatus::Ok)
         {
             break;
         }
     }
     if ctx.fail_fast {
-        let refs: Vec<&ResultRow> = finished.iter().collect();
+        let refs: Vec<&RowBrief> = finished.iter().collect();
         if !refs.is_empty() && !outcome::combine(&refs).status.is_success() {
             ctx.stop.store(true, Ordering::SeqCst);
         }

@@ -3,12 +3,9 @@
 //! Markdown step summary (appended to `$GITHUB_STEP_SUMMARY`, and written to
 //! `summary.md` in the run directory).
 
-use std::collections::BTreeMap;
 use std::io::Write;
 
-use super::Summary;
-use super::junit::failed_checks;
-use crate::results::ResultRow;
+use super::{Details, Summary};
 
 /// Escapes a workflow-command property value.
 fn property(text: &str) -> String {
@@ -30,14 +27,10 @@ fn message(text: &str) -> String {
 pub fn annotations(
     out: &mut dyn Write,
     summary: &Summary,
-    rows: &[ResultRow],
+    details: &Details,
 ) -> std::io::Result<()> {
-    let mut last_row: BTreeMap<(&str, &str), &ResultRow> = BTreeMap::new();
-    for row in rows {
-        last_row.insert((&row.test_id, &row.target), row);
-    }
     for outcome in summary.tests.iter().filter(|o| !o.status.is_success()) {
-        let row = last_row.get(&(outcome.test_id.as_str(), outcome.target.as_str()));
+        let row = details.get(&(outcome.test_id.clone(), outcome.target.clone()));
         let mut location = String::new();
         if let Some(source) = row.and_then(|r| r.source.as_ref()) {
             location.push_str(&format!("file={}", property(&source.file)));
@@ -54,7 +47,7 @@ pub fn annotations(
                 .failure_class
                 .map_or_else(String::new, |c| c.to_string())
         );
-        let details = row.map(|r| failed_checks(r)).unwrap_or_default();
+        let details = row.map(|r| r.checks.clone()).unwrap_or_default();
         let body = format!(
             "score {:.2} (threshold {:.2})\n{}",
             outcome.score,

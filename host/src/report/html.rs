@@ -55,12 +55,14 @@ const counts = document.getElementById('counts');
 const byTest = {};
 data.rows.forEach(r => { (byTest[r.test_id + '\u0000' + r.target] ||= []).push(r); });
 const list = document.getElementById('tests');
+const failingCount = data.tests.filter(x => !['passed', 'expected-failed'].includes(x.status)).length;
+if (data.unlisted) { const u = document.getElementById('unlisted'); u.style.display = ''; u.textContent = data.unlisted + ' more passing tests are not listed here; every row is in results.jsonl.'; }
 function messages(parent, title, msgs) {
   if (!msgs || !msgs.length) return;
   parent.appendChild(el('h3', '', title));
   msgs.forEach(m => { parent.appendChild(el('div', 'role', m.role)); parent.appendChild(el('pre', '', m.content)); });
 }
-t.tests.forEach(o => {
+data.tests.forEach(o => {
   const d = el('details', 'test'); d.dataset.status = o.status; d.dataset.id = o.test_id.toLowerCase();
   const s = el('summary');
   s.appendChild(el('span', 'badge s-' + o.status, o.status));
@@ -71,6 +73,7 @@ t.tests.forEach(o => {
   d.appendChild(s);
   const body = el('div', 'body');
   const rows = byTest[o.test_id + '\u0000' + o.target] || [];
+  if (!rows.length) body.appendChild(el('div', 'role', 'Not shown in full: the page details ' + data.detailed + ' tests, failing ones first. Every row is in results.jsonl.'));
   rows.forEach(r => {
     if (rows.length > 1) body.appendChild(el('h3', '', 'trial ' + r.trial + ' · ' + r.status + ' · ' + r.score.toFixed(2)));
     messages(body, 'input', r.input);
@@ -99,7 +102,7 @@ t.tests.forEach(o => {
     body.appendChild(table);
   });
   d.appendChild(body);
-  if (!['passed', 'expected-failed'].includes(o.status) && t.tests.filter(x => !['passed', 'expected-failed'].includes(x.status)).length <= 10) d.open = true;
+  if (!['passed', 'expected-failed'].includes(o.status) && failingCount <= 10) d.open = true;
   list.appendChild(d);
 });
 let filter = 'all';
@@ -116,18 +119,69 @@ document.querySelectorAll('.bar button').forEach(b => b.addEventListener('click'
   document.querySelectorAll('.bar button').forEach(x => x.classList.remove('on')); b.classList.add('on'); filter = b.dataset.filter; apply();
 }));
 search.addEventListener('input', apply);
-const failing = t.tests.filter(o => !['passed', 'expected-failed'].includes(o.status)).length;
-if (failing) document.querySelector('[data-filter=failing]').click(); else apply();
+if (failingCount) document.querySelector('[data-filter=failing]').click(); else apply();
 "#;
 
-/// Renders the page.
-pub fn render(summary: &Summary, rows: &[ResultRow]) -> String {
-    let data = json!({"summary": summary, "rows": rows});
-    // Inside <script>, `</script>` or `<!--` could end the data early:
-    // write every `<` as the JSON escape `\u003c`.
-    let data = data.to_string().replace('<', "\\u003c");
-    format!(
-        r#"<!doctype html>
+/// How many tests the page shows in full (input, output, assertions):
+/// unsuccessful ones first, in suite order, then passing ones. The others
+/// are listed with their status and score; `results.jsonl` has everything.
+pub const DETAILED_TESTS: usize = 2_000;
+
+/// How many passing tests the page lists at all; the rest are counted.
+pub const LISTED_PASSING: usize = 10_000;
+
+/// The page of one run: which tests it details, then its rendering.
+pub struct Page<'a> {
+    summary: &'a Summary,
+    detailed: std::collections::HashSet<(&'a str, &'a str)>,
+    listed: Vec<&'a crate::outcome::TestOutcome>,
+    unlisted: usize,
+}
+
+impl<'a> Page<'a> {
+    /// Chooses what the page shows.
+    pub fn new(summary: &'a Summary) -> Self {
+        let (failing, passing): (Vec<_>, Vec<_>) =
+            summary.tests.iter().partition(|o| !o.status.is_success());
+        let detailed = failing
+            .iter()
+            .chain(&passing)
+            .take(DETAILED_TESTS)
+            .map(|o| (o.test_id.as_str(), o.target.as_str()))
+            .collect();
+        let unlisted = passing.len().saturating_sub(LISTED_PASSING);
+        let mut listed: Vec<_> = failing;
+        listed.extend(passing.into_iter().take(LISTED_PASSING));
+        listed.sort_by_key(|o| o.test_index);
+        Self {
+            summary,
+            detailed,
+            listed,
+            unlisted,
+        }
+    }
+
+    /// True when the page shows `row` in full.
+    pub fn shows(&self, row: &ResultRow) -> bool {
+        self.detailed
+            .contains(&(row.test_id.as_str(), row.target.as_str()))
+    }
+
+    /// Writes the page.
+    pub fn render(&self, out: &mut dyn std::io::Write, rows: &[ResultRow]) -> std::io::Result<()> {
+        let data = json!({
+            "summary": self.summary,
+            "tests": self.listed,
+            "unlisted": self.unlisted,
+            "detailed": DETAILED_TESTS,
+            "rows": rows,
+        });
+        // Inside <script>, `</script>` or `<!--` could end the data early:
+        // write every `<` as the JSON escape `\u003c`.
+        let data = data.to_string().replace('<', "\\u003c");
+        write!(
+            out,
+            r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>evalhost report</title><style>{STYLE}</style></head>
 <body>
@@ -136,10 +190,20 @@ pub fn render(summary: &Summary, rows: &[ResultRow]) -> String {
 <button data-filter="all" class="on">All</button><button data-filter="failing">Failing</button><button data-filter="passed">Passed</button><button data-filter="failed">Failed</button><button data-filter="error">Errors</button><button data-filter="expected-failed">Expected failures</button><button data-filter="unexpected-passed">Unexpected passes</button>
 <input id="search" type="search" placeholder="Filter by test id">
 </div>
-<main><div id="tests"></div><div class="empty" id="empty" style="display:none">No test matches.</div></main>
+<main><div id="tests"></div><div class="empty" id="empty" style="display:none">No test matches.</div><div class="empty" id="unlisted" style="display:none"></div></main>
 <script type="application/json" id="data">{data}</script>
 <script>{SCRIPT}</script>
 </body></html>
 "#
-    )
+        )
+    }
+}
+
+/// Renders the page of `summary` with `rows` in full (for tests).
+pub fn render(summary: &Summary, rows: &[ResultRow]) -> String {
+    let page = Page::new(summary);
+    let shown: Vec<ResultRow> = rows.iter().filter(|r| page.shows(r)).cloned().collect();
+    let mut out = Vec::new();
+    page.render(&mut out, &shown).expect("writing to memory");
+    String::from_utf8(out).expect("the page is UTF-8")
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::Summary;
+use super::{Details, Summary};
 use crate::results::{ResultRow, Status, Verdict};
 
 /// The failed checks of `row`, one per line.
@@ -26,16 +26,14 @@ pub fn failed_checks(row: &ResultRow) -> Vec<String> {
 }
 
 /// Renders the report.
-pub fn render(summary: &Summary, rows: &[ResultRow]) -> anyhow::Result<String> {
-    let mut last_row: BTreeMap<(&str, &str), &ResultRow> = BTreeMap::new();
-    for row in rows {
-        last_row.insert((&row.test_id, &row.target), row);
-    }
+pub fn render(summary: &Summary, details: &Details) -> anyhow::Result<String> {
     let mut report = Report::new("evalhost");
     let mut suites: BTreeMap<String, TestSuite> = BTreeMap::new();
     for outcome in &summary.tests {
-        let row = last_row.get(&(outcome.test_id.as_str(), outcome.target.as_str()));
-        let checks = row.map(|r| failed_checks(r)).unwrap_or_default();
+        let checks = details
+            .get(&(outcome.test_id.clone(), outcome.target.clone()))
+            .map(|d| d.checks.clone())
+            .unwrap_or_default();
         let first = checks.first().cloned().unwrap_or_else(|| {
             format!("score {:.2} below {:.2}", outcome.score, outcome.threshold)
         });
