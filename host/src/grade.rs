@@ -165,8 +165,8 @@ pub fn grade_assertion(
             }
             let passed = reaches(score, info.default_threshold);
             ScoreRow {
-                name: assertion.name.clone(),
-                kind: assertion.kind.clone(),
+                name: assertion.name.to_string(),
+                kind: assertion.kind.to_string(),
                 score,
                 weight: assertion.weight,
                 verdict: if passed { Verdict::Pass } else { Verdict::Fail },
@@ -386,8 +386,8 @@ fn aggregate(
         ),
     };
     ScoreRow {
-        name: assertion.name.clone(),
-        kind: assertion.kind.clone(),
+        name: assertion.name.to_string(),
+        kind: assertion.kind.to_string(),
         score,
         weight: assertion.weight,
         verdict,
@@ -435,8 +435,8 @@ fn failed_row(
 ) -> ScoreRow {
     // A failure is never negated into a pass.
     ScoreRow {
-        name: assertion.name.clone(),
-        kind: assertion.kind.clone(),
+        name: assertion.name.to_string(),
+        kind: assertion.kind.to_string(),
         score: 0.0,
         weight: assertion.weight,
         verdict: Verdict::Fail,

@@ -147,7 +147,7 @@ impl Lifecycle {
     ) -> Result<CaseWorkspace<'_>, Box<(String, CaseWorkspace<'_>)>> {
         let spec = match (&test.workspace, &self.suite_spec) {
             (Some(own), Some(suite)) => own.over(suite),
-            (Some(own), None) => own.clone(),
+            (Some(own), None) => (**own).clone(),
             (None, Some(suite)) => suite.clone(),
             (None, None) => Spec::default(),
         };
@@ -161,7 +161,7 @@ impl Lifecycle {
         if let Some(error) = &self.setup_error {
             return Err(Box::new((error.clone(), case)));
         }
-        let own_files = test.workspace.as_ref().is_some_and(Spec::needs_directory);
+        let own_files = test.workspace.as_deref().is_some_and(Spec::needs_directory);
         if let Some(shared) = &self.shared
             && !own_files
         {

@@ -230,7 +230,7 @@ pub fn prepare(eval: &Path, engine: &Arc<PluginEngine>) -> Result<Prepared, RunE
         .flat_map(|t| &t.assertions)
         .flat_map(crate::suite::Assertion::walk)
     {
-        let Some((path, pinned)) = &assertion.wasm else {
+        let Some((path, pinned)) = assertion.wasm.as_deref() else {
             continue;
         };
         if registry.for_path(path).is_some() {

@@ -137,13 +137,13 @@ impl Registry {
         &self,
         assertion: &crate::suite::Assertion,
     ) -> Option<(&Arc<LoadedPlugin>, &TypeInfo)> {
-        match &assertion.wasm {
+        match assertion.wasm.as_deref() {
             Some((path, _)) => {
                 let plugin = self.by_path.get(path)?;
                 let ty = plugin
                     .types
                     .iter()
-                    .find(|t| t.name == assertion.kind)
+                    .find(|t| *t.name == *assertion.kind)
                     .or_else(|| (plugin.types.len() == 1).then(|| &plugin.types[0]))?;
                 Some((plugin, ty))
             }

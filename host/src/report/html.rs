@@ -4,8 +4,6 @@
 //! id. The data is embedded as JSON and rendered with `textContent`, so no
 //! output under test can inject markup.
 
-use serde_json::json;
-
 use super::Summary;
 use crate::results::ResultRow;
 
@@ -169,16 +167,14 @@ impl<'a> Page<'a> {
 
     /// Writes the page.
     pub fn render(&self, out: &mut dyn std::io::Write, rows: &[ResultRow]) -> std::io::Result<()> {
-        let data = json!({
-            "summary": self.summary,
-            "tests": self.listed,
-            "unlisted": self.unlisted,
-            "detailed": DETAILED_TESTS,
-            "rows": rows,
-        });
-        // Inside <script>, `</script>` or `<!--` could end the data early:
-        // write every `<` as the JSON escape `\u003c`.
-        let data = data.to_string().replace('<', "\\u003c");
+        #[derive(serde::Serialize)]
+        struct Data<'b> {
+            summary: &'b Summary,
+            tests: &'b [&'b crate::outcome::TestOutcome],
+            unlisted: usize,
+            detailed: usize,
+            rows: &'b [ResultRow],
+        }
         write!(
             out,
             r#"<!doctype html>
@@ -191,11 +187,43 @@ impl<'a> Page<'a> {
 <input id="search" type="search" placeholder="Filter by test id">
 </div>
 <main><div id="tests"></div><div class="empty" id="empty" style="display:none">No test matches.</div><div class="empty" id="unlisted" style="display:none"></div></main>
-<script type="application/json" id="data">{data}</script>
-<script>{SCRIPT}</script>
-</body></html>
-"#
+<script type="application/json" id="data">"#
+        )?;
+        // Streamed, never held whole. Inside <script>, `</script>` or `<!--`
+        // could end the data early: every `<` is written as `\u003c`.
+        let data = Data {
+            summary: self.summary,
+            tests: &self.listed,
+            unlisted: self.unlisted,
+            detailed: DETAILED_TESTS,
+            rows,
+        };
+        serde_json::to_writer(EscapeLt(&mut *out), &data).map_err(std::io::Error::other)?;
+        write!(
+            out,
+            "</script>\n<script>{SCRIPT}</script>\n</body></html>\n"
         )
+    }
+}
+
+/// Writes JSON text with every `<` as `\u003c` (valid JSON: `<` only
+/// appears inside strings).
+struct EscapeLt<W>(W);
+
+impl<W: std::io::Write> std::io::Write for EscapeLt<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut rest = buf;
+        while let Some(i) = rest.iter().position(|b| *b == b'<') {
+            self.0.write_all(&rest[..i])?;
+            self.0.write_all(b"\\u003c")?;
+            rest = &rest[i + 1..];
+        }
+        self.0.write_all(rest)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
     }
 }
 

@@ -34,7 +34,7 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
                 format!("test `{}`, assertion", test.id)
             };
             let Some((plugin, ty)) = registry.resolve_for(assertion) else {
-                diags.push(match &assertion.wasm {
+                diags.push(match assertion.wasm.as_deref() {
                     Some((path, _)) => Diagnostic::error(
                         &assertion.loc.file,
                         format!(
@@ -66,7 +66,7 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
             });
             let verdict = match (&verdict, schemas.validator(Some(ty))) {
                 (Ok(()), Some(validator)) => {
-                    let config = serde_json::Value::Object(assertion.config.clone());
+                    let config = serde_json::Value::Object((*assertion.config).clone());
                     let errors: Vec<String> = validator
                         .iter_errors(&config)
                         .map(|e| {
@@ -175,7 +175,7 @@ fn pointer_to_path(pointer: &str) -> String {
 }
 
 fn unknown_type(assertion: &Assertion, owner: &str, registry: &Registry) -> Diagnostic {
-    let hint = if assertion.kind == "rubrics" {
+    let hint = if &*assertion.kind == "rubrics" {
         "string entries in an assertion list are rubric criteria for an LLM judge; no plugin in this \
          build provides `rubrics` yet — use deterministic assertions, or a `.wasm` plugin under `plugins:`"
             .to_owned()

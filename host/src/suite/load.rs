@@ -48,6 +48,8 @@ pub fn load(path: &Path) -> (Option<Suite>, Diagnostics) {
 /// [`load`] with explicit roots and environment.
 pub fn load_with(path: &Path, roots: Roots, env: Env) -> (Option<Suite>, Diagnostics) {
     let mut loader = Loader {
+        configs: HashMap::new(),
+        strings: std::collections::HashSet::new(),
         diags: Diagnostics::default(),
         env,
         roots,
@@ -58,7 +60,7 @@ pub fn load_with(path: &Path, roots: Roots, env: Env) -> (Option<Suite>, Diagnos
         .and_then(|e| e.to_str())
         .unwrap_or("")
         .to_ascii_lowercase();
-    let suite = match extension.as_str() {
+    let mut suite = match extension.as_str() {
         "yaml" | "yml" => loader.yaml_suite(path),
         "jsonl" => loader.jsonl_suite(path),
         other => {
@@ -69,6 +71,9 @@ pub fn load_with(path: &Path, roots: Roots, env: Env) -> (Option<Suite>, Diagnos
             None
         }
     };
+    if let Some(suite) = &mut suite {
+        suite.tests.shrink_to_fit();
+    }
     (suite, loader.diags)
 }
 
@@ -97,9 +102,20 @@ impl Doc {
     }
 }
 
+/// A test case's raw mapping, or a line of a `.jsonl` file not parsed yet
+/// (parsed when its test is built, so a large file is never held parsed).
+enum RawBody {
+    Map(Map<String, Value>),
+    Line {
+        text: Arc<str>,
+        range: std::ops::Range<usize>,
+        line_no: usize,
+    },
+}
+
 /// A test case before merging: where it came from and its raw mapping.
 struct RawCase {
-    map: Map<String, Value>,
+    map: RawBody,
     doc: Arc<Doc>,
     at: KeyPath,
     /// The case directory's name, for a discovered case.
@@ -124,6 +140,11 @@ struct Loader {
     env: Env,
     roots: Roots,
     eval_display: Arc<PathBuf>,
+    /// Assertion configs by their JSON text: identical configs (suite-level
+    /// assertions copied into every test, repeated checks) share one copy.
+    configs: HashMap<Arc<str>, Arc<Map<String, Value>>>,
+    /// Shared strings (see [`Loader::intern`]).
+    strings: std::collections::HashSet<Arc<str>>,
 }
 
 impl Loader {
@@ -1049,7 +1070,7 @@ impl Loader {
                     let item_at = at.index(i);
                     match item {
                         Value::Object(map) => cases.push(RawCase {
-                            map: map.clone(),
+                            map: RawBody::Map(map.clone()),
                             doc: doc.clone(),
                             at: item_at,
                             dir_id: None,
@@ -1195,7 +1216,7 @@ impl Loader {
                         .enumerate()
                         .filter_map(|(i, item)| match item {
                             Value::Object(map) => Some(RawCase {
-                                map,
+                                map: RawBody::Map(map),
                                 doc: doc.clone(),
                                 at: KeyPath::default().index(i),
                                 dir_id: None,
@@ -1281,46 +1302,25 @@ impl Loader {
             }
             return Some(Vec::new());
         }
-        let mut cases = Vec::new();
-        for (line_no, at, line) in lines {
-            match serde_json::from_str::<Value>(line.trim()) {
-                Ok(mut value) => {
-                    self.interpolate(&mut value, &doc);
-                    match value {
-                        Value::Object(m) => cases.push(RawCase {
-                            map: m,
-                            doc: doc.clone(),
-                            at,
-                            dir_id: None,
-                            workspace_dir: None,
-                        }),
-                        other => {
-                            self.error(
-                                &doc,
-                                &at,
-                                format!(
-                                    "line {line_no} must be a JSON object (a test case), got {}",
-                                    kind(&other)
-                                ),
-                            );
-                        }
-                    }
+        // Lines are parsed when their test is built (see `RawBody::Line`).
+        let shared: Arc<str> = Arc::from(text.as_str());
+        let cases = lines
+            .into_iter()
+            .map(|(line_no, at, line)| {
+                let start = line.as_ptr() as usize - text.as_ptr() as usize;
+                RawCase {
+                    map: RawBody::Line {
+                        text: shared.clone(),
+                        range: start..start + line.len(),
+                        line_no,
+                    },
+                    doc: doc.clone(),
+                    at,
+                    dir_id: None,
+                    workspace_dir: None,
                 }
-                Err(err) => {
-                    self.diags.push(
-                        Diagnostic::error(
-                            &display,
-                            format!("line {line_no} is not valid JSON: {err}"),
-                        )
-                        .at(Some(Pos {
-                            line: line_no,
-                            col: err.column(),
-                        }))
-                        .hint("a .jsonl file has one JSON object per line"),
-                    );
-                }
-            }
-        }
+            })
+            .collect();
         Some(cases)
     }
 
@@ -1394,7 +1394,7 @@ impl Loader {
             };
             let workspace_dir = sub.join("workspace");
             cases.push(RawCase {
-                map,
+                map: RawBody::Map(map),
                 doc,
                 at: KeyPath::default(),
                 dir_id: Some(name),
@@ -1407,7 +1407,9 @@ impl Loader {
     // ----- building tests --------------------------------------------------
 
     fn build_tests(&mut self, raw: Vec<RawCase>, defaults: &Defaults) -> Vec<TestCase> {
-        let mut tests: Vec<TestCase> = Vec::new();
+        // Sized once: growing a vector of 100,000 tests by doubling would
+        // briefly hold both copies.
+        let mut tests: Vec<TestCase> = Vec::with_capacity(raw.len());
         let mut seen: HashMap<String, usize> = HashMap::new();
         for case in raw {
             let Some(test) = self.test(case, defaults) else {
@@ -1439,7 +1441,7 @@ impl Loader {
 
     fn test(&mut self, case: RawCase, defaults: &Defaults) -> Option<TestCase> {
         let RawCase {
-            map: test,
+            map: body,
             doc,
             at,
             dir_id,
@@ -1447,6 +1449,46 @@ impl Loader {
         } = case;
         let doc = &doc;
         let at = &at;
+        let test = match body {
+            RawBody::Map(map) => map,
+            RawBody::Line {
+                text,
+                range,
+                line_no,
+            } => match serde_json::from_str::<Value>(text[range].trim()) {
+                Ok(mut value) => {
+                    self.interpolate(&mut value, doc);
+                    match value {
+                        Value::Object(m) => m,
+                        other => {
+                            self.error(
+                                doc,
+                                at,
+                                format!(
+                                    "line {line_no} must be a JSON object (a test case), got {}",
+                                    kind(&other)
+                                ),
+                            );
+                            return None;
+                        }
+                    }
+                }
+                Err(err) => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            &doc.display,
+                            format!("line {line_no} is not valid JSON: {err}"),
+                        )
+                        .at(Some(Pos {
+                            line: line_no,
+                            col: err.column(),
+                        }))
+                        .hint("a .jsonl file has one JSON object per line"),
+                    );
+                    return None;
+                }
+            },
+        };
         self.check_keys(doc, &test, fields::CASE, at, "a test case");
         let id = match (test.get("id"), &dir_id) {
             (Some(Value::String(s)), _) if !s.is_empty() => s.clone(),
@@ -1662,7 +1704,7 @@ impl Loader {
                 min_score: None,
                 limits: LimitOverrides::default(),
                 config_json: Value::Object(config.clone()).to_string().into(),
-                config,
+                config: Arc::new(config),
                 loc: doc.loc(at),
                 key_positions: Vec::new(),
                 group: None,
@@ -1731,6 +1773,11 @@ impl Loader {
                 ..crate::workspace::Spec::default()
             }),
         };
+        // Exact sizes: a suite of 100,000 tests keeps these for the run.
+        let (mut input, mut expected, mut assertions) = (input, expected, assertions);
+        input.shrink_to_fit();
+        expected.shrink_to_fit();
+        assertions.shrink_to_fit();
         Some(TestCase {
             id,
             input,
@@ -1743,7 +1790,7 @@ impl Loader {
             timeout_ms,
             expected_fail,
             targets: test_targets,
-            workspace,
+            workspace: workspace.map(Box::new),
             loc: doc.loc(at),
         })
     }
@@ -1902,6 +1949,30 @@ impl Loader {
         );
         chain.pop();
         out
+    }
+
+    /// One shared copy of a string (assertion names and types repeat in
+    /// every test).
+    fn intern(&mut self, text: &str) -> Arc<str> {
+        if let Some(shared) = self.strings.get(text) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(text);
+        self.strings.insert(shared.clone());
+        shared
+    }
+
+    /// One shared copy of each distinct assertion config, with its JSON.
+    fn intern_config(&mut self, config: Map<String, Value>) -> (Arc<Map<String, Value>>, Arc<str>) {
+        let json: Arc<str> = serde_json::to_string(&config).unwrap_or_default().into();
+        match self.configs.get_key_value(&json) {
+            Some((json, config)) => (config.clone(), json.clone()),
+            None => {
+                let config = Arc::new(config);
+                self.configs.insert(json.clone(), config.clone());
+                (config, json)
+            }
+        }
     }
 
     /// The members and aggregator of a `composite` or `assert-set`.
@@ -2119,9 +2190,9 @@ impl Loader {
                         None | Some(Value::Null) => {}
                         Some(Value::Object(w)) => {
                             for (name, value) in w {
-                                if !members.iter().any(|m| m.name == *name) {
+                                if !members.iter().any(|m| *m.name == **name) {
                                     let known: Vec<&str> =
-                                        members.iter().map(|m| m.name.as_str()).collect();
+                                        members.iter().map(|m| &*m.name).collect();
                                     self.error(
                                         doc,
                                         &agg_at.key("weights").key(name),
@@ -2335,14 +2406,14 @@ impl Loader {
                 _ => kind_name.clone(),
             };
             return Some(Assertion {
-                name,
-                kind: kind_name,
+                name: self.intern(&name),
+                kind: self.intern(&kind_name),
                 negate,
                 weight,
                 required,
                 min_score,
                 limits: LimitOverrides::default(),
-                config: Map::new(),
+                config: Arc::new(Map::new()),
                 config_json: Arc::from("{}"),
                 loc: doc.loc(at),
                 key_positions: Vec::new(),
@@ -2459,11 +2530,11 @@ impl Loader {
                 kind_name.clone()
             }
         };
-        let config_json: Arc<str> = Value::Object(config.clone()).to_string().into();
         let key_positions = key_positions(doc, at, &config);
+        let (config, config_json) = self.intern_config(config);
         Some(Assertion {
-            name,
-            kind: kind_name,
+            name: self.intern(&name),
+            kind: self.intern(&kind_name),
             negate,
             weight,
             required,
@@ -2472,7 +2543,7 @@ impl Loader {
             config,
             config_json,
             loc: doc.loc(at),
-            wasm,
+            wasm: wasm.map(Box::new),
             key_positions,
             from_suite,
             group: None,
@@ -2906,7 +2977,7 @@ fn rubric_assertion(
         required: Required::No,
         min_score: None,
         limits: LimitOverrides::default(),
-        config,
+        config: Arc::new(config),
         config_json,
         loc,
         key_positions: Vec::new(),
@@ -3194,13 +3265,13 @@ mod tests {
         let kinds: Vec<_> = suite.tests[0]
             .assertions
             .iter()
-            .map(|a| (a.kind.as_str(), a.negate))
+            .map(|a| (a.kind.as_ref(), a.negate))
             .collect();
         assert_eq!(kinds, [("contains", false), ("is-json", false)]);
         let b = &suite.tests[1].assertions;
         assert_eq!(b.len(), 1);
         assert_eq!(
-            (b[0].kind.as_str(), b[0].negate, b[0].name.as_str()),
+            (b[0].kind.as_ref(), b[0].negate, b[0].name.as_ref()),
             ("contains", true, "not-contains-y")
         );
     }
@@ -3212,10 +3283,10 @@ mod tests {
         );
         assert!(!diags.has_errors(), "{diags:?}");
         let a = &suite.unwrap().tests[0].assertions;
-        assert_eq!(a[0].name, "regex-012345678901234567890123456789");
+        assert_eq!(&*a[0].name, "regex-012345678901234567890123456789");
         assert_eq!(a[0].weight, 2.0);
-        assert_eq!((a[1].kind.as_str(), a[1].weight), ("rubrics", 2.0));
-        assert_eq!(a[2].name, "contains-any-2");
+        assert_eq!((a[1].kind.as_ref(), a[1].weight), ("rubrics", 2.0));
+        assert_eq!(&*a[2].name, "contains-any-2");
     }
 
     #[test]

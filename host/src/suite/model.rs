@@ -74,10 +74,11 @@ pub enum Required {
 /// One assertion of a test, ready to dispatch to its plugin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Assertion {
-    /// Display name (given, or generated as AgentV does).
-    pub name: String,
-    /// Type name, kebab-case, without a `not-` prefix.
-    pub kind: String,
+    /// Display name (given, or generated as AgentV does); shared between
+    /// assertions of the same name.
+    pub name: Arc<str>,
+    /// Type name, kebab-case, without a `not-` prefix; shared.
+    pub kind: Arc<str>,
     /// True for `not-<type>` or `negate: true`.
     pub negate: bool,
     /// Weight in the test score.
@@ -89,7 +90,7 @@ pub struct Assertion {
     /// Plugin call limits for this assertion.
     pub limits: LimitOverrides,
     /// Config passed to the plugin (every non-host key).
-    pub config: Map<String, Value>,
+    pub config: Arc<Map<String, Value>>,
     /// The config as JSON text, computed once.
     pub config_json: Arc<str>,
     /// Where the assertion was written.
@@ -101,7 +102,7 @@ pub struct Assertion {
     pub key_positions: Vec<(String, Pos)>,
     /// A `.wasm` plugin that grades this assertion instead of the type's
     /// registered plugin (`wasm:`), with its pinned sha256.
-    pub wasm: Option<(PathBuf, Option<String>)>,
+    pub wasm: Option<Box<(PathBuf, Option<String>)>>,
     /// True when it comes from the suite-level `assertions`.
     pub from_suite: bool,
     /// The members of a `composite` or `assert-set`, graded by their own
@@ -184,8 +185,9 @@ pub struct TestCase {
     /// suite's targets.
     pub targets: Option<Vec<String>>,
     /// The test's own workspace (or `{template: <dir>}` for a discovered
-    /// case's `workspace/`), to be laid over the suite's.
-    pub workspace: Option<crate::workspace::Spec>,
+    /// case's `workspace/`), to be laid over the suite's (boxed: most
+    /// tests have none).
+    pub workspace: Option<Box<crate::workspace::Spec>>,
     /// Where the test was written.
     pub loc: Loc,
 }

@@ -14,8 +14,8 @@ use saphyr_parser::{Event, Parser};
 /// One step of a key path.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Seg {
-    /// A mapping key.
-    Key(String),
+    /// A mapping key (the format's own key names are shared, not copied).
+    Key(std::borrow::Cow<'static, str>),
     /// A sequence index.
     Index(usize),
 }
@@ -24,12 +24,46 @@ pub enum Seg {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct KeyPath(pub Vec<Seg>);
 
+/// Key names of the format, shared by every key path that uses them.
+const KNOWN_KEYS: &[&str] = &[
+    "tests",
+    "assertions",
+    "assert",
+    "input",
+    "expected_output",
+    "value",
+    "type",
+    "name",
+    "criteria",
+    "metadata",
+    "id",
+    "execution",
+    "workspace",
+    "input_files",
+    "weight",
+    "required",
+    "rubrics",
+    "config",
+    "command",
+    "role",
+    "content",
+    "threshold",
+    "tags",
+];
+
+fn interned(key: &str) -> std::borrow::Cow<'static, str> {
+    match KNOWN_KEYS.iter().find(|k| **k == key) {
+        Some(k) => std::borrow::Cow::Borrowed(k),
+        None => std::borrow::Cow::Owned(key.to_owned()),
+    }
+}
+
 impl KeyPath {
     /// The path with one more key.
     #[must_use]
     pub fn key(&self, key: &str) -> Self {
         let mut segs = self.0.clone();
-        segs.push(Seg::Key(key.to_owned()));
+        segs.push(Seg::Key(interned(key)));
         Self(segs)
     }
 
@@ -249,7 +283,7 @@ mod tests {
             segs.iter()
                 .map(|s| {
                     s.parse::<usize>()
-                        .map_or_else(|_| Seg::Key((*s).to_owned()), Seg::Index)
+                        .map_or_else(|_| Seg::Key(interned(s)), Seg::Index)
                 })
                 .collect(),
         )
