@@ -10,6 +10,8 @@ mod builtin_graders;
 mod config_errors;
 // Hostile plugins fail their assertion with a typed class; the run goes on.
 mod sandbox;
+// The hostile plugin corpus: one test per attack.
+mod hostile;
 // A second run loads compiled plugins from the cache.
 mod compile_cache;
 // Exit codes and scoring.

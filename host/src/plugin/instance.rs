@@ -482,6 +482,12 @@ fn classify(
                 FailureClass::PluginTrap,
                 "plugin overflowed its stack".into(),
             ),
+            // A Rust or C guest keeps its stack in linear memory: deep
+            // recursion runs it off the bottom of memory.
+            Trap::MemoryOutOfBounds => (
+                FailureClass::PluginTrap,
+                "plugin trapped: out-of-bounds memory access (usually its stack overflowing: deep recursion)".into(),
+            ),
             Trap::UnreachableCodeReached if output.contains("memory allocation of") => (
                 FailureClass::PluginMemory,
                 "plugin ran out of memory (an allocation failed)".into(),

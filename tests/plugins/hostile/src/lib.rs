@@ -68,10 +68,14 @@ impl Grader for Hostile {
             "stack-overflow" => Ok(Grade::new(recurse(std::hint::black_box(1)) as f64)),
             "panic" => panic!("hostile plugin panicked on purpose"),
             "return-error" => Err("the grader refused: on purpose".into()),
-            "score" => Ok(
-                Grade::new(config.optional_f64("score")?.unwrap_or(f64::NAN))
-                    .with_check(Check::pass("score")),
-            ),
+            "score" => {
+                // `score: inf` arrives as a string: JSON has no infinity.
+                let score = match config.get("score") {
+                    Some(evalhost_plugin_sdk::Value::String(s)) => s.parse().unwrap_or(f64::NAN),
+                    _ => config.optional_f64("score")?.unwrap_or(f64::NAN),
+                };
+                Ok(Grade::new(score).with_check(Check::pass("score")))
+            }
             "huge-result" => {
                 let mb = config.optional_u64("mb")?.unwrap_or(100) as usize;
                 Ok(Grade::from_check(Check::pass("x".repeat(mb << 20))))
