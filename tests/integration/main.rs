@@ -12,6 +12,8 @@ mod config_errors;
 mod sandbox;
 // The hostile plugin corpus: one test per attack.
 mod hostile;
+// The hostile suite corpus: refused at load, nothing read outside the rule.
+mod hostile_suites;
 // A second run loads compiled plugins from the cache.
 mod compile_cache;
 // Exit codes and scoring.

@@ -77,6 +77,32 @@ pub fn load_with(path: &Path, roots: Roots, env: Env) -> (Option<Suite>, Diagnos
     (suite, loader.diags)
 }
 
+/// Where the first alias (`*name`) of a YAML text is, roughly (for errors
+/// the parser reports without a position).
+fn first_alias(text: &str) -> Option<Pos> {
+    for (n, line) in text.lines().enumerate() {
+        let bytes = line.as_bytes();
+        for (i, b) in bytes.iter().enumerate() {
+            if *b == b'#' {
+                break;
+            }
+            let before = if i == 0 { b' ' } else { bytes[i - 1] };
+            if *b == b'*'
+                && matches!(before, b' ' | b'[' | b',' | b':' | b'-')
+                && bytes
+                    .get(i + 1)
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+            {
+                return Some(Pos {
+                    line: n + 1,
+                    col: i + 1,
+                });
+            }
+        }
+    }
+    None
+}
+
 /// Parses YAML text into JSON values, applying merge keys (`<<: *anchor`).
 pub fn parse_yaml(text: &str) -> Result<Value, yaml_serde::Error> {
     let mut value: yaml_serde::Value = yaml_serde::from_str(text)?;
@@ -255,6 +281,19 @@ impl Loader {
                     .next()
                     .unwrap_or(&message)
                     .to_owned();
+                if message.contains("repetition limit exceeded")
+                    || message.contains("recursion limit exceeded")
+                {
+                    // An alias bomb (`&a [*b, *b, ...]` nested) or a document
+                    // nested without end: refused before it is expanded.
+                    let pos = pos.or_else(|| first_alias(&text));
+                    self.diags.push(
+                        Diagnostic::error(&display, format!("invalid YAML: {message}: the document expands (through anchors and aliases) or nests past the parser's limits"))
+                            .at(pos)
+                            .hint("a suite never needs this much repetition; look for `*alias` references nested inside anchors (a \"billion laughs\" document)"),
+                    );
+                    return None;
+                }
                 self.diags.push(
                     Diagnostic::error(&display, format!("invalid YAML: {message}"))
                         .at(pos)
@@ -1588,10 +1627,33 @@ impl Loader {
                             )
                             .hint = Some("list at least one file, or remove `input_files`".into());
                         }
-                        let mut blocks: Vec<Value> = paths
-                            .into_iter()
-                            .map(|p| serde_json::json!({"type": "file", "value": p}))
-                            .collect();
+                        // Checked here, so that an error names `input_files[i]`;
+                        // only files that pass become blocks.
+                        let mut blocks: Vec<Value> = Vec::new();
+                        for (i, p) in paths.into_iter().enumerate() {
+                            let file_at = fat.index(i);
+                            match self.roots.find(&p, Some(&self.roots.eval_dir.clone())) {
+                                Err(err) => self.path_error(fdoc, &file_at, &p, &err),
+                                Ok(path) => match std::fs::metadata(&path) {
+                                    Ok(m) if m.len() > MAX_INPUT_FILE_BYTES => {
+                                        let display = self.display(&path);
+                                        self.error(
+                                            fdoc,
+                                            &file_at,
+                                            format!(
+                                                "{} is {} MiB, more than the {} MiB a suite file may be",
+                                                display.display(),
+                                                m.len() >> 20,
+                                                MAX_INPUT_FILE_BYTES >> 20
+                                            ),
+                                        );
+                                    }
+                                    _ => {
+                                        blocks.push(serde_json::json!({"type": "file", "value": p}))
+                                    }
+                                },
+                            }
+                        }
                         blocks.push(serde_json::json!({"type": "text", "value": text}));
                         let content = Value::Array(blocks);
                         let message = serde_json::json!({"role": "user", "content": content});

@@ -1,0 +1,257 @@
+//! The hostile suite corpus: malformed and malicious suites are refused at
+//! load with an error naming file, line and key (exit 2, nothing run, no
+//! panic), and no file outside what the format allows is read. The rule
+//! (docs/suite-format.md, "Which files a suite may read"): files under the
+//! suite's project root — the nearest ancestor with `.git`, else the eval
+//! file's directory — after following symlinks, and no bigger than 32 MiB
+//! (suite and case files) or 16 MiB (files attached to an input).
+
+use std::path::Path;
+
+use crate::support::{Project, run_in};
+
+/// A project with a `.git` marker (its root) and a secret beside it.
+fn project(suite: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let outer = tempfile::tempdir().unwrap();
+    let root = outer.path().join("repo");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(root.join(".evalhost")).unwrap();
+    std::fs::write(
+        root.join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: mock, response: hi}\n",
+    )
+    .unwrap();
+    std::fs::write(outer.path().join("secret.txt"), "TOP SECRET OUTSIDE").unwrap();
+    std::fs::create_dir_all(outer.path().join("outside-case")).unwrap();
+    std::fs::write(
+        outer.path().join("outside-case/case.yaml"),
+        "input: TOP SECRET OUTSIDE\nassertions: [{type: contains, value: x}]\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("EVAL.yaml"), suite).unwrap();
+    (outer, root)
+}
+
+/// Validates and runs the suite in `root`: both exit 2 without a panic and
+/// print every `needle`; nothing is run, and no secret is echoed.
+fn refused(root: &Path, needles: &[&str]) {
+    for args in [
+        &["validate", "EVAL.yaml"][..],
+        &["run", "EVAL.yaml", "-o", "out"][..],
+    ] {
+        let r = run_in(root, args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+        assert!(!r.stderr.contains("TOP SECRET"), "{}", r.stderr);
+        for needle in needles {
+            assert!(
+                r.stderr.contains(needle),
+                "{needle:?} missing from:\n{}",
+                r.stderr
+            );
+        }
+        assert!(!root.join("out/results.jsonl").exists());
+    }
+}
+
+#[test]
+fn malformed_yaml_names_its_line() {
+    let (_d, root) = project("tests:\n  - id: a\n    input: [unclosed\n    assertions: []\n");
+    refused(&root, &["EVAL.yaml:", "error: invalid YAML"]);
+}
+
+#[test]
+fn wrong_types_at_every_level_name_file_line_and_key() {
+    let suite = "\
+name: [not, a, string]
+execution: 5
+workspace: 7
+plugins: 9
+tests:
+  - id: 42
+    input: q
+    assertions: [{type: contains, value: x}]
+  - id: b
+    input: 3
+    assertions: [{type: contains, value: x}]
+  - id: c
+    input: [{role: 7, content: hi}]
+    metadata: [1, 2]
+    assertions:
+      - {type: contains, value: x, weight: heavy}
+      - {type: contains, value: 12}
+      - {type: [contains]}
+";
+    let (_d, root) = project(suite);
+    refused(
+        &root,
+        &[
+            "EVAL.yaml:1:1: error:",
+            "--> at `name`",
+            "EVAL.yaml:2:",
+            "--> at `execution`",
+            "--> at `workspace`",
+            "--> at `plugins`",
+            "EVAL.yaml:6:",
+            "--> at `tests[0].id`",
+            "EVAL.yaml:10:",
+            "--> at `tests[1].input`",
+            "--> at `tests[2].input[0].role`",
+            "--> at `tests[2].metadata`",
+            "--> at `tests[2].assertions[0].weight`",
+            "--> at `tests[2].assertions[1].value`",
+            "--> at `tests[2].assertions[2].type`",
+        ],
+    );
+}
+
+#[test]
+fn a_billion_laughs_alias_bomb_is_refused_unexpanded() {
+    let mut suite = String::from("a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    let mut prev = 'a';
+    for name in "bcdefghi".chars() {
+        let refs = vec![format!("*{prev}"); 9].join(", ");
+        suite.push_str(&format!("{name}: &{name} [{refs}]\n"));
+        prev = name;
+    }
+    suite.push_str(
+        "tests:\n  - id: t\n    input: *i\n    assertions: [{type: contains, value: x}]\n",
+    );
+    let (_d, root) = project(&suite);
+    refused(
+        &root,
+        &[
+            "EVAL.yaml:2:",
+            "repetition limit exceeded",
+            "billion laughs",
+        ],
+    );
+}
+
+#[test]
+fn a_one_gigabyte_file_is_refused_unread() {
+    let suite = "\
+tests:
+  - id: attached
+    input: [{role: user, content: [{type: file, value: big.bin}]}]
+    assertions: [{type: contains, value: x}]
+  - id: cases
+    input: q
+    input_files: [big.bin]
+    assertions: [{type: contains, value: x}]
+";
+    let (_d, root) = project(suite);
+    // Sparse: a gigabyte the disk does not hold.
+    std::fs::File::create(root.join("big.bin"))
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    refused(
+        &root,
+        &[
+            "EVAL.yaml:3:",
+            "big.bin is 1024 MiB, more than the 16 MiB",
+            "--> at `tests[0].input[0].content[0].value`",
+            "EVAL.yaml:7:",
+            "--> at `tests[1].input_files[0]`",
+        ],
+    );
+    // As a cases file.
+    std::fs::rename(root.join("big.bin"), root.join("cases.jsonl")).unwrap();
+    std::fs::write(root.join("EVAL.yaml"), "tests: ./cases.jsonl\n").unwrap();
+    refused(
+        &root,
+        &[
+            "EVAL.yaml:1:",
+            "cases.jsonl is 1024 MiB, more than the 32 MiB",
+            "--> at `tests`",
+        ],
+    );
+}
+
+#[test]
+fn file_references_cannot_leave_the_project() {
+    let suite = "\
+tests:
+  - id: traversal
+    input: [{role: user, content: [{type: file, value: ../secret.txt}]}]
+    assertions: [{type: contains, value: x}]
+  - id: absolute
+    input: q
+    expected_output: [{role: assistant, content: [{type: file, value: /etc/passwd}]}]
+    assertions: [{type: contains, value: x}]
+  - id: tests-file
+    input: q
+    assertions:
+      - {type: llm-grader, prompt: 'file://../secret.txt'}
+";
+    let (_d, root) = project(suite);
+    refused(
+        &root,
+        &[
+            "EVAL.yaml:3:",
+            "`../secret.txt`: it resolves to",
+            "outside the suite's project root",
+            "EVAL.yaml:7:",
+            "`/etc/passwd`: it resolves to /etc/passwd, outside the suite's project root",
+            "EVAL.yaml:12:",
+        ],
+    );
+    std::fs::write(root.join("EVAL.yaml"), "tests:\n  - file://../secret.txt\n").unwrap();
+    refused(&root, &["EVAL.yaml:2:", "outside the suite's project root"]);
+}
+
+#[test]
+fn a_workspace_template_cannot_leave_the_project() {
+    let (_d, root) = project(
+        "workspace: {template: ../}\ntests:\n  - {id: t, input: q, assertions: [{type: contains, value: x}]}\n",
+    );
+    refused(
+        &root,
+        &[
+            "EVAL.yaml:1:",
+            "--> at `workspace.template`",
+            "outside the suite's project root",
+        ],
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_case_directory_that_is_a_symlink_out_of_the_project_is_refused() {
+    let (outer, root) = project("tests: ./cases/\n");
+    std::fs::create_dir_all(root.join("cases/fine")).unwrap();
+    std::fs::write(
+        root.join("cases/fine/case.yaml"),
+        "input: q\nassertions: [{type: contains, value: x}]\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(outer.path().join("outside-case"), root.join("cases/evil")).unwrap();
+    refused(&root, &["evil", "outside the suite's project root"]);
+    // A symlinked cases file too.
+    std::fs::remove_file(root.join("cases/evil")).unwrap();
+    std::os::unix::fs::symlink(outer.path().join("secret.txt"), root.join("cases.yaml")).unwrap();
+    std::fs::write(root.join("EVAL.yaml"), "tests: ./cases.yaml\n").unwrap();
+    refused(&root, &["EVAL.yaml:1:", "outside the suite's project root"]);
+}
+
+#[test]
+fn duplicate_ids_and_include_cycles_name_both_places() {
+    let project = Project::with_mock("x");
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - {id: same, input: q, assertions: [{include: a}]}\n  - {id: same, input: q, assertions: [{type: contains, value: x}]}\n",
+    );
+    project.write(".agentv/templates/a.yaml", "assertions:\n  - include: b\n");
+    project.write(".agentv/templates/b.yaml", "assertions:\n  - include: a\n");
+    let r = project.run(&[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(!r.stderr.contains("panicked"));
+    assert!(r.stderr.contains("EVAL.yaml:3:"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("duplicate test id `same`: also used at"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("cycle"), "{}", r.stderr);
+}
