@@ -14,6 +14,8 @@ mod sandbox;
 mod hostile;
 // The hostile suite corpus: refused at load, nothing read outside the rule.
 mod hostile_suites;
+// 20,000 cases on 8 workers: right counts, no leaked process, bounded memory.
+mod soak;
 // A second run loads compiled plugins from the cache.
 mod compile_cache;
 // Exit codes and scoring.
