@@ -25,6 +25,20 @@ fn main() {
     }
     println!("cargo:rerun-if-env-changed=EVALHOST_PLUGIN_TARGET_DIR");
 
+    // The fuzz targets need only the loaders: `EVALHOST_NO_BUILTIN_PLUGINS`
+    // builds a host without the built-in plugins (and without a nested
+    // wasm build under the fuzzer's toolchain and flags).
+    println!("cargo:rerun-if-env-changed=EVALHOST_NO_BUILTIN_PLUGINS");
+    if env::var_os("EVALHOST_NO_BUILTIN_PLUGINS").is_some() {
+        std::fs::write(
+            out_dir.join("builtin_plugins.rs"),
+            "/// No built-in plugins in this build (EVALHOST_NO_BUILTIN_PLUGINS).\n\
+             static BUILTIN_PLUGINS: &[(&str, &[u8])] = &[];\n",
+        )
+        .expect("writing builtin_plugins.rs");
+        return;
+    }
+
     let plugins = discover_plugins(&root.join("plugins"));
     // OUT_DIR is <target>[/<triple>]/<profile>/build/<pkg>-<hash>/out.
     let target_dir = env::var_os("EVALHOST_PLUGIN_TARGET_DIR")

@@ -412,7 +412,7 @@ fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {
         }
     }
     for path in &files {
-        match run::prepare(path, &engine) {
+        match run::prepare(path, &engine, false) {
             Ok(prepared) => {
                 for d in prepared.warnings.iter() {
                     let _ = writeln!(err, "{d}");

@@ -165,10 +165,74 @@ pub struct Prepared {
     pub warnings: Diagnostics,
 }
 
+/// What `--sandbox strict` refuses in a suite: every command the suite
+/// itself would run on the host — workspace hooks (suite, case and target
+/// level).
+fn strict_refusals(suite: &Suite) -> Diagnostics {
+    let mut out = Diagnostics::default();
+    let mut refuse = |file: &Path, pos: Option<suite::source_map::Pos>, what: String| {
+        out.push(
+            Diagnostic::error(file, format!("`--sandbox strict` refuses commands the suite defines: {what}"))
+                .at(pos)
+                .hint("hooks run on the host; grade an untrusted suite without them, or without --sandbox strict on a machine you can lose"),
+        );
+    };
+    let hooks = |h: &crate::workspace::Hooks| -> Vec<&'static str> {
+        [
+            ("before_all", h.before_all.is_some()),
+            ("before_each", h.before_each.is_some()),
+            ("after_each", h.after_each.is_some()),
+            ("after_all", h.after_all.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(n, set)| set.then_some(n))
+        .collect()
+    };
+    if let Some(ws) = &suite.workspace {
+        for name in hooks(&ws.hooks) {
+            refuse(&suite.file, None, format!("the workspace hook `{name}`"));
+        }
+    }
+    for m in &suite.matrix {
+        for name in hooks(&m.hooks) {
+            refuse(
+                &suite.file,
+                None,
+                format!("the `{name}` hook of target `{}`", m.name),
+            );
+        }
+    }
+    for test in &suite.tests {
+        if let Some(ws) = &test.workspace {
+            for name in hooks(&ws.hooks) {
+                refuse(
+                    &test.loc.file,
+                    test.loc.pos,
+                    format!("the workspace hook `{name}` of test `{}`", test.id),
+                );
+            }
+        }
+    }
+    out
+}
+
 /// Loads the suite, the built-in and suite plugins, and checks every
 /// assertion's config in its plugin; every problem is reported at once.
-pub fn prepare(eval: &Path, engine: &Arc<PluginEngine>) -> Result<Prepared, RunError> {
-    let (suite, mut diags) = suite::load(eval);
+pub fn prepare(
+    eval: &Path,
+    engine: &Arc<PluginEngine>,
+    strict: bool,
+) -> Result<Prepared, RunError> {
+    let (suite, mut diags) = if strict {
+        suite::load::load_untrusted(eval)
+    } else {
+        suite::load(eval)
+    };
+    if let Some(suite) = &suite
+        && strict
+    {
+        diags.0.extend(strict_refusals(suite).0);
+    }
     let Some(suite) = suite else {
         return Err(RunError::Invalid(diags));
     };
@@ -435,7 +499,7 @@ pub fn run(
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
         .max(1);
     let engine = engine(options.no_compile_cache, workers.max(grader_workers))?;
-    let prepared = match prepare(&eval, &engine) {
+    let prepared = match prepare(&eval, &engine, options.sandbox_strict) {
         Ok(p) => p,
         Err(e) => return Ok(Err(e)),
     };
@@ -459,6 +523,28 @@ pub fn run(
         Ok(t) => t,
         Err(diags) => return Ok(Err(RunError::Invalid(diags))),
     };
+    // Under --sandbox strict a `cli` target runs only from a targets file the
+    // operator named: one found beside an untrusted suite could be its own.
+    if options.sandbox_strict && targets_file.is_none() {
+        let refused: Vec<Diagnostic> = targets
+            .targets
+            .iter()
+            .filter(|t| matches!(t.provider, target::Provider::Cli(_)))
+            .map(|t| {
+                Diagnostic::error(
+                    targets.file.as_deref().unwrap_or(&eval),
+                    format!(
+                        "`--sandbox strict` refuses the `cli` target `{}` of a targets file found beside the suite: it could be the suite's own command",
+                        t.name
+                    ),
+                )
+                .hint("name the targets file you trust with --targets FILE")
+            })
+            .collect();
+        if !refused.is_empty() {
+            return Ok(Err(RunError::Invalid(Diagnostics(refused))));
+        }
+    }
     // Which targets: --target (or the resumed run's), else the suite's
     // matrix, else `execution.target`, else `default`.
     let single = |name: String| suite::MatrixTarget {

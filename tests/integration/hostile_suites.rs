@@ -255,3 +255,90 @@ fn duplicate_ids_and_include_cycles_name_both_places() {
     );
     assert!(r.stderr.contains("cycle"), "{}", r.stderr);
 }
+
+/// `--sandbox strict` is for suites you did not write: the suite's own
+/// commands (workspace hooks) and a `cli` target from a targets file found
+/// beside it are refused, and `${{ VAR }}` sees only the suite's `.env`.
+#[test]
+fn sandbox_strict_refuses_the_suite_s_commands_and_the_operator_s_environment() {
+    let hooks = "workspace:\n  template: ./t\n  hooks:\n    before_all: {command: [sh, -c, 'echo pwned > /tmp/evalhost-pwned']}\ntests:\n  - id: t\n    input: q\n    workspace:\n      hooks:\n        after_each: {command: [sh, -c, 'true']}\n    assertions: [{type: contains, value: hi}]\n";
+    let (_d, root) = project(hooks);
+    std::fs::create_dir_all(root.join("t")).unwrap();
+    let r = run_in(
+        &root,
+        &["run", "EVAL.yaml", "-o", "out", "--sandbox", "strict"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "`--sandbox strict` refuses commands the suite defines: the workspace hook `before_all`"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("the workspace hook `after_each` of test `t`"),
+        "{}",
+        r.stderr
+    );
+    assert!(!root.join("out/results.jsonl").exists());
+
+    // A cli target found beside the suite: refused; named with --targets: runs.
+    let (_d, root) =
+        project("tests:\n  - {id: t, input: q, assertions: [{type: contains, value: hi}]}\n");
+    std::fs::write(
+        root.join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: cli, command: 'echo hi > {OUTPUT_FILE}'}\n",
+    )
+    .unwrap();
+    let r = run_in(
+        &root,
+        &["run", "EVAL.yaml", "-o", "out", "--sandbox", "strict"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("refuses the `cli` target `default`"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("--targets FILE"), "{}", r.stderr);
+    let r = run_in(
+        &root,
+        &[
+            "run",
+            "EVAL.yaml",
+            "-o",
+            "out",
+            "--sandbox",
+            "strict",
+            "--targets",
+            ".evalhost/targets.yaml",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+
+    // ${{ VAR }}: the suite's .env, never the process environment.
+    let (_d, root) = project(
+        "tests:\n  - {id: t, input: 'key=${{ EVALHOST_TEST_SECRET }} own=${{ SUITE_VAR }}', assertions: [{type: contains, value: x}]}\n",
+    );
+    std::fs::write(root.join(".env"), "SUITE_VAR=from-dotenv\n").unwrap();
+    let out = crate::support::evalhost()
+        .current_dir(&root)
+        .args(["run", "EVAL.yaml", "-o", "out", "--sandbox", "strict"])
+        .env("EVALHOST_TEST_SECRET", "sk-operator-secret")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let results = std::fs::read_to_string(root.join("out/results.jsonl")).unwrap();
+    assert!(
+        !results.contains("sk-operator-secret"),
+        "the operator's secret reached the results"
+    );
+    assert!(results.contains("own=from-dotenv"), "{results}");
+    assert!(
+        stderr.contains("EVALHOST_TEST_SECRET"),
+        "a warning names the unset variable: {stderr}"
+    );
+}

@@ -16,6 +16,8 @@ mod hostile;
 mod hostile_suites;
 // 20,000 cases on 8 workers: right counts, no leaked process, bounded memory.
 mod soak;
+// Inputs the fuzzers found (and seeds), replayed.
+mod fuzz_regressions;
 // A second run loads compiled plugins from the cache.
 mod compile_cache;
 // Exit codes and scoring.

@@ -3,7 +3,7 @@
 //! capabilities it was not granted fails only its own assertion, with a
 //! typed `failure_class`, and the run goes on to the next case.
 
-use crate::support::{Project, hostile, score};
+use crate::support::{Project, hostile};
 
 fn hostile_suite(tests: &[(&str, &str)]) -> String {
     let mut suite = format!("plugins:\n  - path: {}\ntests:\n", hostile().display());
@@ -58,15 +58,6 @@ fn run_hostile(tests: &[(&str, &str)]) -> Project {
         }
     }
     project
-}
-
-fn class_of(project: &Project, id: &str) -> (String, String) {
-    let row = project.row(id);
-    let s = &row["scores"][0];
-    (
-        s["failure_class"].as_str().unwrap_or("none").to_owned(),
-        s["error"].as_str().unwrap_or("").to_owned(),
-    )
 }
 
 #[test]

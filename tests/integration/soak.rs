@@ -87,6 +87,8 @@ fn twenty_thousand_cases_on_eight_workers_count_right_and_leak_nothing() {
             hostile().display()
         ),
     );
+    // Reaped below with wait4, which also gives its peak RSS.
+    #[allow(clippy::zombie_processes)]
     let child = crate::support::evalhost()
         .current_dir(project.path())
         .args([

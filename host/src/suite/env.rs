@@ -50,6 +50,26 @@ impl Env {
         env
     }
 
+    /// Only the `.env` files for `eval_dir`, not the process environment:
+    /// what an untrusted suite sees under `--sandbox strict`, so that it
+    /// cannot copy the operator's secrets (`${{ OPENAI_API_KEY }}`) into
+    /// its inputs, and from there into a target or the results.
+    pub fn load_files_only(eval_dir: &Path, project_root: &Path, cwd: &Path) -> Self {
+        let found = Self::load(eval_dir, project_root, cwd);
+        let mut vars = HashMap::new();
+        for file in &found.files {
+            if let Ok(iter) = dotenvy::from_path_iter(file) {
+                for (key, value) in iter.flatten() {
+                    vars.entry(key).or_insert(value);
+                }
+            }
+        }
+        Self {
+            vars,
+            files: found.files,
+        }
+    }
+
     /// An environment with exactly these variables (for tests).
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         Self {

@@ -45,6 +45,14 @@ pub fn load(path: &Path) -> (Option<Suite>, Diagnostics) {
     load_with(path, roots, env)
 }
 
+/// [`load`] for an untrusted suite (`--sandbox strict`): `${{ VAR }}` sees
+/// only the suite's `.env` files, never the process environment.
+pub fn load_untrusted(path: &Path) -> (Option<Suite>, Diagnostics) {
+    let roots = Roots::for_eval(path);
+    let env = Env::load_files_only(&roots.eval_dir, &roots.project_root, &roots.cwd);
+    load_with(path, roots, env)
+}
+
 /// [`load`] with explicit roots and environment.
 pub fn load_with(path: &Path, roots: Roots, env: Env) -> (Option<Suite>, Diagnostics) {
     let mut loader = Loader {
