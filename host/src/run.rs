@@ -232,6 +232,31 @@ pub fn prepare(
         && strict
     {
         diags.0.extend(strict_refusals(suite).0);
+        // Plugins too must come from inside the project: a path elsewhere
+        // would let an untrusted suite probe the machine's files.
+        let root = suite::roots::Roots::for_eval(eval).project_root;
+        let root = root.canonicalize().unwrap_or(root);
+        let wasm_paths = suite
+            .tests
+            .iter()
+            .flat_map(|t| &t.assertions)
+            .flat_map(suite::Assertion::walk)
+            .filter_map(|a| a.wasm.as_deref().map(|(p, _)| (p.clone(), a.loc.clone())));
+        let plugin_paths = suite
+            .plugins
+            .iter()
+            .map(|p| (p.path.clone(), p.loc.clone()));
+        for (path, loc) in plugin_paths.chain(wasm_paths) {
+            let inside = path.canonicalize().is_ok_and(|p| p.starts_with(&root));
+            if !inside {
+                diags.push(
+                    Diagnostic::error(&loc.file, format!("`--sandbox strict` refuses the plugin {}: it is outside the suite's project root {}", path.display(), root.display()))
+                        .at(loc.pos)
+                        .key(loc.key.clone())
+                        .hint("copy the .wasm into the project, pinned by sha256"),
+                );
+            }
+        }
     }
     let Some(suite) = suite else {
         return Err(RunError::Invalid(diags));

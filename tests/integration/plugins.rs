@@ -42,14 +42,16 @@ fn workspace_project(suite: &str) -> Project {
 fn a_wasm_grader_passes_under_sandbox_strict_where_a_command_grader_is_refused() {
     let wasm = workspace_reader();
     let sha = digest(&wasm);
+    // Under --sandbox strict a plugin must come from inside the project.
     let sandboxed = format!(
-        "{{name: sandboxed, type: code-grader, wasm: '{}', wasm_sha256: {sha}, path: notes.txt, value: banana}}",
-        wasm.display()
+        "{{name: sandboxed, type: code-grader, wasm: graders/reader.wasm, wasm_sha256: {sha}, path: notes.txt, value: banana}}"
     );
     let both = format!(
         "workspace: {{template: ./template}}\ntests:\n  - id: t\n    input: q\n    assertions:\n      - {sandboxed}\n      - {{name: command, type: code-grader, command: [python3, check.py]}}\n"
     );
     let project = workspace_project(&both);
+    std::fs::create_dir_all(project.path().join("graders")).unwrap();
+    std::fs::copy(&wasm, project.path().join("graders/reader.wasm")).unwrap();
     let r = project.run(&["--sandbox", "strict"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     let row = project.row("t");
@@ -73,6 +75,21 @@ fn a_wasm_grader_passes_under_sandbox_strict_where_a_command_grader_is_refused()
         "workspace: {{template: ./template}}\ntests:\n  - id: t\n    input: q\n    assertions:\n      - {sandboxed}\n"
     );
     let project = workspace_project(&only_wasm);
+    std::fs::create_dir_all(project.path().join("graders")).unwrap();
+    std::fs::copy(&wasm, project.path().join("graders/reader.wasm")).unwrap();
+    let r = project.run(&["--sandbox", "strict"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    // A plugin from outside the project is refused under strict.
+    let outside = only_wasm.replace("graders/reader.wasm", &format!("'{}'", wasm.display()));
+    project.write("EVAL.yaml", &outside);
+    let r = project.run(&["--sandbox", "strict"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("outside the suite's project root"),
+        "{}",
+        r.stderr
+    );
+    project.write("EVAL.yaml", &only_wasm);
     let r = project.run(&["--sandbox", "strict"]);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert!(
@@ -287,11 +304,13 @@ fn a_rust_grader_scaffolded_by_plugin_new_builds_tests_and_grades() {
     assert!(wasm.is_file(), "{} missing", wasm.display());
 
     let project = Project::with_mock("Hello, World");
+    std::fs::create_dir_all(project.path().join("graders")).unwrap();
+    std::fs::copy(&wasm, project.path().join("graders/shout_check.wasm")).unwrap();
     project.write(
         "EVAL.yaml",
         &format!(
             "plugins:\n  - path: '{}'\n    sha256: {}\ntests:\n  - {{id: yes, input: q, assertions: [{{type: shout-check, value: WORLD}}]}}\n  - {{id: no, input: q, assertions: [{{type: shout-check, value: moon}}]}}\n",
-            wasm.display(),
+            "graders/shout_check.wasm",
             digest(&wasm)
         ),
     );
@@ -341,11 +360,11 @@ fn a_python_grader_built_with_componentize_py_grades() {
     assert!(r.stdout.contains("python-word-limit 0.1.0"), "{}", r.stdout);
 
     let project = Project::with_mock("one two three four");
+    std::fs::copy(&wasm, project.path().join("max_words.wasm")).unwrap();
+    let sha = digest(&wasm);
     let suite = |assertion: &str| {
         format!(
-            "plugins:\n  max-words: {{path: '{}', sha256: {}}}\ntests:\n  - id: t\n    input: q\n    assertions:\n      - {assertion}\n",
-            wasm.display(),
-            digest(&wasm)
+            "plugins:\n  max-words: {{path: max_words.wasm, sha256: {sha}}}\ntests:\n  - id: t\n    input: q\n    assertions:\n      - {assertion}\n"
         )
     };
     project.write(
