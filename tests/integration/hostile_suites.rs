@@ -199,6 +199,25 @@ tests:
     );
     std::fs::write(root.join("EVAL.yaml"), "tests:\n  - file://../secret.txt\n").unwrap();
     refused(&root, &["EVAL.yaml:2:", "outside the suite's project root"]);
+    // Globs: the walk starts at the literal prefix, which must be inside the
+    // project; nothing outside is even listed. (Found by the fuzzer: an
+    // absolute glob used to walk the whole file system.)
+    std::fs::write(
+        root.join("EVAL.yaml"),
+        "tests:\n  - file://../outside-case/*.yaml\n  - file:///./*X\n  - file:///etc/**/*.yaml\n",
+    )
+    .unwrap();
+    refused(
+        &root,
+        &[
+            "EVAL.yaml:2:",
+            "`../outside-case/*.yaml`: it resolves to",
+            "EVAL.yaml:3:",
+            "`/./*X`: it resolves to /, outside the suite's project root",
+            "EVAL.yaml:4:",
+            "`/etc/**/*.yaml`: it resolves to /etc, outside",
+        ],
+    );
 }
 
 #[test]

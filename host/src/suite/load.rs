@@ -136,6 +136,14 @@ impl Doc {
     }
 }
 
+/// Why a `file://` glob in `tests:` gave no list of files.
+enum GlobError {
+    /// The pattern does not parse.
+    Invalid(String),
+    /// Its literal prefix leaves the project root.
+    Path(PathError),
+}
+
 /// A test case's raw mapping, or a line of a `.jsonl` file not parsed yet
 /// (parsed when its test is built, so a large file is never held parsed).
 enum RawBody {
@@ -1190,8 +1198,12 @@ impl Loader {
         }
         let matches = match self.glob(&doc.dir, pattern) {
             Ok(m) => m,
-            Err(message) => {
+            Err(GlobError::Invalid(message)) => {
                 self.error(doc, at, format!("invalid glob `{pattern}`: {message}"));
+                return Vec::new();
+            }
+            Err(GlobError::Path(err)) => {
+                self.path_error(doc, at, pattern, &err);
                 return Vec::new();
             }
         };
@@ -1208,30 +1220,56 @@ impl Loader {
         cases
     }
 
-    /// Files under `base` matching `pattern`, sorted.
-    fn glob(&self, base: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
-        let pattern = pattern.trim_start_matches("./");
-        let literal: PathBuf = Path::new(pattern)
+    /// Files under `base` matching `pattern`, sorted. The walk starts at
+    /// the pattern's literal prefix, which must be inside the project root
+    /// (nothing outside it is even listed), and goes only as deep as the
+    /// pattern can match (unbounded only below a `**`).
+    fn glob(&self, base: &Path, pattern: &str) -> Result<Vec<PathBuf>, GlobError> {
+        let is_glob = |c: &std::path::Component<'_>| {
+            c.as_os_str()
+                .to_string_lossy()
+                .contains(['*', '?', '{', '['])
+        };
+        let components: Vec<_> = Path::new(pattern.trim_start_matches("./"))
             .components()
-            .take_while(|c| {
-                !c.as_os_str()
-                    .to_string_lossy()
-                    .contains(['*', '?', '{', '['])
-            })
             .collect();
-        let start = base.join(&literal);
-        let matcher = globset::GlobBuilder::new(&base.join(pattern).to_string_lossy())
+        let split = components
+            .iter()
+            .position(is_glob)
+            .unwrap_or(components.len());
+        let literal: PathBuf = components[..split].iter().collect();
+        let rest: PathBuf = components[split..].iter().collect();
+        let matcher = globset::GlobBuilder::new(&rest.to_string_lossy())
             .literal_separator(true)
             .build()
-            .map_err(|e| e.to_string())?
+            .map_err(|e| GlobError::Invalid(e.to_string()))?
             .compile_matcher();
+        let start = match self.roots.relative(&literal.to_string_lossy(), base) {
+            Ok(start) => start,
+            Err(PathError::NotFound { .. }) => return Ok(Vec::new()),
+            Err(err) => return Err(GlobError::Path(err)),
+        };
+        let deep = components[split..]
+            .iter()
+            .any(|c| c.as_os_str().to_string_lossy().contains("**"));
+        let depth = if deep {
+            usize::MAX
+        } else {
+            components.len() - split
+        };
         let mut found: Vec<PathBuf> = walkdir::WalkDir::new(&start)
             .follow_links(false)
+            .min_depth(1)
+            .max_depth(depth)
             .into_iter()
             .filter_map(Result::ok)
             .filter(|e| e.file_type().is_file() || e.file_type().is_symlink())
+            .filter(|e| {
+                e.path()
+                    .strip_prefix(&start)
+                    .is_ok_and(|relative| matcher.is_match(relative))
+            })
             .map(walkdir::DirEntry::into_path)
-            .filter(|p| matcher.is_match(p))
             .collect();
         found.sort();
         Ok(found)

@@ -144,7 +144,12 @@ impl Roots {
             self.contain(&path)
         } else {
             // Refuse escapes even for paths that do not exist.
-            let lexical = normalize(&path);
+            let absolute = if path.is_absolute() {
+                path.clone()
+            } else {
+                self.cwd.join(&path)
+            };
+            let lexical = normalize(&absolute);
             if !lexical.starts_with(&self.project_root) {
                 return Err(PathError::Outside {
                     resolved: lexical,
@@ -229,5 +234,24 @@ mod tests {
                 Err(PathError::Outside { .. })
             ));
         }
+    }
+
+    #[test]
+    fn a_missing_path_below_a_relative_base_is_not_found_not_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let roots = Roots {
+            eval_dir: root.clone(),
+            project_root: root.clone(),
+            cwd: root,
+        };
+        assert!(matches!(
+            roots.relative("missing.yaml", Path::new("")),
+            Err(PathError::NotFound { .. })
+        ));
+        assert!(matches!(
+            roots.relative("../missing.yaml", Path::new("")),
+            Err(PathError::Outside { .. })
+        ));
     }
 }
