@@ -216,6 +216,28 @@ fn strict_refusals(suite: &Suite) -> Diagnostics {
     out
 }
 
+/// The largest plugin file read (a componentize-py component is ~20 MiB).
+const MAX_PLUGIN_BYTES: u64 = 256 << 20;
+
+/// A plugin's bytes: only a regular file (not a FIFO or a device, which
+/// could block or never end), no larger than [`MAX_PLUGIN_BYTES`].
+fn read_plugin_file(path: &Path) -> Result<Vec<u8>, String> {
+    let meta = std::fs::metadata(path)
+        .map_err(|err| format!("cannot read plugin {}: {err}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("plugin {} is not a regular file", path.display()));
+    }
+    if meta.len() > MAX_PLUGIN_BYTES {
+        return Err(format!(
+            "plugin {} is {} MiB, more than the {} MiB a plugin may be",
+            path.display(),
+            meta.len() >> 20,
+            MAX_PLUGIN_BYTES >> 20
+        ));
+    }
+    std::fs::read(path).map_err(|err| format!("cannot read plugin {}: {err}", path.display()))
+}
+
 /// Loads the suite, the built-in and suite plugins, and checks every
 /// assertion's config in its plugin; every problem is reported at once.
 pub fn prepare(
@@ -228,6 +250,8 @@ pub fn prepare(
     } else {
         suite::load(eval)
     };
+    // Plugin paths refused under strict are never read.
+    let mut refused_paths: std::collections::HashSet<std::path::PathBuf> = Default::default();
     if let Some(suite) = &suite
         && strict
     {
@@ -249,6 +273,7 @@ pub fn prepare(
         for (path, loc) in plugin_paths.chain(wasm_paths) {
             let inside = path.canonicalize().is_ok_and(|p| p.starts_with(&root));
             if !inside {
+                refused_paths.insert(path.clone());
                 diags.push(
                     Diagnostic::error(&loc.file, format!("`--sandbox strict` refuses the plugin {}: it is outside the suite's project root {}", path.display(), root.display()))
                         .at(loc.pos)
@@ -273,13 +298,13 @@ pub fn prepare(
                 .at(plugin_ref.loc.pos)
                 .key(plugin_ref.loc.key.clone())
         };
-        let bytes = match std::fs::read(&plugin_ref.path) {
+        if refused_paths.contains(&plugin_ref.path) {
+            continue;
+        }
+        let bytes = match read_plugin_file(&plugin_ref.path) {
             Ok(b) => b,
-            Err(err) => {
-                diags.push(at(format!(
-                    "cannot read plugin {}: {err}",
-                    plugin_ref.path.display()
-                )));
+            Err(message) => {
+                diags.push(at(message));
                 continue;
             }
         };
@@ -330,10 +355,13 @@ pub fn prepare(
                 .at(assertion.loc.pos)
                 .key(assertion.loc.key.key("wasm"))
         };
-        let bytes = match std::fs::read(path) {
+        if refused_paths.contains(path) {
+            continue;
+        }
+        let bytes = match read_plugin_file(path) {
             Ok(b) => b,
-            Err(err) => {
-                diags.push(at(format!("cannot read plugin {}: {err}", path.display())));
+            Err(message) => {
+                diags.push(at(message));
                 continue;
             }
         };
@@ -540,6 +568,26 @@ pub fn run(
     let targets = match &targets_file {
         Some(path) => target::load_targets(path, &env),
         None => match target::find_targets_file(&suite.dir) {
+            // Under --sandbox strict a targets file inside the suite's project
+            // is the suite's own: it must really be inside (not a link out),
+            // and `${{ VAR }}` in it sees only the suite's `.env` files, so a
+            // target cannot carry the operator's keys to the suite's server.
+            Some(path) if options.sandbox_strict && suites_own(&path, &roots) => {
+                match roots.contain(&path) {
+                    Ok(real) => target::load_targets(
+                        &real,
+                        &suite::env::Env::load_files_only(
+                            &roots.eval_dir,
+                            &roots.project_root,
+                            &roots.cwd,
+                        ),
+                    ),
+                    Err(err) => Err(Diagnostics(vec![
+                        Diagnostic::error(&path, format!("the targets file: {err}"))
+                            .hint("name the targets file you trust with --targets FILE"),
+                    ])),
+                }
+            }
             Some(path) => target::load_targets(&path, &env),
             None => Ok(Targets::default()),
         },
@@ -708,11 +756,16 @@ pub fn run(
         Err(message) => return Ok(Err(RunError::Usage(message))),
     };
 
-    let enabled = options.cache.unwrap_or(suite.cache);
+    // Under --sandbox strict the suite neither turns the response cache on
+    // nor says where it lives: entries it ships could forge outputs.
+    let enabled = options
+        .cache
+        .unwrap_or(suite.cache && !options.sandbox_strict);
     let response_cache = if enabled {
         suite
             .cache_path
             .clone()
+            .filter(|_| !options.sandbox_strict)
             .or_else(crate::response_cache::ResponseCache::default_dir)
             .map(|dir| crate::response_cache::ResponseCache::new(dir, options.cache_sampled))
     } else {
@@ -1348,4 +1401,13 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
         row.workspace_path = case.finish(passed).map(|p| p.display().to_string());
     }
     finish(row)
+}
+
+/// Whether a targets file found for the suite (`<dir>/.evalhost/targets.yaml`)
+/// is in the suite's project rather than above it (the operator's).
+fn suites_own(path: &std::path::Path, roots: &suite::roots::Roots) -> bool {
+    path.parent()
+        .and_then(std::path::Path::parent)
+        .and_then(|dir| dir.canonicalize().ok())
+        .is_none_or(|dir| dir.starts_with(&roots.project_root))
 }

@@ -189,8 +189,9 @@ fn git(args: &[&str], cwd: &Path) -> Result<String, SetupError> {
     }
 }
 
-/// Copies `from` into `to` recursively, skipping `.git`; symbolic links are
-/// copied as links.
+/// Copies `from` into `to` recursively, skipping `.git` at every depth (a
+/// nested `.git` could carry hooks and config git would run); symbolic
+/// links are copied as links.
 pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in walkdir::WalkDir::new(from).min_depth(1).follow_links(false) {
@@ -199,11 +200,7 @@ pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
             .path()
             .strip_prefix(from)
             .map_err(std::io::Error::other)?;
-        if rel
-            .components()
-            .next()
-            .is_some_and(|c| c.as_os_str() == ".git")
-        {
+        if rel.components().any(|c| c.as_os_str() == ".git") {
             continue;
         }
         let dest = to.join(rel);
@@ -222,6 +219,18 @@ pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 
 /// Clones `repo` into `root`.
 fn materialise(repo: &Repo, root: &Path) -> Result<(), SetupError> {
+    // The loader refuses these; never let git read a value as an option.
+    if repo.url.starts_with('-')
+        || repo
+            .reference
+            .as_deref()
+            .is_some_and(|r| r.starts_with('-'))
+    {
+        return Err(SetupError(format!(
+            "refusing repo {:?} at {:?}: a value starting with `-` would be a git option",
+            repo.url, repo.reference
+        )));
+    }
     let dest = root.join(&repo.path);
     std::fs::create_dir_all(&dest)
         .map_err(|e| SetupError(format!("cannot create {}: {e}", dest.display())))?;
@@ -568,6 +577,34 @@ mod tests {
         })
         .unwrap();
         assert!(out.success(), "{cmd}: {}", out.message());
+    }
+
+    /// A nested `.git` (a directory, or a `gitdir:` file) could bring hooks
+    /// and config that git would run in the workspace: never copied.
+    #[test]
+    fn a_template_s_git_directories_are_skipped_at_every_depth() {
+        let dir = tempfile::tempdir().unwrap();
+        let from = dir.path().join("t");
+        std::fs::create_dir_all(from.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(from.join("sub/deeper/.git/hooks")).unwrap();
+        std::fs::write(
+            from.join("sub/deeper/.git/hooks/post-checkout"),
+            "#!/bin/sh\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(from.join("other")).unwrap();
+        std::fs::write(from.join("other/.git"), "gitdir: ../evil.git\n").unwrap();
+        std::fs::write(from.join("sub/keep.txt"), "kept").unwrap();
+        let to = dir.path().join("w");
+        copy_tree(&from, &to).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(to.join("sub/keep.txt")).unwrap(),
+            "kept"
+        );
+        assert!(!to.join(".git").exists());
+        assert!(!to.join("sub/deeper/.git").exists());
+        assert!(!to.join("other/.git").exists());
+        assert!(to.join("sub/deeper").is_dir());
     }
 
     #[test]

@@ -361,3 +361,175 @@ fn sandbox_strict_refuses_the_suite_s_commands_and_the_operator_s_environment() 
         "a warning names the unset variable: {stderr}"
     );
 }
+
+/// Found by a red-team review: git options smuggled in as a ref or a
+/// source, and repository sources outside the project.
+#[test]
+fn a_repo_cannot_smuggle_git_options_or_come_from_outside_the_project() {
+    let (outer, root) = project(
+        "workspace:\n  repos:\n    - path: a\n      source: {type: local, path: .}\n      checkout: {ref: '--upload-pack=touch PWNED; git-upload-pack'}\ntests:\n  - {id: t, input: q, assertions: [{type: contains, value: hi}]}\n",
+    );
+    refused(
+        &root,
+        &[
+            "EVAL.yaml:5:",
+            "`workspace.repos[0].checkout.ref`",
+            "a git ref cannot start with `-`",
+        ],
+    );
+    assert!(!root.join("PWNED").exists());
+    let outside = outer.path().join("outside-case").display().to_string();
+    std::fs::write(
+        root.join("EVAL.yaml"),
+        format!(
+            "workspace:\n  repos:\n    - {{path: a, source: {outside}}}\n    - {{path: b, repo: 'file://{outside}'}}\n    - {{path: c, source: {{type: git, url: '-uevil'}}}}\ntests:\n  - {{id: t, input: q, assertions: [{{type: contains, value: hi}}]}}\n"
+        ),
+    )
+    .unwrap();
+    refused(
+        &root,
+        &[
+            "EVAL.yaml:3:",
+            "outside the suite's project root",
+            "EVAL.yaml:4:",
+            "EVAL.yaml:5:",
+            "a repo source cannot start with `-`",
+        ],
+    );
+}
+
+/// Symbolic links out of the project, wherever a suite names or implies a
+/// file: a case's `case.yaml`, its `workspace/`, a JSONL sidecar.
+#[test]
+fn links_out_of_the_project_are_refused_wherever_a_file_is_implied() {
+    let (outer, root) = project("tests: ./cases/\n");
+    std::fs::create_dir_all(root.join("cases/c1")).unwrap();
+    std::os::unix::fs::symlink(
+        outer.path().join("outside-case/case.yaml"),
+        root.join("cases/c1/case.yaml"),
+    )
+    .unwrap();
+    refused(&root, &["case.yaml", "outside the suite's project root"]);
+
+    std::fs::remove_file(root.join("cases/c1/case.yaml")).unwrap();
+    std::fs::write(
+        root.join("cases/c1/case.yaml"),
+        "input: q\nassertions: [{type: contains, value: hi}]\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(outer.path(), root.join("cases/c1/workspace")).unwrap();
+    refused(&root, &["workspace", "outside the suite's project root"]);
+
+    std::fs::write(
+        root.join("suite.jsonl"),
+        "{\"id\": \"t\", \"input\": \"q\", \"assertions\": [{\"type\": \"contains\", \"value\": \"hi\"}]}\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(outer.path().join("secret.txt"), root.join("suite.yaml")).unwrap();
+    let r = run_in(&root, &["validate", "suite.jsonl"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("the JSONL sidecar"), "{}", r.stderr);
+    assert!(!r.stderr.contains("TOP SECRET"), "{}", r.stderr);
+}
+
+/// A FIFO or a device where a file is expected: refused at once, never read
+/// (reading would block, or never end).
+#[test]
+fn fifos_and_devices_are_not_read() {
+    let (_d, root) = project(
+        "plugins: [./p.wasm]\ntests:\n  - {id: t, input: q, input_files: [./f], assertions: [{type: contains, value: hi}]}\n",
+    );
+    let status = std::process::Command::new("mkfifo")
+        .arg(root.join("f"))
+        .arg(root.join("p.wasm"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let r = run_in(&root, &["run", "EVAL.yaml", "-o", "out"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("is not a regular file"), "{}", r.stderr);
+    // A device under strict: refused for being outside, and never read.
+    std::fs::write(
+        root.join("EVAL.yaml"),
+        "plugins: [/dev/zero]\ntests:\n  - {id: t, input: q, assertions: [{type: contains, value: hi}]}\n",
+    )
+    .unwrap();
+    let r = run_in(
+        &root,
+        &["run", "EVAL.yaml", "-o", "out", "--sandbox", "strict"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("refuses the plugin /dev/zero"),
+        "{}",
+        r.stderr
+    );
+    let r = run_in(&root, &["run", "EVAL.yaml", "-o", "out"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("is not a regular file"), "{}", r.stderr);
+}
+
+/// Under `--sandbox strict` the operator's secrets stay out of reach by
+/// every route the red-team review found: a `.env` linked to
+/// `/proc/self/environ` or to a file outside, a `.env` in a current
+/// directory outside the project, a targets file beside the suite that
+/// interpolates `${{ VAR }}`; and the suite cannot forge outputs through a
+/// response cache it ships.
+#[test]
+fn sandbox_strict_keeps_the_operator_s_secrets_and_outputs_honest() {
+    const SECRET: &str = "sk-operator-secret-42";
+    let (outer, root) = project(
+        "execution: {cache: true, cache_path: ./cache}\ntests:\n  - {id: t, input: 'a=${{ OPENAI_API_KEY }} b=${{ LEAKED }}', assertions: [{type: contains, value: hi}]}\n",
+    );
+    std::fs::write(
+        root.join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: mock, response: 'hi key=${{ OPENAI_API_KEY }}'}\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", root.join(".env")).unwrap();
+    std::fs::write(outer.path().join(".env"), format!("LEAKED={SECRET}\n")).unwrap();
+    let strict = |cwd: &Path, eval: &str| {
+        let out = crate::support::evalhost()
+            .current_dir(cwd)
+            .args(["run", eval, "-o"])
+            .arg(root.join("out"))
+            .args(["--sandbox", "strict"])
+            .env("OPENAI_API_KEY", SECRET)
+            .env("LEAKED", SECRET)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert!(!stderr.contains(SECRET), "{stderr}");
+        for file in ["results.jsonl", "summary.json", "report.html"] {
+            let text = std::fs::read_to_string(root.join("out").join(file)).unwrap();
+            assert!(!text.contains(SECRET), "{file} has the operator's secret");
+        }
+        std::fs::read_to_string(root.join("out/results.jsonl")).unwrap()
+    };
+    // From inside the project, and from an outside directory with a .env.
+    let rows = strict(&root, "EVAL.yaml");
+    assert!(rows.contains("hi key="), "{rows}");
+    strict(outer.path(), &root.join("EVAL.yaml").display().to_string());
+    // The suite's cache setting is ignored: nothing is written to its cache.
+    assert!(!root.join("cache").exists());
+
+    // A targets file beside the suite that is a link out: refused.
+    std::fs::remove_file(root.join(".evalhost/targets.yaml")).unwrap();
+    std::os::unix::fs::symlink(
+        outer.path().join("secret.txt"),
+        root.join(".evalhost/targets.yaml"),
+    )
+    .unwrap();
+    let r = run_in(
+        &root,
+        &["run", "EVAL.yaml", "-o", "out2", "--sandbox", "strict"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the targets file") && r.stderr.contains("outside"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("TOP SECRET"), "{}", r.stderr);
+}

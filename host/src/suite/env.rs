@@ -25,27 +25,10 @@ impl Env {
             vars: std::env::vars().collect(),
             files: Vec::new(),
         };
-        let mut dirs: Vec<PathBuf> = Vec::new();
-        for dir in eval_dir.ancestors() {
-            dirs.push(dir.to_path_buf());
-            if dir == project_root {
-                break;
+        for file in candidates(eval_dir, project_root, cwd) {
+            if file.is_file() {
+                env.read(file);
             }
-        }
-        dirs.push(project_root.to_path_buf());
-        dirs.push(cwd.to_path_buf());
-        dirs.dedup();
-        for dir in dirs {
-            let file = dir.join(".env");
-            if env.files.contains(&file) || !file.is_file() {
-                continue;
-            }
-            if let Ok(iter) = dotenvy::from_path_iter(&file) {
-                for (key, value) in iter.flatten() {
-                    env.vars.entry(key).or_insert(value);
-                }
-            }
-            env.files.push(file);
         }
         env
     }
@@ -53,21 +36,35 @@ impl Env {
     /// Only the `.env` files for `eval_dir`, not the process environment:
     /// what an untrusted suite sees under `--sandbox strict`, so that it
     /// cannot copy the operator's secrets (`${{ OPENAI_API_KEY }}`) into
-    /// its inputs, and from there into a target or the results.
+    /// its inputs, and from there into a target or the results. Only
+    /// regular files inside the project root count, after following
+    /// symbolic links: a `.env` linked to `/proc/self/environ` or to a
+    /// credentials file elsewhere, or one in a current directory outside
+    /// the project, is not read.
     pub fn load_files_only(eval_dir: &Path, project_root: &Path, cwd: &Path) -> Self {
-        let found = Self::load(eval_dir, project_root, cwd);
-        let mut vars = HashMap::new();
-        for file in &found.files {
-            if let Ok(iter) = dotenvy::from_path_iter(file) {
-                for (key, value) in iter.flatten() {
-                    vars.entry(key).or_insert(value);
-                }
+        let mut env = Self::default();
+        for file in candidates(eval_dir, project_root, cwd) {
+            let inside = file
+                .canonicalize()
+                .is_ok_and(|real| real.starts_with(project_root) && real.is_file());
+            if inside {
+                env.read(file);
             }
         }
-        Self {
-            vars,
-            files: found.files,
+        env
+    }
+
+    /// Adds `file`'s variables, never overriding one already set.
+    fn read(&mut self, file: PathBuf) {
+        if self.files.contains(&file) {
+            return;
         }
+        if let Ok(iter) = dotenvy::from_path_iter(&file) {
+            for (key, value) in iter.flatten() {
+                self.vars.entry(key).or_insert(value);
+            }
+        }
+        self.files.push(file);
     }
 
     /// An environment with exactly these variables (for tests).
@@ -197,6 +194,22 @@ fn coerce(text: String) -> Value {
         }
     }
     Value::String(text)
+}
+
+/// The `.env` files to look at, nearest first: the eval file's directory
+/// and each ancestor up to the project root, then the current directory.
+fn candidates(eval_dir: &Path, project_root: &Path, cwd: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for dir in eval_dir.ancestors() {
+        dirs.push(dir.to_path_buf());
+        if dir == project_root {
+            break;
+        }
+    }
+    dirs.push(project_root.to_path_buf());
+    dirs.push(cwd.to_path_buf());
+    dirs.dedup();
+    dirs.into_iter().map(|d| d.join(".env")).collect()
 }
 
 #[cfg(test)]

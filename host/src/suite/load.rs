@@ -337,7 +337,21 @@ impl Loader {
                 "pass the path of an EVAL.yaml (or any .yaml suite, or a .jsonl file of cases)",
             )),
         };
+        // A file another names must really be inside the project root (a
+        // link out is refused), and only a regular file is read: a FIFO or
+        // a device could block or never end.
+        if from.is_some()
+            && let Err(err) = self.roots.contain(path)
+            && matches!(err, PathError::Outside { .. })
+        {
+            report(self, format!("{}: {err}", display.display()));
+            return None;
+        }
         match std::fs::metadata(path) {
+            Ok(meta) if !meta.is_file() => {
+                report(self, format!("{} is not a regular file", display.display()));
+                return None;
+            }
             Ok(meta) if meta.len() > cap => {
                 report(
                     self,
@@ -635,38 +649,29 @@ impl Loader {
                     continue;
                 }
                 let source = r.get("source");
-                let url = match (source, r.get("repo")) {
+                let (given, url_at) = match (source, r.get("repo")) {
                     (Some(Value::Object(src)), _) => match (
                         src.get("type").and_then(Value::as_str),
                         src.get("url"),
                         src.get("path"),
                     ) {
                         (Some("git") | None, Some(Value::String(u)), _) => {
-                            if u.starts_with('.') || u.starts_with('/') {
-                                self.roots
-                                    .relative(u, &base)
-                                    .ok()
-                                    .map(|p| p.display().to_string())
-                            } else {
-                                Some(u.clone())
-                            }
+                            (Some(u), rat.key("source").key("url"))
                         }
                         (Some("local"), _, Some(Value::String(p))) => {
-                            match self.roots.relative(p, &base) {
-                                Ok(found) => Some(found.display().to_string()),
-                                Err(err) => {
-                                    self.path_error(doc, &rat.key("source").key("path"), p, &err);
-                                    continue;
-                                }
-                            }
+                            (Some(p), rat.key("source").key("path"))
                         }
-                        _ => None,
+                        _ => (None, rat.key("source")),
                     },
-                    (Some(Value::String(u)), _) | (None, Some(Value::String(u))) => Some(u.clone()),
-                    _ => None,
+                    (Some(Value::String(u)), _) => (Some(u), rat.key("source")),
+                    (None, Some(Value::String(u))) => (Some(u), rat.key("repo")),
+                    _ => (None, rat.clone()),
                 };
-                let Some(url) = url else {
+                let Some(given) = given else {
                     self.error(doc, &rat, "a repo needs `source: {type: git, url: ...}` or `{type: local, path: ...}`");
+                    continue;
+                };
+                let Some(url) = self.repo_source(doc, &url_at, given, &base) else {
                     continue;
                 };
                 let reference = r
@@ -675,6 +680,21 @@ impl Loader {
                     .or(r.get("commit"))
                     .and_then(Value::as_str)
                     .map(str::to_owned);
+                if let Some(reference) = reference.as_deref().filter(|r| r.starts_with('-')) {
+                    let key = if r.get("checkout").is_some() {
+                        rat.key("checkout").key("ref")
+                    } else {
+                        rat.key("commit")
+                    };
+                    self.error(
+                        doc,
+                        &key,
+                        format!("a git ref cannot start with `-`, got {reference:?}"),
+                    )
+                    .hint =
+                        Some("git would read it as an option; name a branch, tag or commit".into());
+                    continue;
+                }
                 let depth = r
                     .get("clone")
                     .and_then(|c| c.get("depth"))
@@ -1048,6 +1068,16 @@ impl Loader {
             .unwrap_or_else(|| "eval".into());
         let (mut target, mut threshold, mut limits) = (None, None, LimitOverrides::default());
         if sidecar.is_file()
+            && let Err(err @ PathError::Outside { .. }) = self.roots.contain(&sidecar)
+        {
+            let display = self.display(&sidecar);
+            self.diags.push(
+                Diagnostic::error(&display, format!("the JSONL sidecar: {err}"))
+                    .hint("a suite may read only files inside its project root"),
+            );
+            return None;
+        }
+        if sidecar.is_file()
             && let Some((Value::Object(side), side_doc)) = self.read_yaml(&sidecar, None)
         {
             self.check_keys(&side_doc, &side, fields::SUITE, &top, "the JSONL sidecar");
@@ -1170,6 +1200,37 @@ impl Loader {
                     ),
                 );
                 Vec::new()
+            }
+        }
+    }
+
+    /// A repo's source as git will get it: a remote URL as given; a local
+    /// path or `file://` URL only inside the project root (resolved); never
+    /// something git would read as an option. `None` when refused (reported).
+    fn repo_source(&mut self, doc: &Doc, at: &KeyPath, given: &str, base: &Path) -> Option<String> {
+        if given.starts_with('-') {
+            self.error(
+                doc,
+                at,
+                format!("a repo source cannot start with `-`, got {given:?}"),
+            )
+            .hint = Some("git would read it as an option; give a URL or a path".into());
+            return None;
+        }
+        // `user@host:path` (scp-like) is remote; so is any URL but file://.
+        let scp_like = given
+            .find(':')
+            .is_some_and(|i| i > 1 && !given[..i].contains('/'));
+        let local = match given.strip_prefix("file://") {
+            Some(path) => path,
+            None if given.contains("://") || scp_like => return Some(given.to_owned()),
+            None => given,
+        };
+        match self.roots.relative(local, base) {
+            Ok(found) => Some(found.display().to_string()),
+            Err(err) => {
+                self.path_error(doc, at, given, &err);
+                None
             }
         }
     }
@@ -1477,7 +1538,17 @@ impl Loader {
                 );
                 continue;
             };
-            let workspace_dir = sub.join("workspace");
+            let mut workspace_dir = sub.join("workspace");
+            if workspace_dir.is_dir() {
+                match self.roots.contain(&workspace_dir) {
+                    Ok(real) => workspace_dir = real,
+                    Err(err) => {
+                        let shown = self.display(&workspace_dir).display().to_string();
+                        self.path_error(from, at, &shown, &err);
+                        continue;
+                    }
+                }
+            }
             cases.push(RawCase {
                 map: RawBody::Map(map),
                 doc,
@@ -1681,6 +1752,14 @@ impl Loader {
                             match self.roots.find(&p, Some(&self.roots.eval_dir.clone())) {
                                 Err(err) => self.path_error(fdoc, &file_at, &p, &err),
                                 Ok(path) => match std::fs::metadata(&path) {
+                                    Ok(m) if !m.is_file() => {
+                                        let display = self.display(&path);
+                                        self.error(
+                                            fdoc,
+                                            &file_at,
+                                            format!("{} is not a regular file", display.display()),
+                                        );
+                                    }
                                     Ok(m) if m.len() > MAX_INPUT_FILE_BYTES => {
                                         let display = self.display(&path);
                                         self.error(
