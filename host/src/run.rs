@@ -168,6 +168,8 @@ pub struct Prepared {
 /// What `--sandbox strict` refuses in a suite: every command the suite
 /// itself would run on the host — workspace hooks (suite, case and target
 /// level).
+// The loader already refuses hooks under strict where they are written (with
+// line and key); this backstop covers a suite built any other way.
 fn strict_refusals(suite: &Suite) -> Diagnostics {
     let mut out = Diagnostics::default();
     let mut refuse = |file: &Path, pos: Option<suite::source_map::Pos>, what: String| {
@@ -434,9 +436,10 @@ fn read_record(dir: &Path) -> Result<RunRecord, RunError> {
     let path = dir.join("run.json");
     let text = std::fs::read_to_string(&path).map_err(|e| {
         RunError::Usage(format!(
-            "{} is not a run directory ({}: {e})",
+            "{} is not a run directory ({}: {e}); a run stopped before it recorded itself has nothing to resume: start it again with `evalhost run EVAL.yaml -o {}`",
             dir.display(),
-            path.display()
+            path.display(),
+            dir.display()
         ))
     })?;
     serde_json::from_str(&text)
@@ -818,10 +821,11 @@ pub fn run(
             only: plan_options.only.clone(),
             started_at: jiff::Timestamp::now().to_string(),
         };
-        std::fs::write(
-            run_dir.join("run.json"),
-            serde_json::to_string_pretty(&record)? + "\n",
-        )?;
+        // Atomically: a kill leaves either no run.json (nothing to resume)
+        // or a whole one, never a torn one.
+        let tmp = run_dir.join("run.json.tmp");
+        std::fs::write(&tmp, serde_json::to_string_pretty(&record)? + "\n")?;
+        std::fs::rename(&tmp, run_dir.join("run.json"))?;
         if results_path.exists() {
             std::fs::remove_file(&results_path)?;
         }

@@ -58,6 +58,25 @@ fn refused(root: &Path, needles: &[&str]) {
 fn malformed_yaml_names_its_line() {
     let (_d, root) = project("tests:\n  - id: a\n    input: [unclosed\n    assertions: []\n");
     refused(&root, &["EVAL.yaml:", "error: invalid YAML"]);
+    // A NUL byte and a byte that is not UTF-8: named by line and column.
+    std::fs::write(
+        root.join("EVAL.yaml"),
+        b"tests:\n  - id: a\n    input: \"x\0y\"\n",
+    )
+    .unwrap();
+    refused(
+        &root,
+        &["EVAL.yaml:3:14: error: invalid YAML: the control character U+0000"],
+    );
+    std::fs::write(
+        root.join("EVAL.yaml"),
+        b"tests:\n  - id: a\n    input: \"caf\xe9\"\n",
+    )
+    .unwrap();
+    refused(
+        &root,
+        &["EVAL.yaml:3:16: error: EVAL.yaml is not valid UTF-8"],
+    );
 }
 
 #[test]
@@ -280,7 +299,7 @@ fn duplicate_ids_and_include_cycles_name_both_places() {
 /// beside it are refused, and `${{ VAR }}` sees only the suite's `.env`.
 #[test]
 fn sandbox_strict_refuses_the_suite_s_commands_and_the_operator_s_environment() {
-    let hooks = "workspace:\n  template: ./t\n  hooks:\n    before_all: {command: [sh, -c, 'echo pwned > /tmp/evalhost-pwned']}\ntests:\n  - id: t\n    input: q\n    workspace:\n      hooks:\n        after_each: {command: [sh, -c, 'true']}\n    assertions: [{type: contains, value: hi}]\n";
+    let hooks = "workspace:\n  template: ./t\n  hooks:\n    before_all: {command: [sh, -c, 'echo pwned > /tmp/evalhost-pwned']}\nexecution:\n  targets:\n    - name: default\n      hooks: {before_each: {command: [sh, -c, 'true']}}\ntests:\n  - id: t\n    input: q\n    workspace:\n      hooks:\n        after_each: {command: [sh, -c, 'true']}\n    assertions: [{type: contains, value: hi}]\n";
     let (_d, root) = project(hooks);
     std::fs::create_dir_all(root.join("t")).unwrap();
     let r = run_in(
@@ -288,19 +307,23 @@ fn sandbox_strict_refuses_the_suite_s_commands_and_the_operator_s_environment() 
         &["run", "EVAL.yaml", "-o", "out", "--sandbox", "strict"],
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains(
-            "`--sandbox strict` refuses commands the suite defines: the workspace hook `before_all`"
-        ),
-        "{}",
-        r.stderr
-    );
-    assert!(
-        r.stderr
-            .contains("the workspace hook `after_each` of test `t`"),
-        "{}",
-        r.stderr
-    );
+    for (line, key) in [
+        ("EVAL.yaml:4:", "`workspace.hooks.before_all`"),
+        ("EVAL.yaml:8:", "`execution.targets[0].hooks.before_each`"),
+        ("EVAL.yaml:14:", "`tests[0].workspace.hooks.after_each`"),
+    ] {
+        let at = r
+            .stderr
+            .find(line)
+            .unwrap_or_else(|| panic!("{line} missing: {}", r.stderr));
+        let block: Vec<&str> = r.stderr[at..].lines().take(2).collect();
+        assert!(
+            block[0].contains("`--sandbox strict` refuses commands the suite defines")
+                && block[1].contains(key),
+            "{line} {key}: {}",
+            r.stderr
+        );
+    }
     assert!(!root.join("out/results.jsonl").exists());
 
     // A cli target found beside the suite: refused; named with --targets: runs.

@@ -42,7 +42,7 @@ pub fn host_assertion_keys() -> impl Iterator<Item = &'static str> + Clone {
 pub fn load(path: &Path) -> (Option<Suite>, Diagnostics) {
     let roots = Roots::for_eval(path);
     let env = Env::load(&roots.eval_dir, &roots.project_root, &roots.cwd);
-    load_with(path, roots, env)
+    load_with(path, roots, env, false)
 }
 
 /// [`load`] for an untrusted suite (`--sandbox strict`): `${{ VAR }}` sees
@@ -50,11 +50,17 @@ pub fn load(path: &Path) -> (Option<Suite>, Diagnostics) {
 pub fn load_untrusted(path: &Path) -> (Option<Suite>, Diagnostics) {
     let roots = Roots::for_eval(path);
     let env = Env::load_files_only(&roots.eval_dir, &roots.project_root, &roots.cwd);
-    load_with(path, roots, env)
+    load_with(path, roots, env, true)
 }
 
-/// [`load`] with explicit roots and environment.
-pub fn load_with(path: &Path, roots: Roots, env: Env) -> (Option<Suite>, Diagnostics) {
+/// [`load`] with explicit roots and environment; `untrusted` as
+/// [`load_untrusted`].
+pub fn load_with(
+    path: &Path,
+    roots: Roots,
+    env: Env,
+    untrusted: bool,
+) -> (Option<Suite>, Diagnostics) {
     let mut loader = Loader {
         configs: HashMap::new(),
         strings: std::collections::HashSet::new(),
@@ -62,6 +68,7 @@ pub fn load_with(path: &Path, roots: Roots, env: Env) -> (Option<Suite>, Diagnos
         env,
         roots,
         eval_display: Arc::new(path.to_path_buf()),
+        untrusted,
     };
     let extension = path
         .extension()
@@ -182,6 +189,9 @@ struct Loader {
     env: Env,
     roots: Roots,
     eval_display: Arc<PathBuf>,
+    /// `--sandbox strict`: commands the suite defines (hooks) are refused
+    /// where they are written.
+    untrusted: bool,
     /// Assertion configs by their JSON text: identical configs (suite-level
     /// assertions copied into every test, repeated checks) share one copy.
     configs: HashMap<Arc<str>, Arc<Map<String, Value>>>,
@@ -278,6 +288,22 @@ impl Loader {
             self.display(path)
         });
         let text = self.read_text(path, &display, from, MAX_FILE_BYTES)?;
+        // YAML allows no control characters but tab and line breaks (and
+        // NEL): name the first one by line and column.
+        if let Some((i, c)) = text
+            .char_indices()
+            .find(|(_, c)| c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\u{85}'))
+        {
+            self.diags.push(
+                Diagnostic::error(
+                    &display,
+                    format!("invalid YAML: the control character U+{:04X} is not allowed", c as u32),
+                )
+                .at(Some(position(&text[..i])))
+                .hint("remove it; write it as an escape (\"\\u0000\") inside a double-quoted string if you need it"),
+            );
+            return None;
+        }
         let map = SourceMap::build(&text);
         let doc = Arc::new(Doc {
             display: display.clone(),
@@ -370,10 +396,24 @@ impl Loader {
                 return None;
             }
         }
-        match std::fs::read_to_string(path) {
-            Ok(text) => Some(text),
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
             Err(err) => {
                 report(self, format!("cannot read {}: {err}", display.display()));
+                return None;
+            }
+        };
+        // Say where: the first byte that is not UTF-8, by line and column.
+        match String::from_utf8(bytes) {
+            Ok(text) => Some(text),
+            Err(err) => {
+                let valid = &err.as_bytes()[..err.utf8_error().valid_up_to()];
+                let pos = position(std::str::from_utf8(valid).unwrap_or_default());
+                self.diags.push(
+                    Diagnostic::error(display, format!("{} is not valid UTF-8", display.display()))
+                        .at(Some(pos))
+                        .hint("save it as UTF-8 text"),
+                );
                 None
             }
         }
@@ -750,6 +790,11 @@ impl Loader {
         at: &KeyPath,
     ) -> Option<crate::workspace::Hook> {
         use crate::workspace::{Hook, Reset};
+        if self.untrusted {
+            self.error(doc, at, "`--sandbox strict` refuses commands the suite defines: this hook would run on the host")
+                .hint = Some("grade an untrusted suite without its hooks, or without --sandbox strict on a machine you can lose".into());
+            return None;
+        }
         let map = match value {
             Value::Object(m) => m.clone(),
             Value::String(_) | Value::Array(_) => {
@@ -3130,6 +3175,14 @@ impl Loader {
     }
 }
 
+/// The line and column just after `before`, the text preceding a place.
+fn position(before: &str) -> Pos {
+    Pos {
+        line: before.matches('\n').count() + 1,
+        col: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
+    }
+}
+
 /// The first `(key, list, in_execution)` present among the top-level keys,
 /// then among `execution`'s (legacy location).
 fn first_present<'a>(
@@ -3427,7 +3480,7 @@ mod tests {
         let path = dir.path().join("EVAL.yaml");
         std::fs::write(&path, text).unwrap();
         let roots = Roots::for_eval(&path);
-        let (suite, diags) = load_with(Path::new(&path), roots, Env::default());
+        let (suite, diags) = load_with(Path::new(&path), roots, Env::default(), false);
         // Show diagnostics relative to the file name only.
         let diags = Diagnostics(
             diags
@@ -3562,7 +3615,7 @@ mod tests {
         std::fs::create_dir_all(root.join("elsewhere")).unwrap();
         std::fs::write(root.join("cases/plain/case.yaml"), "input: q\n").unwrap();
         let eval = root.join("EVAL.yaml");
-        let (suite, diags) = load_with(&eval, Roots::for_eval(&eval), Env::default());
+        let (suite, diags) = load_with(&eval, Roots::for_eval(&eval), Env::default(), false);
         assert!(!diags.has_errors(), "{diags:?}");
         let suite = suite.unwrap();
         let ids: Vec<&str> = suite.tests.iter().map(|t| t.id.as_str()).collect();
