@@ -204,7 +204,7 @@ tests:
     assertions:
       - {type: llm-grader, prompt: 'file://../secret.txt'}
 ";
-    let (_d, root) = project(suite);
+    let (outer, root) = project(suite);
     refused(
         &root,
         &[
@@ -217,6 +217,19 @@ tests:
         ],
     );
     std::fs::write(root.join("EVAL.yaml"), "tests:\n  - file://../secret.txt\n").unwrap();
+    refused(&root, &["EVAL.yaml:2:", "outside the suite's project root"]);
+    // An `include:` template that links out: named as outside, not "not found".
+    std::fs::create_dir_all(root.join(".agentv/templates")).unwrap();
+    std::os::unix::fs::symlink(
+        outer.path().join("secret.txt"),
+        root.join(".agentv/templates/evil.yaml"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("EVAL.yaml"),
+        "tests:\n  - {id: t, input: q, assertions: [{include: evil}]}\n",
+    )
+    .unwrap();
     refused(&root, &["EVAL.yaml:2:", "outside the suite's project root"]);
     // Globs: the walk starts at the literal prefix, which must be inside the
     // project; nothing outside is even listed. (Found by the fuzzer: an
