@@ -152,8 +152,18 @@ impl Spec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetupError(pub String);
 
+/// Settings every git command evalhost runs gets: no hooks, no fsmonitor
+/// command, whatever a checked-out file or the suite put in a repository.
+const GIT_SAFETY: &[&str] = &[
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+];
+
 fn git(args: &[&str], cwd: &Path) -> Result<String, SetupError> {
     let argv: Vec<String> = std::iter::once("git")
+        .chain(GIT_SAFETY.iter().copied())
         .chain(args.iter().copied())
         .map(str::to_owned)
         .collect();
@@ -200,7 +210,7 @@ pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
             .path()
             .strip_prefix(from)
             .map_err(std::io::Error::other)?;
-        if rel.components().any(|c| c.as_os_str() == ".git") {
+        if rel.components().any(|c| is_git_dir_name(c.as_os_str())) {
             continue;
         }
         let dest = to.join(rel);
@@ -215,6 +225,11 @@ pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `.git` in any case (`.GIT` is `.git` on a case-insensitive file system).
+fn is_git_dir_name(name: &std::ffi::OsStr) -> bool {
+    name.eq_ignore_ascii_case(".git")
 }
 
 /// Clones `repo` into `root`.
@@ -234,6 +249,21 @@ fn materialise(repo: &Repo, root: &Path) -> Result<(), SetupError> {
     let dest = root.join(&repo.path);
     std::fs::create_dir_all(&dest)
         .map_err(|e| SetupError(format!("cannot create {}: {e}", dest.display())))?;
+    // Where it really lands (through any link the template brought) must be
+    // inside the workspace and not inside a `.git` directory, where files
+    // would become another repository's hooks and config.
+    let inside = match (dest.canonicalize(), root.canonicalize()) {
+        (Ok(real), Ok(real_root)) => real
+            .strip_prefix(&real_root)
+            .is_ok_and(|rel| !rel.components().any(|c| is_git_dir_name(c.as_os_str()))),
+        _ => false,
+    };
+    if !inside {
+        return Err(SetupError(format!(
+            "refusing repo path `{}`: it resolves outside the workspace or into a `.git` directory",
+            repo.path
+        )));
+    }
     // file:// makes --depth work for local repository directories; a git
     // bundle (a file) is fetched from by its plain path.
     let url = if Path::new(&repo.url).is_dir() {
@@ -577,6 +607,40 @@ mod tests {
         })
         .unwrap();
         assert!(out.success(), "{cmd}: {}", out.message());
+    }
+
+    /// Whatever lands in a repository's `.git/hooks`, the git evalhost runs
+    /// never runs it.
+    #[test]
+    fn evalhost_s_git_runs_no_hooks() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path();
+        git(&["init", "-q"], repo).unwrap();
+        let marker = repo.join("hook-ran");
+        let hook = repo.join(".git/hooks/pre-commit");
+        std::fs::write(&hook, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        git(&["commit", "-q", "--allow-empty", "-m", "x"], repo).unwrap();
+        assert!(!marker.exists(), "the pre-commit hook ran");
+        // The same commit through plain git does run it: the test can fail.
+        let ran = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "y",
+            ])
+            .current_dir(repo)
+            .status()
+            .unwrap();
+        assert!(ran.success());
+        assert!(marker.exists(), "plain git should have run the hook");
     }
 
     /// A nested `.git` (a directory, or a `gitdir:` file) could bring hooks

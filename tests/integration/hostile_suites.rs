@@ -569,3 +569,79 @@ fn sandbox_strict_keeps_the_operator_s_secrets_and_outputs_honest() {
     );
     assert!(!r.stderr.contains("TOP SECRET"), "{}", r.stderr);
 }
+
+fn git_repo(dir: &Path, files: &[(&str, &str)]) {
+    std::fs::create_dir_all(dir).unwrap();
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    }
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "x",
+        ],
+    ] {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+}
+
+/// Found by re-checking the fixes: a second repo checked out into the
+/// first one's `.git` directory planted hooks that evalhost's own `git
+/// commit` (the change baseline) then ran. Refused at load when the path
+/// says `.git`, at setup when a link leads there, and git never runs hooks.
+#[test]
+fn a_repo_cannot_be_checked_out_into_another_repo_s_git_directory() {
+    let (_outer, root) = project("");
+    let pwned = root.join("PWNED");
+    let hook = format!("#!/bin/sh\necho pwned > {}\n", pwned.display());
+    git_repo(&root.join("src"), &[("README", "hello")]);
+    git_repo(
+        &root.join("evil"),
+        &[("hooks/pre-commit", &hook), ("hooks/post-checkout", &hook)],
+    );
+    for path in ["a/.git", "a/.GIT"] {
+        std::fs::write(
+            root.join("EVAL.yaml"),
+            format!("workspace:\n  repos:\n    - {{path: a, source: {{type: local, path: ./src}}}}\n    - {{path: {path}, source: {{type: local, path: ./evil}}}}\ntests:\n  - {{id: t, input: q, assertions: [{{type: contains, value: hi}}]}}\n"),
+        )
+        .unwrap();
+        refused(
+            &root,
+            &["EVAL.yaml:4:", "cannot be or go through a `.git` directory"],
+        );
+    }
+    // Through a link the template brings: refused when the workspace is set up.
+    std::fs::create_dir_all(root.join("t")).unwrap();
+    std::os::unix::fs::symlink("a/.git", root.join("t/x")).unwrap();
+    std::fs::write(
+        root.join("EVAL.yaml"),
+        "workspace:\n  template: ./t\n  repos:\n    - {path: a, source: {type: local, path: ./src}}\n    - {path: x, source: {type: local, path: ./evil}}\ntests:\n  - {id: t, input: q, assertions: [{type: contains, value: hi}]}\n",
+    )
+    .unwrap();
+    let r = run_in(&root, &["run", "EVAL.yaml", "-o", "out"]);
+    assert_eq!(r.code, 3, "every case is an execution error: {}", r.stderr);
+    let rows = std::fs::read_to_string(root.join("out/results.jsonl")).unwrap();
+    assert!(
+        rows.contains("\"failure_class\":\"workspace\"")
+            && rows.contains("into a `.git` directory"),
+        "the row names the refusal: {rows}"
+    );
+    assert!(!pwned.exists(), "a planted hook ran");
+}

@@ -688,6 +688,15 @@ impl Loader {
                     );
                     continue;
                 }
+                if path.split('/').any(|c| c.eq_ignore_ascii_case(".git")) {
+                    self.error(
+                        doc,
+                        &rat.key("path"),
+                        format!("a repo `path` cannot be or go through a `.git` directory, got {path:?}"),
+                    )
+                    .hint = Some("files checked out there would become another repository's hooks and config".into());
+                    continue;
+                }
                 let source = r.get("source");
                 let (given, url_at) = match (source, r.get("repo")) {
                     (Some(Value::Object(src)), _) => match (
