@@ -165,59 +165,6 @@ pub struct Prepared {
     pub warnings: Diagnostics,
 }
 
-/// What `--sandbox strict` refuses in a suite: every command the suite
-/// itself would run on the host — workspace hooks (suite, case and target
-/// level).
-// The loader already refuses hooks under strict where they are written (with
-// line and key); this backstop covers a suite built any other way.
-fn strict_refusals(suite: &Suite) -> Diagnostics {
-    let mut out = Diagnostics::default();
-    let mut refuse = |file: &Path, pos: Option<suite::source_map::Pos>, what: String| {
-        out.push(
-            Diagnostic::error(file, format!("`--sandbox strict` refuses commands the suite defines: {what}"))
-                .at(pos)
-                .hint("hooks run on the host; grade an untrusted suite without them, or without --sandbox strict on a machine you can lose"),
-        );
-    };
-    let hooks = |h: &crate::workspace::Hooks| -> Vec<&'static str> {
-        [
-            ("before_all", h.before_all.is_some()),
-            ("before_each", h.before_each.is_some()),
-            ("after_each", h.after_each.is_some()),
-            ("after_all", h.after_all.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(n, set)| set.then_some(n))
-        .collect()
-    };
-    if let Some(ws) = &suite.workspace {
-        for name in hooks(&ws.hooks) {
-            refuse(&suite.file, None, format!("the workspace hook `{name}`"));
-        }
-    }
-    for m in &suite.matrix {
-        for name in hooks(&m.hooks) {
-            refuse(
-                &suite.file,
-                None,
-                format!("the `{name}` hook of target `{}`", m.name),
-            );
-        }
-    }
-    for test in &suite.tests {
-        if let Some(ws) = &test.workspace {
-            for name in hooks(&ws.hooks) {
-                refuse(
-                    &test.loc.file,
-                    test.loc.pos,
-                    format!("the workspace hook `{name}` of test `{}`", test.id),
-                );
-            }
-        }
-    }
-    out
-}
-
 /// The largest plugin file read (a componentize-py component is ~20 MiB).
 const MAX_PLUGIN_BYTES: u64 = 256 << 20;
 
@@ -257,8 +204,7 @@ pub fn prepare(
     if let Some(suite) = &suite
         && strict
     {
-        diags.0.extend(strict_refusals(suite).0);
-        // Plugins too must come from inside the project: a path elsewhere
+        // Plugins must come from inside the project: a path elsewhere
         // would let an untrusted suite probe the machine's files.
         let root = suite::roots::Roots::for_eval(eval).project_root;
         let root = root.canonicalize().unwrap_or(root);

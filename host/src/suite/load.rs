@@ -2127,32 +2127,24 @@ impl Loader {
             let yaml = format!(".agentv/templates/{name}.yaml");
             let yml = format!(".agentv/templates/{name}.yml");
             let evalhost = format!(".evalhost/templates/{name}.yaml");
-            // The first found; else a link out of the project, named as
-            // such rather than as "not found".
-            let tries: Vec<_> = [evalhost, yaml, yml]
-                .iter()
-                .map(|c| self.roots.find(c, Some(&doc.dir)))
-                .collect();
-            let mut outside = None;
-            let mut last = None;
+            // The first found, looked for in order; else a link out of the
+            // project, named as such rather than as "not found".
+            let mut error: Option<PathError> = None;
             let mut hit = None;
-            for t in tries {
-                match t {
+            for candidate in [evalhost, yaml, yml] {
+                match self.roots.find(&candidate, Some(&doc.dir)) {
                     Ok(p) => {
                         hit = Some(p);
                         break;
                     }
-                    Err(e @ PathError::Outside { .. }) => {
-                        outside.get_or_insert(e);
+                    Err(e) => {
+                        if !matches!(error, Some(PathError::Outside { .. })) {
+                            error = Some(e);
+                        }
                     }
-                    Err(e) => last = Some(e),
                 }
             }
-            match (hit, outside, last) {
-                (Some(p), _, _) => Ok(p),
-                (None, Some(e), _) | (None, None, Some(e)) => Err(e),
-                (None, None, None) => unreachable!("three candidates were tried"),
-            }
+            hit.ok_or_else(|| error.expect("three candidates were tried"))
         } else {
             self.roots.find(name, Some(&doc.dir))
         };
