@@ -113,12 +113,16 @@ pub struct RegradeArgs {
 /// `evalhost cache`.
 #[derive(Debug, Subcommand)]
 pub enum CacheCommand {
-    /// Remove cached target answers and compiled plugins.
+    /// Remove cached target answers, judge answers and compiled plugins
+    /// (all three unless one is named).
     Clear {
-        /// Only the target answers.
-        #[arg(long, conflicts_with = "components")]
+        /// The target answers.
+        #[arg(long)]
         responses: bool,
-        /// Only the compiled plugins.
+        /// The judge answers (LLM graders).
+        #[arg(long)]
+        judge: bool,
+        /// The compiled plugins.
         #[arg(long)]
         components: bool,
     },
@@ -268,6 +272,10 @@ pub struct MergeArgs {
     /// Extra reporter (`github`).
     #[arg(long, value_enum)]
     pub reporter: Vec<ReporterKind>,
+    /// Merge even when shards of the run are missing: their tests count as
+    /// not run, and the summary names the missing shards.
+    #[arg(long)]
+    pub allow_partial: bool,
 }
 
 /// `evalhost validate`.
@@ -281,7 +289,10 @@ pub struct ValidateArgs {
 
 /// Runs the parsed command line; returns the process exit code.
 pub fn run_cli(cli: Cli) -> ExitCode {
-    let mut stderr = std::io::stderr().lock();
+    // Everything evalhost prints for people goes through one filter: no
+    // value from a suite, a target or a plugin can drive the terminal or
+    // start a CI workflow command (see `text`).
+    let mut stderr = crate::text::Terminal::new(std::io::stderr().lock());
     let code = match cli.command {
         Command::Run(args) => run_command(&args, &mut stderr),
         Command::Validate(args) => validate_command(&args, &mut stderr),
@@ -358,6 +369,9 @@ fn merge_command(args: &MergeArgs, err: &mut dyn Write) -> u8 {
     match crate::merge::merge(
         &args.dirs,
         &args.output,
+        &crate::merge::MergeOptions {
+            allow_partial: args.allow_partial,
+        },
         &reporters(&args.junit, &args.reporter),
         err,
     ) {
@@ -429,6 +443,9 @@ fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {
                 report_run_error(err, &error);
             }
         }
+        for warning in engine.take_warnings() {
+            let _ = writeln!(err, "warning: {warning}");
+        }
     }
     if invalid > 0 {
         exit_codes::USAGE
@@ -479,31 +496,48 @@ fn regrade_command(args: &RegradeArgs, err: &mut dyn Write) -> u8 {
 }
 
 fn cache_command(command: &CacheCommand, err: &mut dyn Write) -> u8 {
-    let responses = crate::response_cache::ResponseCache::default_dir();
-    let components = crate::plugin::cache::default_cache_dir();
+    let caches = [
+        (
+            "responses",
+            "target answer(s)",
+            crate::response_cache::ResponseCache::default_dir(),
+        ),
+        (
+            "judge",
+            "judge answer(s)",
+            crate::judge::Judge::default_cache_dir(),
+        ),
+        (
+            "components",
+            "compiled plugin(s)",
+            crate::plugin::cache::default_cache_dir(),
+        ),
+    ];
     match command {
         CacheCommand::Dir => {
-            let mut out = std::io::stdout().lock();
-            for (label, dir) in [("responses", &responses), ("components", &components)] {
+            let mut out = crate::text::Terminal::new(std::io::stdout().lock());
+            for (label, _, dir) in &caches {
                 let shown = dir
                     .as_ref()
                     .map_or_else(|| "(none)".to_owned(), |d| d.display().to_string());
                 let _ = writeln!(out, "{label}: {shown}");
             }
+            let key = crate::plugin::cache::key_file()
+                .map_or_else(|| "(none)".to_owned(), |d| d.display().to_string());
+            let _ = writeln!(out, "compile-cache key: {key}");
             exit_codes::SUCCESS
         }
         CacheCommand::Clear {
-            responses: only_responses,
-            components: only_components,
+            responses,
+            judge,
+            components,
         } => {
-            let mut targets = Vec::new();
-            if !*only_components {
-                targets.push(("target answer(s)", responses));
-            }
-            if !*only_responses {
-                targets.push(("compiled plugin(s)", components));
-            }
-            for (label, dir) in targets {
+            let all = !(*responses || *judge || *components);
+            let wanted = [*responses, *judge, *components];
+            for ((_, label, dir), want) in caches.into_iter().zip(wanted) {
+                if !(all || want) {
+                    continue;
+                }
                 let Some(dir) = dir else { continue };
                 match crate::response_cache::ResponseCache::clear(&dir) {
                     Ok(n) => {
@@ -550,7 +584,10 @@ fn trace_command(args: &TraceArgs, err: &mut dyn Write) -> u8 {
         Ok(output) => {
             let _ = writeln!(err, "format: {}", detected.name());
             let doc = crate::trace::to_agentv(&output);
-            println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            println!(
+                "{}",
+                crate::text::json_shown(&serde_json::to_string_pretty(&doc).unwrap_or_default())
+            );
             exit_codes::SUCCESS
         }
         Err(e) => {

@@ -85,7 +85,8 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
+        use crate::text::shown;
+        write!(f, "{}", shown(&self.file.display().to_string()))?;
         if let Some(pos) = self.pos {
             write!(f, ":{}:{}", pos.line, pos.col)?;
         }
@@ -93,12 +94,15 @@ impl fmt::Display for Diagnostic {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
-        write!(f, ": {label}: {}", self.message)?;
+        // A message's own line breaks are kept, each further line indented;
+        // every other control character is escaped.
+        let message = crate::text::shown_lines(&self.message, "  ");
+        write!(f, ": {label}: {}", message.trim_start())?;
         if let Some(key) = &self.key {
-            write!(f, "\n  --> at `{key}`")?;
+            write!(f, "\n  --> at `{}`", shown(&key.to_string()))?;
         }
         if let Some(hint) = &self.hint {
-            write!(f, "\n  hint: {hint}")?;
+            write!(f, "\n  hint: {}", shown(hint))?;
         }
         Ok(())
     }

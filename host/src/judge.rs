@@ -95,6 +95,7 @@ pub struct Judge {
     cache_dir: Option<PathBuf>,
     permits: Semaphore,
     timeout: Duration,
+    scope: String,
 }
 
 impl Judge {
@@ -106,7 +107,15 @@ impl Judge {
             cache_dir,
             permits: Semaphore::new(workers),
             timeout: Duration::from_secs(300),
+            scope: String::new(),
         }
+    }
+
+    /// Keys every cached answer by `scope` too: runs under
+    /// `--sandbox strict` never share answers with trusted runs.
+    pub fn with_scope(mut self, scope: impl Into<String>) -> Self {
+        self.scope = scope.into();
+        self
     }
 
     /// `$EVALHOST_CACHE_DIR/judge`, else the user's cache directory.
@@ -140,7 +149,11 @@ impl Judge {
         match &target.provider {
             Provider::OpenAi(c) => format!("openai\u{0}{}\u{0}{}", c.base_url, c.model),
             Provider::Mock { response, .. } => format!("mock\u{0}{response}"),
-            Provider::Cli(c) => format!("cli\u{0}{}", c.command),
+            Provider::Cli(c) => format!(
+                "cli\u{0}{}\u{0}{}",
+                c.command,
+                c.cwd.as_deref().unwrap_or(&target.base_dir).display()
+            ),
             _ => target.name.clone(),
         }
     }
@@ -170,6 +183,7 @@ impl Judge {
         let key = sha256_hex(
             serde_json::json!({
                 "plugin": digest,
+                "scope": self.scope,
                 "judge": Self::identity(&target),
                 "temperature": request.temperature,
                 "max_tokens": request.max_tokens,
@@ -200,7 +214,7 @@ impl Judge {
             .as_ref()
             .map(|d| d.join(format!("{key}.json")));
         if let Some(path) = &path
-            && let Ok(text) = std::fs::read_to_string(path)
+            && let Ok(text) = crate::safe_fs::read_text_capped(path, 64 << 20)
             && let Ok(hit) = serde_json::from_str::<CachedCompletion>(&text)
         {
             return Ok(record(&hit, true, usage));
@@ -215,10 +229,8 @@ impl Judge {
             && std::fs::create_dir_all(dir).is_ok()
             && let Ok(text) = serde_json::to_string(&answer)
         {
-            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-            if std::fs::write(&tmp, text).is_ok() {
-                let _ = std::fs::rename(&tmp, path);
-            }
+            // A cache that cannot be written only costs a call.
+            let _ = crate::safe_fs::write_atomic(path, text.as_bytes());
         }
         Ok(record(&answer, false, usage))
     }

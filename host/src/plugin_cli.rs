@@ -30,7 +30,7 @@ fn inspect(file: &Path, json: bool) -> Result<u8, String> {
     let plugin = LoadedPlugin::load(&engine, &file.display().to_string(), &bytes)
         .map_err(|e| e.to_string())?;
     let imports = plugin.imports();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::text::Terminal::new(std::io::stdout().lock());
     if json {
         let doc = serde_json::json!({
             "name": plugin.name,
@@ -47,14 +47,22 @@ fn inspect(file: &Path, json: bool) -> Result<u8, String> {
                 "config_schema": t.config_schema,
             })).collect::<Vec<_>>(),
         });
+        // JSON for tools: C1 and format characters escaped as JSON does,
+        // not through the terminal filter (which would break the JSON).
+        let mut raw = std::io::stdout().lock();
         let _ = writeln!(
-            out,
+            raw,
             "{}",
-            serde_json::to_string_pretty(&doc).unwrap_or_default()
+            crate::text::json_shown(&serde_json::to_string_pretty(&doc).unwrap_or_default())
         );
         return Ok(exit_codes::SUCCESS);
     }
-    let _ = writeln!(out, "{} {}", plugin.name, plugin.version);
+    let _ = writeln!(
+        out,
+        "{} {}",
+        crate::text::shown(&plugin.name),
+        crate::text::shown(&plugin.version)
+    );
     let _ = writeln!(out, "  api:       evalhost:grader@{API_VERSION}");
     let _ = writeln!(out, "  sha256:    {}", plugin.digest);
     let _ = writeln!(out, "  stateless: {}", plugin.stateless);
@@ -68,7 +76,12 @@ fn inspect(file: &Path, json: bool) -> Result<u8, String> {
         }
     );
     for t in &plugin.types {
-        let _ = writeln!(out, "\n  type `{}` — {}", t.name, t.description);
+        let _ = writeln!(
+            out,
+            "\n  type `{}` — {}",
+            crate::text::shown(&t.name),
+            crate::text::shown(&t.description)
+        );
         let _ = writeln!(out, "    pass threshold: {}", t.default_threshold);
         let caps = if t.capabilities.is_empty() {
             "none".to_owned()

@@ -174,9 +174,62 @@ pub fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\"'\"'"))
 }
 
+/// Fills the placeholders of `template` in one pass: each `{open}NAME{close}`
+/// for which `value(NAME)` answers is replaced by that answer, everything
+/// else is copied as written. Substituted text is never scanned again, so a
+/// value that itself holds a placeholder (a prompt quoting `{EVAL_ID}`)
+/// stays literal text inside its own quotes.
+pub fn fill_placeholders(
+    template: &str,
+    open: &str,
+    close: &str,
+    mut value: impl FnMut(&str) -> Option<String>,
+) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find(open) {
+        let after = &rest[start + open.len()..];
+        let Some(end) = after.find(close) else {
+            break;
+        };
+        match value(&after[..end]) {
+            Some(v) => {
+                out.push_str(&rest[..start]);
+                out.push_str(&v);
+                rest = &after[end + close.len()..];
+            }
+            None => {
+                // Not a placeholder: keep the opening text, look further on.
+                out.push_str(&rest[..start + open.len()]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placeholders_fill_in_one_pass() {
+        let values = |name: &str| match name {
+            "A" => Some(shell_quote("has {B} inside")),
+            "B" => Some(shell_quote("x;id")),
+            _ => None,
+        };
+        assert_eq!(
+            fill_placeholders("run {A} {B} {C} {", "{", "}", values),
+            "run 'has {B} inside' 'x;id' {C} {"
+        );
+        assert_eq!(
+            fill_placeholders("{{{A}}} {{x}}", "{{", "}}", |n| (n == "x")
+                .then(|| "1".into())),
+            "{{{A}}} 1"
+        );
+    }
 
     #[test]
     fn captures_exit_code_output_and_stdin() {

@@ -92,6 +92,10 @@ pub struct Summary {
     /// The suite's `before_all` and `after_all` hooks: output and errors.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub hooks: BTreeMap<String, crate::lifecycle::HookRow>,
+    /// Shards `merge --allow-partial` merged without: their tests did not
+    /// run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_shards: Vec<u32>,
 }
 
 impl Summary {
@@ -152,6 +156,7 @@ impl Summary {
                     total
                 }),
             hooks: BTreeMap::new(),
+            missing_shards: Vec::new(),
         }
     }
 }
@@ -211,12 +216,16 @@ pub fn write_all(
     use anyhow::Context as _;
     let dir = &summary.run_dir;
     {
-        let file = std::fs::File::create(dir.join("summary.json"))
-            .with_context(|| format!("cannot write {}", dir.display()))?;
+        let path = dir.join("summary.json");
+        let file = crate::safe_fs::AtomicFile::create(&path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         let mut out = std::io::BufWriter::new(file);
         serde_json::to_writer_pretty(&mut out, summary)?;
         out.write_all(b"\n")?;
-        out.flush()?;
+        out.into_inner()
+            .map_err(|e| e.into_error())?
+            .commit()
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     let page = html::Page::new(summary);
     let want_details = reporters.junit.is_some() || reporters.github;
@@ -246,11 +255,15 @@ pub fn write_all(
         .with_context(|| format!("cannot read {}", results.display()))?;
     }
     {
-        let file = std::fs::File::create(dir.join("report.html"))
-            .with_context(|| format!("cannot write {}", dir.join("report.html").display()))?;
+        let path = dir.join("report.html");
+        let file = crate::safe_fs::AtomicFile::create(&path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         let mut out = std::io::BufWriter::new(file);
         page.render(&mut out, &page_rows)?;
-        out.flush()?;
+        out.into_inner()
+            .map_err(|e| e.into_error())?
+            .commit()
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     drop(page_rows);
     if let Some(path) = &reporters.junit {
@@ -261,7 +274,7 @@ pub fn write_all(
         let mut out = std::io::stdout().lock();
         github::annotations(&mut out, summary, &details)?;
         let markdown = github::step_summary(summary);
-        std::fs::write(dir.join("summary.md"), &markdown)?;
+        crate::safe_fs::write_atomic(&dir.join("summary.md"), markdown.as_bytes())?;
         if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
             let mut file = std::fs::OpenOptions::new()
                 .create(true)

@@ -1,10 +1,17 @@
 //! The response cache (`--cache`): target answers stored on disk, keyed by
-//! the target's identity (provider, command or endpoint and model, sampling
-//! settings — never its key), the test id and the full input, so that
-//! re-running an unchanged suite does not call the target again. Sampled
-//! models (`temperature > 0`) are not cached unless `--cache-sampled`; cases
-//! with a workspace and repeated trials never are (their value is in what
-//! happens each time).
+//! everything that decides the answer — the target's identity (provider,
+//! command and the directory it runs in, or endpoint and model, sampling
+//! settings; never its key), the suite (its file and name), whether the run
+//! was under `--sandbox strict`, the test id, the full input and the
+//! contents of the files it attaches — so that re-running an unchanged
+//! suite does not call the target again, and no suite can plant an answer
+//! another suite will read. Sampled models (`temperature > 0`) are not
+//! cached unless `--cache-sampled`; cases with a workspace and repeated
+//! trials never are (their value is in what happens each time); and an
+//! answer a fallback target gave is never stored (it is not the primary's).
+//!
+//! Entries are read and written without following links, and the directory
+//! must belong to the user and be writable by nobody else.
 
 use std::path::{Path, PathBuf};
 
@@ -39,42 +46,61 @@ impl ResponseCache {
         &self.dir
     }
 
-    /// The key of `test` on a target with `identity`.
-    pub fn key(identity: &str, test: &TestCase) -> String {
+    /// The key of `test` on a target with `identity`, in a run of `scope`
+    /// (the suite and the sandbox mode: see [`scope`]).
+    pub fn key(identity: &str, scope: &str, test: &TestCase) -> String {
         let input: Vec<serde_json::Value> = test
             .input
             .iter()
             .map(|m| serde_json::json!({"role": m.role, "content": m.content, "json": m.content_json}))
             .collect();
-        let material = format!(
-            "{identity}\u{0}{}\u{0}{}",
-            test.id,
-            serde_json::Value::Array(input)
-        );
-        sha256_hex(material.as_bytes())
+        // What the attached files hold, not just their names.
+        let files: Vec<String> = crate::target::prompt::input_files(&test.input)
+            .iter()
+            .map(|p| {
+                crate::safe_fs::read_capped(p, 64 << 20)
+                    .map_or_else(|e| format!("unreadable: {e}"), |b| sha256_hex(&b))
+            })
+            .collect();
+        let material = serde_json::json!({
+            "v": 2,
+            "target": identity,
+            "scope": scope,
+            "test": test.id,
+            "input": input,
+            "files": files,
+        });
+        sha256_hex(material.to_string().as_bytes())
     }
 
     /// The cached answer for `key`.
     pub fn get(&self, key: &str) -> Option<TargetOutput> {
-        let text = std::fs::read_to_string(self.dir.join(format!("{key}.json"))).ok()?;
+        let text =
+            crate::safe_fs::read_text_capped(&self.dir.join(format!("{key}.json")), 64 << 20)
+                .ok()?;
         serde_json::from_str(&text).ok()
     }
 
     /// Stores an answer (a cache that cannot be written only costs time).
+    /// An answer a fallback target gave is not stored: it is not the answer
+    /// of the target the key names.
     pub fn put(&self, key: &str, output: &TargetOutput) {
+        if output.target_used.is_some() {
+            return;
+        }
         let Ok(text) = serde_json::to_string(output) else {
             return;
         };
-        if std::fs::create_dir_all(&self.dir).is_err() {
-            return;
-        }
-        let path = self.dir.join(format!("{key}.json"));
-        let tmp = self
-            .dir
-            .join(format!("{key}.json.tmp{}", std::process::id()));
-        if std::fs::write(&tmp, text).is_ok() {
-            let _ = std::fs::rename(&tmp, path);
-        }
+        let _ =
+            crate::safe_fs::write_atomic(&self.dir.join(format!("{key}.json")), text.as_bytes());
+    }
+
+    /// A cache in `dir` when the directory can be trusted (see
+    /// [`crate::plugin::cache::check_owner`]), else why not.
+    pub fn open(dir: PathBuf, sampled: bool) -> Result<Self, String> {
+        crate::plugin::cache::check_owner(&dir, "")
+            .map_err(|e| format!("the response cache {} {e}; it is not used", dir.display()))?;
+        Ok(Self::new(dir, sampled))
     }
 
     /// Removes every cached answer; returns how many files were removed.
@@ -91,4 +117,16 @@ impl ResponseCache {
         }
         Ok(removed)
     }
+}
+
+/// The scope of a run's cached answers: the suite's file and name, and
+/// whether the run was under `--sandbox strict` (an untrusted run never
+/// shares answers with a trusted one).
+pub fn scope(eval: &Path, suite_name: &str, strict: bool) -> String {
+    let eval = std::path::absolute(eval).unwrap_or_else(|_| eval.to_path_buf());
+    format!(
+        "{}\u{0}{}\u{0}{suite_name}",
+        if strict { "strict" } else { "trusted" },
+        eval.display()
+    )
 }

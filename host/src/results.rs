@@ -7,7 +7,7 @@
 //! `verdict`, `assertions`), plus evalhost's `failure_class` and, per score,
 //! `plugin` and `plugin_digest`.
 
-use std::fs::{File, OpenOptions};
+use crate::safe_fs::AtomicFile;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -281,6 +281,70 @@ impl ResultRow {
         self.status.is_success()
     }
 
+    /// Checks what a row read back from disk claims: scores and the
+    /// threshold in [0, 1], and a status that its execution status, score
+    /// and threshold allow. A row that fails came from somewhere other than
+    /// an honest run.
+    pub fn check(&self) -> Result<(), String> {
+        fn unit(what: &str, x: f64) -> Result<(), String> {
+            if x.is_finite() && (0.0..=1.0).contains(&x) {
+                Ok(())
+            } else {
+                Err(format!("{what} {x} is outside [0, 1]"))
+            }
+        }
+        fn scores(list: &[ScoreRow], depth: usize) -> Result<(), String> {
+            if depth > 16 {
+                return Err("scores nest too deep".into());
+            }
+            for s in list {
+                unit(&format!("score of `{}`", s.name), s.score)?;
+                if !(s.weight.is_finite() && s.weight >= 0.0) {
+                    return Err(format!("weight of `{}` is {}", s.name, s.weight));
+                }
+                scores(&s.scores, depth + 1)?;
+            }
+            Ok(())
+        }
+        unit("score", self.score)?;
+        unit("threshold", self.threshold)?;
+        scores(&self.scores, 0)?;
+        let reached = self.score + 1e-9 >= self.threshold;
+        let consistent = match self.status {
+            Status::Passed => {
+                self.execution_status == ExecutionStatus::Ok && !self.expected_fail && reached
+            }
+            Status::UnexpectedPassed => {
+                self.execution_status == ExecutionStatus::Ok && self.expected_fail && reached
+            }
+            Status::Failed => {
+                self.execution_status == ExecutionStatus::QualityFailure && !self.expected_fail
+            }
+            Status::ExpectedFailed => {
+                self.execution_status == ExecutionStatus::QualityFailure && self.expected_fail
+            }
+            Status::Error => self.execution_status == ExecutionStatus::ExecutionError,
+        };
+        if !consistent {
+            return Err(format!(
+                "status `{}` does not follow from execution_status `{}`, score {} and threshold {}{}",
+                self.status.as_str(),
+                serde_json::to_value(self.execution_status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                self.score,
+                self.threshold,
+                if self.expected_fail {
+                    " (expected to fail)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        Ok(())
+    }
+
     /// The identity of the row: (test, target, trial).
     pub fn key(&self) -> (String, String, u32) {
         (
@@ -298,7 +362,7 @@ impl ResultRow {
 #[derive(Debug)]
 pub struct ResultsWriter {
     path: PathBuf,
-    file: std::io::BufWriter<File>,
+    file: std::io::BufWriter<std::fs::File>,
     flushed: std::time::Instant,
 }
 
@@ -310,7 +374,7 @@ impl ResultsWriter {
     pub fn create(dir: &Path) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join("results.jsonl");
-        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        let file = crate::safe_fs::open_append(&path)?;
         Ok(Self {
             path,
             file: std::io::BufWriter::with_capacity(64 << 10, file),
@@ -353,13 +417,12 @@ impl ResultsWriter {
     /// Rewrites the file with `rows` in this order (the suite's), atomically.
     pub fn rewrite_in_order(&mut self, rows: &[ResultRow]) -> std::io::Result<()> {
         self.flush()?;
-        let tmp = self.path.with_extension("jsonl.tmp");
-        let mut out = std::io::BufWriter::new(File::create(&tmp)?);
+        let mut out = std::io::BufWriter::new(AtomicFile::create(&self.path)?);
         for row in rows {
             serde_json::to_writer(&mut out, row).map_err(std::io::Error::other)?;
             out.write_all(b"\n")?;
         }
-        self.replace_with(tmp, out)
+        self.replace_with(out)
     }
 
     /// Puts the rows already in the file in suite order (test, target,
@@ -371,14 +434,20 @@ impl ResultsWriter {
         self.flush()?;
         let mut places: Vec<((usize, String, u32), u64, usize)> = Vec::new();
         {
-            let mut reader = std::io::BufReader::with_capacity(256 << 10, File::open(&self.path)?);
+            let mut reader = std::io::BufReader::with_capacity(
+                256 << 10,
+                crate::safe_fs::open_read(&self.path)?,
+            );
             let mut line = String::new();
             let mut offset = 0u64;
             loop {
                 line.clear();
-                let n = reader.read_line(&mut line)?;
+                let n = (&mut reader).take(MAX_LINE + 1).read_line(&mut line)?;
                 if n == 0 {
                     break;
+                }
+                if n as u64 > MAX_LINE {
+                    return Err(line_too_long(&self.path));
                 }
                 if let Ok(p) = serde_json::from_str::<RowPlace>(line.trim_end()) {
                     places.push(((p.test_index, p.target, p.trial.unwrap_or(1)), offset, n));
@@ -391,9 +460,8 @@ impl ResultsWriter {
             return Ok(());
         }
         places.sort_by(|a, b| a.0.cmp(&b.0));
-        let tmp = self.path.with_extension("jsonl.tmp");
-        let mut out = std::io::BufWriter::with_capacity(256 << 10, File::create(&tmp)?);
-        let mut source = File::open(&self.path)?;
+        let mut out = std::io::BufWriter::with_capacity(256 << 10, AtomicFile::create(&self.path)?);
+        let mut source = crate::safe_fs::open_read(&self.path)?;
         let mut buf = Vec::new();
         for (_, offset, len) in &places {
             source.seek(SeekFrom::Start(*offset))?;
@@ -404,49 +472,97 @@ impl ResultsWriter {
             }
             out.write_all(&buf)?;
         }
-        self.replace_with(tmp, out)
+        self.replace_with(out)
     }
 
-    fn replace_with(&mut self, tmp: PathBuf, out: std::io::BufWriter<File>) -> std::io::Result<()> {
-        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, &self.path)?;
-        let file = OpenOptions::new().append(true).open(&self.path)?;
+    fn replace_with(&mut self, out: std::io::BufWriter<AtomicFile>) -> std::io::Result<()> {
+        out.into_inner().map_err(|e| e.into_error())?.commit()?;
+        let file = crate::safe_fs::open_append(&self.path)?;
         self.file = std::io::BufWriter::with_capacity(64 << 10, file);
         Ok(())
     }
 }
 
+/// The longest line of `results.jsonl` read back (a row holds the output,
+/// the input and every check: generous, but bounded).
+pub const MAX_LINE: u64 = 256 << 20;
+
+/// The largest `results.jsonl` read whole into memory ([`read_rows`]).
+pub const MAX_RESULTS_FILE: u64 = 4 << 30;
+
+fn line_too_long(path: &Path) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!(
+            "{}: a line is longer than {} MiB; this is not a results file evalhost wrote",
+            path.display(),
+            MAX_LINE >> 20
+        ),
+    )
+}
+
 /// Calls `f` with each complete row of `results.jsonl`, in file order,
-/// reading one line at a time. Returns how many lines did not parse.
+/// reading one line at a time (not through a link, a regular file only,
+/// lines of at most [`MAX_LINE`] bytes). Returns how many lines did not
+/// parse.
 pub fn for_each_row(path: &Path, mut f: impl FnMut(ResultRow)) -> std::io::Result<usize> {
-    use std::io::BufRead;
-    let reader = std::io::BufReader::with_capacity(256 << 10, File::open(path)?);
     let mut dropped = 0;
-    for line in reader.lines() {
-        let line = line?;
-        if line.trim().is_empty() {
+    for_each_line(path, |parsed| match parsed {
+        Ok(row) => f(row),
+        Err(_) => dropped += 1,
+    })?;
+    Ok(dropped)
+}
+
+/// Like [`for_each_row`], but hands every non-blank line to `f`: the row,
+/// or why it is not one.
+pub fn for_each_line(
+    path: &Path,
+    mut f: impl FnMut(Result<ResultRow, String>),
+) -> std::io::Result<()> {
+    use std::io::{BufRead, Read};
+    let mut reader = std::io::BufReader::with_capacity(256 << 10, crate::safe_fs::open_read(path)?);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = (&mut reader)
+            .take(MAX_LINE + 1)
+            .read_until(b'\n', &mut line)?;
+        if n == 0 {
+            break;
+        }
+        if n as u64 > MAX_LINE {
+            return Err(line_too_long(path));
+        }
+        let Ok(text) = std::str::from_utf8(&line) else {
+            f(Err("not valid UTF-8".into()));
+            continue;
+        };
+        if text.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str(&line) {
-            Ok(row) => f(row),
-            Err(_) => dropped += 1,
-        }
+        f(serde_json::from_str(text).map_err(|e| e.to_string()));
     }
-    Ok(dropped)
+    Ok(())
 }
 
 /// Reads `results.jsonl`: every complete row, and how many lines were
 /// dropped because they did not parse (a torn last line after a crash).
+/// The file must be a regular file of at most [`MAX_RESULTS_FILE`] bytes.
 pub fn read_rows(path: &Path) -> std::io::Result<(Vec<ResultRow>, usize)> {
-    let text = std::fs::read_to_string(path)?;
-    let mut rows = Vec::new();
-    let mut dropped = 0;
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        match serde_json::from_str(line) {
-            Ok(row) => rows.push(row),
-            Err(_) => dropped += 1,
-        }
+    let size = crate::safe_fs::open_read(path)?.metadata()?.len();
+    if size > MAX_RESULTS_FILE {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{} is larger than {} GiB",
+                path.display(),
+                MAX_RESULTS_FILE >> 30
+            ),
+        ));
     }
+    let mut rows = Vec::new();
+    let dropped = for_each_row(path, |row| rows.push(row))?;
     Ok((rows, dropped))
 }
 
@@ -454,13 +570,34 @@ pub fn read_rows(path: &Path) -> std::io::Result<(Vec<ResultRow>, usize)> {
 /// appended after a crash start on a line of their own. Returns true when
 /// something was cut.
 pub fn repair_torn_tail(path: &Path) -> std::io::Result<bool> {
-    let bytes = std::fs::read(path)?;
-    if bytes.is_empty() || bytes.ends_with(b"\n") {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = crate::safe_fs::open_read(path)?;
+    let len = file.metadata()?.len();
+    if len == 0 {
         return Ok(false);
     }
-    let keep = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    let file = OpenOptions::new().write(true).open(path)?;
-    file.set_len(keep as u64)?;
+    // Look back from the end for the last newline, a block at a time.
+    let mut end = len;
+    let mut buf = vec![0u8; 64 << 10];
+    let mut keep = 0;
+    let mut last = true;
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        let chunk = &mut buf[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(chunk)?;
+        if last && chunk.last() == Some(&b'\n') {
+            return Ok(false);
+        }
+        last = false;
+        if let Some(i) = chunk.iter().rposition(|b| *b == b'\n') {
+            keep = start + i as u64 + 1;
+            break;
+        }
+        end = start;
+    }
+    let file = crate::safe_fs::open_write(path)?;
+    file.set_len(keep)?;
     file.sync_all()?;
     Ok(true)
 }

@@ -118,8 +118,33 @@ pub struct RunRecord {
     /// Only these tests (`--rerun-failed`).
     #[serde(default)]
     pub only: Option<Vec<String>>,
+    /// The whole plan before sharding, so that `merge` can tell which rows
+    /// belong to which shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<RecordedPlan>,
     /// When the run started.
     pub started_at: String,
+}
+
+/// The plan of a run before `--shard` sliced it: every (test, target) in
+/// order, and the trials of each.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedPlan {
+    /// Trials per test.
+    pub trials: u32,
+    /// Every planned (test, target), in plan order.
+    pub tests: Vec<PlannedEntry>,
+}
+
+/// One planned (test, target).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedEntry {
+    /// The test's index in the suite.
+    pub index: usize,
+    /// The test's id.
+    pub id: String,
+    /// The target's name.
+    pub target: String,
 }
 
 /// Why a run did not start.
@@ -378,9 +403,13 @@ fn install_interrupt_handler() {
     });
 }
 
-fn read_record(dir: &Path) -> Result<RunRecord, RunError> {
+/// The largest `run.json` read.
+const MAX_RUN_RECORD: u64 = 64 << 20;
+
+/// Reads and checks `DIR/run.json`.
+pub fn read_record(dir: &Path) -> Result<RunRecord, RunError> {
     let path = dir.join("run.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
+    let text = crate::safe_fs::read_text_capped(&path, MAX_RUN_RECORD).map_err(|e| {
         RunError::Usage(format!(
             "{} is not a run directory ({}: {e}); a run stopped before it recorded itself has nothing to resume: start it again with `evalhost run EVAL.yaml -o {}`",
             dir.display(),
@@ -388,9 +417,89 @@ fn read_record(dir: &Path) -> Result<RunRecord, RunError> {
             dir.display()
         ))
     })?;
-    serde_json::from_str(&text)
-        .map_err(|e| RunError::Usage(format!("{} is damaged: {e}", path.display())))
+    let record: RunRecord = serde_json::from_str(&text)
+        .map_err(|e| RunError::Usage(format!("{} is damaged: {e}", path.display())))?;
+    record
+        .check()
+        .map_err(|e| RunError::Usage(format!("{}: {e}", path.display())))?;
+    Ok(record)
 }
+
+impl RunRecord {
+    /// Checks every field as the command line would check it: `run.json`
+    /// is read back from a directory anyone may have written.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(t) = self.threshold
+            && !(0.0..=1.0).contains(&t)
+        {
+            return Err(format!("`threshold` must be between 0 and 1, got {t}"));
+        }
+        if let Some(n) = self.repeat
+            && !(1..=MAX_REPEAT).contains(&n)
+        {
+            return Err(format!(
+                "`repeat` must be between 1 and {MAX_REPEAT}, got {n}"
+            ));
+        }
+        if let Some(shard) = &self.shard {
+            shard
+                .parse::<Shard>()
+                .map_err(|e| format!("`shard`: {e}"))?;
+        }
+        for glob in &self.test_ids {
+            globset::Glob::new(glob)
+                .map_err(|e| format!("`test_ids`: `{glob}` is not a valid glob: {e}"))?;
+        }
+        let names = std::iter::once(&self.target).chain(&self.targets);
+        for name in names {
+            if name.is_empty() || name.chars().any(char::is_control) {
+                return Err(format!("`targets`: {name:?} is not a target name"));
+            }
+        }
+        if !self.eval.is_absolute() {
+            return Err(format!(
+                "`eval` must be an absolute path, got {}",
+                self.eval.display()
+            ));
+        }
+        if let Some(file) = &self.targets_file
+            && !file.is_absolute()
+        {
+            return Err(format!(
+                "`targets_file` must be an absolute path, got {}",
+                file.display()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The run's whole plan, before `--shard` slices it.
+fn recorded_plan(suite: &Suite, targets: &[String], options: &PlanOptions) -> RecordedPlan {
+    let whole = plan::plan(
+        suite,
+        targets,
+        &PlanOptions {
+            shard: None,
+            ..options.clone()
+        },
+    )
+    .unwrap_or_default();
+    RecordedPlan {
+        trials: whole.first().map_or(1, |p| p.trials),
+        tests: whole
+            .iter()
+            .map(|p| PlannedEntry {
+                index: p.index,
+                id: suite.tests[p.index].id.clone(),
+                target: targets[p.target].clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The most trials `--repeat` (and a resumed run's `repeat`) may ask for.
+pub const MAX_REPEAT: u32 = 1000;
 
 /// Runs a suite. Returns the report; the caller maps it to an exit code.
 pub fn run(
@@ -442,6 +551,39 @@ pub fn run(
     let mut resumed_targets: Vec<String> = Vec::new();
     let mut targets_file = options.targets_file.clone();
     if let (Some(dir), Some(p)) = (&options.resume, &previous) {
+        // The eval file named on the command line must be the one the run
+        // was started with.
+        if let Some(given) = &options.eval
+            && std::path::absolute(given).ok().as_ref() != Some(&p.eval)
+        {
+            return Ok(Err(RunError::Usage(format!(
+                "{} was started with {}, not {}: resume it without naming the eval file, or start a new run",
+                dir.display(),
+                p.eval.display(),
+                given.display()
+            ))));
+        }
+        // Under --sandbox strict the run directory is as untrusted as the
+        // suite: what to run and with which targets come from the operator.
+        if options.sandbox_strict {
+            if options.eval.is_none() {
+                return Ok(Err(RunError::Usage(format!(
+                    "--sandbox strict takes the eval file from the command line, not from {}: run `evalhost run {} --resume {} --sandbox strict`",
+                    dir.join("run.json").display(),
+                    p.eval.display(),
+                    dir.display()
+                ))));
+            }
+            if let Some(file) = &p.targets_file
+                && options.targets_file.is_none()
+            {
+                return Ok(Err(RunError::Usage(format!(
+                    "{} names the targets file {}; --sandbox strict takes a targets file only from the command line: pass --targets again",
+                    dir.join("run.json").display(),
+                    file.display()
+                ))));
+            }
+        }
         // A resumed run repeats exactly what was asked the first time.
         plan_options = PlanOptions {
             test_ids: p.test_ids.clone(),
@@ -456,8 +598,9 @@ pub fn run(
         } else {
             p.targets.clone()
         };
-        targets_file = p.targets_file.clone();
-        let _ = dir;
+        if options.targets_file.is_none() {
+            targets_file = p.targets_file.clone();
+        }
     }
     if let Some(dir) = &options.rerun_failed {
         let rows = match results::read_rows(&dir.join("results.jsonl")) {
@@ -673,15 +816,34 @@ pub fn run(
     }
     let target_names: Vec<String> = run_targets.iter().map(|t| t.target.name.clone()).collect();
     // The judge: one per run, answering for every target's LLM graders.
-    let judge = std::sync::Arc::new(crate::judge::Judge::new(
-        targets.clone(),
-        if options.no_judge_cache {
-            None
-        } else {
-            crate::judge::Judge::default_cache_dir()
-        },
-        options.judge_workers.unwrap_or(4),
-    ));
+    let judge = std::sync::Arc::new(
+        crate::judge::Judge::new(
+            targets.clone(),
+            if options.no_judge_cache {
+                None
+            } else {
+                crate::judge::Judge::default_cache_dir().and_then(|dir| {
+                    match crate::plugin::cache::check_owner(&dir, "") {
+                        Ok(()) => Some(dir),
+                        Err(e) => {
+                            let _ = writeln!(
+                                err,
+                                "  warning: the judge cache {} {e}; it is not used",
+                                dir.display()
+                            );
+                            None
+                        }
+                    }
+                })
+            },
+            options.judge_workers.unwrap_or(4),
+        )
+        .with_scope(crate::response_cache::scope(
+            &eval,
+            &suite.name,
+            options.sandbox_strict,
+        )),
+    );
     if let Some(name) = &options.grader_target
         && let Err(message) = targets.select(name)
     {
@@ -716,21 +878,37 @@ pub fn run(
             .clone()
             .filter(|_| !options.sandbox_strict)
             .or_else(crate::response_cache::ResponseCache::default_dir)
-            .map(|dir| crate::response_cache::ResponseCache::new(dir, options.cache_sampled))
+            .and_then(|dir| {
+                match crate::response_cache::ResponseCache::open(dir, options.cache_sampled) {
+                    Ok(cache) => Some(cache),
+                    Err(warning) => {
+                        let _ = writeln!(err, "  warning: {warning}");
+                        None
+                    }
+                }
+            })
     } else {
         None
     };
+    let cache_scope = crate::response_cache::scope(&eval, &suite.name, options.sandbox_strict);
     let run_dir = match (&options.resume, &options.output) {
         (Some(dir), _) => dir.clone(),
         (None, Some(out)) => out.clone(),
         (None, None) => default_run_dir(),
     };
+    if let Err(e) = crate::safe_fs::check_dir(&run_dir, &[&roots.project_root, &roots.cwd]) {
+        return Ok(Err(RunError::Usage(format!("the run directory: {e}"))));
+    }
     std::fs::create_dir_all(&run_dir)
         .with_context(|| format!("cannot create the run directory {}", run_dir.display()))?;
     let results_path = run_dir.join("results.jsonl");
     let mut done: HashMap<(String, String, u32), RowBrief> = HashMap::new();
-    if options.resume.is_some() && results_path.is_file() {
-        if results::repair_torn_tail(&results_path)? {
+    if options.resume.is_some() && std::fs::symlink_metadata(&results_path).is_ok() {
+        let repaired = match results::repair_torn_tail(&results_path) {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(RunError::Usage(format!("cannot resume: {e}")))),
+        };
+        if repaired {
             writeln!(
                 err,
                 "  dropped a torn last line of {} (a crash cut it)",
@@ -739,9 +917,45 @@ pub fn run(
         }
         let suite_name: Arc<str> = suite.name.as_str().into();
         let mut rows = Vec::new();
-        let dropped = results::for_each_row(&results_path, |row| {
-            rows.push(RowBrief::of(&row, &suite_name, &suite_name));
-        })?;
+        // Rows already there are kept only when an honest run could have
+        // written them: a test and target of this plan, a trial it planned,
+        // scores in range and a status that follows from them.
+        let planned: std::collections::HashSet<(usize, &str, &str)> = plan
+            .iter()
+            .map(|p| {
+                (
+                    p.index,
+                    suite.tests[p.index].id.as_str(),
+                    target_names[p.target].as_str(),
+                )
+            })
+            .collect();
+        let trials = plan.first().map_or(1, |p| p.trials);
+        let mut refused = 0usize;
+        let mut dropped = 0usize;
+        let read = results::for_each_line(&results_path, |parsed| match parsed {
+            Ok(row)
+                if planned.contains(&(
+                    row.test_index,
+                    row.test_id.as_str(),
+                    row.target.as_str(),
+                )) && row.trial.unwrap_or(1) <= trials
+                    && row.check().is_ok() =>
+            {
+                rows.push(RowBrief::of(&row, &suite_name, &suite_name));
+            }
+            Ok(_) => refused += 1,
+            Err(_) => dropped += 1,
+        });
+        if let Err(e) = read {
+            return Ok(Err(RunError::Usage(format!("cannot resume: {e}"))));
+        }
+        if refused > 0 {
+            return Ok(Err(RunError::Usage(format!(
+                "{} holds {refused} row(s) this run could not have written (a test or trial it did not plan, a score outside [0, 1], or a status its score does not allow); it is not resumable: start a new run",
+                results_path.display()
+            ))));
+        }
         if dropped > 0 {
             writeln!(
                 err,
@@ -765,14 +979,17 @@ pub fn run(
             shard: plan_options.shard.map(|s| s.to_string()),
             threshold,
             only: plan_options.only.clone(),
+            plan: Some(recorded_plan(&suite, &target_names, &plan_options)),
             started_at: jiff::Timestamp::now().to_string(),
         };
         // Atomically: a kill leaves either no run.json (nothing to resume)
         // or a whole one, never a torn one.
-        let tmp = run_dir.join("run.json.tmp");
-        std::fs::write(&tmp, serde_json::to_string_pretty(&record)? + "\n")?;
-        std::fs::rename(&tmp, run_dir.join("run.json"))?;
-        if results_path.exists() {
+        crate::safe_fs::write_atomic(
+            &run_dir.join("run.json"),
+            (serde_json::to_string_pretty(&record)? + "\n").as_bytes(),
+        )?;
+        // A link left there is removed, not followed.
+        if std::fs::symlink_metadata(&results_path).is_ok() {
             std::fs::remove_file(&results_path)?;
         }
     }
@@ -783,14 +1000,14 @@ pub fn run(
         err,
         "evalhost {} · suite `{}` · {} run(s){} · target {}{}",
         env!("CARGO_PKG_VERSION"),
-        suite.name,
+        crate::text::shown(&suite.name),
         plan.len(),
         plan_options
             .shard
             .map_or(String::new(), |s| format!(" (shard {s})")),
         target_names
             .iter()
-            .map(|n| format!("`{n}`"))
+            .map(|n| format!("`{}`", crate::text::shown(n)))
             .collect::<Vec<_>>()
             .join(", "),
         if done.is_empty() {
@@ -805,7 +1022,15 @@ pub fn run(
             plugin::CompileSource::Cache => "cached".to_owned(),
             plugin::CompileSource::Compiled => format!("compiled in {} ms", took.as_millis()),
         };
-        writeln!(err, "  plugin {} {} ({how})", p.name, p.version)?;
+        writeln!(
+            err,
+            "  plugin {} {} ({how})",
+            crate::text::shown(&p.name),
+            crate::text::shown(&p.version)
+        )?;
+    }
+    for warning in engine.take_warnings() {
+        writeln!(err, "  warning: {warning}")?;
     }
 
     let run_id = run_dir
@@ -884,6 +1109,7 @@ pub fn run(
         lifecycle,
         run_id: run_id.clone(),
         cache: response_cache,
+        cache_scope,
     };
     let mut progress = report::terminal::Progress::new(plan.len(), options.quiet);
     let new_rows = execute(&ctx, &plan, &done, workers, |row| {
@@ -914,7 +1140,11 @@ pub fn run(
         let (after, kept_paths) = lifecycle.finish();
         if let Some(after) = after {
             if let Some(error) = &after.error {
-                writeln!(err, "  warning: after_all hook: {error}")?;
+                writeln!(
+                    err,
+                    "  warning: after_all hook: {}",
+                    crate::text::shown(error)
+                )?;
             }
             hooks.insert("after_all".to_owned(), after);
         }
@@ -1009,6 +1239,8 @@ struct Ctx<'a> {
     lifecycle: Option<Lifecycle>,
     run_id: String,
     cache: Option<crate::response_cache::ResponseCache>,
+    /// The scope of cached answers (suite and sandbox mode).
+    cache_scope: String,
 }
 
 /// A target of this run, with its matrix hooks and its judge.
@@ -1120,9 +1352,10 @@ pub fn effective_threshold(test: Option<f64>, cli: Option<f64>, suite: Option<f6
 fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) -> ResultRow {
     let started = Instant::now();
     let run_target = &ctx.run_targets[planned.target];
+    // A deadline past what the clock can hold is no deadline.
     let deadline = test
         .timeout_ms
-        .map(|ms| started + Duration::from_millis(ms));
+        .and_then(|ms| started.checked_add(Duration::from_millis(ms)));
     let threshold = effective_threshold(test.threshold, ctx.cli_threshold, ctx.suite.threshold);
     let mut row = ResultRow {
         timestamp: String::new(),
@@ -1239,8 +1472,10 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
     let cache_key = match (&ctx.cache, workspace_path.is_none() && planned.trials == 1) {
         (Some(cache), true) => run_target
             .target
-            .cache_identity(cache.sampled)
-            .map(|identity| crate::response_cache::ResponseCache::key(&identity, test)),
+            .cache_identity(cache.sampled, &ctx.suite.dir)
+            .map(|identity| {
+                crate::response_cache::ResponseCache::key(&identity, &ctx.cache_scope, test)
+            }),
         _ => None,
     };
     let cached = cache_key

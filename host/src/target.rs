@@ -97,7 +97,7 @@ impl Retry {
     /// The delay before retry `n` (0-based).
     pub fn delay(&self, n: u32) -> Duration {
         let secs = self.initial_delay.as_secs_f64() * self.factor.powi(n as i32);
-        Duration::from_secs_f64(secs.min(self.max_delay.as_secs_f64()))
+        clamp_seconds(secs, self.max_delay)
     }
 }
 
@@ -511,6 +511,37 @@ fn is_env_reference(value: &str) -> bool {
     v.starts_with("${{") && v.ends_with("}}")
 }
 
+/// The longest timeout or delay a targets file may set (a week): a larger
+/// number is a mistake, and past about 10^10 s it no longer fits a clock.
+pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+
+/// A number of seconds from a file: finite, positive and at most
+/// [`MAX_SECONDS`], else a config error on `key`.
+pub fn seconds_field(key: &str, secs: f64) -> Result<Duration, (String, String)> {
+    if secs.is_finite() && secs > 0.0 && secs <= MAX_SECONDS {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err((
+            key.to_owned(),
+            format!(
+                "`{key}` must be a number of seconds above 0 and at most {MAX_SECONDS} (a week), got {secs}"
+            ),
+        ))
+    }
+}
+
+/// A wait a server asked for, in seconds: NaN or negative is no wait, and
+/// anything longer than `max` is `max`. Never panics.
+pub fn clamp_seconds(secs: f64, max: Duration) -> Duration {
+    if secs.is_nan() || secs <= 0.0 {
+        Duration::ZERO
+    } else if secs >= max.as_secs_f64() {
+        max
+    } else {
+        Duration::from_secs_f64(secs)
+    }
+}
+
 fn get_u64(entry: &Map<String, Value>, key: &str) -> Result<Option<u64>, (String, String)> {
     match entry.get(key) {
         None | Some(Value::Null) => Ok(None),
@@ -564,7 +595,13 @@ fn parse_target(
         "mock" => Provider::Mock {
             response: get_str(entry, "response")?
                 .unwrap_or_else(|| MOCK_DEFAULT_RESPONSE.to_owned()),
-            delay_ms: get_u64(entry, "delay_ms")?.unwrap_or(0),
+            delay_ms: match get_u64(entry, "delay_ms")? {
+                None => 0,
+                Some(ms) => {
+                    seconds_field("delay_ms", ms.max(1) as f64 / 1000.0)?;
+                    ms
+                }
+            },
         },
         "cli" => Provider::Cli(cli::CliConfig::parse(entry, base_dir)?),
         "openai" | "azure" | "azure-openai" | "openrouter" | "vllm" | "ollama" => {
@@ -576,12 +613,34 @@ fn parse_target(
     let default = Retry::default();
     let retry = Retry {
         max_retries: get_u64(entry, "max_retries")?.map_or(default.max_retries, |n| n as u32),
-        initial_delay: get_u64(entry, "retry_initial_delay_ms")?
-            .map_or(default.initial_delay, Duration::from_millis),
-        max_delay: get_u64(entry, "retry_max_delay_ms")?
-            .map_or(default.max_delay, Duration::from_millis),
-        factor: get_f64(entry, "retry_backoff_factor")?.unwrap_or(default.factor),
+        initial_delay: match get_u64(entry, "retry_initial_delay_ms")? {
+            None => default.initial_delay,
+            Some(ms) => seconds_field("retry_initial_delay_ms", ms as f64 / 1000.0)?,
+        },
+        max_delay: match get_u64(entry, "retry_max_delay_ms")? {
+            None => default.max_delay,
+            Some(ms) => seconds_field("retry_max_delay_ms", ms as f64 / 1000.0)?,
+        },
+        factor: match get_f64(entry, "retry_backoff_factor")? {
+            None => default.factor,
+            Some(f) if f.is_finite() && (1.0..=100.0).contains(&f) => f,
+            Some(f) => {
+                return Err((
+                    "retry_backoff_factor".into(),
+                    format!("`retry_backoff_factor` must be between 1 and 100, got {f}"),
+                ));
+            }
+        },
     };
+    if retry.max_retries > 100 {
+        return Err((
+            "max_retries".into(),
+            format!(
+                "`max_retries` must be at most 100, got {}",
+                retry.max_retries
+            ),
+        ));
+    }
     let fallback_targets = match entry.get("fallback_targets") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
@@ -730,9 +789,14 @@ impl Target {
     /// What identifies this target's answers for the response cache, or
     /// `None` when they are not cached: replays and mocks (already local),
     /// and sampled models (`temperature > 0`) unless `sampled` is set.
-    pub fn cache_identity(&self, sampled: bool) -> Option<String> {
+    pub fn cache_identity(&self, sampled: bool, eval_dir: &Path) -> Option<String> {
         match &self.provider {
-            Provider::Cli(c) => Some(format!("cli\u{0}{}\u{0}{:?}", c.command, c.cwd)),
+            // The directory it runs in decides what `./agent.sh` is.
+            Provider::Cli(c) => Some(format!(
+                "cli\u{0}{}\u{0}{}",
+                c.command,
+                c.cwd.as_deref().unwrap_or(eval_dir).display()
+            )),
             Provider::OpenAi(c) => {
                 let temperature = c.temperature.unwrap_or(1.0);
                 if temperature > 0.0 && !sampled {

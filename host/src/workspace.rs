@@ -525,15 +525,28 @@ pub fn run_hook(hook: &Hook, ctx: &HookContext<'_>, default_timeout: Duration) -
         .case_metadata
         .map(|m| Value::Object(m.clone()).to_string())
         .unwrap_or_default();
-    let fill = |arg: &str| {
-        arg.replace("{{workspace_path}}", &workspace)
-            .replace("{{test_id}}", ctx.test_id)
-            .replace("{{eval_run_id}}", ctx.run_id)
-            .replace("{{case_input}}", ctx.case_input.unwrap_or(""))
-            .replace("{{case_metadata}}", &metadata_json)
+    // One pass over each argument; in a `shell:` line every value is
+    // shell-quoted, since a test id, an input or metadata is data, never
+    // shell syntax.
+    let fill = |arg: &str, quote: bool| {
+        process::fill_placeholders(arg, "{{", "}}", |name| {
+            let value = match name {
+                "workspace_path" => workspace.as_str(),
+                "test_id" => ctx.test_id,
+                "eval_run_id" => ctx.run_id,
+                "case_input" => ctx.case_input.unwrap_or(""),
+                "case_metadata" => metadata_json.as_str(),
+                _ => return None,
+            };
+            Some(if quote {
+                process::shell_quote(value)
+            } else {
+                value.to_owned()
+            })
+        })
     };
-    let argv: Vec<String> = hook.argv.iter().map(|a| fill(a)).collect();
-    let shell = hook.shell.as_deref().map(fill);
+    let argv: Vec<String> = hook.argv.iter().map(|a| fill(a, false)).collect();
+    let shell = hook.shell.as_deref().map(|line| fill(line, true));
     let stdin = json!({
         "workspace_path": ctx.workspace.map(|p| p.display().to_string()),
         "test_id": ctx.test_id,
@@ -724,6 +737,34 @@ mod tests {
         );
         assert!(!ws.path.join("new.txt").exists());
         assert_eq!(ws.changes().unwrap(), "");
+    }
+
+    #[test]
+    fn shell_hooks_quote_every_placeholder_and_fill_in_one_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta: Map<String, Value> =
+            serde_json::from_str(r#"{"note": "it's $(echo META)"}"#).unwrap();
+        let ctx = HookContext {
+            workspace: Some(dir.path()),
+            test_id: "x;echo PWNED-ID;#{{case_input}}",
+            run_id: "r",
+            case_input: Some("`echo PWNED-INPUT` '; echo PWNED-QUOTE; '"),
+            case_metadata: Some(&meta),
+            base_dir: dir.path(),
+        };
+        let hook = Hook {
+            argv: Vec::new(),
+            shell: Some("printf '%s|' {{test_id}} {{case_input}} {{case_metadata}}".into()),
+            cwd: None,
+            timeout: None,
+            reset: Reset::None,
+        };
+        let run = run_hook(&hook, &ctx, BEFORE_TIMEOUT);
+        assert!(run.ok, "{run:?}");
+        assert_eq!(
+            run.output,
+            "x;echo PWNED-ID;#{{case_input}}|`echo PWNED-INPUT` '; echo PWNED-QUOTE; '|{\"note\":\"it's $(echo META)\"}|"
+        );
     }
 
     #[test]

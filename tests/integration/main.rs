@@ -14,6 +14,9 @@ mod sandbox;
 mod hostile;
 // The hostile suite corpus: refused at load, nothing read outside the rule.
 mod hostile_suites;
+// Untrusted input beyond the suite: placeholders, run directories, shards,
+// caches, and what reaches a terminal or a CI log.
+mod hostile_runs;
 // 20,000 cases on 8 workers: right counts, no leaked process, bounded memory.
 mod soak;
 // Inputs the fuzzers found (and seeds), replayed.

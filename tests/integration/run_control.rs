@@ -652,7 +652,7 @@ fn github_reporter_annotates_the_failing_case_line_and_writes_a_step_summary() {
         md.contains("| 1 | 1 | 0 | 0 | 0 | 0 | 50% | 0.50 |"),
         "{md}"
     );
-    assert!(md.contains("| `bad` | failed | assertion | 0.00 |"), "{md}");
+    assert!(md.contains("| bad | failed | assertion | 0.00 |"), "{md}");
 }
 
 #[test]

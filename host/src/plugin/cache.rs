@@ -5,21 +5,58 @@
 //! which covers the wasmtime version and every engine setting that changes
 //! code (epoch interruption, fuel, target). Files are written with an atomic
 //! rename; a file that fails to load is removed and the component compiled
-//! again. Only files this host wrote into its own cache directory are ever
-//! deserialized: plugins ship `.wasm`, never precompiled code.
+//! again.
+//!
+//! A cached artifact is native code that runs unchecked once loaded, so the
+//! cache trusts nothing it did not write itself:
+//! - the directory must belong to the user running evalhost and be writable
+//!   by nobody else, or it is not used at all (a warning says why);
+//! - every artifact carries an HMAC-SHA256 tag over its name and bytes,
+//!   made with a per-user secret key kept outside the cache directory
+//!   (`~/.local/share/evalhost/compile-cache.key`, created 0600 on first
+//!   use; `EVALHOST_CACHE_KEY` supplies one instead). The tag is checked on
+//!   the bytes in memory, and those same bytes are deserialized: an
+//!   artifact someone else wrote, renamed or changed is removed and
+//!   compiled again, never run.
 
 use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use hmac::{Hmac, Mac};
 use wasmtime::Engine;
 use wasmtime::component::Component;
+
+type HmacSha256 = Hmac<sha2::Sha256>;
+
+/// The length of an artifact's tag.
+const TAG_LEN: usize = 32;
+
+/// The largest artifact read back.
+const MAX_ARTIFACT: u64 = 1 << 30;
 
 /// The compile cache of one engine.
 #[derive(Debug)]
 pub struct CompileCache {
     dir: PathBuf,
     engine_key: String,
+    secret: [u8; 32],
+}
+
+/// Why the cache directory or key cannot be trusted.
+#[derive(Debug, thiserror::Error)]
+pub enum UntrustedCache {
+    /// The directory is someone else's, or others may write to it.
+    #[error("the compile cache {dir} {why}; it is not used (compiling instead)")]
+    Directory {
+        /// The directory.
+        dir: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// No key could be read or made.
+    #[error("no compile-cache key ({0}); the compile cache is not used")]
+    Key(String),
 }
 
 /// A stable 64-bit hasher (FNV-1a): `DefaultHasher` is not guaranteed to be
@@ -38,63 +75,189 @@ impl Hasher for Fnv {
     }
 }
 
+/// Checks that `dir` exists (creating it 0700), belongs to this user and is
+/// not writable by group or others.
+pub fn check_owner(dir: &Path, why_prefix: &str) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+    let _ = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir);
+    let meta = std::fs::metadata(dir).map_err(|e| format!("{why_prefix}cannot be read: {e}"))?;
+    if !meta.is_dir() {
+        return Err(format!("{why_prefix}is not a directory"));
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(format!(
+            "{why_prefix}belongs to user {} (evalhost runs as {me})",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "{why_prefix}is writable by others (mode {:o})",
+            meta.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+/// The per-user key: `EVALHOST_CACHE_KEY` (64 hex digits), else the key
+/// file, created on first use.
+fn secret() -> Result<[u8; 32], String> {
+    if let Ok(hex) = std::env::var("EVALHOST_CACHE_KEY") {
+        return parse_key(hex.trim())
+            .ok_or_else(|| "EVALHOST_CACHE_KEY must be 64 hexadecimal digits".to_owned());
+    }
+    let path = key_file().ok_or("no home directory for the key file")?;
+    read_or_make_key(&path)
+}
+
+/// Where the key lives: never inside the cache directory, so that a cache
+/// restored from elsewhere does not bring its own key.
+pub fn key_file() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("EVALHOST_CACHE_KEY_FILE") {
+        return Some(PathBuf::from(path));
+    }
+    dirs::data_local_dir().map(|d| d.join("evalhost").join("compile-cache.key"))
+}
+
+fn parse_key(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut key = [0u8; 32];
+    for (i, byte) in key.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(key)
+}
+
+fn read_or_make_key(path: &Path) -> Result<[u8; 32], String> {
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+    if let Some(dir) = path.parent() {
+        check_owner(dir, "").map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let make = || -> std::io::Result<[u8; 32]> {
+        let mut key = [0u8; 32];
+        rand::fill(&mut key);
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)?;
+        file.write_all(hex.as_bytes())?;
+        file.sync_all()?;
+        Ok(key)
+    };
+    match make() {
+        Ok(key) => return Ok(key),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot create {}: {e}", path.display())),
+    }
+    let file = crate::safe_fs::open_read(path).map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me || meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "{} must belong to user {me} and be readable by nobody else (mode 600)",
+            path.display()
+        ));
+    }
+    let text = crate::safe_fs::read_text_capped(path, 256).map_err(|e| e.to_string())?;
+    parse_key(text.trim()).ok_or_else(|| format!("{} is not a key", path.display()))
+}
+
 impl CompileCache {
-    /// A cache in `dir` for artifacts of `engine`.
-    pub fn new(dir: PathBuf, engine: &Engine) -> Self {
+    /// A cache in `dir` for artifacts of `engine`, or why `dir` cannot be
+    /// trusted with native code.
+    pub fn new(dir: PathBuf, engine: &Engine) -> Result<Self, UntrustedCache> {
+        check_owner(&dir, "").map_err(|why| UntrustedCache::Directory {
+            dir: dir.clone(),
+            why,
+        })?;
+        let secret = secret().map_err(UntrustedCache::Key)?;
         let mut hasher = Fnv(0xcbf2_9ce4_8422_2325);
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        Self {
+        Ok(Self {
             dir,
             engine_key: format!("{:016x}", hasher.finish()),
-        }
+            secret,
+        })
     }
 
-    fn path(&self, digest: &str) -> PathBuf {
-        self.dir.join(format!("{digest}-{}.cwasm", self.engine_key))
+    fn name(&self, digest: &str) -> String {
+        format!("{digest}-{}.cwasm", self.engine_key)
     }
 
-    /// The cached component for `digest`, if there is a usable one.
-    pub fn load(&self, engine: &Engine, digest: &str) -> Option<Component> {
-        let path = self.path(digest);
-        if !path.is_file() {
-            return None;
+    fn tag(&self, name: &str, code: &[u8]) -> HmacSha256 {
+        let mut mac = HmacSha256::new_from_slice(&self.secret).expect("HMAC takes any key length");
+        mac.update(b"evalhost-compile-cache-v1\0");
+        mac.update(name.as_bytes());
+        mac.update(b"\0");
+        mac.update(code);
+        mac
+    }
+
+    /// The cached component for `digest`, if there is one this host wrote.
+    /// `Err` says an entry was there but failed its check (it is removed).
+    pub fn load(&self, engine: &Engine, digest: &str) -> Result<Option<Component>, String> {
+        let name = self.name(digest);
+        let path = self.dir.join(&name);
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Ok(None);
         }
-        // SAFETY: the file is in this host's own cache directory and was
-        // written by `store` from `Engine::precompile_component` output for
-        // an engine with the same compatibility hash; wasmtime also checks
-        // the artifact's header and refuses a mismatch with an error.
-        match unsafe { Component::deserialize_file(engine, &path) } {
-            Ok(component) => Some(component),
+        let bytes = match crate::safe_fs::read_capped(&path, MAX_ARTIFACT) {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(format!("{e}"));
+            }
+        };
+        let authentic = bytes.len() > TAG_LEN && {
+            let (code, tag) = bytes.split_at(bytes.len() - TAG_LEN);
+            self.tag(&name, code).verify_slice(tag).is_ok()
+        };
+        if !authentic {
+            let _ = std::fs::remove_file(&path);
+            return Err(format!(
+                "{} failed its authentication check (not written by this user's evalhost, or changed since); removed and compiled again",
+                path.display()
+            ));
+        }
+        let code = &bytes[..bytes.len() - TAG_LEN];
+        // SAFETY: `code` carries a valid HMAC under this user's secret key
+        // over this very name (sha256 of the component and the engine's
+        // compatibility hash) and these very bytes, checked in memory just
+        // now: `store` wrote it from `Component::serialize` output of an
+        // engine with the same compatibility hash. wasmtime also checks the
+        // artifact's header and refuses a mismatch with an error.
+        match unsafe { Component::deserialize(engine, code) } {
+            Ok(component) => Ok(Some(component)),
             Err(_) => {
                 let _ = std::fs::remove_file(&path);
-                None
+                Ok(None)
             }
         }
     }
 
-    /// Writes `component`'s compiled code under `digest`.
+    /// Writes `component`'s compiled code under `digest`, with its tag.
     pub fn store(&self, component: &Component, digest: &str) -> std::io::Result<()> {
         let bytes = component
             .serialize()
             .map_err(|e| std::io::Error::other(format!("{e}")))?;
-        std::fs::create_dir_all(&self.dir)?;
-        let path = self.path(digest);
-        let tmp = tmp_path(&path);
-        let mut file = std::fs::File::create(&tmp)?;
+        let name = self.name(digest);
+        let tag = self.tag(&name, &bytes).finalize().into_bytes();
+        let mut file = crate::safe_fs::AtomicFile::create(&self.dir.join(&name))?;
         file.write_all(&bytes)?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&tmp, &path)
+        file.write_all(&tag)?;
+        file.commit()
     }
-}
-
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut name = path
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    name.push(format!(".tmp{}", std::process::id()));
-    path.with_file_name(name)
 }
 
 /// The default cache directory: `$EVALHOST_CACHE_DIR`, else the user's cache

@@ -43,6 +43,7 @@ pub struct PluginEngine {
     engine: Engine,
     linker: Linker<HostState>,
     cache: Option<CompileCache>,
+    warnings: std::sync::Mutex<Vec<String>>,
     pooling: bool,
     max_idle: usize,
 }
@@ -113,17 +114,37 @@ impl PluginEngine {
             |state| state,
         )
         .map_err(|e| anyhow::anyhow!("linking evalhost imports: {e}"))?;
-        let cache = options
-            .cache_dir
-            .as_ref()
-            .map(|dir| CompileCache::new(dir.clone(), &engine));
+        let mut warnings = Vec::new();
+        let cache = options.cache_dir.as_ref().and_then(|dir| {
+            match CompileCache::new(dir.clone(), &engine) {
+                Ok(cache) => Some(cache),
+                Err(e) => {
+                    warnings.push(e.to_string());
+                    None
+                }
+            }
+        });
         Ok(Arc::new(Self {
             engine,
             linker,
             cache,
+            warnings: std::sync::Mutex::new(warnings),
             pooling,
             max_idle: options.max_idle,
         }))
+    }
+
+    fn warn(&self, warning: String) {
+        self.warnings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(warning);
+    }
+
+    /// What the engine found worth telling since the last call (an
+    /// untrusted cache directory, a cache entry that failed its check).
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// The wasmtime engine.
@@ -154,10 +175,14 @@ impl PluginEngine {
         digest: &str,
     ) -> anyhow::Result<(Component, CompileSource, Duration)> {
         let start = Instant::now();
-        if let Some(cache) = &self.cache
-            && let Some(component) = cache.load(&self.engine, digest)
-        {
-            return Ok((component, CompileSource::Cache, start.elapsed()));
+        if let Some(cache) = &self.cache {
+            match cache.load(&self.engine, digest) {
+                Ok(Some(component)) => {
+                    return Ok((component, CompileSource::Cache, start.elapsed()));
+                }
+                Ok(None) => {}
+                Err(warning) => self.warn(warning),
+            }
         }
         let component = Component::new(&self.engine, wasm).map_err(|e| anyhow::anyhow!("{e:#}"))?;
         if let Some(cache) = &self.cache {

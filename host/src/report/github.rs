@@ -7,20 +7,55 @@ use std::io::Write;
 
 use super::{Details, Summary};
 
-/// Escapes a workflow-command property value.
+/// Escapes a workflow-command property value: the runner's own escapes
+/// for `%`, CR, LF, `:` and `,`, and every other control character made
+/// visible ([`crate::text::shown`]).
 fn property(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-        .replace(':', "%3A")
-        .replace(',', "%2C")
+    escape(text, true)
 }
 
 /// Escapes a workflow-command message.
 fn message(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    escape(text, false)
+}
+
+fn escape(text: &str, property: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut buf = [0u8; 4];
+    for c in text.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '\r' => out.push_str("%0D"),
+            '\n' => out.push_str("%0A"),
+            ':' if property => out.push_str("%3A"),
+            ',' if property => out.push_str("%2C"),
+            c => out.push_str(&crate::text::shown(c.encode_utf8(&mut buf))),
+        }
+    }
+    out
+}
+
+/// Text for the step summary's Markdown: one line, every control character
+/// visible, HTML's `<`, `>` and `&` as entities (no comment, tag or entity
+/// of the text's own survives), and every ASCII punctuation character
+/// backslash-escaped (no emphasis, link, heading, table cell or code span
+/// of its own either). GitHub renders it as the literal text.
+pub fn markdown_text(text: &str) -> String {
+    let flat = crate::text::shown(text);
+    let mut out = String::with_capacity(flat.len() + 8);
+    for c in flat.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            c if c.is_ascii_punctuation() => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Prints the annotations.
@@ -69,9 +104,9 @@ pub fn step_summary(summary: &Summary) -> String {
     let t = &summary.tally;
     let icon = if t.all_passed() { "✅" } else { "❌" };
     let mut md = format!(
-        "### {icon} evalhost · `{}` on `{}`\n\n| passed | failed | errors | expected failures | unexpected passes | not run | pass rate | mean score |\n|---|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {:.0}% | {:.2} |\n\n",
-        summary.suite,
-        summary.target,
+        "### {icon} evalhost · {} on {}\n\n| passed | failed | errors | expected failures | unexpected passes | not run | pass rate | mean score |\n|---|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {:.0}% | {:.2} |\n\n",
+        markdown_text(&summary.suite),
+        markdown_text(&summary.target),
         t.passed,
         t.failed,
         t.errors,
@@ -90,8 +125,8 @@ pub fn step_summary(summary: &Summary) -> String {
         md.push_str("| test | status | class | score |\n|---|---|---|---|\n");
         for o in failing.iter().take(50) {
             md.push_str(&format!(
-                "| `{}` | {} | {} | {:.2} |\n",
-                o.test_id.replace('|', "\\|"),
+                "| {} | {} | {} | {:.2} |\n",
+                markdown_text(&o.test_id),
                 o.status.as_str(),
                 o.failure_class.map_or_else(String::new, |c| c.to_string()),
                 o.score
@@ -102,4 +137,22 @@ pub fn step_summary(summary: &Summary) -> String {
         }
     }
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_text_is_inert() {
+        assert_eq!(
+            markdown_text("x\n### ✅ all passed <!-- `a|b` *c* [l](u)"),
+            "x\\\\n\\#\\#\\# ✅ all passed &lt;\\!\\-\\- \\`a\\|b\\` \\*c\\* \\[l\\]\\(u\\)"
+        );
+        assert_eq!(
+            message("a\n::stop-commands::x\u{1b}[8m%"),
+            "a%0A::stop-commands::x\\u{1b}[8m%25"
+        );
+        assert_eq!(property("f,i:le\r"), "f%2Ci%3Ale%0D");
+    }
 }

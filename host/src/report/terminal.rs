@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::Summary;
 use crate::results::{ResultRow, Status, Verdict};
+use crate::text::shown;
 
 /// Progress as rows arrive.
 pub struct Progress {
@@ -48,7 +49,7 @@ impl Progress {
                         bar.println(line);
                     }
                 }
-                bar.set_message(row.test_id.clone());
+                bar.set_message(shown(&row.test_id).into_owned());
                 bar.inc(1);
             }
             None => {
@@ -96,19 +97,23 @@ pub fn row_lines(row: &ResultRow) -> Vec<String> {
     lines.push(format!(
         "  {} {}{trial}  {:.2}  {} ms{class}",
         mark(row.status),
-        row.test_id,
+        shown(&row.test_id),
         row.score,
         row.wall_ms
     ));
     if let (Some(error), true) = (&row.error, row.scores.is_empty()) {
-        lines.push(format!("        {error}"));
+        lines.push(format!("        {}", shown(error)));
     }
     if !row.passed() {
         for score in row.scores.iter().filter(|s| s.verdict != Verdict::Pass) {
             let class = score
                 .failure_class
                 .map_or(String::new(), |c| format!(" [{c}]"));
-            lines.push(format!("        ✗ {} ({}){class}", score.name, score.kind));
+            lines.push(format!(
+                "        ✗ {} ({}){class}",
+                shown(&score.name),
+                shown(&score.kind)
+            ));
             for check in score.assertions.iter().filter(|c| !c.passed).take(3) {
                 lines.push(format!("          {}", one_line(&check.text, 160)));
             }
@@ -122,6 +127,7 @@ fn one_line(text: &str, max: usize) -> String {
         .chars()
         .map(|c| if c == '\n' { ' ' } else { c })
         .collect();
+    let flat = shown(&flat).into_owned();
     match flat.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &flat[..cut]),
         None => flat,
@@ -174,7 +180,7 @@ pub fn print_summary(out: &mut dyn Write, summary: &Summary) -> std::io::Result<
             .slowest
             .iter()
             .take(3)
-            .map(|s| format!("{} ({} ms)", s.test_id, s.wall_ms))
+            .map(|s| format!("{} ({} ms)", shown(&s.test_id), s.wall_ms))
             .collect();
         writeln!(out, "  slowest: {}", slow.join(", "))?;
     }

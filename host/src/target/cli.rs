@@ -17,7 +17,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -133,9 +132,9 @@ impl CliConfig {
         let secs = |v: Option<&Value>, key: &str| -> Result<Option<Duration>, (String, String)> {
             match v {
                 None | Some(Value::Null) => Ok(None),
-                Some(Value::Number(n)) if n.as_f64().is_some_and(|s| s > 0.0) => Ok(Some(
-                    Duration::from_secs_f64(n.as_f64().unwrap_or_default()),
-                )),
+                Some(Value::Number(n)) if n.as_f64().is_some() => {
+                    super::seconds_field(key, n.as_f64().unwrap_or_default()).map(Some)
+                }
                 Some(_) => Err((
                     key.into(),
                     format!("`{key}` must be a positive number of seconds"),
@@ -213,9 +212,10 @@ impl CliConfig {
     }
 }
 
-static COUNTER: AtomicU64 = AtomicU64::new(0);
-
-fn temp_path(test_id: &str, suffix: &str) -> PathBuf {
+/// The private directory a call's prompt and output files live in: created
+/// new with an unpredictable name and mode 0700, so no other user can plant
+/// a file or a link where the command will write or evalhost will read.
+fn temp_dir(test_id: &str) -> std::io::Result<tempfile::TempDir> {
     let safe: String = test_id
         .chars()
         .map(|c| {
@@ -227,14 +227,11 @@ fn temp_path(test_id: &str, suffix: &str) -> PathBuf {
         })
         .take(64)
         .collect();
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    std::env::temp_dir().join(format!(
-        "evalhost-{safe}-{millis}-{}-{n}{suffix}",
-        std::process::id()
-    ))
+    use std::os::unix::fs::PermissionsExt as _;
+    tempfile::Builder::new()
+        .prefix(&format!("evalhost-{safe}-"))
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
 }
 
 /// Runs the health check of `target` once per process.
@@ -288,14 +285,21 @@ pub fn invoke(
         healthcheck(target, check)?;
     }
     let prompt_text = prompt::agent_prompt(&test.input);
-    let prompt_file = temp_path(&test.id, ".prompt.txt");
-    let output_file = temp_path(&test.id, ".json");
-    std::fs::write(&prompt_file, &prompt_text).map_err(|e| {
-        TargetFailure::fatal(format!(
-            "cannot write the prompt file {}: {e}",
-            prompt_file.display()
-        ))
-    })?;
+    let dir = temp_dir(&test.id)
+        .map_err(|e| TargetFailure::fatal(format!("cannot create a temporary directory: {e}")))?;
+    let prompt_file = dir.path().join("prompt.txt");
+    let output_file = dir.path().join("output.json");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&prompt_file)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, prompt_text.as_bytes()))
+        .map_err(|e| {
+            TargetFailure::fatal(format!(
+                "cannot write the prompt file {}: {e}",
+                prompt_file.display()
+            ))
+        })?;
     let files: Vec<String> = prompt::input_files(&test.input)
         .iter()
         .map(|p| {
@@ -335,10 +339,14 @@ pub fn invoke(
         .or_else(|| inv.eval_dir.map(Path::to_path_buf));
     let timeout = inv.time_left(config.timeout);
     let case_bound = inv.deadline.is_some() && timeout != config.timeout;
+    let dir = std::cell::RefCell::new(Some(dir));
     let cleanup = |keep: bool| {
-        if !keep {
-            let _ = std::fs::remove_file(&prompt_file);
-            let _ = std::fs::remove_file(&output_file);
+        if let Some(dir) = dir.borrow_mut().take() {
+            if keep {
+                let _ = dir.keep();
+            } else {
+                let _ = dir.close();
+            }
         }
     };
     let outcome = process::run(&process::Spec {
@@ -380,7 +388,7 @@ pub fn invoke(
             },
         ));
     }
-    let text = match std::fs::read_to_string(&output_file) {
+    let text = match read_output_file(&output_file) {
         Ok(t) => t,
         Err(e) => {
             cleanup(config.keep_temp_files);
@@ -399,13 +407,41 @@ pub fn invoke(
     Ok(output)
 }
 
-/// Replaces each `{NAME}` by its (already quoted) value.
-pub fn render_command(template: &str, values: &[(&str, String)]) -> String {
-    let mut out = template.to_owned();
-    for (name, value) in values {
-        out = out.replace(&format!("{{{name}}}"), value);
+/// Reads the answer the command wrote, not through a link, and at most
+/// [`MAX_OUTPUT_FILE`] bytes.
+fn read_output_file(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
     }
-    out
+    let mut bytes = Vec::new();
+    file.take(MAX_OUTPUT_FILE + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_OUTPUT_FILE {
+        return Err(std::io::Error::other(format!(
+            "larger than {} MiB",
+            MAX_OUTPUT_FILE >> 20
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| std::io::Error::other("not valid UTF-8"))
+}
+
+/// The largest output file read.
+pub const MAX_OUTPUT_FILE: u64 = 64 << 20;
+
+/// Replaces each `{NAME}` by its (already quoted) value, in one pass over
+/// the template: text a value brings in is never scanned for placeholders.
+pub fn render_command(template: &str, values: &[(&str, String)]) -> String {
+    process::fill_placeholders(template, "{", "}", |name| {
+        values
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.clone())
+    })
 }
 
 /// Parses an output file as AgentV does (reference §6.4); see

@@ -86,9 +86,10 @@ impl OpenAiConfig {
                 .map(str::to_owned),
             temperature: number("temperature")?,
             max_output_tokens: number("max_output_tokens")?.map(|n| n as u64),
-            timeout: Duration::from_secs_f64(
-                number("timeout_seconds")?.unwrap_or(120.0).max(0.001),
-            ),
+            timeout: super::seconds_field(
+                "timeout_seconds",
+                number("timeout_seconds")?.unwrap_or(120.0),
+            )?,
             input_per_million: pricing
                 .and_then(|p| p.get("input_per_million"))
                 .and_then(Value::as_f64),
@@ -288,24 +289,26 @@ pub fn chat(
     })
 }
 
-/// `Retry-After` (seconds, or an HTTP date) or `retry-after-ms`.
+/// The longest wait a server's `Retry-After` is honoured for.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+
+/// `Retry-After` (seconds, or an HTTP date) or `retry-after-ms`: NaN or a
+/// negative number is no wait, more than five minutes is five minutes.
 fn retry_after(headers: &ureq::http::HeaderMap) -> Option<Duration> {
     if let Some(ms) = headers
         .get("retry-after-ms")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<f64>().ok())
     {
-        return Some(Duration::from_secs_f64((ms / 1000.0).clamp(0.0, 300.0)));
+        return Some(super::clamp_seconds(ms / 1000.0, MAX_RETRY_AFTER));
     }
     let value = headers.get("retry-after")?.to_str().ok()?.trim();
     if let Ok(secs) = value.parse::<f64>() {
-        return Some(Duration::from_secs_f64(secs.clamp(0.0, 300.0)));
+        return Some(super::clamp_seconds(secs, MAX_RETRY_AFTER));
     }
     let when = jiff::fmt::rfc2822::parse(value).ok()?.timestamp();
     let wait = when.duration_since(jiff::Timestamp::now());
-    Some(Duration::from_secs_f64(
-        wait.as_secs_f64().clamp(0.0, 300.0),
-    ))
+    Some(super::clamp_seconds(wait.as_secs_f64(), MAX_RETRY_AFTER))
 }
 
 /// Runs the endpoint for one test.

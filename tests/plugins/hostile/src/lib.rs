@@ -9,6 +9,11 @@ use evalhost_plugin_sdk::{
 /// The hostile plugin.
 pub struct Hostile;
 
+/// Text that would drive a terminal or a CI log if printed raw: OSC 52
+/// (clipboard), a window title, concealed text, a carriage return and a
+/// GitHub workflow command on a line of its own.
+const ESCAPES: &str = "ESC-TEXT\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]0;title\u{7}\u{1b}[8mhidden\u{1b}[0m\r\n::stop-commands::evil\n::add-mask::x\u{9b}31m\u{202e}";
+
 const TYPES: &[&str] = &[
     "loop-forever",
     "allocate-unbounded",
@@ -38,6 +43,7 @@ impl Grader for Hostile {
             .assertion_type(
                 AssertionType::new("wants-llm", "declares llm").capability(Capability::Llm),
             )
+            .assertion_type(AssertionType::new("escapes", ESCAPES))
             .assertion_type(
                 // No check_config of its own: only the schema guards it.
                 AssertionType::new("strict-config", "config checked by its JSON Schema only")
@@ -153,6 +159,7 @@ impl Grader for Hostile {
             }
             "exit" => std::process::exit(3),
             "strict-config" => Ok(Grade::from_check(Check::pass("level accepted"))),
+            "escapes" => Ok(Grade::from_check(Check::fail(ESCAPES))),
             "echo" => Ok(
                 Grade::from_check(Check::pass(request.output.clone())).with_details(json!({
                     "test_id": request.test_id,
