@@ -346,7 +346,13 @@ pub fn merge(
     }
     let mut writer = ResultsWriter::create(output)?;
     writer.rewrite_in_order(&rows)?;
-    let target = rows.first().map(|r| r.target.clone()).unwrap_or_default();
+    // Every target of the run, in its order (as the run reports them).
+    let record = &shards[0].record;
+    let target = if record.targets.is_empty() {
+        record.target.clone()
+    } else {
+        record.targets.join(", ")
+    };
     let planned = plan.tests.len();
     let mut summary = Summary::new(
         suite.as_ref().map_or("", |(s, _)| s.as_str()),

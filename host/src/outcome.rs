@@ -451,6 +451,7 @@ mod tests {
             status: Status::of(status, expected_fail),
             expected_fail,
             tags: Vec::new(),
+            conversation_id: None,
             source: None,
             score,
             threshold: 0.8,

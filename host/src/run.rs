@@ -1369,6 +1369,7 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
         status: Status::Error,
         expected_fail: test.expected_fail,
         tags: test.tags.clone(),
+        conversation_id: test.conversation_id.clone(),
         source: Some(SourceRef {
             file: test.loc.file.display().to_string(),
             line: test.loc.pos.map(|p| p.line),
@@ -1496,8 +1497,10 @@ fn run_trial(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) 
         Err(failure) => {
             row.failure_class = Some(failure.class);
             row.error = Some(failure.message);
+            // The hooks that ran before the target failed stay on record.
+            row.hooks = std::mem::take(&mut target_hooks);
             if let Some(case) = case_ws {
-                row.hooks = case.hooks.clone();
+                row.hooks.extend(case.hooks.clone());
                 row.workspace_path = case.finish(false).map(|p| p.display().to_string());
             }
             return finish(row);

@@ -61,11 +61,12 @@ fn group_types() -> [TypeSchema; 2] {
             description: "Members graded in parallel: all must pass, or their weighted score must reach `threshold` (promptfoo)".into(),
             config: serde_json::json!({
                 "type": "object",
-                "required": ["assert"],
+                "anyOf": [{"required": ["assert"]}, {"required": ["assertions"]}],
                 "properties": {
                     "assert": members,
+                    "assertions": members,
                     "threshold": {"type": "number", "minimum": 0, "maximum": 1},
-                    "metric": {"type": "string"},
+                    "metric": {"type": "string", "description": "promptfoo's named metric: accepted, not used by evalhost (a warning says so)"},
                     "config": {"type": "object"},
                 },
             }),

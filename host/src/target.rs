@@ -834,7 +834,7 @@ impl Target {
             }
             Provider::Cli(config) => cli::invoke(config, self, test, inv),
             Provider::OpenAi(config) => openai::invoke(config, test, inv),
-            Provider::Replay(config) => replay::invoke(config, test),
+            Provider::Replay(config) => replay::invoke(config, test, inv.trial),
             Provider::Recorded(outputs) => outputs
                 .get(&(test.id.clone(), inv.trial))
                 .cloned()

@@ -91,6 +91,23 @@ fn an_allow_list_limits_the_commands() {
 }
 
 #[test]
+fn an_allow_list_is_not_bypassed_through_a_shell_line() {
+    // `python3` is allowed; a string command that chains another program
+    // after it must not run that program.
+    let project = grader_project("Paris");
+    project.write("EVAL.yaml", "execution:\n  allow_commands: [python3]\ntests:\n  - id: chained\n    input: q\n    assertions:\n      - {type: code-grader, command: \"python3 graders/check.py; touch PWNED-ALLOW\", word: Paris}\n  - id: plain\n    input: q\n    assertions:\n      - {type: code-grader, command: \"python3 'graders/check.py'\", word: Paris}\n");
+    assert_eq!(project.run(&[]).code, 1);
+    assert!(!project.path().join("PWNED-ALLOW").exists());
+    let error = project.row("chained")["scores"][0]["error"].clone();
+    assert!(
+        error.as_str().unwrap().contains("must be plain words"),
+        "{error}"
+    );
+    // A plain command line still runs (without a shell).
+    assert_eq!(project.row("plain")["scores"][0]["score"], 1.0);
+}
+
+#[test]
 fn a_large_output_goes_through_output_path() {
     let big = format!("{}Paris", "x".repeat(60_000));
     let project = grader_project(&big);

@@ -41,4 +41,7 @@ mod judge;
 // Third-party plugins: wasm graders, plugins:, inspect, Rust and Python.
 mod plugins;
 
+// Bugs the layout review found, shown by whole runs.
+mod review_bugs;
+
 mod support;

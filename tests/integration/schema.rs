@@ -51,6 +51,7 @@ fn valid_suites_and_cases_match_the_schema() {
         "suite-input",
         "input-files",
         "vars-templating",
+        "loader-keys-valid",
     ] {
         files.push(root().join("tests/fixtures").join(name).join("EVAL.yaml"));
     }

@@ -293,17 +293,20 @@ impl exec::Host for HostState {
                 )));
             }
         };
-        let program = command
-            .argv
-            .first()
-            .cloned()
-            .or_else(|| {
-                command
-                    .shell
-                    .as_ref()
-                    .and_then(|s| s.split_whitespace().next().map(str::to_owned))
-            })
-            .unwrap_or_default();
+        // With an allow-list, a shell line must be plain words: it then
+        // runs without a shell, so the allowed program is the only one.
+        let (argv, shell) = match (&grant.allow, &command.shell) {
+            (Some(_), Some(line)) => match plain_words(line) {
+                Ok(words) => (words, None),
+                Err(why) => {
+                    return Err(exec::ExecError::Denied(format!(
+                        "with `execution.allow_commands` set, a command line must be plain words, and `{line}` {why}"
+                    )));
+                }
+            },
+            _ => (command.argv.clone(), command.shell.clone()),
+        };
+        let program = argv.first().cloned().unwrap_or_default();
         if let Some(allow) = &grant.allow
             && !allow.contains(&program)
         {
@@ -329,8 +332,8 @@ impl exec::Host for HostState {
         });
         let started = Instant::now();
         let outcome = crate::process::run(&crate::process::Spec {
-            argv: &command.argv,
-            shell: command.shell.as_deref(),
+            argv: &argv,
+            shell: shell.as_deref(),
             cwd: Some(&cwd),
             stdin: &command.stdin,
             timeout: Some(timeout),
@@ -389,5 +392,69 @@ impl exec::Host for HostState {
             exec::ExecError::Failed(format!("cannot write {}: {e}", path.display()))
         })?;
         Ok(path.display().to_string())
+    }
+}
+
+/// The words of a shell line that uses no shell feature but quoting: no
+/// `;`, `&`, `|`, redirections, substitutions, variables, globs or line
+/// breaks outside quotes (and no `$` or backquote outside single quotes).
+/// Run as argv, it means what the shell would have made of it.
+pub fn plain_words(line: &str) -> Result<Vec<String>, String> {
+    let (mut single, mut double, mut escaped) = (false, false, false);
+    for c in line.chars() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' if !single => escaped = true,
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '$' | '`' if !single => {
+                return Err(format!("uses `{c}` (a substitution or variable)"));
+            }
+            ';' | '&' | '|' | '<' | '>' | '(' | ')' | '{' | '}' | '*' | '?' | '[' | '~' | '#'
+            | '\n' | '\r'
+                if !single && !double =>
+            {
+                return Err(format!(
+                    "uses `{}` (a shell operator or pattern)",
+                    c.escape_default()
+                ));
+            }
+            _ => {}
+        }
+    }
+    let words = shlex::split(line).ok_or_else(|| "has unbalanced quotes".to_owned())?;
+    if words.is_empty() {
+        return Err("is empty".into());
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod plain_words_tests {
+    use super::plain_words;
+
+    #[test]
+    fn only_plain_words_pass() {
+        assert_eq!(
+            plain_words("python3 grade.py --name 'a b' \"c;d\"").unwrap(),
+            ["python3", "grade.py", "--name", "a b", "c;d"]
+        );
+        for bad in [
+            "python3 x.py; rm -rf /",
+            "python3 x.py && curl x",
+            "python3 x.py | sh",
+            "python3 $(echo x)",
+            "python3 `id`",
+            "python3 \"$HOME\"",
+            "python3 x > /etc/passwd",
+            "python3 *.py",
+            "python3 x\nid",
+            "python3 'unbalanced",
+        ] {
+            assert!(plain_words(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -25,7 +25,12 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
             .flat_map(Assertion::walk)
             .filter(|a| a.group.is_none());
         for assertion in leaves {
-            if assertion.from_suite && !seen_suite_level.insert(assertion.loc.key.clone()) {
+            // A suite-level assertion is the same in every test: check it
+            // once per place, which is its file and key path together (an
+            // `include:` template's `assertions[0]` is not EVAL.yaml's).
+            if assertion.from_suite
+                && !seen_suite_level.insert((assertion.loc.file.clone(), assertion.loc.key.clone()))
+            {
                 continue;
             }
             let owner = if assertion.from_suite {

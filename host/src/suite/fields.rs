@@ -391,6 +391,11 @@ pub const EXECUTION: &[Field] = &[
         boolean,
         "not applied by this version",
     ),
+    field(
+        "allow_commands",
+        "The only programs code graders may run (the exec capability's allow-list)",
+        strings,
+    ),
     field("cache", "Use the response cache (as --cache)", boolean),
     field("cache_path", "Directory of the response cache", string),
     field(
@@ -420,6 +425,71 @@ pub const EXECUTION: &[Field] = &[
         "limits",
         "Plugin call limits for every assertion",
         limits_schema,
+    ),
+];
+
+/// Keys of a test's own `execution`: the few settings one test can change.
+/// The suite-wide ones (`trials`, `target`, `cache`, `limits`, …) are
+/// refused there with a warning naming the suite's `execution`.
+pub const CASE_EXECUTION: &[Field] = &[
+    field(
+        "targets",
+        "The subset of the suite's matrix targets this test runs on",
+        any,
+    ),
+    field("threshold", "Pass threshold in [0, 1]", unit),
+    field(
+        "skip_defaults",
+        "Skip the suite's assertions, input and input_files",
+        boolean,
+    ),
+    deprecated(
+        "evaluators",
+        "Test assertions (legacy location)",
+        assertions_schema,
+        "the test's `assertions`",
+    ),
+];
+
+/// Keys of a workspace's `hooks`.
+pub const HOOKS: &[Field] = &[
+    field("before_all", "Runs once before the first case", any),
+    field("before_each", "Runs before each case", any),
+    field("after_each", "Runs after each case", any),
+    field("after_all", "Runs once after the last case", any),
+    field("enabled", "false turns every hook off", boolean),
+];
+
+/// Keys of a `workspace.repos` entry.
+pub const REPO: &[Field] = &[
+    field("path", "Where in the workspace it is checked out", string),
+    field(
+        "source",
+        "{type: git, url} or {type: local, path}, or a URL or path",
+        any,
+    ),
+    field("repo", "A URL or path (instead of `source`)", string),
+    field("checkout", "{ref}: the ref to check out", object),
+    field(
+        "commit",
+        "The commit to check out (instead of checkout.ref)",
+        string,
+    ),
+    field("clone", "{depth}: a shallow clone", object),
+];
+
+/// Keys of an `execution.targets` entry given as a mapping.
+pub const MATRIX_TARGET: &[Field] = &[
+    field("name", "The target's name in results", string),
+    field(
+        "use_target",
+        "The targets-file entry it runs (default: name)",
+        string,
+    ),
+    field(
+        "hooks",
+        "before_all, before_each, after_each, after_all",
+        object,
     ),
 ];
 
@@ -538,6 +608,11 @@ pub const HOOK: &[Field] = &[
     field(
         "timeout_ms",
         "Deadline (default 60000 before, 30000 after)",
+        positive_int,
+    ),
+    field(
+        "timeoutMs",
+        "camelCase spelling of `timeout_ms`, accepted as AgentV accepts it",
         positive_int,
     ),
     field(

@@ -674,6 +674,7 @@ impl Loader {
                     );
                     continue;
                 };
+                self.check_keys(doc, r, fields::REPO, &rat, "a repo");
                 let path = r
                     .get("path")
                     .and_then(Value::as_str)
@@ -759,6 +760,7 @@ impl Loader {
         }
         let hooks = match map.get("hooks") {
             Some(Value::Object(h)) => {
+                self.check_keys(doc, h, fields::HOOKS, &at.key("hooks"), "`hooks`");
                 if matches!(h.get("enabled"), Some(Value::Bool(false))) {
                     crate::workspace::Hooks::default()
                 } else {
@@ -918,6 +920,7 @@ impl Loader {
                         self.error(doc, &iat, "a matrix target needs a `name`");
                         continue;
                     };
+                    self.check_keys(doc, o, fields::MATRIX_TARGET, &iat, "a matrix target");
                     let use_target = o
                         .get("use_target")
                         .and_then(Value::as_str)
@@ -925,6 +928,7 @@ impl Loader {
                         .unwrap_or(name);
                     let hooks = match o.get("hooks") {
                         Some(Value::Object(h)) => {
+                            self.check_keys(doc, h, fields::HOOKS, &iat.key("hooks"), "`hooks`");
                             let mut hook = |n: &str| {
                                 h.get(n)
                                     .and_then(|v| self.hook(doc, v, &iat.key("hooks").key(n)))
@@ -936,7 +940,15 @@ impl Loader {
                                 after_all: hook("after_all"),
                             }
                         }
-                        _ => crate::workspace::Hooks::default(),
+                        None | Some(Value::Null) => crate::workspace::Hooks::default(),
+                        Some(other) => {
+                            self.error(
+                                doc,
+                                &iat.key("hooks"),
+                                format!("`hooks` must be a mapping, got {}", kind(other)),
+                            );
+                            crate::workspace::Hooks::default()
+                        }
                     };
                     crate::suite::MatrixTarget {
                         name: name.to_owned(),
@@ -1745,10 +1757,25 @@ impl Loader {
 
         let execution = self.object(doc, &test, "execution", at);
         if let Some(exec) = &execution {
+            let mut own = Map::new();
+            for (key, value) in exec {
+                if fields::get(fields::CASE_EXECUTION, key).is_none()
+                    && fields::get(fields::EXECUTION, key).is_some()
+                {
+                    self.warning(
+                        doc,
+                        &at.key("execution").key(key),
+                        format!("`{key}` applies to the whole suite, not to one test; it is ignored here"),
+                    )
+                    .hint = Some("set it in the suite's `execution`".into());
+                } else {
+                    own.insert(key.clone(), value.clone());
+                }
+            }
             self.check_keys(
                 doc,
-                exec,
-                fields::EXECUTION,
+                &own,
+                fields::CASE_EXECUTION,
                 &at.key("execution"),
                 "a test's `execution`",
             );
@@ -1772,6 +1799,7 @@ impl Loader {
 
         // Input: suite input first, then the test's; input_files turn a
         // string input into file blocks followed by the text.
+        let input_mark = self.diags.error_count();
         let mut input = Vec::new();
         if !skip_defaults && let Some((value, sdoc, sat)) = &defaults.input {
             input.extend(self.messages(sdoc, &subst(value), sat, "user"));
@@ -1862,7 +1890,10 @@ impl Loader {
                     Some("add `input:` with the prompt (a string or a list of messages)".into());
             }
         }
-        if test.get("input").is_some() && input.is_empty() && !self.diags.has_errors() {
+        // Only when reading this test's input found nothing wrong: another
+        // test's error must not hide this one.
+        if test.get("input").is_some() && input.is_empty() && self.diags.error_count() == input_mark
+        {
             self.error(
                 doc,
                 &at.key("input"),
@@ -2007,6 +2038,18 @@ impl Loader {
                 false
             }
         };
+        let conversation_id = match test.get("conversation_id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(c)) => Some(c.clone()),
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("conversation_id"),
+                    format!("`conversation_id` must be a string, got {}", kind(other)),
+                );
+                None
+            }
+        };
         let workspace = match test.get("workspace") {
             Some(w) => self.workspace(doc, w, &at.key("workspace")),
             None => workspace_dir.map(|d| crate::workspace::Spec {
@@ -2030,6 +2073,7 @@ impl Loader {
             tags,
             timeout_ms,
             expected_fail,
+            conversation_id,
             targets: test_targets,
             workspace: workspace.map(Box::new),
             loc: doc.loc(at),
@@ -2284,6 +2328,14 @@ impl Loader {
                     own_keys.join(", ")
                 ),
             );
+        }
+        if !composite && entry.contains_key("metric") {
+            self.warning(
+                doc,
+                &at.key("metric"),
+                "`metric` (promptfoo's named metric) is ignored: evalhost reports the set's score under its `name`",
+            )
+            .hint = Some("give the assert-set a `name` to label its score".into());
         }
         let Some((list_key, list)) = member_keys
             .iter()
@@ -3032,6 +3084,9 @@ impl Loader {
                 content: pretty(value),
                 content_json: Some(value.clone()),
             }],
+            // No message at all: AgentV's "input is invalid" (the test would
+            // be skipped as incomplete); the caller says it is empty.
+            Value::Array(items) if items.is_empty() => Vec::new(),
             Value::Array(items) if items.first().is_some_and(|f| f.get("role").is_some()) => items
                 .iter()
                 .enumerate()

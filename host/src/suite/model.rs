@@ -181,6 +181,8 @@ pub struct TestCase {
     pub timeout_ms: Option<u64>,
     /// The case is expected to fail.
     pub expected_fail: bool,
+    /// `conversation_id`: carried into the result row.
+    pub conversation_id: Option<String>,
     /// `execution.targets` of the test: it runs only on these of the
     /// suite's targets.
     pub targets: Option<Vec<String>>,
@@ -207,6 +209,7 @@ impl TestCase {
             tags: Vec::new(),
             timeout_ms: None,
             expected_fail: false,
+            conversation_id: None,
             targets: None,
             workspace: None,
             loc: Loc {

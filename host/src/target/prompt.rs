@@ -32,7 +32,15 @@ fn render(message: &Message, embed_files: bool) -> String {
                     .to_owned()
             };
             match kind {
-                "text" => text("value"),
+                // As the loader reads a text block: `value`, else `text`
+                // (`suite::load::content_text`), so results show what the
+                // target was sent.
+                "text" => block
+                    .get("value")
+                    .or(block.get("text"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
                 "file" | "image" if embed_files && kind == "file" => {
                     format!(
                         "<file path=\"{}\">\n{}\n</file>",
