@@ -39,6 +39,7 @@ fn main() {
         return;
     }
 
+    ensure_wasm_target();
     let plugins = discover_plugins(&root.join("plugins"));
     // OUT_DIR is <target>[/<triple>]/<profile>/build/<pkg>-<hash>/out.
     let target_dir = env::var_os("EVALHOST_PLUGIN_TARGET_DIR")
@@ -113,6 +114,43 @@ fn main() {
     generated.push_str("];\n");
     std::fs::write(out_dir.join("builtin_plugins.rs"), generated)
         .expect("writing builtin_plugins.rs");
+}
+
+/// The built-in graders compile to `wasm32-wasip2`. rust-toolchain.toml
+/// lists the target, but rustup adds listed targets only when it installs
+/// the toolchain, not to one already there: on such a machine, add it now
+/// (saying so), or stop with the command to run.
+fn ensure_wasm_target() {
+    const TARGET: &str = "wasm32-wasip2";
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let installed = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| {
+            PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())
+                .join("lib/rustlib")
+                .join(TARGET)
+                .is_dir()
+        });
+    if installed != Some(false) {
+        return;
+    }
+    println!(
+        "cargo:warning=the {TARGET} target (the built-in graders compile to it) is not installed: adding it with `rustup target add {TARGET}`"
+    );
+    // RUSTUP_TOOLCHAIN, set by rustup for this build, names the toolchain.
+    let added = Command::new("rustup")
+        .args(["target", "add", TARGET])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !added {
+        panic!(
+            "the {TARGET} target is not installed and `rustup target add {TARGET}` failed.\n\
+             hint: run `rustup target add {TARGET}` (for the toolchain in rust-toolchain.toml), then build again"
+        );
+    }
 }
 
 /// Every crate under `plugins/`: `(package name, short name)`, sorted.

@@ -334,21 +334,18 @@ fn python_grader() -> PathBuf {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-grader");
     std::fs::create_dir_all(&out).unwrap();
     let wasm = out.join("max_words.wasm");
-    let result = Command::new("componentize-py")
+    // componentize-py from the pinned tools (installed on first use).
+    let status = crate::support::python()
         .current_dir(root())
+        .args(["-c", "import sys; from componentize_py import script; sys.argv[0] = 'componentize-py'; sys.exit(script())"])
         .args(["-d", "wit", "-w", "plugin", "componentize", "-p"])
         .arg("tests/plugins/python-grader")
         .arg("app")
         .arg("-o")
         .arg(&wasm)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .status();
-    match result {
-        Ok(status) => assert!(status.success(), "componentize-py failed"),
-        Err(e) => panic!(
-            "componentize-py is not installed ({e}): `python3 -m pip install componentize-py==0.25.1` (.ci/run installs it)"
-        ),
-    }
+        .status()
+        .expect("python3 runs");
+    assert!(status.success(), "componentize-py failed");
     wasm
 }
 

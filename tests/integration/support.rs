@@ -313,3 +313,53 @@ impl Drop for FakeServer {
         self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
+
+/// The Python packages some tests run, pinned: `componentize-py` builds the
+/// Python test grader, `xmlschema` validates JUnit XML against
+/// `tests/data/junit.xsd`.
+pub const PYTHON_TOOLS: &[&str] = &["componentize-py==0.25.1", "xmlschema==4.3.2"];
+
+/// A directory holding [`PYTHON_TOOLS`], installed on first use with
+/// `python3 -m pip install --target` into the test target directory, so that
+/// `cargo test` needs nothing on the machine but Rust, `python3` with pip and
+/// the package index. Use it with [`python`].
+pub fn python_tools() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-tools");
+        let stamp = dir.join(".installed");
+        let wanted = PYTHON_TOOLS.join(" ");
+        if std::fs::read_to_string(&stamp).is_ok_and(|s| s == wanted) {
+            return dir;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let status = Command::new("python3")
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+            .arg("--target")
+            .arg(&dir)
+            .args(PYTHON_TOOLS)
+            .env("PIP_ROOT_USER_ACTION", "ignore")
+            .status();
+        match status {
+            Ok(s) if s.success() => {}
+            Ok(s) => panic!(
+                "installing {wanted} with pip failed ({s}); the tests that build the Python grader and validate JUnit need them"
+            ),
+            Err(e) => panic!(
+                "python3 could not run ({e}): the tests that build the Python grader and validate JUnit need python3 with pip"
+            ),
+        }
+        std::fs::write(&stamp, &wanted).unwrap();
+        dir
+    })
+    .clone()
+}
+
+/// `python3` with [`python_tools`] importable.
+pub fn python() -> Command {
+    let mut command = Command::new("python3");
+    command
+        .env("PYTHONPATH", python_tools())
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    command
+}
