@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
         for name in ["EVAL.yaml", "EVAL.jsonl"] {
             let path = dir.path().join(name);
             std::fs::write(&path, data).expect("writing the input");
-            let (_suite, diags) = evalhost::suite::load(&path);
+            let (_suite, diags) = evalhost_suite::load(&path);
             // Rendering every diagnostic must not panic either.
             for d in &diags.0 {
                 let _ = d.to_string();

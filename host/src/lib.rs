@@ -8,7 +8,7 @@
 //! [`exit_codes`].
 
 pub mod cli;
-pub mod diag;
+pub use evalhost_suite::{diag, text};
 pub mod exit_codes;
 pub mod failure;
 pub mod grade;
@@ -29,6 +29,5 @@ pub mod safe_fs;
 pub mod schema;
 pub mod suite;
 pub mod target;
-pub mod text;
 pub mod trace;
 pub mod workspace;

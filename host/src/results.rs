@@ -73,19 +73,7 @@ impl Status {
     }
 }
 
-/// How the trials of a test combine (AgentV §3.10).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Strategy {
-    /// Passes when any trial passes; the score is the best trial's. Stops
-    /// after the first passing trial.
-    PassAtK,
-    /// The mean score, held to the threshold.
-    Mean,
-    /// The lower bound of the 95% t-interval of the scores, held to the
-    /// threshold.
-    ConfidenceInterval,
-}
+pub use evalhost_suite::model::Strategy;
 
 /// Where a test was written, for annotations.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

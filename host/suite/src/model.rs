@@ -277,7 +277,7 @@ pub struct Trials {
     /// How many times.
     pub count: u32,
     /// How they combine.
-    pub strategy: crate::results::Strategy,
+    pub strategy: Strategy,
 }
 
 /// A third-party plugin named by the suite.
@@ -292,4 +292,18 @@ pub struct PluginRef {
     pub type_name: Option<String>,
     /// Where it was written.
     pub loc: Loc,
+}
+
+/// How the trials of a test combine (AgentV §3.10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// Passes when any trial passes; the score is the best trial's. Stops
+    /// after the first passing trial.
+    PassAtK,
+    /// The mean score, held to the threshold.
+    Mean,
+    /// The lower bound of the 95% t-interval of the scores, held to the
+    /// threshold.
+    ConfidenceInterval,
 }

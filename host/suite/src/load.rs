@@ -892,21 +892,16 @@ impl Loader {
         })
     }
 
-    fn matrix(
-        &mut self,
-        doc: &Arc<Doc>,
-        value: &Value,
-        at: &KeyPath,
-    ) -> Vec<crate::suite::MatrixTarget> {
+    fn matrix(&mut self, doc: &Arc<Doc>, value: &Value, at: &KeyPath) -> Vec<crate::MatrixTarget> {
         let Value::Array(items) = value else {
             self.error(doc, at, format!("`execution.targets` must be a list of target names or {{name, use_target, hooks}}, got {}", kind(value)));
             return Vec::new();
         };
-        let mut out: Vec<crate::suite::MatrixTarget> = Vec::new();
+        let mut out: Vec<crate::MatrixTarget> = Vec::new();
         for (i, item) in items.iter().enumerate() {
             let iat = at.index(i);
             let entry = match item {
-                Value::String(name) if !name.is_empty() => crate::suite::MatrixTarget {
+                Value::String(name) if !name.is_empty() => crate::MatrixTarget {
                     name: name.clone(),
                     use_target: name.clone(),
                     hooks: crate::workspace::Hooks::default(),
@@ -950,7 +945,7 @@ impl Loader {
                             crate::workspace::Hooks::default()
                         }
                     };
-                    crate::suite::MatrixTarget {
+                    crate::MatrixTarget {
                         name: name.to_owned(),
                         use_target: use_target.to_owned(),
                         hooks,
@@ -1013,11 +1008,11 @@ impl Loader {
             }
         };
         let strategy = match o.get("strategy") {
-            None | Some(Value::Null) => crate::results::Strategy::PassAtK,
-            Some(Value::String(s)) if s == "pass_at_k" => crate::results::Strategy::PassAtK,
-            Some(Value::String(s)) if s == "mean" => crate::results::Strategy::Mean,
+            None | Some(Value::Null) => crate::model::Strategy::PassAtK,
+            Some(Value::String(s)) if s == "pass_at_k" => crate::model::Strategy::PassAtK,
+            Some(Value::String(s)) if s == "mean" => crate::model::Strategy::Mean,
             Some(Value::String(s)) if s == "confidence_interval" => {
-                crate::results::Strategy::ConfidenceInterval
+                crate::model::Strategy::ConfidenceInterval
             }
             Some(other) => {
                 self.error(

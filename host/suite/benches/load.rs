@@ -2,7 +2,7 @@
 //! discovered case directories (`cases/<id>/case.yaml`), loaded with the
 //! real loader. Prints the median of several loads and the time per case.
 //!
-//! Run with `cargo bench --bench load` (set `EVALHOST_BENCH_CASES` to change
+//! Run with `cargo bench -p evalhost-suite --bench load` (set `EVALHOST_BENCH_CASES` to change
 //! the number of cases).
 
 use std::time::{Duration, Instant};
@@ -41,7 +41,7 @@ fn main() {
     let mut times: Vec<Duration> = Vec::new();
     for _ in 0..5 {
         let start = Instant::now();
-        let (suite, diags) = evalhost::suite::load(&eval);
+        let (suite, diags) = evalhost_suite::load(&eval);
         let took = start.elapsed();
         assert!(!diags.has_errors(), "{diags:?}");
         assert_eq!(suite.expect("loaded").tests.len(), cases);

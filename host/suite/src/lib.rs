@@ -1,0 +1,59 @@
+//! evalhost's suite reader: everything between a suite on disk and the
+//! canonical model the host runs, and nothing that runs. It reads every
+//! suite form (EVAL.yaml, JSONL with sidecars, case directories, cases
+//! files and globs, `include:` templates), discovers cases, merges suite
+//! defaults into tests, interpolates `${{ VAR }}` and `{{ var }}`, keeps
+//! the position of every key, and reports every problem as a
+//! [`diag::Diagnostic`] naming file, line, column and key.
+//!
+//! It does not depend on wasmtime, an HTTP client or a process runner: the
+//! checks that need a plugin (an assertion's config) are the host's, after
+//! loading. The fuzz targets and the load benchmark use this crate alone.
+//!
+//! - [`load`]: the AgentV 4.42 reader and its entry points.
+//! - [`model`], [`workspace`]: the canonical suite model every stage sees.
+//! - [`fields`]: the key tables (unknown-key warnings and the JSON Schema).
+//! - [`source_map`], [`diag`], [`text`]: positions, diagnostics, and text
+//!   made safe for a terminal.
+//! - [`env`], [`roots`]: `${{ VAR }}` and `.env` files; which files a suite
+//!   may read.
+
+pub mod diag;
+pub mod env;
+pub mod fields;
+pub mod load;
+pub mod model;
+pub mod roots;
+pub mod source_map;
+pub mod text;
+pub mod workspace;
+
+pub use load::load;
+pub use model::{
+    Aggregate, Assertion, Group, LimitOverrides, Loc, MatrixTarget, Message, PluginRef, Required,
+    Strategy, Suite, TestCase, Trials,
+};
+
+/// Eval files under `dir` (recursively, skipping hidden directories and
+/// `node_modules`): `EVAL.yaml`, `eval.yaml`, `*.eval.yaml`, `*.eval.yml`.
+pub fn discover_eval_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found: Vec<std::path::PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_entry(|e| {
+            let name = e.file_name().to_string_lossy();
+            e.depth() == 0 || !(name.starts_with('.') || name == "node_modules" || name == "target")
+        })
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().to_lowercase();
+            name == "eval.yaml"
+                || name == "eval.yml"
+                || name.ends_with(".eval.yaml")
+                || name.ends_with(".eval.yml")
+        })
+        .map(walkdir::DirEntry::into_path)
+        .collect();
+    found.sort();
+    found
+}
