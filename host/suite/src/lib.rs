@@ -10,7 +10,9 @@
 //! checks that need a plugin (an assertion's config) are the host's, after
 //! loading. The fuzz targets and the load benchmark use this crate alone.
 //!
-//! - [`load`]: the AgentV 4.42 reader and its entry points.
+//! - [`load`]: the entry points; [`dialect`]: one reader per suite format,
+//!   each producing the canonical model (AgentV 4.42's is `agentv4/`, one
+//!   file per concern).
 //! - [`model`], [`workspace`]: the canonical suite model every stage sees.
 //! - [`fields`]: the key tables (unknown-key warnings and the JSON Schema).
 //! - [`source_map`], [`diag`], [`text`]: positions, diagnostics, and text
@@ -18,7 +20,9 @@
 //! - [`env`], [`roots`]: `${{ VAR }}` and `.env` files; which files a suite
 //!   may read.
 
+mod agentv4;
 pub mod diag;
+pub mod dialect;
 pub mod env;
 pub mod fields;
 pub mod load;
@@ -26,6 +30,7 @@ pub mod model;
 pub mod roots;
 pub mod source_map;
 pub mod text;
+pub mod vars;
 pub mod workspace;
 
 pub use load::load;

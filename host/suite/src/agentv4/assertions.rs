@@ -1,0 +1,523 @@
+//! Assertions: lists, `include:` templates, and one assertion (type,
+//! negation, weight and gates, config rewrites, `wasm:` plugins, names).
+
+use super::*;
+
+impl Loader {
+    pub(super) fn assertion_list(
+        &mut self,
+        doc: &Arc<Doc>,
+        value: &Value,
+        at: &KeyPath,
+        from_suite: bool,
+        owner: &str,
+        chain: &mut Vec<PathBuf>,
+    ) -> Vec<Assertion> {
+        let Value::Array(items) = value else {
+            self.error(
+                doc,
+                at,
+                format!("assertions of {owner} must be a list, got {}", kind(value)),
+            );
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut criteria: Vec<String> = Vec::new();
+        let mut rubric_slot: Option<(usize, KeyPath)> = None;
+        for (i, item) in items.iter().enumerate() {
+            let item_path = at.index(i);
+            match item {
+                Value::String(s) if s.trim().is_empty() => {
+                    self.warning(doc, &item_path, "empty rubric criterion; it is ignored");
+                }
+                Value::String(s) => {
+                    criteria.push(s.trim().to_owned());
+                    if rubric_slot.is_none() {
+                        rubric_slot = Some((out.len(), item_path));
+                    }
+                }
+                Value::Object(entry) if entry.len() == 1 && entry.contains_key("include") => {
+                    out.extend(self.include(doc, entry, &item_path, from_suite, owner, chain));
+                }
+                Value::Object(entry) => {
+                    if let Some(a) = self.assertion(doc, entry, &item_path, from_suite, owner) {
+                        out.push(a);
+                    }
+                }
+                other => {
+                    self.error(
+                        doc,
+                        &item_path,
+                        format!("an assertion must be a mapping with a `type`, or a string criterion; got {}", kind(other)),
+                    );
+                }
+            }
+        }
+        if let Some((slot, path)) = rubric_slot {
+            // AgentV §2.7: every string entry becomes one `rubrics` grader
+            // with weight = the number of strings.
+            let weight = criteria.len() as f64;
+            let mut config = Map::new();
+            config.insert(
+                "criteria".into(),
+                Value::Array(criteria.into_iter().map(Value::String).collect()),
+            );
+            out.insert(
+                slot,
+                rubric_assertion(config, weight, doc.loc(&path), from_suite),
+            );
+        }
+        out
+    }
+
+    /// `- include: name-or-path`: the `assertions` of a template file.
+    pub(super) fn include(
+        &mut self,
+        doc: &Arc<Doc>,
+        entry: &Map<String, Value>,
+        at: &KeyPath,
+        from_suite: bool,
+        owner: &str,
+        chain: &mut Vec<PathBuf>,
+    ) -> Vec<Assertion> {
+        let Some(Value::String(name)) = entry.get("include") else {
+            self.error(
+                doc,
+                &at.key("include"),
+                "`include` must be a template name or path (a string)",
+            );
+            return Vec::new();
+        };
+        let is_name = !name.contains(['/', '\\']) && !name.starts_with('.');
+        let found = if is_name {
+            let yaml = format!(".agentv/templates/{name}.yaml");
+            let yml = format!(".agentv/templates/{name}.yml");
+            let evalhost = format!(".evalhost/templates/{name}.yaml");
+            // The first found, looked for in order; else a link out of the
+            // project, named as such rather than as "not found".
+            let mut error: Option<PathError> = None;
+            let mut hit = None;
+            for candidate in [evalhost, yaml, yml] {
+                match self.roots.find(&candidate, Some(&doc.dir)) {
+                    Ok(p) => {
+                        hit = Some(p);
+                        break;
+                    }
+                    Err(e) => {
+                        if !matches!(error, Some(PathError::Outside { .. })) {
+                            error = Some(e);
+                        }
+                    }
+                }
+            }
+            hit.ok_or_else(|| error.expect("three candidates were tried"))
+        } else {
+            self.roots.find(name, Some(&doc.dir))
+        };
+        let path = match found {
+            Ok(p) => p,
+            Err(err) => {
+                self.path_error(doc, &at.key("include"), name, &err);
+                return Vec::new();
+            }
+        };
+        let show = |p: &PathBuf| {
+            p.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        };
+        if chain.contains(&path) {
+            let mut names: Vec<String> = chain.iter().map(show).collect();
+            names.push(show(&path));
+            self.error(
+                doc,
+                &at.key("include"),
+                format!("assertion template cycle: {}", names.join(" -> ")),
+            );
+            return Vec::new();
+        }
+        if chain.len() >= MAX_INCLUDE_DEPTH {
+            let mut names: Vec<String> = chain.iter().map(show).collect();
+            names.push(show(&path));
+            self.error(
+                doc,
+                &at.key("include"),
+                format!(
+                    "assertion templates nest deeper than {MAX_INCLUDE_DEPTH}: {}",
+                    names.join(" -> ")
+                ),
+            );
+            return Vec::new();
+        }
+        let Some((value, tdoc)) = self.read_yaml(&path, Some((doc, &at.key("include")))) else {
+            return Vec::new();
+        };
+        let Some(list) = value.get("assertions").filter(|l| l.is_array()).cloned() else {
+            self.error(
+                &tdoc,
+                &KeyPath::default(),
+                "an assertion template must be a mapping with an `assertions` list",
+            );
+            return Vec::new();
+        };
+        chain.push(path);
+        let out = self.assertion_list(
+            &tdoc,
+            &list,
+            &KeyPath::default().key("assertions"),
+            from_suite,
+            owner,
+            chain,
+        );
+        chain.pop();
+        out
+    }
+
+    pub(super) fn assertion(
+        &mut self,
+        doc: &Arc<Doc>,
+        entry: &Map<String, Value>,
+        at: &KeyPath,
+        from_suite: bool,
+        owner: &str,
+    ) -> Option<Assertion> {
+        let raw_type = match entry.get("type") {
+            Some(Value::String(t)) if !t.trim().is_empty() => t.trim().to_owned(),
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("type"),
+                    format!("assertion `type` must be a string, got {}", kind(other)),
+                );
+                return None;
+            }
+            None => {
+                self.error(doc, at, format!("an assertion of {owner} has no `type`"))
+                    .hint = Some("add `type:` (contains, regex, equals, is-json, ...)".into());
+                return None;
+            }
+        };
+        let normalized = raw_type.replace('_', "-");
+        if matches!(normalized.as_str(), "code-judge" | "llm-judge") {
+            let new = normalized.replace("judge", "grader");
+            self.error(
+                doc,
+                &at.key("type"),
+                format!("`{raw_type}` is a removed alias; use `{new}`"),
+            );
+            return None;
+        }
+        let (kind_name, prefixed) = match normalized.strip_prefix("not-") {
+            Some(rest) => (rest.to_owned(), true),
+            None => (normalized.clone(), false),
+        };
+        let kind_name = if kind_name == "rubric" {
+            self.warning(
+                doc,
+                &at.key("type"),
+                "`type: rubric` is deprecated; use `type: rubrics` with `criteria`",
+            );
+            "rubrics".to_owned()
+        } else {
+            kind_name
+        };
+        let negate = match entry.get("negate") {
+            None | Some(Value::Null) => prefixed,
+            Some(Value::Bool(b)) => {
+                if *b && prefixed {
+                    self.error(
+                        doc,
+                        &at.key("negate"),
+                        format!("`{raw_type}` is already negated by its `not-` prefix; `negate: true` would negate it twice"),
+                    )
+                    .hint = Some(format!("use `type: {kind_name}` with `negate: true`, or `type: {raw_type}` alone"));
+                }
+                *b != prefixed
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("negate"),
+                    format!("`negate` must be true or false, got {}", kind(other)),
+                );
+                prefixed
+            }
+        };
+        let weight = match entry.get("weight") {
+            None | Some(Value::Null) => 1.0,
+            Some(Value::Number(n)) if n.as_f64().is_some_and(|w| w.is_finite() && w >= 0.0) => {
+                n.as_f64().expect("checked")
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("weight"),
+                    format!("`weight` must be a number ≥ 0, got {}", show(other)),
+                );
+                1.0
+            }
+        };
+        let required = match entry.get("required") {
+            None | Some(Value::Null | Value::Bool(false)) => Required::No,
+            Some(Value::Bool(true)) => Required::Yes,
+            Some(Value::Number(n)) if n.as_f64().is_some_and(|r| r > 0.0 && r <= 1.0) => {
+                self.warning(
+                    doc,
+                    &at.key("required"),
+                    "`required: <number>` is deprecated; use `required: true` with `min_score`",
+                );
+                Required::AtLeast(n.as_f64().expect("checked"))
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("required"),
+                    format!(
+                        "`required` must be true, false or a number in (0, 1], got {}",
+                        show(other)
+                    ),
+                );
+                Required::No
+            }
+        };
+        let min_score = entry
+            .get("min_score")
+            .and_then(|v| self.unit_number(doc, v, &at.key("min_score")));
+        if matches!(kind_name.as_str(), "composite" | "assert-set") {
+            let group = self.group(doc, entry, at, &kind_name, from_suite, owner)?;
+            let name = match entry.get("name") {
+                Some(Value::String(n)) if !n.trim().is_empty() => n.clone(),
+                _ => kind_name.clone(),
+            };
+            return Some(Assertion {
+                name: self.intern(&name),
+                kind: self.intern(&kind_name),
+                negate,
+                weight,
+                required,
+                min_score,
+                limits: LimitOverrides::default(),
+                config: Arc::new(Map::new()),
+                config_json: Arc::from("{}"),
+                loc: doc.loc(at),
+                key_positions: Vec::new(),
+                wasm: None,
+                from_suite,
+                group: Some(Box::new(group)),
+            });
+        }
+        let limits = entry
+            .get("limits")
+            .map(|v| self.limits(doc, v, &at.key("limits")))
+            .unwrap_or_default();
+        let mut config: Map<String, Value> = entry
+            .iter()
+            .filter(|(k, _)| !host_assertion_keys().any(|h| h == k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if matches!(kind_name.as_str(), "llm-grader" | "rubrics")
+            && let Some(Value::String(prompt)) = config.get("prompt").cloned()
+            && let Some(path) = prompt.strip_prefix("file://")
+        {
+            match self.roots.find(path, Some(&self.roots.eval_dir.clone())) {
+                Ok(file) => {
+                    let display = self.display(&file);
+                    if let Some(text) = self.read_text(
+                        &file,
+                        &display,
+                        Some((doc, &at.key("prompt"))),
+                        MAX_FILE_BYTES,
+                    ) {
+                        if !text.contains("{{output}}")
+                            && !text.contains("{{ output }}")
+                            && !text.contains("{{expected_output}}")
+                            && !text.contains("{{ expected_output }}")
+                        {
+                            self.error(doc, &at.key("prompt"), format!("prompt file {} uses neither {{{{output}}}} nor {{{{expected_output}}}}", display.display()))
+                                .hint = Some("a judge prompt must show the judge the answer: add {{output}}".into());
+                        }
+                        config.insert("prompt".into(), Value::String(text));
+                        config.insert(
+                            "prompt_file".into(),
+                            Value::String(display.display().to_string()),
+                        );
+                    }
+                }
+                Err(err) => self.path_error(doc, &at.key("prompt"), path, &err),
+            }
+        }
+        let wasm = match entry.get("wasm").cloned() {
+            None | Some(Value::Null) => None,
+            Some(Value::String(path)) => {
+                let sha = match entry.get("wasm_sha256").cloned() {
+                    Some(Value::String(s))
+                        if s.len() == 64 && s.chars().all(|c| c.is_ascii_hexdigit()) =>
+                    {
+                        Some(s.to_ascii_lowercase())
+                    }
+                    Some(_) => {
+                        self.error(
+                            doc,
+                            &at.key("wasm_sha256"),
+                            "`wasm_sha256` must be 64 hexadecimal digits",
+                        );
+                        None
+                    }
+                    None => None,
+                };
+                Some((doc.dir.join(path), sha))
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("wasm"),
+                    format!(
+                        "`wasm` must be the path of a .wasm grader, got {}",
+                        kind(&other)
+                    ),
+                );
+                None
+            }
+        };
+        if let Some(script) = config.remove("script") {
+            if config.contains_key("command") {
+                self.warning(
+                    doc,
+                    &at.key("script"),
+                    "both `command` and `script` are given; `script` is ignored",
+                );
+            } else {
+                self.warning(
+                    doc,
+                    &at.key("script"),
+                    "`script` is deprecated; use `command`",
+                );
+                config.insert("command".into(), script);
+            }
+        }
+        let name = match entry.get("name") {
+            Some(Value::String(n)) if !n.is_empty() => n.clone(),
+            Some(Value::Null) | None => {
+                let base = auto_name(&kind_name, &config);
+                if prefixed {
+                    format!("not-{base}")
+                } else {
+                    base
+                }
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("name"),
+                    format!("assertion `name` must be a string, got {}", kind(other)),
+                );
+                kind_name.clone()
+            }
+        };
+        let key_positions = key_positions(doc, at, &config);
+        let (config, config_json) = self.intern_config(config);
+        Some(Assertion {
+            name: self.intern(&name),
+            kind: self.intern(&kind_name),
+            negate,
+            weight,
+            required,
+            min_score,
+            limits,
+            config,
+            config_json,
+            loc: doc.loc(at),
+            wasm: wasm.map(Box::new),
+            key_positions,
+            from_suite,
+            group: None,
+        })
+    }
+}
+
+pub(super) fn rubric_assertion(
+    config: Map<String, Value>,
+    weight: f64,
+    loc: Loc,
+    from_suite: bool,
+) -> Assertion {
+    let config_json: Arc<str> = Value::Object(config.clone()).to_string().into();
+    Assertion {
+        name: "rubrics".into(),
+        kind: "rubrics".into(),
+        negate: false,
+        weight,
+        required: Required::No,
+        min_score: None,
+        limits: LimitOverrides::default(),
+        config: Arc::new(config),
+        config_json,
+        loc,
+        key_positions: Vec::new(),
+        group: None,
+        wasm: None,
+        from_suite,
+    }
+}
+
+/// AgentV's generated assertion names (§3.2).
+pub(super) fn auto_name(kind_name: &str, config: &Map<String, Value>) -> String {
+    let value = config.get("value");
+    match (kind_name, value) {
+        (
+            "contains" | "icontains" | "starts-with" | "ends-with" | "equals",
+            Some(Value::String(v)),
+        ) => {
+            format!("{kind_name}-{v}")
+        }
+        ("regex", Some(Value::String(v))) => {
+            format!("regex-{}", v.chars().take(30).collect::<String>())
+        }
+        (
+            "contains-any" | "contains-all" | "icontains-any" | "icontains-all",
+            Some(Value::Array(a)),
+        ) => {
+            format!("{kind_name}-{}", a.len())
+        }
+        ("skill-trigger", _) => match config.get("skill") {
+            Some(Value::String(s)) => format!("skill-trigger-{s}"),
+            _ => kind_name.to_owned(),
+        },
+        _ => kind_name.to_owned(),
+    }
+}
+
+/// Positions of every key path of an assertion's config (depth-first, at
+/// most [`MAX_KEY_POSITIONS`](crate::model::MAX_KEY_POSITIONS)), relative to
+/// the assertion.
+pub(super) fn key_positions(
+    doc: &Doc,
+    at: &KeyPath,
+    config: &Map<String, Value>,
+) -> Vec<(String, Pos)> {
+    fn walk(doc: &Doc, path: &KeyPath, rel: &str, value: &Value, out: &mut Vec<(String, Pos)>) {
+        if out.len() >= crate::model::MAX_KEY_POSITIONS {
+            return;
+        }
+        if let Some(pos) = doc.map.exact(path) {
+            out.push((rel.to_owned(), pos));
+        }
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    walk(doc, &path.key(k), &format!("{rel}.{k}"), v, out);
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    walk(doc, &path.index(i), &format!("{rel}[{i}]"), v, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (k, v) in config {
+        walk(doc, &at.key(k), k, v, &mut out);
+    }
+    out
+}

@@ -1,0 +1,300 @@
+//! Execution settings: the target matrix, trials, plugins and plugin-call
+//! limits.
+
+use super::*;
+
+impl Loader {
+    pub(super) fn matrix(
+        &mut self,
+        doc: &Arc<Doc>,
+        value: &Value,
+        at: &KeyPath,
+    ) -> Vec<crate::MatrixTarget> {
+        let Value::Array(items) = value else {
+            self.error(doc, at, format!("`execution.targets` must be a list of target names or {{name, use_target, hooks}}, got {}", kind(value)));
+            return Vec::new();
+        };
+        let mut out: Vec<crate::MatrixTarget> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let iat = at.index(i);
+            let entry = match item {
+                Value::String(name) if !name.is_empty() => crate::MatrixTarget {
+                    name: name.clone(),
+                    use_target: name.clone(),
+                    hooks: crate::workspace::Hooks::default(),
+                },
+                Value::Object(o) => {
+                    let Some(name) = o
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .filter(|n| !n.is_empty())
+                    else {
+                        self.error(doc, &iat, "a matrix target needs a `name`");
+                        continue;
+                    };
+                    self.check_keys(doc, o, fields::MATRIX_TARGET, &iat, "a matrix target");
+                    let use_target = o
+                        .get("use_target")
+                        .and_then(Value::as_str)
+                        .filter(|u| !u.is_empty())
+                        .unwrap_or(name);
+                    let hooks = match o.get("hooks") {
+                        Some(Value::Object(h)) => {
+                            self.check_keys(doc, h, fields::HOOKS, &iat.key("hooks"), "`hooks`");
+                            let mut hook = |n: &str| {
+                                h.get(n)
+                                    .and_then(|v| self.hook(doc, v, &iat.key("hooks").key(n)))
+                            };
+                            crate::workspace::Hooks {
+                                before_all: hook("before_all"),
+                                before_each: hook("before_each"),
+                                after_each: hook("after_each"),
+                                after_all: hook("after_all"),
+                            }
+                        }
+                        None | Some(Value::Null) => crate::workspace::Hooks::default(),
+                        Some(other) => {
+                            self.error(
+                                doc,
+                                &iat.key("hooks"),
+                                format!("`hooks` must be a mapping, got {}", kind(other)),
+                            );
+                            crate::workspace::Hooks::default()
+                        }
+                    };
+                    crate::MatrixTarget {
+                        name: name.to_owned(),
+                        use_target: use_target.to_owned(),
+                        hooks,
+                    }
+                }
+                other => {
+                    self.error(
+                        doc,
+                        &iat,
+                        format!(
+                            "a matrix target must be a name or a mapping, got {}",
+                            kind(other)
+                        ),
+                    );
+                    continue;
+                }
+            };
+            if out.iter().any(|t| t.name == entry.name) {
+                self.error(
+                    doc,
+                    &iat,
+                    format!(
+                        "target `{}` appears twice in `execution.targets`",
+                        entry.name
+                    ),
+                );
+                continue;
+            }
+            out.push(entry);
+        }
+        out
+    }
+
+    pub(super) fn trials(&mut self, doc: &Doc, value: &Value, at: &KeyPath) -> Option<Trials> {
+        let Value::Object(o) = value else {
+            self.error(
+                doc,
+                at,
+                format!(
+                    "`trials` must be a mapping like {{count: 3, strategy: mean}}, got {}",
+                    kind(value)
+                ),
+            );
+            return None;
+        };
+        let count = match o.get("count") {
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|c| (1..=1000).contains(&c)) => {
+                n.as_u64()? as u32
+            }
+            other => {
+                self.error(
+                    doc,
+                    &at.key("count"),
+                    format!(
+                        "`count` must be an integer from 1 to 1000, got {}",
+                        other.map_or("nothing".into(), show)
+                    ),
+                );
+                return None;
+            }
+        };
+        let strategy = match o.get("strategy") {
+            None | Some(Value::Null) => crate::model::Strategy::PassAtK,
+            Some(Value::String(s)) if s == "pass_at_k" => crate::model::Strategy::PassAtK,
+            Some(Value::String(s)) if s == "mean" => crate::model::Strategy::Mean,
+            Some(Value::String(s)) if s == "confidence_interval" => {
+                crate::model::Strategy::ConfidenceInterval
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("strategy"),
+                    format!(
+                        "`strategy` must be pass_at_k, mean or confidence_interval, got {}",
+                        show(other)
+                    ),
+                );
+                return None;
+            }
+        };
+        if o.contains_key("cost_limit_usd") {
+            self.warning(
+                doc,
+                &at.key("cost_limit_usd"),
+                "`cost_limit_usd` is ignored: targets in this version report no cost",
+            );
+        }
+        for key in o
+            .keys()
+            .filter(|k| !["count", "strategy", "cost_limit_usd"].contains(&k.as_str()))
+        {
+            self.warning(
+                doc,
+                &at.key(key),
+                format!("unknown key `{key}` in `trials`; it is ignored"),
+            );
+        }
+        Some(Trials { count, strategy })
+    }
+
+    pub(super) fn plugins(
+        &mut self,
+        doc: &Arc<Doc>,
+        value: &Value,
+        at: &KeyPath,
+    ) -> Vec<PluginRef> {
+        let mut out = Vec::new();
+        match value {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if let Some(r) = self.plugin_entry(doc, item, &at.index(i), None) {
+                        out.push(r);
+                    }
+                }
+            }
+            Value::Object(map) => {
+                for (name, item) in map {
+                    let type_name = name.replace('_', "-");
+                    let valid = type_name.starts_with(|c: char| c.is_ascii_lowercase())
+                        && type_name
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+                    if !valid {
+                        self.error(
+                            doc,
+                            &at.key(name),
+                            format!(
+                                "`{name}` is not an assertion type name: use lowercase letters, digits, `-` or `_`"
+                            ),
+                        );
+                        continue;
+                    }
+                    if let Some(r) = self.plugin_entry(doc, item, &at.key(name), Some(type_name)) {
+                        out.push(r);
+                    }
+                }
+            }
+            other => {
+                self.error(
+                    doc,
+                    at,
+                    format!(
+                        "`plugins` must map assertion types to plugins ({{TYPE: {{path, sha256}}}}) or list plugins ([{{path, sha256}}]), got {}",
+                        kind(other)
+                    ),
+                );
+            }
+        }
+        out
+    }
+
+    /// One plugin entry: a path, or `{path, sha256}`.
+    pub(super) fn plugin_entry(
+        &mut self,
+        doc: &Arc<Doc>,
+        item: &Value,
+        item_path: &KeyPath,
+        type_name: Option<String>,
+    ) -> Option<PluginRef> {
+        let (path, sha) = match item {
+            Value::String(p) => (Some(p.clone()), None),
+            Value::Object(o) => {
+                self.check_keys(doc, o, fields::PLUGIN, item_path, "a plugin entry");
+                let path = o
+                    .get("path")
+                    .and_then(|v| self.string(doc, v, &item_path.key("path")));
+                let sha = o
+                    .get("sha256")
+                    .and_then(|v| self.string(doc, v, &item_path.key("sha256")));
+                (path, sha)
+            }
+            other => {
+                self.error(
+                    doc,
+                    item_path,
+                    format!(
+                        "a plugin entry must be a path or a mapping, got {}",
+                        kind(other)
+                    ),
+                );
+                return None;
+            }
+        };
+        let Some(path) = path else {
+            self.error(doc, item_path, "the plugin entry has no `path`");
+            return None;
+        };
+        if let Some(sha) = &sha
+            && (sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()))
+        {
+            self.error(
+                doc,
+                &item_path.key("sha256"),
+                "`sha256` must be 64 hexadecimal digits",
+            );
+        }
+        Some(PluginRef {
+            path: doc.dir.join(path),
+            sha256: sha.map(|s| s.to_ascii_lowercase()),
+            type_name,
+            loc: doc.loc(item_path),
+        })
+    }
+
+    pub(super) fn limits(&mut self, doc: &Doc, value: &Value, at: &KeyPath) -> LimitOverrides {
+        let Value::Object(o) = value else {
+            self.error(
+                doc,
+                at,
+                format!(
+                    "`limits` must be a mapping with `timeout_ms` and/or `memory_mb`, got {}",
+                    kind(value)
+                ),
+            );
+            return LimitOverrides::default();
+        };
+        self.check_keys(doc, o, fields::LIMITS, at, "`limits`");
+        let mut positive = |key: &str| match o.get(key) {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v > 0) => n.as_u64(),
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key(key),
+                    format!("`{key}` must be a positive integer, got {}", show(other)),
+                );
+                None
+            }
+        };
+        LimitOverrides {
+            timeout_ms: positive("timeout_ms"),
+            memory_mb: positive("memory_mb"),
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! The AgentV 4.42 reader: an `EVAL.yaml` suite (or a `.jsonl` one) with
+//! every `tests:` form, case directories, `include:` templates, and the
+//! merging of suite-level input, files, assertions and metadata, read into
+//! the canonical [`Suite`]. Each concern has its file; they share the
+//! [`Loader`] (diagnostics, roots, environment, interning) defined here.
+//!
+//! Every problem becomes a [`Diagnostic`] with file, line and key; reading
+//! goes on to report them all. What AgentV silently drops or reinterprets
+//! is an error or a warning here.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::diag::{Diagnostic, Diagnostics, nearest};
+use crate::env::Env;
+use crate::fields::{self, Field, Status};
+use crate::model::{
+    Aggregate, Assertion, Group, LimitOverrides, Loc, Message, PluginRef, Required, Suite,
+    TestCase, Trials,
+};
+use crate::roots::{PathError, Roots};
+use crate::source_map::{KeyPath, Pos, SourceMap};
+
+mod assertions;
+mod case;
+mod execution;
+mod group;
+mod messages;
+mod node;
+mod read;
+mod sources;
+mod suite;
+#[cfg(test)]
+mod tests;
+mod workspace;
+
+pub use case::merge_metadata;
+pub use messages::content_text;
+pub use node::kind;
+pub use read::parse_yaml;
+
+use crate::load::{MAX_FILE_BYTES, MAX_INCLUDE_DEPTH, MAX_INPUT_FILE_BYTES};
+
+use crate::load::host_assertion_keys;
+use crate::vars::substitute_vars;
+use assertions::rubric_assertion;
+use node::show;
+
+/// One file of the suite: its path as shown, its directory, its positions.
+#[derive(Debug)]
+struct Doc {
+    display: Arc<PathBuf>,
+    dir: PathBuf,
+    map: SourceMap,
+}
+
+impl Doc {
+    fn loc(&self, key: &KeyPath) -> Loc {
+        Loc {
+            file: self.display.clone(),
+            pos: self.map.locate(key),
+            key: key.clone(),
+        }
+    }
+}
+
+/// Why a `file://` glob in `tests:` gave no list of files.
+enum GlobError {
+    /// The pattern does not parse.
+    Invalid(String),
+    /// Its literal prefix leaves the project root.
+    Path(PathError),
+}
+
+/// A test case's raw mapping, or a line of a `.jsonl` file not parsed yet
+/// (parsed when its test is built, so a large file is never held parsed).
+enum RawBody {
+    Map(Map<String, Value>),
+    Line {
+        text: Arc<str>,
+        range: std::ops::Range<usize>,
+        line_no: usize,
+    },
+}
+
+/// A test case before merging: where it came from and its raw mapping.
+struct RawCase {
+    map: RawBody,
+    doc: Arc<Doc>,
+    at: KeyPath,
+    /// The case directory's name, for a discovered case.
+    dir_id: Option<String>,
+    /// The case directory's `workspace/`, for a discovered case.
+    workspace_dir: Option<PathBuf>,
+}
+
+/// What the suite level contributes to every test.
+#[derive(Default)]
+struct Defaults {
+    assertions: Vec<Assertion>,
+    input: Option<(Value, Arc<Doc>, KeyPath)>,
+    input_files: Option<(Value, Arc<Doc>, KeyPath)>,
+    metadata: Map<String, Value>,
+    workspace: Option<crate::workspace::Spec>,
+    tags: Vec<String>,
+}
+
+struct Loader {
+    diags: Diagnostics,
+    env: Env,
+    roots: Roots,
+    eval_display: Arc<PathBuf>,
+    /// `--sandbox strict`: commands the suite defines (hooks) are refused
+    /// where they are written.
+    untrusted: bool,
+    /// Assertion configs by their JSON text: identical configs (suite-level
+    /// assertions copied into every test, repeated checks) share one copy.
+    configs: HashMap<Arc<str>, Arc<Map<String, Value>>>,
+    /// Shared strings (see [`Loader::intern`]).
+    strings: std::collections::HashSet<Arc<str>>,
+}
+
+/// Reads the AgentV 4.42 suite at `path` (`.yaml`/`.yml`, or `.jsonl`).
+pub(crate) fn read(
+    path: &Path,
+    options: crate::dialect::ReadOptions,
+) -> (Option<Suite>, Diagnostics) {
+    let mut loader = Loader {
+        configs: HashMap::new(),
+        strings: std::collections::HashSet::new(),
+        diags: Diagnostics::default(),
+        env: options.env,
+        roots: options.roots,
+        eval_display: Arc::new(path.to_path_buf()),
+        untrusted: options.untrusted,
+    };
+    let extension = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let suite = match extension.as_str() {
+        "yaml" | "yml" => loader.yaml_suite(path),
+        "jsonl" => loader.jsonl_suite(path),
+        other => {
+            loader.diags.push(
+                Diagnostic::error(path, format!("unsupported eval file format `.{other}`"))
+                    .hint("an eval file is a .yaml/.yml suite or a .jsonl file of cases"),
+            );
+            None
+        }
+    };
+    (suite, loader.diags)
+}
+
+impl Loader {
+    fn push(
+        &mut self,
+        doc: &Doc,
+        key: &KeyPath,
+        severity_error: bool,
+        message: String,
+    ) -> &mut Diagnostic {
+        let d = if severity_error {
+            Diagnostic::error(&doc.display, message)
+        } else {
+            Diagnostic::warning(&doc.display, message)
+        };
+        self.diags.push(d.at(doc.map.locate(key)).key(key.clone()));
+        self.diags.0.last_mut().expect("just pushed")
+    }
+
+    fn error(&mut self, doc: &Doc, key: &KeyPath, message: impl Into<String>) -> &mut Diagnostic {
+        self.push(doc, key, true, message.into())
+    }
+
+    fn warning(&mut self, doc: &Doc, key: &KeyPath, message: impl Into<String>) -> &mut Diagnostic {
+        self.push(doc, key, false, message.into())
+    }
+
+    /// How a path is shown: relative to the current directory when inside it.
+    fn display(&self, path: &Path) -> PathBuf {
+        path.strip_prefix(&self.roots.cwd)
+            .map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
+    }
+
+    fn check_keys(
+        &mut self,
+        doc: &Doc,
+        object: &Map<String, Value>,
+        table: &[Field],
+        at: &KeyPath,
+        what: &str,
+    ) {
+        for key in object.keys() {
+            match fields::get(table, key) {
+                None => {
+                    let hint = match nearest(key, fields::names(table)) {
+                        Some(near) => format!("did you mean `{near}`?"),
+                        None => format!(
+                            "known keys: {}",
+                            fields::names(table).collect::<Vec<_>>().join(", ")
+                        ),
+                    };
+                    self.warning(
+                        doc,
+                        &at.key(key),
+                        format!("unknown key `{key}` in {what}; it is ignored"),
+                    )
+                    .hint = Some(hint);
+                }
+                Some(Field {
+                    status: Status::Unsupported(why),
+                    ..
+                }) => {
+                    self.warning(doc, &at.key(key), format!("`{key}` is ignored: {why}"));
+                }
+                Some(Field {
+                    status: Status::Deprecated(instead),
+                    ..
+                }) => {
+                    self.warning(
+                        doc,
+                        &at.key(key),
+                        format!("`{key}` is deprecated; use `{instead}`"),
+                    );
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    fn path_error(&mut self, doc: &Doc, at: &KeyPath, value: &str, err: &PathError) {
+        let hint = match err {
+            PathError::Outside { .. } => {
+                "a suite may read only files inside its project root (the nearest directory with `.git`, \
+                 else the eval file's directory)"
+            }
+            PathError::NotFound { .. } => "paths are relative to the file that names them",
+        };
+        self.error(doc, at, format!("`{value}`: {err}")).hint = Some(hint.into());
+    }
+
+    /// One shared copy of a string (assertion names and types repeat in
+    /// every test).
+    fn intern(&mut self, text: &str) -> Arc<str> {
+        if let Some(shared) = self.strings.get(text) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(text);
+        self.strings.insert(shared.clone());
+        shared
+    }
+
+    /// One shared copy of each distinct assertion config, with its JSON.
+    fn intern_config(&mut self, config: Map<String, Value>) -> (Arc<Map<String, Value>>, Arc<str>) {
+        let json: Arc<str> = serde_json::to_string(&config).unwrap_or_default().into();
+        match self.configs.get_key_value(&json) {
+            Some((json, config)) => (config.clone(), json.clone()),
+            None => {
+                let config = Arc::new(config);
+                self.configs.insert(json.clone(), config.clone());
+                (config, json)
+            }
+        }
+    }
+
+    fn object(
+        &mut self,
+        doc: &Doc,
+        parent: &Map<String, Value>,
+        key: &str,
+        at: &KeyPath,
+    ) -> Option<Map<String, Value>> {
+        match parent.get(key)? {
+            Value::Object(o) => Some(o.clone()),
+            Value::Null => None,
+            other => {
+                self.error(
+                    doc,
+                    &at.key(key),
+                    format!("`{key}` must be a mapping, got {}", kind(other)),
+                );
+                None
+            }
+        }
+    }
+
+    fn string(&mut self, doc: &Doc, value: &Value, at: &KeyPath) -> Option<String> {
+        match value {
+            Value::String(s) => Some(s.clone()),
+            Value::Null => None,
+            other => {
+                self.error(doc, at, format!("expected a string, got {}", show(other)));
+                None
+            }
+        }
+    }
+
+    fn string_list(&mut self, doc: &Doc, value: &Value, at: &KeyPath) -> Vec<String> {
+        match value {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| match v {
+                    Value::String(s) => Some(s.clone()),
+                    other => {
+                        self.error(
+                            doc,
+                            &at.index(i),
+                            format!("expected a string, got {}", show(other)),
+                        );
+                        None
+                    }
+                })
+                .collect(),
+            Value::String(s) => vec![s.clone()],
+            other => {
+                self.error(
+                    doc,
+                    at,
+                    format!("expected a list of strings, got {}", show(other)),
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    fn unit_number(&mut self, doc: &Doc, value: &Value, at: &KeyPath) -> Option<f64> {
+        match value {
+            Value::Number(n) if n.as_f64().is_some_and(|x| (0.0..=1.0).contains(&x)) => n.as_f64(),
+            Value::Null => None,
+            other => {
+                self.error(
+                    doc,
+                    at,
+                    format!("expected a number between 0 and 1, got {}", show(other)),
+                );
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! Reading a suite file: size caps, FIFOs and devices refused, UTF-8 and
+//! control characters named by line and column, alias bombs refused
+//! unexpanded, `${{ VAR }}` interpolated.
+
+use super::*;
+
+impl Loader {
+    /// Reads a YAML file (size-capped), parses it and interpolates `${{ }}`.
+    pub(super) fn read_yaml(
+        &mut self,
+        path: &Path,
+        from: Option<(&Doc, &KeyPath)>,
+    ) -> Option<(Value, Arc<Doc>)> {
+        let display = Arc::new(if path == self.eval_display.as_path() {
+            path.to_path_buf()
+        } else {
+            self.display(path)
+        });
+        let text = self.read_text(path, &display, from, MAX_FILE_BYTES)?;
+        // YAML allows no control characters but tab and line breaks (and
+        // NEL): name the first one by line and column.
+        if let Some((i, c)) = text
+            .char_indices()
+            .find(|(_, c)| c.is_control() && !matches!(c, '\t' | '\n' | '\r' | '\u{85}'))
+        {
+            self.diags.push(
+                Diagnostic::error(
+                    &display,
+                    format!("invalid YAML: the control character U+{:04X} is not allowed", c as u32),
+                )
+                .at(Some(position(&text[..i])))
+                .hint("remove it; write it as an escape (\"\\u0000\") inside a double-quoted string if you need it"),
+            );
+            return None;
+        }
+        let map = SourceMap::build(&text);
+        let doc = Arc::new(Doc {
+            display: display.clone(),
+            dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            map,
+        });
+        let mut value = match parse_yaml(&text) {
+            Ok(v) => v,
+            Err(err) => {
+                let pos = err.location().map(|l| Pos {
+                    line: l.line(),
+                    col: l.column(),
+                });
+                let message = err.to_string();
+                let message = message
+                    .split(" at line ")
+                    .next()
+                    .unwrap_or(&message)
+                    .to_owned();
+                if message.contains("repetition limit exceeded")
+                    || message.contains("recursion limit exceeded")
+                {
+                    // An alias bomb (`&a [*b, *b, ...]` nested) or a document
+                    // nested without end: refused before it is expanded.
+                    let pos = pos.or_else(|| first_alias(&text));
+                    self.diags.push(
+                        Diagnostic::error(&display, format!("invalid YAML: {message}: the document expands (through anchors and aliases) or nests past the parser's limits"))
+                            .at(pos)
+                            .hint("a suite never needs this much repetition; look for `*alias` references nested inside anchors (a \"billion laughs\" document)"),
+                    );
+                    return None;
+                }
+                self.diags.push(
+                    Diagnostic::error(&display, format!("invalid YAML: {message}"))
+                        .at(pos)
+                        .hint("check the indentation and quoting around this line"),
+                );
+                return None;
+            }
+        };
+        self.interpolate(&mut value, &doc);
+        Some((value, doc))
+    }
+
+    pub(super) fn read_text(
+        &mut self,
+        path: &Path,
+        display: &Path,
+        from: Option<(&Doc, &KeyPath)>,
+        cap: u64,
+    ) -> Option<String> {
+        let report = |loader: &mut Self, message: String| match from {
+            Some((doc, key)) => {
+                loader.error(doc, key, message);
+            }
+            None => loader.diags.push(Diagnostic::error(display, message).hint(
+                "pass the path of an EVAL.yaml (or any .yaml suite, or a .jsonl file of cases)",
+            )),
+        };
+        // A file another names must really be inside the project root (a
+        // link out is refused), and only a regular file is read: a FIFO or
+        // a device could block or never end.
+        if from.is_some()
+            && let Err(err) = self.roots.contain(path)
+            && matches!(err, PathError::Outside { .. })
+        {
+            report(self, format!("{}: {err}", display.display()));
+            return None;
+        }
+        match std::fs::metadata(path) {
+            Ok(meta) if !meta.is_file() => {
+                report(self, format!("{} is not a regular file", display.display()));
+                return None;
+            }
+            Ok(meta) if meta.len() > cap => {
+                report(
+                    self,
+                    format!(
+                        "{} is {} MiB, more than the {} MiB a suite file may be",
+                        display.display(),
+                        meta.len() >> 20,
+                        cap >> 20
+                    ),
+                );
+                return None;
+            }
+            Ok(_) => {}
+            Err(err) => {
+                report(self, format!("cannot read {}: {err}", display.display()));
+                return None;
+            }
+        }
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(err) => {
+                report(self, format!("cannot read {}: {err}", display.display()));
+                return None;
+            }
+        };
+        // Say where: the first byte that is not UTF-8, by line and column.
+        match String::from_utf8(bytes) {
+            Ok(text) => Some(text),
+            Err(err) => {
+                let valid = &err.as_bytes()[..err.utf8_error().valid_up_to()];
+                let pos = position(std::str::from_utf8(valid).unwrap_or_default());
+                self.diags.push(
+                    Diagnostic::error(display, format!("{} is not valid UTF-8", display.display()))
+                        .at(Some(pos))
+                        .hint("save it as UTF-8 text"),
+                );
+                None
+            }
+        }
+    }
+
+    pub(super) fn interpolate(&mut self, value: &mut Value, doc: &Doc) {
+        let missing = self.env.interpolate(value);
+        for name in missing {
+            self.diags.push(
+                Diagnostic::warning(
+                    &doc.display,
+                    format!("environment variable `{name}` is not set; `${{{{ {name} }}}}` became an empty string"),
+                )
+                .hint("export it, or add it to a .env file next to the eval file"),
+            );
+        }
+    }
+}
+
+/// The line and column just after `before`, the text preceding a place.
+pub(super) fn position(before: &str) -> Pos {
+    Pos {
+        line: before.matches('\n').count() + 1,
+        col: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
+    }
+}
+
+/// Where the first alias (`*name`) of a YAML text is, roughly (for errors
+/// the parser reports without a position).
+pub(super) fn first_alias(text: &str) -> Option<Pos> {
+    for (n, line) in text.lines().enumerate() {
+        let bytes = line.as_bytes();
+        for (i, b) in bytes.iter().enumerate() {
+            if *b == b'#' {
+                break;
+            }
+            let before = if i == 0 { b' ' } else { bytes[i - 1] };
+            if *b == b'*'
+                && matches!(before, b' ' | b'[' | b',' | b':' | b'-')
+                && bytes
+                    .get(i + 1)
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+            {
+                return Some(Pos {
+                    line: n + 1,
+                    col: i + 1,
+                });
+            }
+        }
+    }
+    None
+}
+
+/// Parses YAML text into JSON values, applying merge keys (`<<: *anchor`).
+pub fn parse_yaml(text: &str) -> Result<Value, yaml_serde::Error> {
+    let mut value: yaml_serde::Value = yaml_serde::from_str(text)?;
+    value.apply_merge()?;
+    yaml_serde::from_value(value)
+}

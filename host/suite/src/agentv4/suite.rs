@@ -1,0 +1,334 @@
+//! The suite level: an EVAL.yaml suite (name, metadata, suite-level input,
+//! files, assertions, execution, workspace, `tests:`), a standalone JSONL
+//! suite with its sidecar, and the finished [`Suite`].
+
+use super::*;
+
+impl Loader {
+    pub(super) fn yaml_suite(&mut self, path: &Path) -> Option<Suite> {
+        let (root, doc) = self.read_yaml(path, None)?;
+        let top = KeyPath::default();
+        let Value::Object(root) = root else {
+            self.error(
+                &doc,
+                &top,
+                "the eval file must be a mapping with a `tests` key",
+            )
+            .hint = Some("start the file with `tests:` followed by a list of test cases".into());
+            return None;
+        };
+        self.check_keys(&doc, &root, fields::SUITE, &top, "the suite");
+
+        let name = self.suite_name(&root, &doc, path);
+        let execution = self.object(&doc, &root, "execution", &top);
+        let exec_path = top.key("execution");
+        if let Some(exec) = &execution {
+            self.check_keys(&doc, exec, fields::EXECUTION, &exec_path, "`execution`");
+        }
+        let target = match execution.as_ref().and_then(|e| e.get("target")) {
+            Some(v) => self.string(&doc, v, &exec_path.key("target")),
+            None => root
+                .get("target")
+                .and_then(|v| self.string(&doc, v, &top.key("target"))),
+        };
+        let threshold = execution
+            .as_ref()
+            .and_then(|e| e.get("threshold"))
+            .and_then(|v| self.unit_number(&doc, v, &exec_path.key("threshold")));
+        let limits = execution
+            .as_ref()
+            .and_then(|e| e.get("limits"))
+            .map(|v| self.limits(&doc, v, &exec_path.key("limits")))
+            .unwrap_or_default();
+
+        let mut defaults = Defaults::default();
+        let suite_list = first_present(
+            &[
+                (&root, "assertions"),
+                (&root, "assert"),
+                (&root, "evaluators"),
+            ],
+            execution
+                .as_ref()
+                .map(|e| [(e, "assertions"), (e, "assert"), (e, "evaluators")]),
+        );
+        if let Some((key, list, in_execution)) = suite_list {
+            let at = if in_execution {
+                exec_path.key(key)
+            } else {
+                top.key(key)
+            };
+            defaults.assertions =
+                self.assertion_list(&doc, list, &at, true, "the suite", &mut Vec::new());
+        }
+        defaults.input = root
+            .get("input")
+            .map(|v| (v.clone(), doc.clone(), top.key("input")));
+        defaults.input_files = root
+            .get("input_files")
+            .map(|v| (v.clone(), doc.clone(), top.key("input_files")));
+        defaults.metadata = self.suite_metadata(&doc, &root, &top);
+        defaults.workspace = root
+            .get("workspace")
+            .and_then(|w| self.workspace(&doc, w, &top.key("workspace")));
+        defaults.tags = match root.get("tags") {
+            Some(v) => self.string_list(&doc, v, &top.key("tags")),
+            None => Vec::new(),
+        };
+        let trials = execution
+            .as_ref()
+            .and_then(|e| e.get("trials"))
+            .and_then(|v| self.trials(&doc, v, &exec_path.key("trials")));
+        let plugins = root
+            .get("plugins")
+            .map(|v| self.plugins(&doc, v, &top.key("plugins")))
+            .unwrap_or_default();
+
+        let tests_value = match (root.get("tests"), root.get("eval_cases")) {
+            (Some(t), _) => Some((t, top.key("tests"))),
+            (None, Some(t)) => Some((t, top.key("eval_cases"))),
+            (None, None) => None,
+        };
+        let Some((tests_value, tests_path)) = tests_value else {
+            self.error(&doc, &top, "the suite has no `tests`").hint = Some(
+                "add `tests:` with a list of test cases, a cases file (`tests: ./cases.yaml`) or a directory \
+                 of case directories (`tests: ./cases/`)"
+                    .into(),
+            );
+            return None;
+        };
+        let raw = self.expand_tests(&doc, tests_value, &tests_path);
+        let tests = self.build_tests(raw, &defaults);
+        let exec_allow = execution
+            .as_ref()
+            .and_then(|e| e.get("allow_commands"))
+            .map(|v| self.string_list(&doc, v, &exec_path.key("allow_commands")));
+        let matrix = match execution.as_ref().and_then(|e| e.get("targets")) {
+            Some(list) => self.matrix(&doc, list, &exec_path.key("targets")),
+            None => Vec::new(),
+        };
+        let mut suite = self.finish(
+            doc,
+            name,
+            tests,
+            target,
+            threshold,
+            limits,
+            plugins,
+            &tests_path,
+        )?;
+        suite.trials = trials;
+        suite.exec_allow = exec_allow;
+        suite.workspace = defaults.workspace.clone();
+        suite.matrix = matrix;
+        suite.cache = matches!(
+            execution.as_ref().and_then(|e| e.get("cache")),
+            Some(Value::Bool(true))
+        );
+        suite.cache_path = execution
+            .as_ref()
+            .and_then(|e| e.get("cache_path"))
+            .and_then(Value::as_str)
+            .map(|p| self.roots.eval_dir.join(p));
+        Some(suite)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn finish(
+        &mut self,
+        doc: Arc<Doc>,
+        name: String,
+        tests: Vec<TestCase>,
+        target: Option<String>,
+        threshold: Option<f64>,
+        limits: LimitOverrides,
+        plugins: Vec<PluginRef>,
+        tests_path: &KeyPath,
+    ) -> Option<Suite> {
+        if tests.is_empty() && !self.diags.has_errors() {
+            self.error(&doc, tests_path, "the suite has no test cases")
+                .hint = Some("add at least one test case".into());
+        }
+        Some(Suite {
+            file: self.eval_display.clone(),
+            dir: self.roots.eval_dir.clone(),
+            name,
+            tests,
+            target,
+            threshold,
+            limits,
+            plugins,
+            trials: None,
+            exec_allow: None,
+            workspace: None,
+            matrix: Vec::new(),
+            cache: false,
+            cache_path: None,
+        })
+    }
+
+    pub(super) fn suite_name(
+        &mut self,
+        root: &Map<String, Value>,
+        doc: &Doc,
+        path: &Path,
+    ) -> String {
+        match root.get("name") {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_owned(),
+            Some(Value::String(_) | Value::Null) | None => suite_name_from_file(path),
+            Some(other) => {
+                self.error(
+                    doc,
+                    &KeyPath::default().key("name"),
+                    format!("`name` must be a string, got {}", kind(other)),
+                );
+                suite_name_from_file(path)
+            }
+        }
+    }
+
+    /// Suite `metadata` with `governance` copied into `metadata.governance`.
+    pub(super) fn suite_metadata(
+        &mut self,
+        doc: &Doc,
+        root: &Map<String, Value>,
+        top: &KeyPath,
+    ) -> Map<String, Value> {
+        let mut metadata = self.object(doc, root, "metadata", top).unwrap_or_default();
+        if let Some(governance) = self.object(doc, root, "governance", top) {
+            metadata.insert("governance".into(), Value::Object(governance));
+        }
+        metadata
+    }
+
+    /// A standalone JSONL suite: one case per line, with an optional sidecar
+    /// `<base>.yaml` (name, description, execution).
+    pub(super) fn jsonl_suite(&mut self, path: &Path) -> Option<Suite> {
+        let cases = self.read_jsonl(path, None)?;
+        let doc = cases.first().map(|c| c.doc.clone()).unwrap_or_else(|| {
+            Arc::new(Doc {
+                display: self.eval_display.clone(),
+                dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+                map: SourceMap::default(),
+            })
+        });
+        let sidecar = path.with_extension("yaml");
+        let top = KeyPath::default();
+        let mut defaults = Defaults::default();
+        let mut name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "eval".into());
+        let (mut target, mut threshold, mut limits) = (None, None, LimitOverrides::default());
+        if sidecar.is_file()
+            && let Err(err @ PathError::Outside { .. }) = self.roots.contain(&sidecar)
+        {
+            let display = self.display(&sidecar);
+            self.diags.push(
+                Diagnostic::error(&display, format!("the JSONL sidecar: {err}"))
+                    .hint("a suite may read only files inside its project root"),
+            );
+            return None;
+        }
+        if sidecar.is_file()
+            && let Some((Value::Object(side), side_doc)) = self.read_yaml(&sidecar, None)
+        {
+            self.check_keys(&side_doc, &side, fields::SUITE, &top, "the JSONL sidecar");
+            if let Some(Value::String(n)) = side.get("name") {
+                name = n.trim().to_owned();
+            }
+            let exec_path = top.key("execution");
+            if let Some(exec) = self.object(&side_doc, &side, "execution", &top) {
+                self.check_keys(
+                    &side_doc,
+                    &exec,
+                    fields::EXECUTION,
+                    &exec_path,
+                    "`execution`",
+                );
+                target = exec
+                    .get("target")
+                    .and_then(|v| self.string(&side_doc, v, &exec_path.key("target")));
+                threshold = exec
+                    .get("threshold")
+                    .and_then(|v| self.unit_number(&side_doc, v, &exec_path.key("threshold")));
+                limits = exec
+                    .get("limits")
+                    .map(|v| self.limits(&side_doc, v, &exec_path.key("limits")))
+                    .unwrap_or_default();
+                for key in ["assertions", "assert", "evaluators"] {
+                    if let Some(list) = exec.get(key) {
+                        let list = list.clone();
+                        defaults.assertions.extend(self.assertion_list(
+                            &side_doc,
+                            &list,
+                            &exec_path.key(key),
+                            true,
+                            "the suite",
+                            &mut Vec::new(),
+                        ));
+                        break;
+                    }
+                }
+            }
+            if let Some(list) = side.get("assertions") {
+                self.warning(&side_doc, &top.key("assertions"), "AgentV ignores top-level `assertions` in a JSONL sidecar; evalhost applies them")
+                    .hint = Some("move them under `execution.assertions` to behave the same under both".into());
+                let list = list.clone();
+                defaults.assertions.extend(self.assertion_list(
+                    &side_doc,
+                    &list,
+                    &top.key("assertions"),
+                    true,
+                    "the suite",
+                    &mut Vec::new(),
+                ));
+            }
+        }
+        let tests = self.build_tests(cases, &defaults);
+        self.finish(
+            doc,
+            name,
+            tests,
+            target,
+            threshold,
+            limits,
+            Vec::new(),
+            &top,
+        )
+    }
+}
+
+/// The first `(key, list, in_execution)` present among the top-level keys,
+/// then among `execution`'s (legacy location).
+pub(super) fn first_present<'a>(
+    top: &[(&'a Map<String, Value>, &'static str)],
+    execution: Option<[(&'a Map<String, Value>, &'static str); 3]>,
+) -> Option<(&'static str, &'a Value, bool)> {
+    for (map, key) in top {
+        if let Some(v) = map.get(*key) {
+            return Some((key, v, false));
+        }
+    }
+    for (map, key) in execution.into_iter().flatten() {
+        if let Some(v) = map.get(key) {
+            return Some((key, v, true));
+        }
+    }
+    None
+}
+
+/// AgentV's suite name: the file name without `.eval.yaml`/`.yaml`.
+pub(super) fn suite_name_from_file(file: &Path) -> String {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let lower = name.to_lowercase();
+    for suffix in [".eval.yaml", ".eval.yml", ".yaml", ".yml", ".jsonl"] {
+        if lower.ends_with(suffix) {
+            return name[..name.len() - suffix.len()].to_owned();
+        }
+    }
+    if name.is_empty() { "eval".into() } else { name }
+}

@@ -1,0 +1,373 @@
+//! Workspaces as written: template, repos, isolation and hooks (refused
+//! under `--sandbox strict`).
+
+use super::*;
+
+impl Loader {
+    /// A `workspace` mapping, or a path to a YAML file holding one.
+    pub(super) fn workspace(
+        &mut self,
+        doc: &Arc<Doc>,
+        value: &Value,
+        at: &KeyPath,
+    ) -> Option<crate::workspace::Spec> {
+        use crate::workspace::{Isolation, Repo, Spec};
+        // Paths resolve against the eval file's directory (AgentV: even in a
+        // case.yaml), or against the workspace file that holds them.
+        let (map, wdoc, wat) = match value {
+            Value::Object(m) => (m.clone(), doc.clone(), at.clone()),
+            Value::String(path) => {
+                let file = match self.roots.relative(path, &doc.dir) {
+                    Ok(f) => f,
+                    Err(err) => {
+                        self.path_error(doc, at, path, &err);
+                        return None;
+                    }
+                };
+                let (v, wdoc) = self.read_yaml(&file, Some((doc, at)))?;
+                match v {
+                    Value::Object(m) if m.contains_key("workspace") && m.len() == 1 => {
+                        self.error(&wdoc, &KeyPath::default(), "a workspace file holds the workspace itself, without a `workspace:` wrapper");
+                        return None;
+                    }
+                    Value::Object(m) => (m, wdoc, KeyPath::default()),
+                    other => {
+                        self.error(
+                            &wdoc,
+                            &KeyPath::default(),
+                            format!("a workspace file must be a mapping, got {}", kind(&other)),
+                        );
+                        return None;
+                    }
+                }
+            }
+            Value::Null => return None,
+            other => {
+                self.error(
+                    doc,
+                    at,
+                    format!(
+                        "`workspace` must be a mapping or a path to a workspace file, got {}",
+                        kind(other)
+                    ),
+                );
+                return None;
+            }
+        };
+        let base = if matches!(value, Value::String(_)) {
+            wdoc.dir.clone()
+        } else {
+            self.roots.eval_dir.clone()
+        };
+        let doc = &wdoc;
+        let at = &wat;
+        self.check_keys(doc, &map, fields::WORKSPACE, at, "`workspace`");
+        let template = match map.get("template") {
+            Some(Value::String(t)) => match self.roots.relative(t, &base) {
+                Ok(p) if p.is_dir() => Some(p),
+                Ok(p) => {
+                    self.error(
+                        doc,
+                        &at.key("template"),
+                        format!("workspace template {} is not a directory", p.display()),
+                    );
+                    None
+                }
+                Err(err) => {
+                    self.path_error(doc, &at.key("template"), t, &err);
+                    None
+                }
+            },
+            None | Some(Value::Null) => None,
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("template"),
+                    format!("`template` must be a path, got {}", kind(other)),
+                );
+                None
+            }
+        };
+        let isolation = match map.get("isolation").and_then(Value::as_str) {
+            None | Some("per_test") => Isolation::PerTest,
+            Some("shared") => Isolation::Shared,
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("isolation"),
+                    format!("`isolation` must be per_test or shared, got {other:?}"),
+                );
+                Isolation::PerTest
+            }
+        };
+        let mut repos = Vec::new();
+        if let Some(list) = map.get("repos") {
+            let Value::Array(items) = list else {
+                self.error(doc, &at.key("repos"), "`repos` must be a list");
+                return None;
+            };
+            for (i, item) in items.iter().enumerate() {
+                let rat = at.key("repos").index(i);
+                let Some(r) = item.as_object() else {
+                    self.error(
+                        doc,
+                        &rat,
+                        "a repo must be a mapping with `path` and `source`",
+                    );
+                    continue;
+                };
+                self.check_keys(doc, r, fields::REPO, &rat, "a repo");
+                let path = r
+                    .get("path")
+                    .and_then(Value::as_str)
+                    .unwrap_or(".")
+                    .trim_start_matches("./")
+                    .to_owned();
+                if path.split('/').any(|c| c == "..") || path.starts_with('/') {
+                    self.error(
+                        doc,
+                        &rat.key("path"),
+                        "a repo `path` must stay inside the workspace",
+                    );
+                    continue;
+                }
+                if path.split('/').any(|c| c.eq_ignore_ascii_case(".git")) {
+                    self.error(
+                        doc,
+                        &rat.key("path"),
+                        format!("a repo `path` cannot be or go through a `.git` directory, got {path:?}"),
+                    )
+                    .hint = Some("files checked out there would become another repository's hooks and config".into());
+                    continue;
+                }
+                let source = r.get("source");
+                let (given, url_at) = match (source, r.get("repo")) {
+                    (Some(Value::Object(src)), _) => match (
+                        src.get("type").and_then(Value::as_str),
+                        src.get("url"),
+                        src.get("path"),
+                    ) {
+                        (Some("git") | None, Some(Value::String(u)), _) => {
+                            (Some(u), rat.key("source").key("url"))
+                        }
+                        (Some("local"), _, Some(Value::String(p))) => {
+                            (Some(p), rat.key("source").key("path"))
+                        }
+                        _ => (None, rat.key("source")),
+                    },
+                    (Some(Value::String(u)), _) => (Some(u), rat.key("source")),
+                    (None, Some(Value::String(u))) => (Some(u), rat.key("repo")),
+                    _ => (None, rat.clone()),
+                };
+                let Some(given) = given else {
+                    self.error(doc, &rat, "a repo needs `source: {type: git, url: ...}` or `{type: local, path: ...}`");
+                    continue;
+                };
+                let Some(url) = self.repo_source(doc, &url_at, given, &base) else {
+                    continue;
+                };
+                let reference = r
+                    .get("checkout")
+                    .and_then(|c| c.get("ref"))
+                    .or(r.get("commit"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                if let Some(reference) = reference.as_deref().filter(|r| r.starts_with('-')) {
+                    let key = if r.get("checkout").is_some() {
+                        rat.key("checkout").key("ref")
+                    } else {
+                        rat.key("commit")
+                    };
+                    self.error(
+                        doc,
+                        &key,
+                        format!("a git ref cannot start with `-`, got {reference:?}"),
+                    )
+                    .hint =
+                        Some("git would read it as an option; name a branch, tag or commit".into());
+                    continue;
+                }
+                let depth = r
+                    .get("clone")
+                    .and_then(|c| c.get("depth"))
+                    .and_then(Value::as_u64)
+                    .map(|d| d as u32);
+                repos.push(Repo {
+                    path,
+                    url,
+                    reference,
+                    depth,
+                });
+            }
+        }
+        let hooks = match map.get("hooks") {
+            Some(Value::Object(h)) => {
+                self.check_keys(doc, h, fields::HOOKS, &at.key("hooks"), "`hooks`");
+                if matches!(h.get("enabled"), Some(Value::Bool(false))) {
+                    crate::workspace::Hooks::default()
+                } else {
+                    let mut hook = |name: &str| {
+                        h.get(name)
+                            .and_then(|v| self.hook(doc, v, &at.key("hooks").key(name)))
+                    };
+                    crate::workspace::Hooks {
+                        before_all: hook("before_all"),
+                        before_each: hook("before_each"),
+                        after_each: hook("after_each"),
+                        after_all: hook("after_all"),
+                    }
+                }
+            }
+            None | Some(Value::Null) => crate::workspace::Hooks::default(),
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("hooks"),
+                    format!("`hooks` must be a mapping, got {}", kind(other)),
+                );
+                crate::workspace::Hooks::default()
+            }
+        };
+        Some(Spec {
+            template,
+            repos,
+            hooks,
+            isolation,
+        })
+    }
+
+    pub(super) fn hook(
+        &mut self,
+        doc: &Arc<Doc>,
+        value: &Value,
+        at: &KeyPath,
+    ) -> Option<crate::workspace::Hook> {
+        use crate::workspace::{Hook, Reset};
+        if self.untrusted {
+            self.error(doc, at, "`--sandbox strict` refuses commands the suite defines: this hook would run on the host")
+                .hint = Some("grade an untrusted suite without its hooks, or without --sandbox strict on a machine you can lose".into());
+            return None;
+        }
+        let map = match value {
+            Value::Object(m) => m.clone(),
+            Value::String(_) | Value::Array(_) => {
+                let mut m = Map::new();
+                m.insert("command".into(), value.clone());
+                m
+            }
+            other => {
+                self.error(
+                    doc,
+                    at,
+                    format!(
+                        "a hook must be a mapping with `command`, got {}",
+                        kind(other)
+                    ),
+                );
+                return None;
+            }
+        };
+        self.check_keys(doc, &map, fields::HOOK, at, "a hook");
+        let command = map.get("command").or(map.get("script"));
+        let (argv, shell) = match command {
+            Some(Value::String(s)) if !s.trim().is_empty() => (Vec::new(), Some(s.clone())),
+            Some(Value::Array(items))
+                if !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|i| i.as_str().is_some_and(|s| !s.is_empty())) =>
+            {
+                (
+                    items
+                        .iter()
+                        .filter_map(|i| i.as_str().map(str::to_owned))
+                        .collect(),
+                    None,
+                )
+            }
+            None if map.contains_key("reset") => (Vec::new(), None),
+            _ => {
+                self.error(doc, &at.key("command"), "a hook's `command` must be a non-empty list of arguments or a shell command line");
+                return None;
+            }
+        };
+        let reset = match map.get("reset").and_then(Value::as_str) {
+            None | Some("none") => Reset::None,
+            Some("fast") => Reset::Fast,
+            Some("strict") => Reset::Strict,
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("reset"),
+                    format!("`reset` must be none, fast or strict, got {other:?}"),
+                );
+                Reset::None
+            }
+        };
+        let timeout = match map.get("timeout_ms").or(map.get("timeoutMs")) {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|t| t > 0) => {
+                n.as_u64().map(std::time::Duration::from_millis)
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("timeout_ms"),
+                    format!(
+                        "`timeout_ms` must be a positive integer, got {}",
+                        show(other)
+                    ),
+                );
+                None
+            }
+        };
+        let cwd = map
+            .get("cwd")
+            .and_then(Value::as_str)
+            .map(|c| self.roots.eval_dir.join(c));
+        Some(Hook {
+            argv,
+            shell,
+            cwd,
+            timeout,
+            reset,
+        })
+    }
+
+    /// A repo's source as git will get it: a remote URL as given; a local
+    /// path or `file://` URL only inside the project root (resolved); never
+    /// something git would read as an option. `None` when refused (reported).
+    pub(super) fn repo_source(
+        &mut self,
+        doc: &Doc,
+        at: &KeyPath,
+        given: &str,
+        base: &Path,
+    ) -> Option<String> {
+        if given.starts_with('-') {
+            self.error(
+                doc,
+                at,
+                format!("a repo source cannot start with `-`, got {given:?}"),
+            )
+            .hint = Some("git would read it as an option; give a URL or a path".into());
+            return None;
+        }
+        // `user@host:path` (scp-like) is remote; so is any URL but file://.
+        let scp_like = given
+            .find(':')
+            .is_some_and(|i| i > 1 && !given[..i].contains('/'));
+        let local = match given.strip_prefix("file://") {
+            Some(path) => path,
+            None if given.contains("://") || scp_like => return Some(given.to_owned()),
+            None => given,
+        };
+        match self.roots.relative(local, base) {
+            Ok(found) => Some(found.display().to_string()),
+            Err(err) => {
+                self.path_error(doc, at, given, &err);
+                None
+            }
+        }
+    }
+}
