@@ -174,6 +174,96 @@ pub fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\"'\"'"))
 }
 
+/// Where in a shell line a placeholder stands, which decides how its value
+/// must be quoted to stay one literal piece of text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShellContext {
+    /// Outside quotes: the value becomes one single-quoted word.
+    Bare,
+    /// Inside `'…'`: each `'` of the value closes, escapes and reopens.
+    Single,
+    /// Inside `"…"`: `\`, `"`, `$` and `` ` `` are backslash-escaped.
+    Double,
+}
+
+/// `value` quoted for `context`: in every context the shell reads it back
+/// as exactly `value`, with no expansion, substitution or word split.
+pub fn shell_quote_in(value: &str, context: ShellContext) -> String {
+    match context {
+        ShellContext::Bare => shell_quote(value),
+        ShellContext::Single => value.replace('\'', "'\\''"),
+        ShellContext::Double => {
+            let mut out = String::with_capacity(value.len() + 2);
+            for c in value.chars() {
+                if matches!(c, '\\' | '"' | '$' | '`') {
+                    out.push('\\');
+                }
+                out.push(c);
+            }
+            out
+        }
+    }
+}
+
+/// Fills the placeholders of a shell command line in one pass over the
+/// template as written, quoting each raw value for the place it stands in:
+/// bare, inside single quotes or inside double quotes (quote state is
+/// tracked over the template's own text, never over a value). A value can
+/// therefore never end a quote, start a command or expand anything,
+/// whether the template writes `{PROMPT}`, `'{PROMPT}'` or `"{PROMPT}"`.
+pub fn fill_shell_template(
+    template: &str,
+    open: &str,
+    close: &str,
+    mut raw: impl FnMut(&str) -> Option<String>,
+) -> String {
+    fill_shell_template_with(template, open, close, |name, context| {
+        raw(name).map(|v| shell_quote_in(&v, context))
+    })
+}
+
+/// [`fill_shell_template`] where `quoted(name, context)` quotes the value
+/// itself (a list of files is several words when bare, one text in quotes).
+pub fn fill_shell_template_with(
+    template: &str,
+    open: &str,
+    close: &str,
+    mut quoted: impl FnMut(&str, ShellContext) -> Option<String>,
+) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut context = ShellContext::Bare;
+    let mut escaped = false;
+    let mut i = 0;
+    while i < template.len() {
+        let rest = &template[i..];
+        if !escaped
+            && rest.starts_with(open)
+            && let Some(end) = rest[open.len()..].find(close)
+            && let Some(value) = quoted(&rest[open.len()..open.len() + end], context)
+        {
+            out.push_str(&value);
+            i += open.len() + end + close.len();
+            continue;
+        }
+        let c = rest.chars().next().unwrap_or_default();
+        out.push(c);
+        i += c.len_utf8();
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match (c, context) {
+            ('\\', ShellContext::Bare | ShellContext::Double) => escaped = true,
+            ('\'', ShellContext::Bare) => context = ShellContext::Single,
+            ('\'', ShellContext::Single) => context = ShellContext::Bare,
+            ('"', ShellContext::Bare) => context = ShellContext::Double,
+            ('"', ShellContext::Double) => context = ShellContext::Bare,
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Fills the placeholders of `template` in one pass: each `{open}NAME{close}`
 /// for which `value(NAME)` answers is replaced by that answer, everything
 /// else is copied as written. Substituted text is never scanned again, so a
@@ -212,6 +302,42 @@ pub fn fill_placeholders(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_templates_quote_each_value_for_where_it_stands() {
+        let hostile = "a'b\"c$(touch X)`id`\\d $HOME {B}\n";
+        let values = |name: &str| match name {
+            "A" => Some(hostile.to_owned()),
+            "B" => Some("never".to_owned()),
+            _ => None,
+        };
+        for template in [
+            "printf '%s' {A}",
+            "printf '%s' '{A}'",
+            "printf '%s' \"{A}\"",
+            "printf '%s' \"x={A}=y\"",
+            "printf '%s' 'x={A}=y'",
+            "printf '%s' x={A}",
+        ] {
+            let line = fill_shell_template(template, "{", "}", values);
+            let out = run(&Spec {
+                shell: Some(&line),
+                ..Spec::default()
+            })
+            .unwrap();
+            let printed = String::from_utf8(out.stdout).unwrap();
+            assert_eq!(
+                printed.trim_start_matches("x=").trim_end_matches("=y"),
+                hostile,
+                "{template} became {line}"
+            );
+        }
+        // An escaped quote does not open a quoted context.
+        assert_eq!(
+            fill_shell_template("echo \\'{A}", "{", "}", |_| Some("v".into())),
+            "echo \\''v'"
+        );
+    }
 
     #[test]
     fn placeholders_fill_in_one_pass() {

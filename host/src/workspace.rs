@@ -406,27 +406,30 @@ pub fn run_hook(hook: &Hook, ctx: &HookContext<'_>, default_timeout: Duration) -
         .map(|m| Value::Object(m.clone()).to_string())
         .unwrap_or_default();
     // One pass over each argument; in a `shell:` line every value is
-    // shell-quoted, since a test id, an input or metadata is data, never
-    // shell syntax.
-    let fill = |arg: &str, quote: bool| {
-        process::fill_placeholders(arg, "{{", "}}", |name| {
-            let value = match name {
+    // quoted for where it stands (bare, '…' or "…"), since a test id, an
+    // input or metadata is data, never shell syntax.
+    let value = |name: &str| -> Option<String> {
+        Some(
+            match name {
                 "workspace_path" => workspace.as_str(),
                 "test_id" => ctx.test_id,
                 "eval_run_id" => ctx.run_id,
                 "case_input" => ctx.case_input.unwrap_or(""),
                 "case_metadata" => metadata_json.as_str(),
                 _ => return None,
-            };
-            Some(if quote {
-                process::shell_quote(value)
-            } else {
-                value.to_owned()
-            })
-        })
+            }
+            .to_owned(),
+        )
     };
-    let argv: Vec<String> = hook.argv.iter().map(|a| fill(a, false)).collect();
-    let shell = hook.shell.as_deref().map(|line| fill(line, true));
+    let argv: Vec<String> = hook
+        .argv
+        .iter()
+        .map(|a| process::fill_placeholders(a, "{{", "}}", value))
+        .collect();
+    let shell = hook
+        .shell
+        .as_deref()
+        .map(|line| process::fill_shell_template(line, "{{", "}}", value));
     let stdin = json!({
         "workspace_path": ctx.workspace.map(|p| p.display().to_string()),
         "test_id": ctx.test_id,
@@ -634,7 +637,7 @@ mod tests {
         };
         let hook = Hook {
             argv: Vec::new(),
-            shell: Some("printf '%s|' {{test_id}} {{case_input}} {{case_metadata}}".into()),
+            shell: Some("printf '%s|' {{test_id}} \"{{case_input}}\" '{{case_metadata}}'".into()),
             cwd: None,
             timeout: None,
             reset: Reset::None,

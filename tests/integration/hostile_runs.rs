@@ -145,6 +145,39 @@ fn placeholder_values_are_quoted_where_the_template_puts_them() {
 }
 
 #[test]
+fn placeholders_the_operator_put_inside_quotes_stay_text() {
+    // The operator's command quotes the placeholders itself, with double
+    // or single quotes; values still cannot end the quote or expand.
+    let input = "q $(touch PWNED-P1) `touch PWNED-P2` ' ; touch PWNED-P3 ; ' \\\" $HOME {EVAL_ID}";
+    let id = "a$(touch PWNED-I1)`touch PWNED-I2`'\\\";touch PWNED-I3";
+    let s = Setup::new(
+        &format!(
+            "tests:\n  - id: \"{id}\"\n    input: \"{input}\"\n    assertions: [{{type: contains, value: q}}]\n"
+        ),
+        concat!(
+            "targets:\n",
+            "  - {name: dq, provider: cli, command: \"printf '%s' \\\"{PROMPT}\\\" > {OUTPUT_FILE}\"}\n",
+            "  - {name: sq, provider: cli, command: \"printf '%s' '{PROMPT}' > {OUTPUT_FILE}\"}\n",
+            "  - {name: dqid, provider: cli, command: \"printf '%s' \\\"id={EVAL_ID}\\\" > {OUTPUT_FILE}\"}\n",
+        ),
+    );
+    let loaded: serde_json::Value = {
+        let r = s.run_strict(&["--target", "dq"]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        s.rows("out")[0].clone()
+    };
+    let prompt = loaded["input"][0]["content"].as_str().unwrap().to_owned();
+    let test_id = loaded["test_id"].as_str().unwrap().to_owned();
+    assert_eq!(loaded["output"], prompt.as_str());
+    for (target, expected) in [("sq", prompt.clone()), ("dqid", format!("id={test_id}"))] {
+        let r = s.run_strict(&["--target", target]);
+        assert!(r.code == 0 || r.code == 1, "{target}: {}", r.stderr);
+        assert_eq!(s.rows("out")[0]["output"], expected.as_str(), "{target}");
+    }
+    assert_eq!(pwned(s.outer.path()), Vec::<String>::new());
+}
+
+#[test]
 fn cli_temp_files_are_private_and_unpredictable() {
     // The command reports where its files are; they live in a fresh 0700
     // directory, and are gone after the call.

@@ -300,6 +300,8 @@ pub fn invoke(
                 prompt_file.display()
             ))
         })?;
+    // Each file formatted by `files_format` in one pass (`{path}`,
+    // `{basename}`), raw; quoted below for where `{FILES}` stands.
     let files: Vec<String> = prompt::input_files(&test.input)
         .iter()
         .map(|p| {
@@ -307,30 +309,23 @@ pub fn invoke(
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            shell_quote(
-                &config
-                    .files_format
-                    .replace("{path}", &p.display().to_string())
-                    .replace("{basename}", &basename),
-            )
+            process::fill_placeholders(&config.files_format, "{", "}", |name| match name {
+                "path" => Some(p.display().to_string()),
+                "basename" => Some(basename.clone()),
+                _ => None,
+            })
         })
         .collect();
     let line = render_command(
         &config.command,
         &[
-            ("PROMPT", shell_quote(&prompt_text)),
-            (
-                "PROMPT_FILE",
-                shell_quote(&prompt_file.display().to_string()),
-            ),
-            (
-                "OUTPUT_FILE",
-                shell_quote(&output_file.display().to_string()),
-            ),
-            ("EVAL_ID", shell_quote(&test.id)),
-            ("ATTEMPT", shell_quote(&inv.attempt.to_string())),
-            ("FILES", files.join(" ")),
+            ("PROMPT", prompt_text.clone()),
+            ("PROMPT_FILE", prompt_file.display().to_string()),
+            ("OUTPUT_FILE", output_file.display().to_string()),
+            ("EVAL_ID", test.id.clone()),
+            ("ATTEMPT", inv.attempt.to_string()),
         ],
+        &files,
     );
     let cwd: Option<PathBuf> = inv
         .workspace
@@ -433,14 +428,27 @@ fn read_output_file(path: &Path) -> std::io::Result<String> {
 /// The largest output file read.
 pub const MAX_OUTPUT_FILE: u64 = 64 << 20;
 
-/// Replaces each `{NAME}` by its (already quoted) value, in one pass over
-/// the template: text a value brings in is never scanned for placeholders.
-pub fn render_command(template: &str, values: &[(&str, String)]) -> String {
-    process::fill_placeholders(template, "{", "}", |name| {
+/// Fills `{NAME}` placeholders with raw `values` (and `{FILES}` with
+/// `files`) in one pass over the template, each quoted for where it stands
+/// (bare, in `'…'` or in `"…"`: see [`process::fill_shell_template`]); a
+/// bare `{FILES}` is one quoted word per file, a quoted one the files
+/// joined by spaces.
+pub fn render_command(template: &str, values: &[(&str, String)], files: &[String]) -> String {
+    process::fill_shell_template_with(template, "{", "}", |name, context| {
+        if name == "FILES" {
+            return Some(match context {
+                process::ShellContext::Bare => files
+                    .iter()
+                    .map(|f| shell_quote(f))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                quoted => process::shell_quote_in(&files.join(" "), quoted),
+            });
+        }
         values
             .iter()
             .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| process::shell_quote_in(v, context))
     })
 }
 

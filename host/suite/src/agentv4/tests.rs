@@ -1,7 +1,7 @@
 //! The AgentV 4.42 reader's unit tests.
 
-use super::*;
 use super::suite::suite_name_from_file;
+use super::*;
 use crate::load::load_with;
 use serde_json::json;
 

@@ -1,0 +1,786 @@
+//! `evalhost run`: load and check the suite, start the plugins, plan, then
+//! for every planned test and trial get the target's output and grade every
+//! assertion in its plugin. Rows are appended to `results.jsonl` and flushed
+//! as they complete; at the end the file is rewritten in suite order and the
+//! reporters run.
+//!
+//! Crash safety: a run directory holds `run.json` (what was asked) and
+//! `results.jsonl`. `--resume DIR` repairs a torn last line, skips every
+//! (test, target, trial) already there, and runs the rest. Ctrl-C stops
+//! scheduling, lets running cases finish, and writes the summary of what
+//! finished; a second Ctrl-C exits at once.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, mpsc};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::failure::FailureClass;
+use crate::grade::{self, DEFAULT_THRESHOLD};
+use crate::lifecycle::Lifecycle;
+use crate::outcome::{self, Graded as _, RowBrief, Tally};
+use crate::plan::{self, PlanOptions, PlannedTest, Shard};
+use crate::plugin::{self, EngineOptions, LoadedPlugin, PluginEngine, Registry};
+use crate::report::{self, Reporters, Summary};
+use crate::results::{
+    self, ExecutionStatus, MessageRow, ResultRow, ResultsWriter, SourceRef, Status,
+};
+use crate::suite::{self, Suite, TestCase};
+use crate::target::{self, Target, Targets};
+
+mod execute;
+mod prepare;
+mod record;
+mod resume;
+mod trial;
+
+use execute::{Ctx, RunTarget, Semaphore, execute};
+use prepare::suites_own;
+pub use prepare::{Prepared, engine, prepare};
+use record::recorded_plan;
+pub use record::{MAX_REPEAT, PlannedEntry, RecordedPlan, RunRecord, read_record};
+pub use trial::effective_threshold;
+use trial::run_trial;
+
+/// What `evalhost run` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The eval file (optional with `--resume` / `--rerun-failed`).
+    pub eval: Option<PathBuf>,
+    /// `--target`.
+    pub target: Option<String>,
+    /// `--targets`.
+    pub targets_file: Option<PathBuf>,
+    /// `-o/--output`.
+    pub output: Option<PathBuf>,
+    /// `-j/--workers`.
+    pub workers: Option<usize>,
+    /// `--grader-workers`.
+    pub grader_workers: Option<usize>,
+    /// `--threshold`.
+    pub threshold: Option<f64>,
+    /// `--no-compile-cache`.
+    pub no_compile_cache: bool,
+    /// `--quiet`: no per-test lines.
+    pub quiet: bool,
+    /// `--test-id`, `--tag`, `--repeat`, `--shard`.
+    pub plan: PlanOptions,
+    /// `--fail-fast`.
+    pub fail_fast: bool,
+    /// `--resume DIR`.
+    pub resume: Option<PathBuf>,
+    /// `--rerun-failed DIR`.
+    pub rerun_failed: Option<PathBuf>,
+    /// `--junit FILE`, `--reporter`.
+    pub reporters: Reporters,
+    /// `--sandbox strict`: refuse `exec` to every plugin.
+    pub sandbox_strict: bool,
+    /// `--keep-workspaces`: keep every case's workspace, not only failed ones.
+    pub keep_workspaces: bool,
+    /// `--cache` (true), `--no-cache` (false), else the suite's
+    /// `execution.cache`.
+    pub cache: Option<bool>,
+    /// `--cache-sampled`: cache sampled models too.
+    pub cache_sampled: bool,
+    /// `regrade RUN_DIR`: grade that run's outputs instead of calling targets.
+    pub regrade: Option<PathBuf>,
+    /// `--grader-target`: the judge for LLM graders.
+    pub grader_target: Option<String>,
+    /// `--judge-workers`: judge calls at once (default 4).
+    pub judge_workers: Option<usize>,
+    /// `--no-judge-cache`: always call the judge.
+    pub no_judge_cache: bool,
+}
+
+/// Why a run did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The suite, the targets or a plugin is wrong; nothing ran.
+    #[error("{} error(s) in the suite", .0.error_count())]
+    Invalid(Diagnostics),
+    /// The command line is wrong.
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// A finished (or interrupted) run.
+#[derive(Debug)]
+pub struct RunReport {
+    /// The counts.
+    pub tally: Tally,
+    /// True when Ctrl-C stopped it.
+    pub interrupted: bool,
+    /// The run directory.
+    pub run_dir: PathBuf,
+}
+
+impl RunReport {
+    /// The process exit code.
+    pub fn exit_code(&self) -> u8 {
+        if self.interrupted {
+            crate::exit_codes::INTERRUPTED
+        } else {
+            self.tally.exit_code()
+        }
+    }
+}
+
+fn default_run_dir() -> PathBuf {
+    let stamp = jiff::Zoned::now()
+        .strftime("%Y-%m-%dT%H-%M-%S%.3f")
+        .to_string();
+    PathBuf::from(".evalhost").join("runs").join(stamp)
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Installs the Ctrl-C handler once: the first Ctrl-C stops scheduling, the
+/// second exits at once.
+fn install_interrupt_handler() {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let _ = ctrlc::set_handler(|| {
+            if INTERRUPTED.swap(true, Ordering::SeqCst) {
+                std::process::exit(i32::from(crate::exit_codes::INTERRUPTED));
+            }
+        });
+    });
+}
+
+/// Runs a suite. Returns the report; the caller maps it to an exit code.
+pub fn run(
+    options: &RunOptions,
+    err: &mut dyn Write,
+) -> anyhow::Result<Result<RunReport, RunError>> {
+    if let Some(t) = options.threshold
+        && !(0.0..=1.0).contains(&t)
+    {
+        return Ok(Err(RunError::Usage(format!(
+            "--threshold must be between 0 and 1, got {t}"
+        ))));
+    }
+    if options.resume.is_some() && options.rerun_failed.is_some() {
+        return Ok(Err(RunError::Usage(
+            "--resume and --rerun-failed cannot be combined".into(),
+        )));
+    }
+    // What to run: from the command line, or from the run being resumed or
+    // re-run.
+    let previous = match options
+        .resume
+        .as_ref()
+        .or(options.rerun_failed.as_ref())
+        .or(options.regrade.as_ref())
+    {
+        Some(dir) => match read_record(dir) {
+            Ok(r) => Some(r),
+            Err(e) => return Ok(Err(e)),
+        },
+        None => None,
+    };
+    let eval = match (&options.eval, &previous) {
+        (Some(e), _) => e.clone(),
+        // Shown as the user would type it: relative when under the cwd.
+        (None, Some(p)) => std::env::current_dir()
+            .ok()
+            .and_then(|cwd| p.eval.strip_prefix(&cwd).ok().map(Path::to_path_buf))
+            .unwrap_or_else(|| p.eval.clone()),
+        (None, None) => {
+            return Ok(Err(RunError::Usage(
+                "an eval file is required (or --resume DIR)".into(),
+            )));
+        }
+    };
+    let mut plan_options = options.plan.clone();
+    let mut threshold = options.threshold;
+    let mut target_override = options.target.clone();
+    let mut resumed_targets: Vec<String> = Vec::new();
+    let mut targets_file = options.targets_file.clone();
+    if let (Some(dir), Some(p)) = (&options.resume, &previous) {
+        // The eval file named on the command line must be the one the run
+        // was started with.
+        if let Some(given) = &options.eval
+            && std::path::absolute(given).ok().as_ref() != Some(&p.eval)
+        {
+            return Ok(Err(RunError::Usage(format!(
+                "{} was started with {}, not {}: resume it without naming the eval file, or start a new run",
+                dir.display(),
+                p.eval.display(),
+                given.display()
+            ))));
+        }
+        // Under --sandbox strict the run directory is as untrusted as the
+        // suite: what to run and with which targets come from the operator.
+        if options.sandbox_strict {
+            if options.eval.is_none() {
+                return Ok(Err(RunError::Usage(format!(
+                    "--sandbox strict takes the eval file from the command line, not from {}: run `evalhost run {} --resume {} --sandbox strict`",
+                    dir.join("run.json").display(),
+                    p.eval.display(),
+                    dir.display()
+                ))));
+            }
+            if let Some(file) = &p.targets_file
+                && options.targets_file.is_none()
+            {
+                return Ok(Err(RunError::Usage(format!(
+                    "{} names the targets file {}; --sandbox strict takes a targets file only from the command line: pass --targets again",
+                    dir.join("run.json").display(),
+                    file.display()
+                ))));
+            }
+        }
+        // A resumed run repeats exactly what was asked the first time.
+        plan_options = PlanOptions {
+            test_ids: p.test_ids.clone(),
+            tags: p.tags.clone(),
+            repeat: p.repeat,
+            shard: p.shard.as_deref().and_then(|s| s.parse::<Shard>().ok()),
+            only: p.only.clone(),
+        };
+        threshold = p.threshold;
+        resumed_targets = if p.targets.is_empty() {
+            vec![p.target.clone()]
+        } else {
+            p.targets.clone()
+        };
+        if options.targets_file.is_none() {
+            targets_file = p.targets_file.clone();
+        }
+    }
+    if let Some(dir) = &options.rerun_failed {
+        let rows = match results::read_rows(&dir.join("results.jsonl")) {
+            Ok((rows, _)) => rows,
+            Err(e) => {
+                return Ok(Err(RunError::Usage(format!(
+                    "cannot read {}: {e}",
+                    dir.join("results.jsonl").display()
+                ))));
+            }
+        };
+        let failed: Vec<String> = outcome::outcomes(&rows)
+            .into_iter()
+            .filter(|o| !o.status.is_success())
+            .map(|o| o.test_id)
+            .collect();
+        if failed.is_empty() {
+            writeln!(
+                err,
+                "nothing to re-run: every test in {} passed",
+                dir.display()
+            )?;
+            return Ok(Ok(RunReport {
+                tally: Tally::default(),
+                interrupted: false,
+                run_dir: dir.clone(),
+            }));
+        }
+        if target_override.is_none() {
+            target_override = previous.as_ref().map(|p| p.target.clone());
+        }
+        plan_options.only = Some(failed);
+    }
+
+    let workers = options
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .max(1);
+    let grader_workers = options
+        .grader_workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .max(1);
+    let engine = engine(options.no_compile_cache, workers.max(grader_workers))?;
+    let prepared = match prepare(&eval, &engine, options.sandbox_strict) {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(e)),
+    };
+    for warning in prepared.warnings.iter() {
+        writeln!(err, "{warning}")?;
+    }
+    let Prepared {
+        suite, registry, ..
+    } = prepared;
+
+    let roots = suite::roots::Roots::for_eval(&eval);
+    let env = suite::env::Env::load(&roots.eval_dir, &roots.project_root, &roots.cwd);
+    let targets = match &targets_file {
+        Some(path) => target::load_targets(path, &env),
+        None => match target::find_targets_file(&suite.dir) {
+            // Under --sandbox strict a targets file inside the suite's project
+            // is the suite's own: it must really be inside (not a link out),
+            // and `${{ VAR }}` in it sees only the suite's `.env` files, so a
+            // target cannot carry the operator's keys to the suite's server.
+            Some(path) if options.sandbox_strict && suites_own(&path, &roots) => {
+                match roots.contain(&path) {
+                    Ok(real) => target::load_targets(
+                        &real,
+                        &suite::env::Env::load_files_only(
+                            &roots.eval_dir,
+                            &roots.project_root,
+                            &roots.cwd,
+                        ),
+                    ),
+                    Err(err) => Err(Diagnostics(vec![
+                        Diagnostic::error(&path, format!("the targets file: {err}"))
+                            .hint("name the targets file you trust with --targets FILE"),
+                    ])),
+                }
+            }
+            Some(path) => target::load_targets(&path, &env),
+            None => Ok(Targets::default()),
+        },
+    };
+    let targets = match targets {
+        Ok(t) => t,
+        Err(diags) => return Ok(Err(RunError::Invalid(diags))),
+    };
+    // Under --sandbox strict a `cli` target runs only from a targets file the
+    // operator named: one found beside an untrusted suite could be its own.
+    if options.sandbox_strict && targets_file.is_none() {
+        let refused: Vec<Diagnostic> = targets
+            .targets
+            .iter()
+            .filter(|t| matches!(t.provider, target::Provider::Cli(_)))
+            .map(|t| {
+                Diagnostic::error(
+                    targets.file.as_deref().unwrap_or(&eval),
+                    format!(
+                        "`--sandbox strict` refuses the `cli` target `{}` of a targets file found beside the suite: it could be the suite's own command",
+                        t.name
+                    ),
+                )
+                .hint("name the targets file you trust with --targets FILE")
+            })
+            .collect();
+        if !refused.is_empty() {
+            return Ok(Err(RunError::Invalid(Diagnostics(refused))));
+        }
+    }
+    // Which targets: --target (or the resumed run's), else the suite's
+    // matrix, else `execution.target`, else `default`.
+    let single = |name: String| suite::MatrixTarget {
+        name: name.clone(),
+        use_target: name,
+        hooks: Default::default(),
+    };
+    let matrix: Vec<suite::MatrixTarget> = if !resumed_targets.is_empty() {
+        resumed_targets
+            .iter()
+            .map(|n| {
+                suite
+                    .matrix
+                    .iter()
+                    .find(|m| &m.name == n)
+                    .cloned()
+                    .unwrap_or_else(|| single(n.clone()))
+            })
+            .collect()
+    } else if let Some(name) = target_override.clone() {
+        vec![single(name)]
+    } else if !suite.matrix.is_empty() {
+        suite.matrix.clone()
+    } else {
+        vec![single(
+            suite.target.clone().unwrap_or_else(|| "default".to_owned()),
+        )]
+    };
+    let mut run_targets: Vec<RunTarget> = Vec::new();
+    if let Some(dir) = &options.regrade {
+        // Grade the earlier run's outputs: one recorded target per target it
+        // ran, answering by (test id, trial).
+        let rows = match results::read_rows(&dir.join("results.jsonl")) {
+            Ok((rows, _)) => rows,
+            Err(e) => {
+                return Ok(Err(RunError::Usage(format!(
+                    "cannot read {}: {e}",
+                    dir.join("results.jsonl").display()
+                ))));
+            }
+        };
+        let mut by_target: std::collections::BTreeMap<
+            String,
+            std::collections::HashMap<(String, u32), target::TargetOutput>,
+        > = std::collections::BTreeMap::new();
+        for row in rows.iter().filter(|r| {
+            r.execution_status != ExecutionStatus::ExecutionError || !r.output.is_empty()
+        }) {
+            let messages = if row.output_messages.is_empty() {
+                target::TargetOutput::text(row.output.clone()).messages
+            } else {
+                row.output_messages.clone()
+            };
+            let output = target::TargetOutput {
+                text: row.output.clone(),
+                messages,
+                duration_ms: row.duration_ms,
+                token_usage: row.token_usage,
+                cost_usd: row.cost_usd,
+                llm_calls: row
+                    .llm_calls
+                    .map_or(target::LlmCalls::Unknown, target::LlmCalls::Known),
+                target_used: row.target_used.clone(),
+            };
+            by_target
+                .entry(row.target.clone())
+                .or_default()
+                .insert((row.test_id.clone(), row.trial.unwrap_or(1)), output);
+        }
+        for (name, outputs) in by_target {
+            run_targets.push(RunTarget {
+                target: Target {
+                    name,
+                    provider: target::Provider::Recorded(Arc::new(outputs)),
+                    grader_target: None,
+                    fallback_targets: Vec::new(),
+                    retry: target::Retry {
+                        max_retries: 0,
+                        ..target::Retry::default()
+                    },
+                    base_dir: suite.dir.clone(),
+                },
+                hooks: Default::default(),
+                judge: Err(String::new()),
+            });
+        }
+        if let Some(max) = rows.iter().filter_map(|r| r.trials).max() {
+            plan_options.repeat.get_or_insert(max);
+        }
+    }
+    for entry in matrix.iter().filter(|_| options.regrade.is_none()) {
+        match targets.select(&entry.use_target) {
+            Ok(t) => {
+                let mut target = t.clone();
+                target.name.clone_from(&entry.name);
+                run_targets.push(RunTarget {
+                    target,
+                    hooks: entry.hooks.clone(),
+                    judge: Err(String::new()),
+                });
+            }
+            Err(message) => return Ok(Err(RunError::Usage(message))),
+        }
+    }
+    let target_names: Vec<String> = run_targets.iter().map(|t| t.target.name.clone()).collect();
+    // The judge: one per run, answering for every target's LLM graders.
+    let judge = std::sync::Arc::new(
+        crate::judge::Judge::new(
+            targets.clone(),
+            if options.no_judge_cache {
+                None
+            } else {
+                crate::judge::Judge::default_cache_dir().and_then(|dir| {
+                    match crate::plugin::cache::check_owner(&dir, "") {
+                        Ok(()) => Some(dir),
+                        Err(e) => {
+                            let _ = writeln!(
+                                err,
+                                "  warning: the judge cache {} {e}; it is not used",
+                                dir.display()
+                            );
+                            None
+                        }
+                    }
+                })
+            },
+            options.judge_workers.unwrap_or(4),
+        )
+        .with_scope(crate::response_cache::scope(
+            &eval,
+            &suite.name,
+            options.sandbox_strict,
+        )),
+    );
+    if let Some(name) = &options.grader_target
+        && let Err(message) = targets.select(name)
+    {
+        return Ok(Err(RunError::Usage(format!("--grader-target: {message}"))));
+    }
+    for rt in &mut run_targets {
+        rt.judge = match &options.regrade {
+            // A regrade judges as the original target would have.
+            Some(_) => match targets.select(&rt.target.name) {
+                Ok(original) => judge.resolve_default(options.grader_target.as_deref(), original),
+                Err(_) => options.grader_target.as_deref().map_or_else(
+                    || Err("no judge: pass --grader-target".to_owned()),
+                    |n| targets.select(n).cloned(),
+                ),
+            },
+            None => judge.resolve_default(options.grader_target.as_deref(), &rt.target),
+        };
+    }
+    let plan = match plan::plan(&suite, &target_names, &plan_options) {
+        Ok(p) => p,
+        Err(message) => return Ok(Err(RunError::Usage(message))),
+    };
+
+    // Under --sandbox strict the suite neither turns the response cache on
+    // nor says where it lives: entries it ships could forge outputs.
+    let enabled = options
+        .cache
+        .unwrap_or(suite.cache && !options.sandbox_strict);
+    let response_cache = if enabled {
+        suite
+            .cache_path
+            .clone()
+            .filter(|_| !options.sandbox_strict)
+            .or_else(crate::response_cache::ResponseCache::default_dir)
+            .and_then(|dir| {
+                match crate::response_cache::ResponseCache::open(dir, options.cache_sampled) {
+                    Ok(cache) => Some(cache),
+                    Err(warning) => {
+                        let _ = writeln!(err, "  warning: {warning}");
+                        None
+                    }
+                }
+            })
+    } else {
+        None
+    };
+    let cache_scope = crate::response_cache::scope(&eval, &suite.name, options.sandbox_strict);
+    let run_dir = match (&options.resume, &options.output) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(out)) => out.clone(),
+        (None, None) => default_run_dir(),
+    };
+    if let Err(e) = crate::safe_fs::check_dir(&run_dir, &[&roots.project_root, &roots.cwd]) {
+        return Ok(Err(RunError::Usage(format!("the run directory: {e}"))));
+    }
+    std::fs::create_dir_all(&run_dir)
+        .with_context(|| format!("cannot create the run directory {}", run_dir.display()))?;
+    let results_path = run_dir.join("results.jsonl");
+    let mut done: HashMap<(String, String, u32), RowBrief> = HashMap::new();
+    if options.resume.is_some() && std::fs::symlink_metadata(&results_path).is_ok() {
+        done = match resume::finished_rows(&results_path, &suite, &plan, &target_names, err)? {
+            Ok(done) => done,
+            Err(e) => return Ok(Err(e)),
+        };
+    } else if options.resume.is_none() {
+        let record = RunRecord {
+            evalhost_version: env!("CARGO_PKG_VERSION").into(),
+            eval: std::path::absolute(&eval).unwrap_or(eval.clone()),
+            target: target_names[0].clone(),
+            targets: target_names.clone(),
+            targets_file: targets_file.clone(),
+            test_ids: plan_options.test_ids.clone(),
+            tags: plan_options.tags.clone(),
+            repeat: plan_options.repeat,
+            shard: plan_options.shard.map(|s| s.to_string()),
+            threshold,
+            only: plan_options.only.clone(),
+            plan: Some(recorded_plan(&suite, &target_names, &plan_options)),
+            started_at: jiff::Timestamp::now().to_string(),
+        };
+        // Atomically: a kill leaves either no run.json (nothing to resume)
+        // or a whole one, never a torn one.
+        crate::safe_fs::write_atomic(
+            &run_dir.join("run.json"),
+            (serde_json::to_string_pretty(&record)? + "\n").as_bytes(),
+        )?;
+        // A link left there is removed, not followed.
+        if std::fs::symlink_metadata(&results_path).is_ok() {
+            std::fs::remove_file(&results_path)?;
+        }
+    }
+    let mut writer = ResultsWriter::create(&run_dir)
+        .with_context(|| format!("cannot write {}", results_path.display()))?;
+
+    writeln!(
+        err,
+        "evalhost {} · suite `{}` · {} run(s){} · target {}{}",
+        env!("CARGO_PKG_VERSION"),
+        crate::text::shown(&suite.name),
+        plan.len(),
+        plan_options
+            .shard
+            .map_or(String::new(), |s| format!(" (shard {s})")),
+        target_names
+            .iter()
+            .map(|n| format!("`{}`", crate::text::shown(n)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if done.is_empty() {
+            String::new()
+        } else {
+            format!(" · resuming: {} row(s) already done", done.len())
+        }
+    )?;
+    for p in registry.plugins() {
+        let (source, took) = p.compiled;
+        let how = match source {
+            plugin::CompileSource::Cache => "cached".to_owned(),
+            plugin::CompileSource::Compiled => format!("compiled in {} ms", took.as_millis()),
+        };
+        writeln!(
+            err,
+            "  plugin {} {} ({how})",
+            crate::text::shown(&p.name),
+            crate::text::shown(&p.version)
+        )?;
+    }
+    for warning in engine.take_warnings() {
+        writeln!(err, "  warning: {warning}")?;
+    }
+
+    let run_id = run_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into());
+    let run_id = format!("{run_id}-{}", std::process::id());
+    let lifecycle = Lifecycle::prepare(&suite, &run_id, options.keep_workspaces);
+    let mut workers = workers;
+    if lifecycle.as_ref().is_some_and(Lifecycle::is_shared) && workers > 1 {
+        writeln!(
+            err,
+            "  the suite's workspace is shared (isolation: shared): running one case at a time"
+        )?;
+        workers = 1;
+    }
+    if let Some(error) = lifecycle.as_ref().and_then(|l| l.setup_error.clone()) {
+        writeln!(
+            err,
+            "  error: {error}; every case fails with failure_class workspace"
+        )?;
+    }
+
+    let target_hook = |hook: &crate::workspace::Hook, id: &str, timeout| {
+        crate::lifecycle::HookRow::from(crate::workspace::run_hook(
+            hook,
+            &crate::workspace::HookContext {
+                workspace: None,
+                test_id: id,
+                run_id: &run_id,
+                case_input: None,
+                case_metadata: None,
+                base_dir: &suite.dir,
+            },
+            timeout,
+        ))
+    };
+    let mut hooks = std::collections::BTreeMap::new();
+    for rt in &run_targets {
+        if let Some(hook) = &rt.hooks.before_all {
+            let run = target_hook(
+                hook,
+                "__target_before_all__",
+                crate::workspace::BEFORE_TIMEOUT,
+            );
+            if let Some(error) = &run.error {
+                writeln!(
+                    err,
+                    "  warning: target `{}` before_all hook: {error}",
+                    rt.target.name
+                )?;
+            }
+            hooks.insert(format!("{}.before_all", rt.target.name), run);
+        }
+    }
+
+    install_interrupt_handler();
+    INTERRUPTED.store(false, Ordering::SeqCst);
+    let started = Instant::now();
+    let ctx = Ctx {
+        suite: &suite,
+        registry: &registry,
+        targets: &targets,
+        run_targets: &run_targets,
+        cli_threshold: threshold,
+        graders: Semaphore::new(grader_workers),
+        stop: AtomicBool::new(false),
+        fail_fast: options.fail_fast,
+        policy: crate::grants::Policy {
+            strict: options.sandbox_strict,
+            exec_allow: suite.exec_allow.clone(),
+            base_dir: suite.dir.clone(),
+            judge: Some(judge.clone()),
+            ..crate::grants::Policy::default()
+        },
+        lifecycle,
+        run_id: run_id.clone(),
+        cache: response_cache,
+        cache_scope,
+    };
+    let mut progress = report::terminal::Progress::new(plan.len(), options.quiet);
+    let new_rows = execute(&ctx, &plan, &done, workers, |row| {
+        writer
+            .append(row)
+            .with_context(|| format!("cannot write {}", writer.path().display()))?;
+        progress.row(err, row)?;
+        Ok(())
+    })?;
+    progress.finish();
+    let interrupted = INTERRUPTED.load(Ordering::SeqCst);
+    let Ctx { lifecycle, .. } = ctx;
+    for rt in &run_targets {
+        if let Some(hook) = &rt.hooks.after_all {
+            let run = target_hook(
+                hook,
+                "__target_after_all__",
+                crate::workspace::AFTER_TIMEOUT,
+            );
+            hooks.insert(format!("{}.after_all", rt.target.name), run);
+        }
+    }
+    let mut kept = Vec::new();
+    if let Some(lifecycle) = lifecycle {
+        if let Some(before) = lifecycle.before_all.clone() {
+            hooks.insert("before_all".to_owned(), before);
+        }
+        let (after, kept_paths) = lifecycle.finish();
+        if let Some(after) = after {
+            if let Some(error) = &after.error {
+                writeln!(
+                    err,
+                    "  warning: after_all hook: {}",
+                    crate::text::shown(error)
+                )?;
+            }
+            hooks.insert("after_all".to_owned(), after);
+        }
+        kept = kept_paths;
+    }
+
+    let rows: Vec<RowBrief> = done.into_values().chain(new_rows).collect();
+    writer
+        .sort_in_place()
+        .with_context(|| format!("cannot write {}", writer.path().display()))?;
+    let summary = Summary::new(
+        &suite.name,
+        &target_names.join(", "),
+        &run_dir,
+        &rows,
+        plan.len(),
+        Some(&registry),
+        started.elapsed(),
+        interrupted,
+    );
+    let mut summary = summary;
+    summary.hooks = hooks;
+    drop(rows);
+    report::write_all(&summary, writer.path(), &options.reporters, err)?;
+    if !kept.is_empty() {
+        writeln!(err, "kept workspaces ({}):", kept.len())?;
+        for path in &kept {
+            writeln!(err, "  {}", path.display())?;
+        }
+    }
+    if interrupted {
+        writeln!(
+            err,
+            "interrupted: {} of {} test(s) finished; continue with `evalhost run --resume {}`",
+            summary.tally.total,
+            plan.len(),
+            run_dir.display()
+        )?;
+    }
+    Ok(Ok(RunReport {
+        tally: summary.tally.clone(),
+        interrupted,
+        run_dir,
+    }))
+}

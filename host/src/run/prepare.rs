@@ -1,0 +1,215 @@
+//! Loading a suite and its plugins: the suite through `evalhost-suite`, then
+//! every plugin (built-in, `plugins:`, `wasm:`) compiled or taken from the
+//! compile cache, and each assertion's config checked in its plugin.
+
+use super::*;
+
+/// A loaded suite with its plugins, ready to run or already validated.
+pub struct Prepared {
+    /// The suite.
+    pub suite: Suite,
+    /// Plugins for its assertion types.
+    pub registry: Registry,
+    /// Warnings found while loading.
+    pub warnings: Diagnostics,
+}
+
+/// The largest plugin file read (a componentize-py component is ~20 MiB).
+const MAX_PLUGIN_BYTES: u64 = 256 << 20;
+
+/// A plugin's bytes: only a regular file (not a FIFO or a device, which
+/// could block or never end), no larger than [`MAX_PLUGIN_BYTES`].
+pub(super) fn read_plugin_file(path: &Path) -> Result<Vec<u8>, String> {
+    let meta = std::fs::metadata(path)
+        .map_err(|err| format!("cannot read plugin {}: {err}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("plugin {} is not a regular file", path.display()));
+    }
+    if meta.len() > MAX_PLUGIN_BYTES {
+        return Err(format!(
+            "plugin {} is {} MiB, more than the {} MiB a plugin may be",
+            path.display(),
+            meta.len() >> 20,
+            MAX_PLUGIN_BYTES >> 20
+        ));
+    }
+    std::fs::read(path).map_err(|err| format!("cannot read plugin {}: {err}", path.display()))
+}
+
+/// Loads the suite, the built-in and suite plugins, and checks every
+/// assertion's config in its plugin; every problem is reported at once.
+pub fn prepare(
+    eval: &Path,
+    engine: &Arc<PluginEngine>,
+    strict: bool,
+) -> Result<Prepared, RunError> {
+    let (suite, mut diags) = if strict {
+        suite::load::load_untrusted(eval)
+    } else {
+        suite::load(eval)
+    };
+    // Plugin paths refused under strict are never read.
+    let mut refused_paths: std::collections::HashSet<std::path::PathBuf> = Default::default();
+    if let Some(suite) = &suite
+        && strict
+    {
+        // Plugins must come from inside the project: a path elsewhere
+        // would let an untrusted suite probe the machine's files.
+        let root = suite::roots::Roots::for_eval(eval).project_root;
+        let root = root.canonicalize().unwrap_or(root);
+        let wasm_paths = suite
+            .tests
+            .iter()
+            .flat_map(|t| &t.assertions)
+            .flat_map(suite::Assertion::walk)
+            .filter_map(|a| a.wasm.as_deref().map(|(p, _)| (p.clone(), a.loc.clone())));
+        let plugin_paths = suite
+            .plugins
+            .iter()
+            .map(|p| (p.path.clone(), p.loc.clone()));
+        for (path, loc) in plugin_paths.chain(wasm_paths) {
+            let inside = path.canonicalize().is_ok_and(|p| p.starts_with(&root));
+            if !inside {
+                refused_paths.insert(path.clone());
+                diags.push(
+                    Diagnostic::error(&loc.file, format!("`--sandbox strict` refuses the plugin {}: it is outside the suite's project root {}", path.display(), root.display()))
+                        .at(loc.pos)
+                        .key(loc.key.clone())
+                        .hint("copy the .wasm into the project, pinned by sha256"),
+                );
+            }
+        }
+    }
+    let Some(suite) = suite else {
+        return Err(RunError::Invalid(diags));
+    };
+    let mut registry = Registry::with_builtins(engine).map_err(|e| {
+        RunError::Invalid(Diagnostics(vec![Diagnostic::error(
+            eval,
+            format!("built-in plugin failed to load: {e}"),
+        )]))
+    })?;
+    for plugin_ref in &suite.plugins {
+        let at = |message: String| {
+            Diagnostic::error(&plugin_ref.loc.file, message)
+                .at(plugin_ref.loc.pos)
+                .key(plugin_ref.loc.key.clone())
+        };
+        if refused_paths.contains(&plugin_ref.path) {
+            continue;
+        }
+        let bytes = match read_plugin_file(&plugin_ref.path) {
+            Ok(b) => b,
+            Err(message) => {
+                diags.push(at(message));
+                continue;
+            }
+        };
+        let digest = plugin::sha256_hex(&bytes);
+        if let Some(expected) = &plugin_ref.sha256
+            && *expected != digest
+        {
+            diags.push(
+                at(format!(
+                    "plugin {} has sha256 {digest}, but the suite pins {expected}",
+                    plugin_ref.path.display()
+                ))
+                .hint("the file changed since it was pinned; check where it came from, then update `sha256`"),
+            );
+            continue;
+        }
+        match LoadedPlugin::load(engine, &plugin_ref.path.display().to_string(), &bytes) {
+            Ok(loaded) => {
+                let added = match &plugin_ref.type_name {
+                    Some(alias) => registry.add_as(loaded, alias),
+                    None => registry
+                        .add(loaded)
+                        .map(drop)
+                        .map_err(|dup| dup.to_string()),
+                };
+                if let Err(message) = added {
+                    diags.push(at(message));
+                }
+            }
+            Err(err) => diags.push(at(err.to_string())),
+        }
+    }
+    // Plugins named by single assertions (`wasm:`), each loaded once.
+    for assertion in suite
+        .tests
+        .iter()
+        .flat_map(|t| &t.assertions)
+        .flat_map(crate::suite::Assertion::walk)
+    {
+        let Some((path, pinned)) = assertion.wasm.as_deref() else {
+            continue;
+        };
+        if registry.for_path(path).is_some() {
+            continue;
+        }
+        let at = |message: String| {
+            Diagnostic::error(&assertion.loc.file, message)
+                .at(assertion.loc.pos)
+                .key(assertion.loc.key.key("wasm"))
+        };
+        if refused_paths.contains(path) {
+            continue;
+        }
+        let bytes = match read_plugin_file(path) {
+            Ok(b) => b,
+            Err(message) => {
+                diags.push(at(message));
+                continue;
+            }
+        };
+        let digest = plugin::sha256_hex(&bytes);
+        if let Some(expected) = pinned
+            && *expected != digest
+        {
+            diags.push(at(format!(
+                "plugin {} has sha256 {digest}, but the suite pins {expected}",
+                path.display()
+            )));
+            continue;
+        }
+        match LoadedPlugin::load(engine, &path.display().to_string(), &bytes) {
+            Ok(loaded) => registry.add_for_path(path.clone(), loaded),
+            Err(err) => diags.push(at(err.to_string())),
+        }
+    }
+    let checked = suite::check_assertions(&suite, &registry);
+    diags.0.extend(checked.0);
+    if diags.has_errors() {
+        return Err(RunError::Invalid(diags));
+    }
+    Ok(Prepared {
+        suite,
+        registry,
+        warnings: diags,
+    })
+}
+
+/// Builds the process's plugin engine.
+pub fn engine(no_compile_cache: bool, workers: usize) -> anyhow::Result<Arc<PluginEngine>> {
+    PluginEngine::new(&EngineOptions {
+        cache_dir: if no_compile_cache {
+            None
+        } else {
+            plugin::cache::default_cache_dir()
+        },
+        // Fresh instances for the calls running at once, plus the warm
+        // instances stateless plugins keep (one per worker, for up to 12
+        // such plugins).
+        max_instances: (workers as u32 * 14 + 8).min(1024),
+        max_idle: workers.max(1),
+    })
+}
+
+/// Whether a targets file found for the suite (`<dir>/.evalhost/targets.yaml`)
+/// is in the suite's project rather than above it (the operator's).
+pub(super) fn suites_own(path: &std::path::Path, roots: &suite::roots::Roots) -> bool {
+    path.parent()
+        .and_then(std::path::Path::parent)
+        .and_then(|dir| dir.canonicalize().ok())
+        .is_none_or(|dir| dir.starts_with(&roots.project_root))
+}

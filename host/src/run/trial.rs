@@ -1,0 +1,257 @@
+//! One trial of one test: workspace and hooks, the target's output (or the
+//! response cache's), every assertion graded in its plugin, and the row.
+
+use super::*;
+
+/// Threshold precedence: the test's `execution.threshold`, then
+/// `--threshold`, then the suite's `execution.threshold`, then 0.8.
+pub fn effective_threshold(test: Option<f64>, cli: Option<f64>, suite: Option<f64>) -> f64 {
+    test.or(cli).or(suite).unwrap_or(DEFAULT_THRESHOLD)
+}
+
+pub(super) fn run_trial(
+    ctx: &Ctx<'_>,
+    test: &TestCase,
+    planned: &PlannedTest,
+    trial: u32,
+) -> ResultRow {
+    let started = Instant::now();
+    let run_target = &ctx.run_targets[planned.target];
+    // A deadline past what the clock can hold is no deadline.
+    let deadline = test
+        .timeout_ms
+        .and_then(|ms| started.checked_add(Duration::from_millis(ms)));
+    let threshold = effective_threshold(test.threshold, ctx.cli_threshold, ctx.suite.threshold);
+    let mut row = ResultRow {
+        timestamp: String::new(),
+        test_id: test.id.clone(),
+        suite: ctx.suite.name.clone(),
+        target: run_target.target.name.clone(),
+        test_index: planned.index,
+        trial: (planned.trials > 1).then_some(trial),
+        trials: (planned.trials > 1).then_some(planned.trials),
+        strategy: planned.strategy,
+        status: Status::Error,
+        expected_fail: test.expected_fail,
+        tags: test.tags.clone(),
+        conversation_id: test.conversation_id.clone(),
+        source: Some(SourceRef {
+            file: test.loc.file.display().to_string(),
+            line: test.loc.pos.map(|p| p.line),
+        }),
+        score: 0.0,
+        threshold,
+        execution_status: ExecutionStatus::ExecutionError,
+        failure_class: None,
+        error: None,
+        duration_ms: None,
+        wall_ms: 0,
+        token_usage: None,
+        cost_usd: None,
+        llm_calls: None,
+        target_used: None,
+        cached: false,
+        output_messages: Vec::new(),
+        file_changes: None,
+        workspace_path: None,
+        hooks: Default::default(),
+        input: test
+            .input
+            .iter()
+            .map(|m| MessageRow {
+                role: m.role.clone(),
+                content: m.content.clone(),
+            })
+            .collect(),
+        expected_output: test.expected_text().map(str::to_owned),
+        criteria: test.criteria.clone(),
+        metadata: test.metadata.clone(),
+        output: String::new(),
+        scores: Vec::new(),
+    };
+    let finish = |mut row: ResultRow| {
+        row.timestamp = jiff::Timestamp::now().to_string();
+        row.wall_ms = started.elapsed().as_millis() as u64;
+        row.status = Status::of(row.execution_status, row.expected_fail);
+        if row.status == Status::UnexpectedPassed {
+            row.failure_class = Some(FailureClass::UnexpectedPass);
+        }
+        row
+    };
+    let mut case_ws = None;
+    if let Some(lifecycle) = &ctx.lifecycle {
+        match lifecycle.for_case(test, trial) {
+            Ok(case) => case_ws = Some(case),
+            Err(failed) => {
+                let (message, case) = *failed;
+                row.failure_class = Some(FailureClass::Workspace);
+                row.error = Some(message);
+                row.hooks = case.hooks.clone();
+                row.workspace_path = case.finish(false).map(|p| p.display().to_string());
+                return finish(row);
+            }
+        }
+    }
+    let workspace_path = case_ws
+        .as_ref()
+        .and_then(|c| c.path())
+        .map(Path::to_path_buf);
+    let hook_context = crate::workspace::HookContext {
+        workspace: workspace_path.as_deref(),
+        test_id: &test.id,
+        run_id: &ctx.run_id,
+        case_input: test
+            .input
+            .iter()
+            .rev()
+            .find(|m| m.role == "user")
+            .map(|m| m.content.as_str()),
+        case_metadata: Some(&test.metadata),
+        base_dir: &ctx.suite.dir,
+    };
+    let mut target_hooks = std::collections::BTreeMap::new();
+    if let Some(hook) = &run_target.hooks.before_each {
+        let run = crate::workspace::run_hook(hook, &hook_context, crate::workspace::BEFORE_TIMEOUT);
+        let error = run.error.clone();
+        target_hooks.insert(
+            "target_before_each".to_owned(),
+            crate::lifecycle::HookRow::from(run),
+        );
+        if let Some(error) = error {
+            row.failure_class = Some(FailureClass::Workspace);
+            row.error = Some(format!("target before_each hook: {error}"));
+            row.hooks = target_hooks;
+            if let Some(case) = case_ws {
+                row.hooks.extend(case.hooks.clone());
+                row.workspace_path = case.finish(false).map(|p| p.display().to_string());
+            }
+            return finish(row);
+        }
+    }
+    let invocation = target::Invocation {
+        workspace: workspace_path.as_deref(),
+        eval_dir: Some(&ctx.suite.dir),
+        deadline,
+        attempt: 0,
+        trial,
+    };
+    let cache_key = match (&ctx.cache, workspace_path.is_none() && planned.trials == 1) {
+        (Some(cache), true) => run_target
+            .target
+            .cache_identity(cache.sampled, &ctx.suite.dir)
+            .map(|identity| {
+                crate::response_cache::ResponseCache::key(&identity, &ctx.cache_scope, test)
+            }),
+        _ => None,
+    };
+    let cached = cache_key
+        .as_ref()
+        .and_then(|key| ctx.cache.as_ref().and_then(|c| c.get(key)));
+    row.cached = cached.is_some();
+    let invoked = match cached {
+        Some(output) => Ok(output),
+        None => ctx.targets.invoke(&run_target.target, test, &invocation),
+    };
+    if let (Ok(output), Some(key), Some(cache), false) =
+        (&invoked, &cache_key, &ctx.cache, row.cached)
+    {
+        cache.put(key, output);
+    }
+    let output = match invoked {
+        Ok(output) => output,
+        Err(failure) => {
+            row.failure_class = Some(failure.class);
+            row.error = Some(failure.message);
+            // The hooks that ran before the target failed stay on record.
+            row.hooks = std::mem::take(&mut target_hooks);
+            if let Some(case) = case_ws {
+                row.hooks.extend(case.hooks.clone());
+                row.workspace_path = case.finish(false).map(|p| p.display().to_string());
+            }
+            return finish(row);
+        }
+    };
+    if let Some(hook) = &run_target.hooks.after_each {
+        let run = crate::workspace::run_hook(hook, &hook_context, crate::workspace::AFTER_TIMEOUT);
+        target_hooks.insert(
+            "target_after_each".to_owned(),
+            crate::lifecycle::HookRow::from(run),
+        );
+    }
+    let file_changes = case_ws.as_mut().and_then(|c| c.after_agent(test));
+    let mut request = grade::base_request(test, &output);
+    request.trace.file_changes = file_changes.clone();
+    request.workspace_path = workspace_path.as_ref().map(|p| p.display().to_string());
+    let leaf =
+        |assertion: &crate::suite::Assertion,
+         request: &mut crate::plugin::bindings::evalhost::grader::types::GradeRequest| {
+            let mut limits = grade::call_limits(assertion, ctx.suite.limits);
+            let mut capped_by_case = false;
+            if let Some(deadline) = deadline {
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                if remaining < limits.timeout {
+                    limits.timeout = remaining;
+                    capped_by_case = true;
+                }
+            }
+            let mut score = if limits.timeout.is_zero() {
+                grade::case_timeout_row(assertion, test.timeout_ms.unwrap_or_default())
+            } else {
+                let _permit = ctx.graders.acquire();
+                grade::grade_assertion(
+                    ctx.registry,
+                    assertion,
+                    request,
+                    limits,
+                    &ctx.policy,
+                    &run_target.judge,
+                )
+            };
+            if capped_by_case && score.failure_class == Some(FailureClass::PluginTimeout) {
+                score.failure_class = Some(FailureClass::CaseTimeout);
+                score.error = Some(format!(
+                    "the case ran past its timeout_ms of {}",
+                    test.timeout_ms.unwrap_or_default()
+                ));
+            }
+            score
+        };
+    let scores: Vec<_> = test
+        .assertions
+        .iter()
+        .map(|assertion| grade::grade_tree(assertion, &mut request, &leaf))
+        .collect();
+    let (score, status, failure_class) = grade::score_test(&test.assertions, &scores, threshold);
+    row.error = (status == ExecutionStatus::ExecutionError)
+        .then(|| {
+            scores
+                .iter()
+                .find_map(|s| s.error.as_ref().map(|e| format!("{}: {e}", s.name)))
+        })
+        .flatten();
+    row.score = score;
+    row.execution_status = status;
+    row.failure_class = failure_class;
+    row.duration_ms = output.duration_ms;
+    row.token_usage = output.token_usage;
+    row.cost_usd = output.cost_usd;
+    row.llm_calls = output.llm_call_count();
+    row.target_used = output.target_used;
+    let plain = output.messages.len() == 1
+        && output.messages[0].role == "assistant"
+        && output.messages[0].tool_calls.is_empty()
+        && output.messages[0].content == output.text;
+    if !plain {
+        row.output_messages = output.messages.clone();
+    }
+    row.output = output.text;
+    row.scores = scores;
+    row.file_changes = file_changes;
+    row.hooks = target_hooks;
+    if let Some(case) = case_ws {
+        row.hooks.extend(case.hooks.clone());
+        let passed = Status::of(row.execution_status, row.expected_fail).is_success();
+        row.workspace_path = case.finish(passed).map(|p| p.display().to_string());
+    }
+    finish(row)
+}
