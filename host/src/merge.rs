@@ -155,6 +155,21 @@ fn check_row(
             shard.count
         ));
     }
+    let entry = &plan.tests[position];
+    if let Some(threshold) = entry.threshold
+        && (row.threshold - threshold).abs() > 1e-12
+    {
+        return Err(format!(
+            "test `{}` was held to threshold {}, but the run's plan says {threshold}",
+            row.test_id, row.threshold
+        ));
+    }
+    if row.expected_fail != entry.expected_fail {
+        return Err(format!(
+            "test `{}` says expected_fail: {}, but the run's plan says {}",
+            row.test_id, row.expected_fail, entry.expected_fail
+        ));
+    }
     let trial = row.trial.unwrap_or(1);
     if trial == 0 || trial > plan.trials {
         return Err(format!(

@@ -300,6 +300,22 @@ impl ResultRow {
         unit("score", self.score)?;
         unit("threshold", self.threshold)?;
         scores(&self.scores, 0)?;
+        // The test score is the weighted mean of its graded scores, or 0
+        // (a gate, an execution error); never anything else.
+        let (total, weights) = self
+            .scores
+            .iter()
+            .filter(|s| s.verdict != Verdict::Skip)
+            .fold((0.0, 0.0), |(t, w), s| {
+                (t + s.score * s.weight, w + s.weight)
+            });
+        let mean = if weights > 0.0 { total / weights } else { 0.0 };
+        if self.score != 0.0 && (self.score - mean).abs() > 1e-9 {
+            return Err(format!(
+                "score {} is not the weighted mean of its assertion scores ({mean})",
+                self.score
+            ));
+        }
         let reached = self.score + 1e-9 >= self.threshold;
         let consistent = match self.status {
             Status::Passed => {

@@ -71,8 +71,25 @@ pub fn read_text_capped(path: &Path, cap: u64) -> std::io::Result<String> {
     String::from_utf8(read_capped(path, cap)?).map_err(|_| refused(path, "is not valid UTF-8"))
 }
 
+/// Refuses a file to be written in place that is not a regular file, or
+/// that has other hard links (writing would change a file elsewhere).
+fn writable_in_place(path: &Path, file: &File) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(refused(path, "is not a regular file"));
+    }
+    if meta.nlink() > 1 {
+        return Err(refused(
+            path,
+            "has other hard links; evalhost does not write a file that is also elsewhere",
+        ));
+    }
+    Ok(())
+}
+
 /// Opens `path` for appending, creating it: not through a link, and only
-/// when what is there is a regular file.
+/// when what is there is a regular file with no other hard link.
 pub fn open_append(path: &Path) -> std::io::Result<File> {
     let file = OpenOptions::new()
         .create(true)
@@ -81,10 +98,29 @@ pub fn open_append(path: &Path) -> std::io::Result<File> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| no_link(path, e))?;
+    writable_in_place(path, &file)?;
+    Ok(file)
+}
+
+/// Reads at most `cap` bytes of `path` as UTF-8, following links (a file
+/// the operator points at may be one) but only from a regular file.
+pub fn read_regular_capped(path: &Path, cap: u64) -> std::io::Result<String> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
     if !file.metadata()?.is_file() {
         return Err(refused(path, "is not a regular file"));
     }
-    Ok(file)
+    let mut bytes = Vec::new();
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(refused(
+            path,
+            &format!("is larger than the {} limit", human(cap)),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| refused(path, "is not valid UTF-8"))
 }
 
 /// Opens `path` for writing in place (to cut a torn tail): not through a
@@ -95,9 +131,7 @@ pub fn open_write(path: &Path) -> std::io::Result<File> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| no_link(path, e))?;
-    if !file.metadata()?.is_file() {
-        return Err(refused(path, "is not a regular file"));
-    }
+    writable_in_place(path, &file)?;
     Ok(file)
 }
 
@@ -260,6 +294,17 @@ mod tests {
                 .contains("limit")
         );
         assert_eq!(read_capped(&target, 9).unwrap(), b"precious\n");
+        // A hard link is not written in place.
+        let hard = dir.path().join("hard");
+        std::fs::hard_link(&target, &hard).unwrap();
+        assert!(
+            open_append(&hard)
+                .unwrap_err()
+                .to_string()
+                .contains("hard links")
+        );
+        assert!(open_write(&hard).is_err());
+        assert!(read_regular_capped(&fifo, 10).is_err());
     }
 
     #[test]

@@ -348,7 +348,9 @@ pub fn find_targets_file(start: &Path) -> Option<PathBuf> {
 /// files), literal secrets refused, `use_target` resolved.
 pub fn load_targets(path: &Path, env: &Env) -> Result<Targets, Diagnostics> {
     let mut diags = Diagnostics::default();
-    let text = match std::fs::read_to_string(path) {
+    // A regular file of at most 32 MiB: not a FIFO or `/dev/zero` that a
+    // run directory's `run.json` could name.
+    let text = match crate::safe_fs::read_regular_capped(path, 32 << 20) {
         Ok(t) => t,
         Err(err) => {
             diags.push(Diagnostic::error(

@@ -285,13 +285,27 @@ fn under_strict_resume_takes_no_targets_file_and_no_eval_from_run_json() {
         "tests:\n  - {id: a, input: q, assertions: [{type: contains, value: q}]}\n  - {id: b, input: q, assertions: [{type: contains, value: q}]}\n",
         PRINTF_TARGET,
     );
-    let r = s.run_strict(&[]);
+    // The operator's run directory, outside the untrusted project.
+    let targets = s.targets().display().to_string();
+    let r = run_in(
+        &s.project(),
+        &[
+            "run",
+            "EVAL.yaml",
+            "--sandbox",
+            "strict",
+            "--targets",
+            &targets,
+            "-o",
+            "../runs",
+        ],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     s.write(
         "own-targets.yaml",
         "targets:\n  - name: default\n    provider: cli\n    command: \"touch PWNED-RESUME; echo ${{ SECRET_FOR_TEST }} > {OUTPUT_FILE}\"\n",
     );
-    let path = s.project().join("out/run.json");
+    let path = s.outer.path().join("runs/run.json");
     let mut record: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     record["targets_file"] = s
@@ -301,7 +315,7 @@ fn under_strict_resume_takes_no_targets_file_and_no_eval_from_run_json() {
         .to_string()
         .into();
     std::fs::write(&path, record.to_string()).unwrap();
-    let results = s.project().join("out/results.jsonl");
+    let results = s.outer.path().join("runs/results.jsonl");
     let first = std::fs::read_to_string(&results)
         .unwrap()
         .lines()
@@ -317,7 +331,8 @@ fn under_strict_resume_takes_no_targets_file_and_no_eval_from_run_json() {
             .output()
             .unwrap()
     };
-    let r: crate::support::Run = resume(&["run", "--resume", "out", "--sandbox", "strict"]).into();
+    let r: crate::support::Run =
+        resume(&["run", "--resume", "../runs", "--sandbox", "strict"]).into();
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
         r.stderr
@@ -325,18 +340,41 @@ fn under_strict_resume_takes_no_targets_file_and_no_eval_from_run_json() {
         "{}",
         r.stderr
     );
-    let r: crate::support::Run =
-        resume(&["run", "EVAL.yaml", "--resume", "out", "--sandbox", "strict"]).into();
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("pass --targets again"), "{}", r.stderr);
-    assert_eq!(pwned(s.outer.path()), Vec::<String>::new());
-    // With the operator's file named again, it resumes with that file.
-    let targets = s.targets().display().to_string();
     let r: crate::support::Run = resume(&[
         "run",
         "EVAL.yaml",
         "--resume",
-        "out",
+        "../runs",
+        "--sandbox",
+        "strict",
+    ])
+    .into();
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("pass --targets again"), "{}", r.stderr);
+    assert_eq!(pwned(s.outer.path()), Vec::<String>::new());
+    // Naming the operator's file does not resume a run.json that names
+    // another: they must agree.
+    let r: crate::support::Run = resume(&[
+        "run",
+        "EVAL.yaml",
+        "--resume",
+        "../runs",
+        "--sandbox",
+        "strict",
+        "--targets",
+        &targets,
+    ])
+    .into();
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(pwned(s.outer.path()), Vec::<String>::new());
+    record["targets_file"] = s.targets().display().to_string().into();
+    std::fs::write(&path, record.to_string()).unwrap();
+    // With the operator's file named again, it resumes with that file.
+    let r: crate::support::Run = resume(&[
+        "run",
+        "EVAL.yaml",
+        "--resume",
+        "../runs",
         "--sandbox",
         "strict",
         "--targets",
@@ -350,6 +388,392 @@ fn under_strict_resume_takes_no_targets_file_and_no_eval_from_run_json() {
             .unwrap()
             .contains("TOPSECRET")
     );
+}
+
+/// A run of three tests (b fails) into `../runs`, outside the untrusted
+/// project, under `--sandbox strict` with the operator's targets file.
+fn strict_run() -> (Setup, String) {
+    let s = Setup::new(
+        concat!(
+            "tests:\n",
+            "  - {id: a, input: hello, assertions: [{type: contains, value: hello}]}\n",
+            "  - {id: b, input: hello, assertions: [{type: contains, value: goodbye}]}\n",
+            "  - {id: c, input: hello, assertions: [{type: contains, value: hello}]}\n",
+        ),
+        PRINTF_TARGET,
+    );
+    let targets = s.targets().display().to_string();
+    let r = run_in(
+        &s.project(),
+        &[
+            "run",
+            "EVAL.yaml",
+            "--sandbox",
+            "strict",
+            "--targets",
+            &targets,
+            "-o",
+            "../runs",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    (s, targets)
+}
+
+/// Keeps only the first `n` rows of `dir/results.jsonl` and applies `edit`
+/// to `dir/run.json` and to each kept row.
+fn tamper(
+    dir: &Path,
+    n: usize,
+    edit_record: impl FnOnce(&mut serde_json::Value),
+    mut edit_row: impl FnMut(&mut serde_json::Value),
+) {
+    let path = dir.join("run.json");
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    edit_record(&mut record);
+    std::fs::write(&path, record.to_string()).unwrap();
+    let results = dir.join("results.jsonl");
+    let kept: String = std::fs::read_to_string(&results)
+        .unwrap()
+        .lines()
+        .take(n)
+        .map(|l| {
+            let mut row: serde_json::Value = serde_json::from_str(l).unwrap();
+            edit_row(&mut row);
+            format!("{row}\n")
+        })
+        .collect();
+    std::fs::write(&results, kept).unwrap();
+}
+
+#[test]
+fn strict_resume_cannot_narrow_the_plan_or_lower_the_threshold() {
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(Edit, &str); 5] = [
+        (|r| r["threshold"] = 0.0.into(), "`threshold`"),
+        (
+            |r| r["test_ids"] = serde_json::json!(["a", "c"]),
+            "`test_ids`",
+        ),
+        (|r| r["shard"] = "1/2".into(), "`shard`"),
+        (
+            |r| r["only"] = serde_json::json!(["a", "c"]),
+            "restricts the run",
+        ),
+        (|r| r["targets"] = serde_json::json!(["other"]), "`targets`"),
+    ];
+    for (edit, needle) in cases {
+        let (s, targets) = strict_run();
+        tamper(&s.outer.path().join("runs"), 1, edit, |_| {});
+        let r = run_in(
+            &s.project(),
+            &[
+                "run",
+                "EVAL.yaml",
+                "--resume",
+                "../runs",
+                "--sandbox",
+                "strict",
+                "--targets",
+                &targets,
+            ],
+        );
+        assert_eq!(r.code, 2, "{needle}: {}", r.stderr);
+        assert!(r.stderr.contains(needle), "{needle}: {}", r.stderr);
+    }
+    // Untampered, it resumes and b still fails.
+    let (s, targets) = strict_run();
+    tamper(&s.outer.path().join("runs"), 1, |_| {}, |_| {});
+    let r = run_in(
+        &s.project(),
+        &[
+            "run",
+            "EVAL.yaml",
+            "--resume",
+            "../runs",
+            "--sandbox",
+            "strict",
+            "--targets",
+            &targets,
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    // A run directory inside the untrusted project is not read back at all.
+    let r = run_in(
+        &s.project(),
+        &[
+            "run",
+            "EVAL.yaml",
+            "--sandbox",
+            "strict",
+            "--targets",
+            &targets,
+            "-o",
+            "inside",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    for args in [
+        &[
+            "run",
+            "EVAL.yaml",
+            "--resume",
+            "inside",
+            "--sandbox",
+            "strict",
+            "--targets",
+            &targets,
+        ][..],
+        &[
+            "run",
+            "EVAL.yaml",
+            "--rerun-failed",
+            "inside",
+            "--sandbox",
+            "strict",
+            "--targets",
+            &targets,
+        ][..],
+        &[
+            "regrade",
+            "inside",
+            "--eval",
+            "EVAL.yaml",
+            "--sandbox",
+            "strict",
+        ][..],
+    ] {
+        let r = run_in(&s.project(), args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("inside the suite's project"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn resume_refuses_rows_that_disagree_with_the_suite() {
+    type Edit = fn(&mut serde_json::Value);
+    let forged: [(Edit, &str); 4] = [
+        // b is not expected to fail in the suite.
+        (
+            |r| {
+                if r["test_id"] == "b" {
+                    r["expected_fail"] = true.into();
+                    r["status"] = "expected-failed".into();
+                }
+            },
+            "expected_fail",
+        ),
+        // b's threshold is the default 0.8, not 0.
+        (
+            |r| {
+                if r["test_id"] == "b" {
+                    r["threshold"] = 0.0.into();
+                    r["status"] = "passed".into();
+                    r["execution_status"] = "ok".into();
+                    r.as_object_mut().unwrap().remove("failure_class");
+                }
+            },
+            "threshold",
+        ),
+        // b's score is not the mean of its assertion scores.
+        (
+            |r| {
+                if r["test_id"] == "b" {
+                    r["score"] = 1.0.into();
+                    r["status"] = "passed".into();
+                    r["execution_status"] = "ok".into();
+                    r.as_object_mut().unwrap().remove("failure_class");
+                }
+            },
+            "score",
+        ),
+        // b's scores are not its assertions.
+        (
+            |r| {
+                if r["test_id"] == "b" {
+                    r["scores"][0]["name"] = "something-else".into();
+                }
+            },
+            "names",
+        ),
+    ];
+    for (edit, what) in forged {
+        let (s, targets) = strict_run();
+        tamper(&s.outer.path().join("runs"), 2, |_| {}, edit);
+        for strict in [false, true] {
+            let mut args = vec![
+                "run",
+                "EVAL.yaml",
+                "--resume",
+                "../runs",
+                "--targets",
+                &targets,
+            ];
+            if strict {
+                args.extend(["--sandbox", "strict"]);
+            }
+            let r = run_in(&s.project(), &args);
+            assert_eq!(r.code, 2, "{what} strict={strict}: {}", r.stderr);
+            assert!(
+                r.stderr.contains("could not have written"),
+                "{what}: {}",
+                r.stderr
+            );
+        }
+    }
+}
+
+#[test]
+fn run_json_cannot_point_resume_or_regrade_at_files_it_brought() {
+    // A run directory that carries its own suite (with a hook) and targets
+    // file (with a command), named by its run.json: nothing of it runs.
+    let project = finished_run();
+    let evil = project.path().join("out");
+    std::fs::write(
+        evil.join("EVAL.yaml"),
+        "workspace: {hooks: {before_all: {command: \"touch PWNED-HOOK\"}}}\ntests:\n  - {id: a, input: q, assertions: [{type: contains, value: hello}]}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        evil.join("t.yaml"),
+        "targets:\n  - {name: default, provider: cli, command: \"touch PWNED-CLI; echo hello > {OUTPUT_FILE}\"}\n",
+    )
+    .unwrap();
+    let path = evil.join("run.json");
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    record["eval"] = evil.join("EVAL.yaml").display().to_string().into();
+    std::fs::write(&path, record.to_string()).unwrap();
+    for args in [
+        &["run", "--resume", "out"][..],
+        &["regrade", "out", "-o", "rg"][..],
+    ] {
+        let r = run_in(project.path(), args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("inside the run directory"),
+            "{}",
+            r.stderr
+        );
+    }
+    record["eval"] = project
+        .path()
+        .join("EVAL.yaml")
+        .display()
+        .to_string()
+        .into();
+    record["targets_file"] = evil.join("t.yaml").display().to_string().into();
+    std::fs::write(&path, record.to_string()).unwrap();
+    let r = run_in(project.path(), &["run", "--resume", "out"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("inside the run directory"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(pwned(project.path()), Vec::<String>::new());
+    // A targets file that is /dev/zero or a FIFO is refused, not read.
+    for special in ["/dev/zero", "fifo"] {
+        let target = if special == "fifo" {
+            let fifo = project.path().join("targets.fifo");
+            let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            fifo.display().to_string()
+        } else {
+            special.to_owned()
+        };
+        record["targets_file"] = target.into();
+        std::fs::write(&path, record.to_string()).unwrap();
+        let r = run_in(project.path(), &["run", "--resume", "out"]);
+        assert_eq!(r.code, 2, "{special}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("is not a regular file"),
+            "{special}: {}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn resume_never_writes_through_a_hard_link() {
+    let project = finished_run();
+    let victim = project.path().join("victim.txt");
+    std::fs::write(&victim, "keep1\nkeep2\nIMPORTANT-no-newline").unwrap();
+    let results = project.path().join("out/results.jsonl");
+    std::fs::remove_file(&results).unwrap();
+    std::fs::hard_link(&victim, &results).unwrap();
+    let r = run_in(project.path(), &["run", "--resume", "out"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("hard links"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "keep1\nkeep2\nIMPORTANT-no-newline"
+    );
+}
+
+#[test]
+fn a_suite_cannot_lift_the_plugin_deadline_or_memory_cap() {
+    for (limits, needle) in [
+        (
+            "{timeout_ms: 18446744073709551615}",
+            "`timeout_ms` can be at most 600000 ms",
+        ),
+        (
+            "{memory_mb: 18446744073709551615}",
+            "`memory_mb` can be at most 4096 MiB",
+        ),
+    ] {
+        let s = Setup::new(
+            &format!(
+                "tests:\n  - {{id: a, input: q, assertions: [{{type: contains, value: q, limits: {limits}}}]}}\n"
+            ),
+            PRINTF_TARGET,
+        );
+        let r = run_in(&s.project(), &["validate", "EVAL.yaml"]);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains(needle), "{}", r.stderr);
+    }
+    // Under strict, not above the defaults.
+    let s = Setup::new(
+        "execution:\n  limits: {timeout_ms: 60000}\ntests:\n  - {id: a, input: q, assertions: [{type: contains, value: q}]}\n",
+        PRINTF_TARGET,
+    );
+    let r = s.run_strict(&[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("at most at the defaults"), "{}", r.stderr);
+}
+
+#[test]
+fn a_relative_targets_file_is_recorded_absolute() {
+    let s = Setup::new(
+        "tests:\n  - {id: a, input: q, assertions: [{type: contains, value: q}]}\n  - {id: b, input: q, assertions: [{type: contains, value: q}]}\n",
+        PRINTF_TARGET,
+    );
+    for k in 1..=2 {
+        let shard = format!("{k}/2");
+        let out = format!("s{k}");
+        let r = run_in(
+            &s.project(),
+            &[
+                "run",
+                "EVAL.yaml",
+                "--targets",
+                "../operator/targets.yaml",
+                "--shard",
+                &shard,
+                "-o",
+                &out,
+            ],
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    let r = run_in(&s.project(), &["merge", "s1", "s2", "-o", "merged"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
 }
 
 #[test]
@@ -546,10 +970,7 @@ fn merge_refuses_impossible_scores_statuses_and_forged_digests() {
     type Forge = fn(&mut serde_json::Value);
     let cases: [(Forge, &str); 5] = [
         (|r| r["score"] = 7.into(), "outside [0, 1]"),
-        (
-            |r| r["threshold"] = (-1).into(),
-            "threshold -1 is outside [0, 1]",
-        ),
+        (|r| r["threshold"] = (-1).into(), "threshold -1"),
         (
             |r| r["scores"][0]["score"] = (-0.5).into(),
             "outside [0, 1]",
@@ -809,6 +1230,8 @@ fn escapes_and_workflow_commands_are_inert_in_every_printer() {
             "out",
             "--reporter",
             "github",
+            "--junit",
+            "junit.xml",
         ])
         .output()
         .unwrap();
@@ -835,6 +1258,8 @@ fn escapes_and_workflow_commands_are_inert_in_every_printer() {
     assert_inert("step summary", &md);
     assert!(!md.contains("<!--"), "{md}");
     assert_eq!(md.lines().filter(|l| l.starts_with('#')).count(), 1, "{md}");
+    let junit = std::fs::read_to_string(s.project().join("junit.xml")).unwrap();
+    assert_inert("junit", &junit);
     // The description of a plugin, printed by `plugin inspect`.
     let r = run_in(&s.project(), &["plugin", "inspect", "hostile.wasm"]);
     assert_eq!(r.code, 0, "{}", r.stderr);

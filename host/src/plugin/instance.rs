@@ -28,9 +28,11 @@ pub struct CallLimits {
 
 impl CallLimits {
     /// Default deadline of a call.
-    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+    pub const DEFAULT_TIMEOUT: Duration =
+        Duration::from_millis(evalhost_suite::LimitOverrides::DEFAULT_TIMEOUT_MS);
     /// Default memory cap of a call (256 MiB).
-    pub const DEFAULT_MEMORY: usize = 256 << 20;
+    pub const DEFAULT_MEMORY: usize =
+        (evalhost_suite::LimitOverrides::DEFAULT_MEMORY_MB as usize) << 20;
 }
 
 impl Default for CallLimits {

@@ -10,6 +10,7 @@ use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::{Details, Summary};
 use crate::results::{ResultRow, Status, Verdict};
+use crate::text::{shown, shown_line};
 
 /// The failed checks of `row`, one per line.
 pub fn failed_checks(row: &ResultRow) -> Vec<String> {
@@ -50,9 +51,15 @@ pub fn render(summary: &Summary, details: &Details) -> anyhow::Result<String> {
         match outcome.status {
             Status::Failed | Status::Error => {
                 status
-                    .set_message(first)
+                    .set_message(shown_line(&first).into_owned())
                     .set_type(class)
-                    .set_description(checks.join("\n"));
+                    .set_description(
+                        checks
+                            .iter()
+                            .map(|c| shown_line(c).into_owned())
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                    );
             }
             Status::UnexpectedPassed => {
                 status
@@ -61,19 +68,21 @@ pub fn render(summary: &Summary, details: &Details) -> anyhow::Result<String> {
             }
             _ => {}
         }
-        let mut case = TestCase::new(outcome.test_id.clone(), status);
-        case.set_classname(format!("{}.{}", outcome.suite, outcome.target))
-            .set_time(Duration::from_millis(outcome.wall_ms));
+        let mut case = TestCase::new(shown_line(&outcome.test_id).into_owned(), status);
+        case.set_classname(
+            shown_line(&format!("{}.{}", outcome.suite, outcome.target)).into_owned(),
+        )
+        .set_time(Duration::from_millis(outcome.wall_ms));
         if outcome.status == Status::ExpectedFailed {
             case.set_system_out(format!(
                 "expected failure (score {:.2}): {}",
                 outcome.score,
-                checks.join("; ")
+                shown(&checks.join("; "))
             ));
         }
         suites
             .entry(outcome.suite.clone())
-            .or_insert_with(|| TestSuite::new(outcome.suite.clone()))
+            .or_insert_with(|| TestSuite::new(shown_line(&outcome.suite).into_owned()))
             .add_test_case(case);
     }
     report.set_time(Duration::from_millis(summary.duration_ms as u64));

@@ -197,6 +197,17 @@ pub fn run(
             )));
         }
     };
+    if let (Some(dir), Some(p)) = (
+        options
+            .resume
+            .as_ref()
+            .or(options.regrade.as_ref())
+            .or(options.rerun_failed.as_ref()),
+        &previous,
+    ) && let Err(e) = record::check_sources(dir, p, options)
+    {
+        return Ok(Err(e));
+    }
     let mut plan_options = options.plan.clone();
     let mut threshold = options.threshold;
     let mut target_override = options.target.clone();
@@ -216,42 +227,30 @@ pub fn run(
             ))));
         }
         // Under --sandbox strict the run directory is as untrusted as the
-        // suite: what to run and with which targets come from the operator.
+        // suite: what to run, with which targets and threshold, comes from
+        // the operator's command line, and run.json must agree with it.
         if options.sandbox_strict {
-            if options.eval.is_none() {
-                return Ok(Err(RunError::Usage(format!(
-                    "--sandbox strict takes the eval file from the command line, not from {}: run `evalhost run {} --resume {} --sandbox strict`",
-                    dir.join("run.json").display(),
-                    p.eval.display(),
-                    dir.display()
-                ))));
+            if let Err(e) = record::check_strict_resume(dir, p, options) {
+                return Ok(Err(e));
             }
-            if let Some(file) = &p.targets_file
-                && options.targets_file.is_none()
-            {
-                return Ok(Err(RunError::Usage(format!(
-                    "{} names the targets file {}; --sandbox strict takes a targets file only from the command line: pass --targets again",
-                    dir.join("run.json").display(),
-                    file.display()
-                ))));
-            }
-        }
-        // A resumed run repeats exactly what was asked the first time.
-        plan_options = PlanOptions {
-            test_ids: p.test_ids.clone(),
-            tags: p.tags.clone(),
-            repeat: p.repeat,
-            shard: p.shard.as_deref().and_then(|s| s.parse::<Shard>().ok()),
-            only: p.only.clone(),
-        };
-        threshold = p.threshold;
-        resumed_targets = if p.targets.is_empty() {
-            vec![p.target.clone()]
         } else {
-            p.targets.clone()
-        };
-        if options.targets_file.is_none() {
-            targets_file = p.targets_file.clone();
+            // A resumed run repeats exactly what was asked the first time.
+            plan_options = PlanOptions {
+                test_ids: p.test_ids.clone(),
+                tags: p.tags.clone(),
+                repeat: p.repeat,
+                shard: p.shard.as_deref().and_then(|s| s.parse::<Shard>().ok()),
+                only: p.only.clone(),
+            };
+            threshold = p.threshold;
+            resumed_targets = if p.targets.is_empty() {
+                vec![p.target.clone()]
+            } else {
+                p.targets.clone()
+            };
+            if options.targets_file.is_none() {
+                targets_file = p.targets_file.clone();
+            }
         }
     }
     if let Some(dir) = &options.rerun_failed {
@@ -467,6 +466,19 @@ pub fn run(
         }
     }
     let target_names: Vec<String> = run_targets.iter().map(|t| t.target.name.clone()).collect();
+    if let (true, Some(dir), Some(p)) = (options.sandbox_strict, &options.resume, &previous) {
+        let recorded = if p.targets.is_empty() {
+            vec![p.target.clone()]
+        } else {
+            p.targets.clone()
+        };
+        if recorded != target_names {
+            return Ok(Err(RunError::Usage(format!(
+                "{} has `targets` {recorded:?}, but this run selects {target_names:?}: under --sandbox strict, resume with the same options the run was started with",
+                dir.join("run.json").display()
+            ))));
+        }
+    }
     // The judge: one per run, answering for every target's LLM graders.
     let judge = std::sync::Arc::new(
         crate::judge::Judge::new(
@@ -556,7 +568,14 @@ pub fn run(
     let results_path = run_dir.join("results.jsonl");
     let mut done: HashMap<(String, String, u32), RowBrief> = HashMap::new();
     if options.resume.is_some() && std::fs::symlink_metadata(&results_path).is_ok() {
-        done = match resume::finished_rows(&results_path, &suite, &plan, &target_names, err)? {
+        done = match resume::finished_rows(
+            &results_path,
+            &suite,
+            &plan,
+            &target_names,
+            threshold,
+            err,
+        )? {
             Ok(done) => done,
             Err(e) => return Ok(Err(e)),
         };
@@ -566,14 +585,21 @@ pub fn run(
             eval: std::path::absolute(&eval).unwrap_or(eval.clone()),
             target: target_names[0].clone(),
             targets: target_names.clone(),
-            targets_file: targets_file.clone(),
+            targets_file: targets_file
+                .as_ref()
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
             test_ids: plan_options.test_ids.clone(),
             tags: plan_options.tags.clone(),
             repeat: plan_options.repeat,
             shard: plan_options.shard.map(|s| s.to_string()),
             threshold,
             only: plan_options.only.clone(),
-            plan: Some(recorded_plan(&suite, &target_names, &plan_options)),
+            plan: Some(recorded_plan(
+                &suite,
+                &target_names,
+                &plan_options,
+                threshold,
+            )),
             started_at: jiff::Timestamp::now().to_string(),
         };
         // Atomically: a kill leaves either no run.json (nothing to resume)
@@ -587,8 +613,15 @@ pub fn run(
             std::fs::remove_file(&results_path)?;
         }
     }
-    let mut writer = ResultsWriter::create(&run_dir)
-        .with_context(|| format!("cannot write {}", results_path.display()))?;
+    let mut writer = match ResultsWriter::create(&run_dir) {
+        Ok(w) => w,
+        Err(e) => {
+            return Ok(Err(RunError::Usage(format!(
+                "cannot write {}: {e}",
+                results_path.display()
+            ))));
+        }
+    };
 
     writeln!(
         err,

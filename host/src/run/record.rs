@@ -49,7 +49,7 @@ pub struct RunRecord {
 
 /// The plan of a run before `--shard` sliced it: every (test, target) in
 /// order, and the trials of each.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RecordedPlan {
     /// Trials per test.
     pub trials: u32,
@@ -58,7 +58,7 @@ pub struct RecordedPlan {
 }
 
 /// One planned (test, target).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlannedEntry {
     /// The test's index in the suite.
     pub index: usize,
@@ -66,6 +66,12 @@ pub struct PlannedEntry {
     pub id: String,
     /// The target's name.
     pub target: String,
+    /// The threshold the test's score is held to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
+    /// The test is expected to fail.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expected_fail: bool,
 }
 
 /// The largest `run.json` read.
@@ -144,6 +150,7 @@ pub(super) fn recorded_plan(
     suite: &Suite,
     targets: &[String],
     options: &PlanOptions,
+    cli_threshold: Option<f64>,
 ) -> RecordedPlan {
     let whole = plan::plan(
         suite,
@@ -158,10 +165,19 @@ pub(super) fn recorded_plan(
         trials: whole.first().map_or(1, |p| p.trials),
         tests: whole
             .iter()
-            .map(|p| PlannedEntry {
-                index: p.index,
-                id: suite.tests[p.index].id.clone(),
-                target: targets[p.target].clone(),
+            .map(|p| {
+                let test = &suite.tests[p.index];
+                PlannedEntry {
+                    index: p.index,
+                    id: test.id.clone(),
+                    target: targets[p.target].clone(),
+                    threshold: Some(effective_threshold(
+                        test.threshold,
+                        cli_threshold,
+                        suite.threshold,
+                    )),
+                    expected_fail: test.expected_fail,
+                }
             })
             .collect(),
     }
@@ -169,3 +185,164 @@ pub(super) fn recorded_plan(
 
 /// The most trials `--repeat` (and a resumed run's `repeat`) may ask for.
 pub const MAX_REPEAT: u32 = 1000;
+
+/// The eval and targets files a `run.json` names must come from outside
+/// the run directory (evalhost never writes a suite there: one that is
+/// came with the directory), and under `--sandbox strict` the eval file is
+/// taken from the command line only (`--resume`, `regrade`).
+pub(super) fn check_sources(
+    dir: &Path,
+    record: &RunRecord,
+    options: &RunOptions,
+) -> Result<(), RunError> {
+    let run_json = dir.join("run.json");
+    let inside = |file: &Path| -> bool {
+        let real_dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let real = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+        real.starts_with(&real_dir)
+    };
+    for (what, file) in [
+        ("eval file", Some(&record.eval)),
+        ("targets file", record.targets_file.as_ref()),
+    ] {
+        if let Some(file) = file
+            && inside(file)
+        {
+            return Err(RunError::Usage(format!(
+                "{} names the {what} {}, which is inside the run directory: a run directory never holds its own suite or targets; it is not one evalhost wrote",
+                run_json.display(),
+                file.display()
+            )));
+        }
+    }
+    if options.sandbox_strict
+        && let Some(eval) = &options.eval
+    {
+        // The suite's project is the untrusted party's: a run directory in
+        // it may have been prepared along with the suite.
+        let root = crate::suite::roots::Roots::for_eval(eval).project_root;
+        let real_dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        if real_dir.starts_with(&root) {
+            return Err(RunError::Usage(format!(
+                "{} is inside the suite's project ({}); under --sandbox strict a run directory read back must be one you wrote outside it (run with `-o DIR` outside the project)",
+                dir.display(),
+                root.display()
+            )));
+        }
+    }
+    if options.sandbox_strict && options.eval.is_none() {
+        let how = if options.regrade.is_some() {
+            format!(
+                "evalhost regrade {} --eval {} --sandbox strict",
+                dir.display(),
+                record.eval.display()
+            )
+        } else {
+            format!(
+                "evalhost run {} --{} {} --sandbox strict",
+                record.eval.display(),
+                if options.rerun_failed.is_some() {
+                    "rerun-failed"
+                } else {
+                    "resume"
+                },
+                dir.display()
+            )
+        };
+        return Err(RunError::Usage(format!(
+            "--sandbox strict takes the eval file from the command line, not from {}: run `{how}`",
+            run_json.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Under `--sandbox strict`, `--resume` runs what the command line asks
+/// (as a new run would) and `run.json` must have asked the same: a run
+/// directory cannot narrow the plan, lower the threshold, drop a target or
+/// bring its own targets file.
+pub(super) fn check_strict_resume(
+    dir: &Path,
+    record: &RunRecord,
+    options: &RunOptions,
+) -> Result<(), RunError> {
+    let run_json = dir.join("run.json");
+    let differs = |field: &str, recorded: String, given: String| {
+        RunError::Usage(format!(
+            "{} has `{field}` {recorded}, but the command line asks {given}: under --sandbox strict, resume with the same options the run was started with",
+            run_json.display()
+        ))
+    };
+    if let Some(file) = &record.targets_file {
+        let given = options
+            .targets_file
+            .as_ref()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()));
+        if given.as_ref() != Some(file) {
+            return Err(RunError::Usage(format!(
+                "{} names the targets file {}; --sandbox strict takes a targets file only from the command line: pass --targets again with the file you trust (it must be the one the run was started with)",
+                run_json.display(),
+                file.display()
+            )));
+        }
+    }
+    let plan = &options.plan;
+    if record.threshold != options.threshold {
+        return Err(differs(
+            "threshold",
+            format!("{:?}", record.threshold),
+            format!("{:?}", options.threshold),
+        ));
+    }
+    if record.test_ids != plan.test_ids {
+        return Err(differs(
+            "test_ids",
+            format!("{:?}", record.test_ids),
+            format!("{:?}", plan.test_ids),
+        ));
+    }
+    if record.tags != plan.tags {
+        return Err(differs(
+            "tags",
+            format!("{:?}", record.tags),
+            format!("{:?}", plan.tags),
+        ));
+    }
+    if record.repeat != plan.repeat {
+        return Err(differs(
+            "repeat",
+            format!("{:?}", record.repeat),
+            format!("{:?}", plan.repeat),
+        ));
+    }
+    let shard = plan.shard.map(|s| s.to_string());
+    if record.shard != shard {
+        return Err(differs(
+            "shard",
+            format!("{:?}", record.shard),
+            format!("{shard:?}"),
+        ));
+    }
+    if record.only.is_some() {
+        return Err(RunError::Usage(format!(
+            "{} restricts the run to some tests (a --rerun-failed run); under --sandbox strict such a run is not resumed: run --rerun-failed again",
+            run_json.display()
+        )));
+    }
+    let given_target = options.target.clone();
+    let recorded_targets = if record.targets.is_empty() {
+        vec![record.target.clone()]
+    } else {
+        record.targets.clone()
+    };
+    if let Some(t) = given_target
+        && recorded_targets != [t.clone()]
+    {
+        return Err(differs(
+            "targets",
+            format!("{recorded_targets:?}"),
+            format!("[{t:?}]"),
+        ));
+    }
+    Ok(())
+}

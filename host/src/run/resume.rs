@@ -15,6 +15,7 @@ pub(super) fn finished_rows(
     suite: &Suite,
     plan: &[PlannedTest],
     target_names: &[String],
+    cli_threshold: Option<f64>,
     err: &mut dyn Write,
 ) -> anyhow::Result<Result<Done, RunError>> {
     let repaired = match results::repair_torn_tail(results_path) {
@@ -50,7 +51,8 @@ pub(super) fn finished_rows(
         Ok(row)
             if planned.contains(&(row.test_index, row.test_id.as_str(), row.target.as_str()))
                 && row.trial.unwrap_or(1) <= trials
-                && row.check().is_ok() =>
+                && row.check().is_ok()
+                && agrees_with_suite(&row, suite, cli_threshold) =>
         {
             rows.push(RowBrief::of(&row, &suite_name, &suite_name));
         }
@@ -74,4 +76,28 @@ pub(super) fn finished_rows(
         )?;
     }
     Ok(Ok(rows.into_iter().map(|row| (row.key(), row)).collect()))
+}
+
+/// A row agrees with the suite it claims to grade: the test's own
+/// `expected_fail` and threshold, and one score per assertion of the test,
+/// in order, with its name, type and weight (an error row before grading
+/// has none).
+fn agrees_with_suite(row: &ResultRow, suite: &Suite, cli_threshold: Option<f64>) -> bool {
+    let Some(test) = suite.tests.get(row.test_index) else {
+        return false;
+    };
+    let threshold = effective_threshold(test.threshold, cli_threshold, suite.threshold);
+    if row.expected_fail != test.expected_fail || (row.threshold - threshold).abs() > 1e-12 {
+        return false;
+    }
+    if row.scores.is_empty() {
+        return row.execution_status == ExecutionStatus::ExecutionError
+            || test.assertions.is_empty();
+    }
+    row.scores.len() == test.assertions.len()
+        && row
+            .scores
+            .iter()
+            .zip(&test.assertions)
+            .all(|(s, a)| *s.name == *a.name && (s.weight - a.weight).abs() < 1e-12)
 }

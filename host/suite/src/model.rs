@@ -51,6 +51,15 @@ pub struct LimitOverrides {
 }
 
 impl LimitOverrides {
+    /// The deadline of a grade call when nothing sets one.
+    pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+    /// The memory cap of a grade call when nothing sets one.
+    pub const DEFAULT_MEMORY_MB: u64 = 256;
+    /// The most a suite may raise the deadline to (10 minutes).
+    pub const MAX_TIMEOUT_MS: u64 = 600_000;
+    /// The most a suite may raise the memory cap to (4 GiB).
+    pub const MAX_MEMORY_MB: u64 = 4096;
+
     /// `self` where set, else `fallback`.
     pub fn or(self, fallback: Self) -> Self {
         Self {

@@ -66,6 +66,18 @@ pub fn shown(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// [`shown`] for a value that may start a line of a file someone may print
+/// into a CI log (JUnit XML): a leading `:` is escaped too, so the line can
+/// never be read as a workflow command.
+pub fn shown_line(text: &str) -> Cow<'_, str> {
+    let shown = shown(text);
+    if shown.trim_start().starts_with(':') {
+        Cow::Owned(format!("\\{}", shown.trim_start()))
+    } else {
+        shown
+    }
+}
+
 /// Like [`shown`], but keeps newlines: each line of `text` is escaped and
 /// prefixed with `indent`, so that no line of it starts a line of output.
 pub fn shown_lines(text: &str, indent: &str) -> String {

@@ -292,9 +292,48 @@ impl Loader {
                 None
             }
         };
-        LimitOverrides {
+        let mut limits = LimitOverrides {
             timeout_ms: positive("timeout_ms"),
             memory_mb: positive("memory_mb"),
+        };
+        // A ceiling for every suite, and the defaults for an untrusted one:
+        // a plugin's deadline and memory cap are the host's guarantee.
+        let untrusted = self.untrusted;
+        for (key, value, default, max, unit) in [
+            (
+                "timeout_ms",
+                &mut limits.timeout_ms,
+                LimitOverrides::DEFAULT_TIMEOUT_MS,
+                LimitOverrides::MAX_TIMEOUT_MS,
+                "ms",
+            ),
+            (
+                "memory_mb",
+                &mut limits.memory_mb,
+                LimitOverrides::DEFAULT_MEMORY_MB,
+                LimitOverrides::MAX_MEMORY_MB,
+                "MiB",
+            ),
+        ] {
+            let Some(v) = *value else { continue };
+            if untrusted && v > default {
+                self.error(
+                    doc,
+                    &at.key(key),
+                    format!(
+                        "`--sandbox strict` keeps plugin limits at most at the defaults: `{key}` can be at most {default} {unit}, got {v}"
+                    ),
+                );
+                *value = None;
+            } else if v > max {
+                self.error(
+                    doc,
+                    &at.key(key),
+                    format!("`{key}` can be at most {max} {unit}, got {v}"),
+                );
+                *value = None;
+            }
         }
+        limits
     }
 }
