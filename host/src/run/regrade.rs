@@ -1,0 +1,71 @@
+//! `evalhost regrade DIR`: an earlier run's outputs as targets, so that its
+//! answers are graded again without calling anything.
+
+use super::*;
+
+/// One recorded target per target the earlier run ran, answering by
+/// (test id, trial); and the most trials any of its tests ran.
+pub(super) fn recorded_targets(
+    dir: &Path,
+    suite: &Suite,
+) -> Result<(Vec<RunTarget>, Option<u32>), RunError> {
+    // Grade the earlier run's outputs: one recorded target per target it
+    // ran, answering by (test id, trial).
+    let rows = match results::read_rows(&dir.join("results.jsonl")) {
+        Ok((rows, _)) => rows,
+        Err(e) => {
+            return Err(RunError::Usage(format!(
+                "cannot read {}: {e}",
+                dir.join("results.jsonl").display()
+            )));
+        }
+    };
+    let mut by_target: std::collections::BTreeMap<
+        String,
+        std::collections::HashMap<(String, u32), target::TargetOutput>,
+    > = std::collections::BTreeMap::new();
+    for row in rows
+        .iter()
+        .filter(|r| r.execution_status != ExecutionStatus::ExecutionError || !r.output.is_empty())
+    {
+        let messages = if row.output_messages.is_empty() {
+            target::TargetOutput::text(row.output.clone()).messages
+        } else {
+            row.output_messages.clone()
+        };
+        let output = target::TargetOutput {
+            text: row.output.clone(),
+            messages,
+            duration_ms: row.duration_ms,
+            token_usage: row.token_usage,
+            cost_usd: row.cost_usd,
+            llm_calls: row
+                .llm_calls
+                .map_or(target::LlmCalls::Unknown, target::LlmCalls::Known),
+            target_used: row.target_used.clone(),
+        };
+        by_target
+            .entry(row.target.clone())
+            .or_default()
+            .insert((row.test_id.clone(), row.trial.unwrap_or(1)), output);
+    }
+    let mut run_targets = Vec::new();
+    for (name, outputs) in by_target {
+        run_targets.push(RunTarget {
+            target: Target {
+                name,
+                provider: target::Provider::Recorded(Arc::new(outputs)),
+                grader_target: None,
+                fallback_targets: Vec::new(),
+                retry: target::Retry {
+                    max_retries: 0,
+                    ..target::Retry::default()
+                },
+                base_dir: suite.dir.clone(),
+            },
+            hooks: Default::default(),
+            judge: Err(String::new()),
+        });
+    }
+    Ok((run_targets, rows.iter().filter_map(|r| r.trials).max()))
+}

@@ -1,0 +1,354 @@
+//! The targets file (`.evalhost/targets.yaml`, `.agentv/targets.yaml`, or
+//! `--targets FILE`): found by walking up from the suite, read through the
+//! suite reader's YAML and `${{ VAR }}` rules, each entry resolved to a
+//! [`Target`]. Literal keys are refused, numbers range-checked.
+
+use super::*;
+
+/// The first targets file found walking up from `start`.
+pub fn find_targets_file(start: &Path) -> Option<PathBuf> {
+    let start = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
+    for dir in start.ancestors() {
+        for candidate in CANDIDATES {
+            let path = dir.join(candidate);
+            if path.is_file() {
+                return Some(path);
+            }
+        }
+    }
+    None
+}
+
+/// Reads a targets file: `${{ VAR }}` from the environment (and `.env`
+/// files), literal secrets refused, `use_target` resolved.
+pub fn load_targets(path: &Path, env: &Env) -> Result<Targets, Diagnostics> {
+    let mut diags = Diagnostics::default();
+    // A regular file of at most 32 MiB: not a FIFO or `/dev/zero` that a
+    // run directory's `run.json` could name.
+    let text = match crate::safe_fs::read_regular_capped(path, 32 << 20) {
+        Ok(t) => t,
+        Err(err) => {
+            diags.push(Diagnostic::error(
+                path,
+                format!("cannot read the targets file: {err}"),
+            ));
+            return Err(diags);
+        }
+    };
+    let mut root = match parse_yaml(&text) {
+        Ok(v) => v,
+        Err(err) => {
+            let pos = err.location().map(|l| crate::suite::source_map::Pos {
+                line: l.line(),
+                col: l.column(),
+            });
+            diags.push(Diagnostic::error(path, format!("invalid YAML: {err}")).at(pos));
+            return Err(diags);
+        }
+    };
+    let map = SourceMap::build(&text);
+    let error = |message: String, key: KeyPath| {
+        Diagnostic::error(path, message)
+            .at(map.locate(&key))
+            .key(key)
+    };
+    let top = KeyPath::default();
+    // Secrets must be references: check before interpolating.
+    if let Some(Value::Array(items)) = root.get("targets") {
+        for (i, item) in items.iter().enumerate() {
+            for field in SECRET_FIELDS {
+                if let Some(Value::String(v)) = item.get(*field)
+                    && !is_env_reference(v)
+                {
+                    diags.push(
+                        error(
+                            format!("`{field}` is written literally; secrets must come from the environment"),
+                            top.key("targets").index(i).key(field),
+                        )
+                        .hint(format!("write `{field}: ${{{{ OPENAI_API_KEY }}}}` and export the variable (or put it in .env)")),
+                    );
+                }
+            }
+        }
+    }
+    let missing = env.interpolate(&mut root);
+    let Some(Value::Array(items)) = root.get("targets") else {
+        diags.push(
+            error("the targets file must have a `targets` list".into(), top).hint(
+                "targets:\n    - name: default\n      provider: mock\n      response: \"...\"",
+            ),
+        );
+        return Err(diags);
+    };
+    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut raw: Vec<(String, Map<String, Value>, KeyPath)> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let at = top.key("targets").index(i);
+        let Value::Object(entry) = item else {
+            diags.push(error(
+                format!("a target must be a mapping, got {}", kind(item)),
+                at,
+            ));
+            continue;
+        };
+        let Some(Value::String(name)) = entry.get("name") else {
+            diags.push(error("the target has no `name`".into(), at));
+            continue;
+        };
+        for key in entry.keys() {
+            if key.chars().any(|c| c.is_ascii_uppercase()) {
+                let snake: String = key
+                    .chars()
+                    .flat_map(|c| {
+                        if c.is_ascii_uppercase() {
+                            vec!['_', c.to_ascii_lowercase()]
+                        } else {
+                            vec![c]
+                        }
+                    })
+                    .collect();
+                diags.push(error(
+                    format!(
+                        "camelCase field `{key}` is not supported in targets files; use `{snake}`"
+                    ),
+                    at.key(key),
+                ));
+            }
+        }
+        raw.push((name.clone(), entry.clone(), at));
+    }
+    let mut targets = Vec::new();
+    for (name, entry, at) in &raw {
+        // `use_target` delegates to another entry (up to 5 deep): the
+        // delegate's provider with this entry's name.
+        let mut effective = entry.clone();
+        let mut seen = vec![name.clone()];
+        while let Some(Value::String(next)) = effective.get("use_target").cloned() {
+            if next.is_empty() {
+                diags.push(error(
+                    format!(
+                        "target `{name}` delegates to an empty `use_target` (is the variable set?)"
+                    ),
+                    at.key("use_target"),
+                ));
+                break;
+            }
+            if seen.contains(&next) || seen.len() > 5 {
+                diags.push(error(
+                    format!(
+                        "`use_target` delegation loops or is deeper than 5: {} -> {next}",
+                        seen.join(" -> ")
+                    ),
+                    at.key("use_target"),
+                ));
+                break;
+            }
+            let Some((_, delegate, _)) = raw.iter().find(|(n, _, _)| *n == next) else {
+                diags.push(error(
+                    format!("target `{name}` delegates to `{next}`, which is not in the file"),
+                    at.key("use_target"),
+                ));
+                break;
+            };
+            seen.push(next.clone());
+            let mut merged = delegate.clone();
+            for (k, v) in entry {
+                if k != "use_target" && k != "provider" {
+                    merged.insert(k.clone(), v.clone());
+                }
+            }
+            merged.remove("use_target");
+            if let Some(Value::String(_)) = delegate.get("use_target") {
+                merged.insert("use_target".into(), delegate["use_target"].clone());
+            }
+            effective = merged;
+        }
+        match parse_target(name, &effective, &base_dir) {
+            Ok(t) => targets.push(t),
+            Err((key, message)) => diags.push(error(message, at.key(&key))),
+        }
+    }
+    for name in missing {
+        diags.push(Diagnostic::warning(
+            path,
+            format!("environment variable `{name}` is not set"),
+        ));
+    }
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    Ok(Targets {
+        file: Some(path.to_path_buf()),
+        targets,
+    })
+}
+
+pub(super) fn is_env_reference(value: &str) -> bool {
+    let v = value.trim();
+    v.starts_with("${{") && v.ends_with("}}")
+}
+
+/// The longest timeout or delay a targets file may set (a week): a larger
+/// number is a mistake, and past about 10^10 s it no longer fits a clock.
+pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+
+/// A number of seconds from a file: finite, positive and at most
+/// [`MAX_SECONDS`], else a config error on `key`.
+pub fn seconds_field(key: &str, secs: f64) -> Result<Duration, (String, String)> {
+    if secs.is_finite() && secs > 0.0 && secs <= MAX_SECONDS {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err((
+            key.to_owned(),
+            format!(
+                "`{key}` must be a number of seconds above 0 and at most {MAX_SECONDS} (a week), got {secs}"
+            ),
+        ))
+    }
+}
+
+/// A wait a server asked for, in seconds: NaN or negative is no wait, and
+/// anything longer than `max` is `max`. Never panics.
+pub fn clamp_seconds(secs: f64, max: Duration) -> Duration {
+    if secs.is_nan() || secs <= 0.0 {
+        Duration::ZERO
+    } else if secs >= max.as_secs_f64() {
+        max
+    } else {
+        Duration::from_secs_f64(secs)
+    }
+}
+
+pub(super) fn get_u64(
+    entry: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<u64>, (String, String)> {
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
+        Some(Value::String(s)) if s.parse::<u64>().is_ok() => Ok(s.parse().ok()),
+        Some(other) => Err((
+            key.into(),
+            format!(
+                "`{key}` must be a non-negative integer, got {}",
+                kind(other)
+            ),
+        )),
+    }
+}
+
+pub(super) fn get_f64(
+    entry: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<f64>, (String, String)> {
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        Some(Value::String(s)) if s.parse::<f64>().is_ok() => Ok(s.parse().ok()),
+        Some(other) => Err((
+            key.into(),
+            format!("`{key}` must be a number, got {}", kind(other)),
+        )),
+    }
+}
+
+pub(super) fn get_str(
+    entry: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<String>, (String, String)> {
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err((
+            key.into(),
+            format!("`{key}` must be a string, got {}", kind(other)),
+        )),
+    }
+}
+
+pub(super) fn parse_target(
+    name: &str,
+    entry: &Map<String, Value>,
+    base_dir: &Path,
+) -> Result<Target, (String, String)> {
+    let provider_name = get_str(entry, "provider")?.ok_or_else(|| {
+        (
+            "provider".to_owned(),
+            format!("target `{name}` has no `provider` (or `use_target`)"),
+        )
+    })?;
+    let provider = match provider_name.as_str() {
+        "mock" => Provider::Mock {
+            response: get_str(entry, "response")?
+                .unwrap_or_else(|| MOCK_DEFAULT_RESPONSE.to_owned()),
+            delay_ms: match get_u64(entry, "delay_ms")? {
+                None => 0,
+                Some(ms) => {
+                    seconds_field("delay_ms", ms.max(1) as f64 / 1000.0)?;
+                    ms
+                }
+            },
+        },
+        "cli" => Provider::Cli(cli::CliConfig::parse(entry, base_dir)?),
+        "openai" | "azure" | "azure-openai" | "openrouter" | "vllm" | "ollama" => {
+            Provider::OpenAi(openai::OpenAiConfig::parse(&provider_name, entry)?)
+        }
+        "replay" => Provider::Replay(replay::ReplayConfig::parse(entry, base_dir)?),
+        other => Provider::Unsupported(other.to_owned()),
+    };
+    let default = Retry::default();
+    let retry = Retry {
+        max_retries: get_u64(entry, "max_retries")?.map_or(default.max_retries, |n| n as u32),
+        initial_delay: match get_u64(entry, "retry_initial_delay_ms")? {
+            None => default.initial_delay,
+            Some(ms) => seconds_field("retry_initial_delay_ms", ms as f64 / 1000.0)?,
+        },
+        max_delay: match get_u64(entry, "retry_max_delay_ms")? {
+            None => default.max_delay,
+            Some(ms) => seconds_field("retry_max_delay_ms", ms as f64 / 1000.0)?,
+        },
+        factor: match get_f64(entry, "retry_backoff_factor")? {
+            None => default.factor,
+            Some(f) if f.is_finite() && (1.0..=100.0).contains(&f) => f,
+            Some(f) => {
+                return Err((
+                    "retry_backoff_factor".into(),
+                    format!("`retry_backoff_factor` must be between 1 and 100, got {f}"),
+                ));
+            }
+        },
+    };
+    if retry.max_retries > 100 {
+        return Err((
+            "max_retries".into(),
+            format!(
+                "`max_retries` must be at most 100, got {}",
+                retry.max_retries
+            ),
+        ));
+    }
+    let fallback_targets = match entry.get("fallback_targets") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        Some(other) => {
+            return Err((
+                "fallback_targets".into(),
+                format!(
+                    "`fallback_targets` must be a list of names, got {}",
+                    kind(other)
+                ),
+            ));
+        }
+    };
+    Ok(Target {
+        name: name.to_owned(),
+        provider,
+        grader_target: get_str(entry, "grader_target")?.or(get_str(entry, "judge_target")?),
+        fallback_targets,
+        retry,
+        base_dir: base_dir.to_path_buf(),
+    })
+}
