@@ -5,6 +5,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+pub use crate::plugin_cli::PluginCommand;
+pub use crate::schema::SchemaKind;
 use clap::{Parser, Subcommand};
 
 use crate::exit_codes;
@@ -58,33 +60,6 @@ pub struct TraceArgs {
     pub format: String,
 }
 
-/// `evalhost plugin`.
-#[derive(Debug, Subcommand)]
-pub enum PluginCommand {
-    /// Print a plugin's description: name, version, API version, types with
-    /// their config schemas and capabilities, imports, sha256.
-    Inspect {
-        /// The `.wasm` component.
-        file: PathBuf,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Create a Rust grader plugin crate that builds with
-    /// `cargo build --target wasm32-wasip2 --release`.
-    New {
-        /// The plugin's name (kebab-case); also its directory.
-        name: String,
-        /// Where to create it (default: the current directory).
-        #[arg(long, value_name = "DIR")]
-        dir: Option<PathBuf>,
-        /// The plugin-sdk to depend on (default: the one this evalhost was
-        /// built from).
-        #[arg(long, value_name = "PATH")]
-        sdk: Option<PathBuf>,
-    },
-}
-
 /// `evalhost regrade`.
 #[derive(Debug, clap::Args)]
 pub struct RegradeArgs {
@@ -136,15 +111,6 @@ pub struct SchemaArgs {
     /// Which file's schema.
     #[arg(value_enum, default_value = "suite")]
     pub which: SchemaKind,
-}
-
-/// Which schema `evalhost schema` prints.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum SchemaKind {
-    /// An eval file (EVAL.yaml, *.eval.yaml).
-    Suite,
-    /// A case.yaml of a discovered case directory.
-    Case,
 }
 
 /// `evalhost run`.

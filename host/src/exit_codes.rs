@@ -15,3 +15,17 @@ pub const EXECUTION_ERROR: u8 = 3;
 pub const INTERRUPTED: u8 = 130;
 /// evalhost itself failed (an I/O error writing results, an internal error).
 pub const INTERNAL: u8 = 101;
+
+impl crate::outcome::Tally {
+    /// The exit code this tally calls for: the exit-code policy lives here,
+    /// with the codes, not in the results stage.
+    pub fn exit_code(&self) -> u8 {
+        if self.all_passed() {
+            SUCCESS
+        } else if self.total > 0 && self.errors == self.total {
+            EXECUTION_ERROR
+        } else {
+            TEST_FAILED
+        }
+    }
+}

@@ -15,12 +15,7 @@ use crate::target::TargetOutput;
 /// The default pass threshold of a test.
 pub const DEFAULT_THRESHOLD: f64 = 0.8;
 
-/// True when `score` reaches `threshold`. Scores are sums and means of
-/// floats: (1 + 1 + 0.4) / 3 is 0.7999999999999999, which a person reads as
-/// 0.8; a difference below 1e-9 counts as reaching the threshold.
-pub fn reaches(score: f64, threshold: f64) -> bool {
-    score + 1e-9 >= threshold
-}
+pub use crate::results::reaches;
 
 /// The request a plugin sees for `test` and `output`, without an assertion
 /// yet: [`grade_assertion`] fills the type and config in.

@@ -11,23 +11,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde::{Deserialize, Serialize};
-
 use crate::suite::{Suite, TestCase};
 use crate::workspace::{
     AFTER_TIMEOUT, BEFORE_TIMEOUT, HookContext, HookRun, Isolation, Spec, Workspace, run_hook,
 };
 
-/// A hook's run, as results record it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HookRow {
-    /// What it printed.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub output: String,
-    /// Why it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
+pub use crate::results::usage::HookRow;
 
 impl From<HookRun> for HookRow {
     fn from(run: HookRun) -> Self {

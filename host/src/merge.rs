@@ -375,11 +375,10 @@ pub fn merge(
         output,
         &rows,
         planned.max(crate::outcome::outcomes(&rows).len()),
-        None,
+        report::plugins_of(&rows),
         std::time::Duration::from_millis(duration_ms as u64),
         false,
     );
-    summary.plugins = report::plugins_of(&rows);
     summary.missing_shards = missing.clone();
     writeln!(
         err,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::failure::FailureClass;
-use crate::judge::JudgeUsage;
+use crate::results::usage::JudgeUsage;
 use crate::results::{ExecutionStatus, ResultRow, Status, Strategy};
 
 /// What outcomes and the summary read of a result row. A run keeps only
@@ -305,14 +305,14 @@ pub fn combine<R: Graded>(rows: &[&R]) -> TestOutcome {
             let mean = scores.iter().sum::<f64>() / scores.len() as f64;
             (
                 mean,
-                first_error.is_none() && crate::grade::reaches(mean, threshold),
+                first_error.is_none() && crate::results::reaches(mean, threshold),
             )
         }
         Strategy::ConfidenceInterval => {
             let lower = confidence_lower_bound(&scores);
             (
                 lower,
-                first_error.is_none() && crate::grade::reaches(lower, threshold),
+                first_error.is_none() && crate::results::reaches(lower, threshold),
             )
         }
     };
@@ -414,17 +414,6 @@ impl Tally {
     /// True when every planned test ran and succeeded.
     pub fn all_passed(&self) -> bool {
         self.not_run == 0 && self.passed + self.expected_failed == self.total
-    }
-
-    /// The exit code this tally calls for.
-    pub fn exit_code(&self) -> u8 {
-        if self.all_passed() {
-            crate::exit_codes::SUCCESS
-        } else if self.total > 0 && self.errors == self.total {
-            crate::exit_codes::EXECUTION_ERROR
-        } else {
-            crate::exit_codes::TEST_FAILED
-        }
     }
 }
 

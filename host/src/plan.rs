@@ -9,8 +9,8 @@ use std::str::FromStr;
 
 use globset::{Glob, GlobMatcher};
 
-use crate::results::Strategy;
 use crate::suite::Suite;
+use crate::suite::model::Strategy;
 
 /// One test to run.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::cli::PluginCommand;
 use crate::exit_codes;
 use crate::plugin::{API_VERSION, LoadedPlugin};
 
@@ -255,4 +254,31 @@ mod tests {{
         root.display()
     );
     Ok(exit_codes::SUCCESS)
+}
+
+/// `evalhost plugin`.
+#[derive(Debug, clap::Subcommand)]
+pub enum PluginCommand {
+    /// Print a plugin's description: name, version, API version, types with
+    /// their config schemas and capabilities, imports, sha256.
+    Inspect {
+        /// The `.wasm` component.
+        file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create a Rust grader plugin crate that builds with
+    /// `cargo build --target wasm32-wasip2 --release`.
+    New {
+        /// The plugin's name (kebab-case); also its directory.
+        name: String,
+        /// Where to create it (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The plugin-sdk to depend on (default: the one this evalhost was
+        /// built from).
+        #[arg(long, value_name = "PATH")]
+        sdk: Option<PathBuf>,
+    },
 }

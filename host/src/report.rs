@@ -19,7 +19,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::outcome::{self, Tally, TestOutcome};
-use crate::plugin::{CompileSource, Registry};
 use crate::results::ResultRow;
 
 /// Which reporters run at the end, besides the terminal and the run
@@ -88,10 +87,10 @@ pub struct Summary {
     /// Wall time of the run, in milliseconds.
     pub duration_ms: u128,
     /// Every judge call of the run (LLM graders).
-    pub judge: crate::judge::JudgeUsage,
+    pub judge: crate::results::usage::JudgeUsage,
     /// The suite's `before_all` and `after_all` hooks: output and errors.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub hooks: BTreeMap<String, crate::lifecycle::HookRow>,
+    pub hooks: BTreeMap<String, crate::results::usage::HookRow>,
     /// Shards `merge --allow-partial` merged without: their tests did not
     /// run.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -107,7 +106,7 @@ impl Summary {
         run_dir: &Path,
         rows: &[R],
         planned: usize,
-        registry: Option<&Registry>,
+        plugins: Vec<PluginSummary>,
         took: Duration,
         interrupted: bool,
     ) -> Self {
@@ -122,20 +121,6 @@ impl Summary {
             .collect();
         slowest.sort_by(|a, b| b.wall_ms.cmp(&a.wall_ms).then(a.test_id.cmp(&b.test_id)));
         slowest.truncate(5);
-        let plugins = match registry {
-            Some(registry) => registry
-                .plugins()
-                .iter()
-                .map(|p| PluginSummary {
-                    name: p.name.clone(),
-                    version: p.version.clone(),
-                    digest: p.digest.clone(),
-                    from_cache: p.compiled.0 == CompileSource::Cache,
-                    load_ms: p.compiled.1.as_millis(),
-                })
-                .collect(),
-            None => Vec::new(),
-        };
         Self {
             evalhost_version: env!("CARGO_PKG_VERSION").into(),
             suite: suite.to_owned(),
@@ -149,12 +134,13 @@ impl Summary {
             tests,
             plugins,
             duration_ms: took.as_millis(),
-            judge: rows
-                .iter()
-                .fold(crate::judge::JudgeUsage::default(), |mut total, r| {
+            judge: rows.iter().fold(
+                crate::results::usage::JudgeUsage::default(),
+                |mut total, r| {
                     total += r.judge();
                     total
-                }),
+                },
+            ),
             hooks: BTreeMap::new(),
             missing_shards: Vec::new(),
         }

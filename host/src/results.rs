@@ -7,6 +7,9 @@
 //! `verdict`, `assertions`), plus evalhost's `failure_class` and, per score,
 //! `plugin` and `plugin_digest`.
 
+pub mod output;
+pub mod usage;
+
 use crate::safe_fs::AtomicFile;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,6 +18,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::failure::FailureClass;
+
+/// True when `score` reaches `threshold`. Scores are sums and means of
+/// floats: (1 + 1 + 0.4) / 3 is 0.7999999999999999, which a person reads as
+/// 0.8; a difference below 1e-9 counts as reaching the threshold.
+pub fn reaches(score: f64, threshold: f64) -> bool {
+    score + 1e-9 >= threshold
+}
 
 /// Outcome of one test, as AgentV names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,7 +170,7 @@ pub struct ScoreRow {
     pub duration_us: u64,
     /// The judge calls of this assertion (LLM graders).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub judge: Option<crate::judge::JudgeUsage>,
+    pub judge: Option<usage::JudgeUsage>,
     /// The members' scores, for a `composite` or `assert-set`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scores: Vec<ScoreRow>,
@@ -222,7 +232,7 @@ pub struct ResultRow {
     pub wall_ms: u64,
     /// Tokens the target reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token_usage: Option<crate::target::TokenUsage>,
+    pub token_usage: Option<output::TokenUsage>,
     /// Cost the target reported, in US dollars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
@@ -235,7 +245,7 @@ pub struct ResultRow {
     /// Every message the target produced, when there is more to them than
     /// `output` (tool calls, several turns): kept so `regrade` sees them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub output_messages: Vec<crate::target::OutputMessage>,
+    pub output_messages: Vec<output::OutputMessage>,
     /// The fallback target that answered, when the primary failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_used: Option<String>,
@@ -247,7 +257,7 @@ pub struct ResultRow {
     pub workspace_path: Option<String>,
     /// What the case's hooks printed and how they failed.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub hooks: std::collections::BTreeMap<String, crate::lifecycle::HookRow>,
+    pub hooks: std::collections::BTreeMap<String, usage::HookRow>,
     /// The input messages sent to the target.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub input: Vec<MessageRow>,

@@ -3,7 +3,6 @@
 //! and the built-in plugins' config schemas. The generated files are
 //! committed in `schema/`; a test fails when they are stale.
 
-use crate::cli::SchemaKind;
 use crate::plugin::Registry;
 use crate::suite::fields::{self, TypeSchema};
 
@@ -72,4 +71,13 @@ fn group_types() -> [TypeSchema; 2] {
             }),
         },
     ]
+}
+
+/// Which schema `evalhost schema` prints.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum SchemaKind {
+    /// An eval file (EVAL.yaml, *.eval.yaml).
+    Suite,
+    /// A case.yaml of a discovered case directory.
+    Case,
 }

@@ -12,6 +12,8 @@
 //! `use_target` delegates to another entry. Failed calls are retried with
 //! exponential backoff, then `fallback_targets` are tried in order.
 
+pub use crate::results::output::{LlmCalls, OutputMessage, TargetOutput, TokenUsage, ToolCall};
+
 pub mod cli;
 pub mod openai;
 pub mod prompt;
@@ -120,138 +122,6 @@ pub struct Target {
     pub retry: Retry,
     /// The directory of the targets file (relative paths in the entry).
     pub base_dir: PathBuf,
-}
-
-/// One tool call in a target's output.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ToolCall {
-    /// Id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-    /// Tool name.
-    pub tool: String,
-    /// Input.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input: Option<Value>,
-    /// Output.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output: Option<Value>,
-    /// Status.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-    /// Duration in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_ms: Option<u64>,
-}
-
-/// One message of a target's output.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct OutputMessage {
-    /// Role.
-    pub role: String,
-    /// Text content.
-    pub content: String,
-    /// Structured content, when not plain text.
-    pub content_json: Option<Value>,
-    /// Tool calls.
-    pub tool_calls: Vec<ToolCall>,
-    /// Participant name.
-    pub name: Option<String>,
-}
-
-/// Tokens a target reported.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct TokenUsage {
-    /// Prompt tokens.
-    pub input: u64,
-    /// Completion tokens.
-    pub output: u64,
-    /// Cached prompt tokens.
-    #[serde(default)]
-    pub cached: u64,
-    /// Reasoning tokens.
-    #[serde(default)]
-    pub reasoning: u64,
-}
-
-/// How many model calls a target made.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LlmCalls {
-    /// The number of assistant messages (AgentV's rule), when there are
-    /// messages.
-    #[default]
-    FromMessages,
-    /// Reported by the agent CLI.
-    Known(u32),
-    /// Not reported (Codex, Claude Code's json result).
-    Unknown,
-}
-
-/// A target's output for one test.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct TargetOutput {
-    /// The candidate: text of the last assistant message.
-    pub text: String,
-    /// Every message produced.
-    pub messages: Vec<OutputMessage>,
-    /// Time the target took, in milliseconds, when it reports one.
-    pub duration_ms: Option<u64>,
-    /// Tokens used.
-    pub token_usage: Option<TokenUsage>,
-    /// Cost in US dollars.
-    pub cost_usd: Option<f64>,
-    /// The target that answered, when a fallback did.
-    pub target_used: Option<String>,
-    /// How many model calls it made.
-    #[serde(default)]
-    pub llm_calls: LlmCalls,
-}
-
-impl TargetOutput {
-    /// One assistant message with `text`.
-    pub fn text(text: impl Into<String>) -> Self {
-        let text = text.into();
-        Self {
-            messages: vec![OutputMessage {
-                role: "assistant".into(),
-                content: text.clone(),
-                ..OutputMessage::default()
-            }],
-            text,
-            ..Self::default()
-        }
-    }
-
-    /// The number of model calls, when known.
-    pub fn llm_call_count(&self) -> Option<u32> {
-        match self.llm_calls {
-            LlmCalls::Known(n) => Some(n),
-            LlmCalls::Unknown => None,
-            LlmCalls::FromMessages if self.messages.is_empty() => None,
-            LlmCalls::FromMessages => Some(
-                u32::try_from(
-                    self.messages
-                        .iter()
-                        .filter(|m| m.role == "assistant")
-                        .count(),
-                )
-                .unwrap_or(u32::MAX),
-            ),
-        }
-    }
-
-    /// The candidate from the messages: the last assistant message's text.
-    pub fn with_candidate_from_messages(mut self) -> Self {
-        self.text = self
-            .messages
-            .iter()
-            .rev()
-            .find(|m| m.role == "assistant")
-            .map(|m| m.content.clone())
-            .unwrap_or_default();
-        self
-    }
 }
 
 /// Why a target produced no output.

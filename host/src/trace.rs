@@ -21,7 +21,7 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
-use crate::target::{LlmCalls, OutputMessage, TargetOutput, TokenUsage, ToolCall};
+use crate::results::output::{LlmCalls, OutputMessage, TargetOutput, TokenUsage, ToolCall};
 
 mod claude_code;
 use claude_code::*;

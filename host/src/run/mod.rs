@@ -739,7 +739,17 @@ pub fn run(
         &run_dir,
         &rows,
         plan.len(),
-        Some(&registry),
+        registry
+            .plugins()
+            .iter()
+            .map(|p| report::PluginSummary {
+                name: p.name.clone(),
+                version: p.version.clone(),
+                digest: p.digest.clone(),
+                from_cache: p.compiled.0 == plugin::CompileSource::Cache,
+                load_ms: p.compiled.1.as_millis(),
+            })
+            .collect(),
         started.elapsed(),
         interrupted,
     );
