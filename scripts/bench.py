@@ -11,6 +11,16 @@ and peak RSS of the evalhost process. Then start-up: a 1-case suite with a
 warm and with a cold compile cache; and `evalhost validate` of a directory
 of 10,000 discovered case directories. Each figure is printed with its goal
 (docs/performance.md). Every run is checked to have graded every case.
+
+    scripts/bench.py --only layout --base OTHER_BIN
+
+The loader and run figures the layout work is measured by: `validate` of a
+1,000-test EVAL.yaml (4 assertions each), `validate` of 10,000 discovered
+case directories, and a whole 1,000-case run where every case fails (so the
+report details them all), with the time per phase (load, plugins, run,
+write, reports) that `EVALHOST_TIMINGS=1` prints. With `--base`, the same
+figures for another evalhost binary (an older build) in the same sitting,
+and the ratio.
 """
 
 import argparse
@@ -72,6 +82,85 @@ def check_rows(out, n):
         sys.exit(f"expected {n} result rows in {out}, found {rows}")
 
 
+def inline_suite(dir, n, response):
+    """A single EVAL.yaml of `n` inline tests, 4 assertions each."""
+    os.makedirs(os.path.join(dir, ".evalhost"), exist_ok=True)
+    with open(os.path.join(dir, ".evalhost", "targets.yaml"), "w") as f:
+        f.write(f"targets:\n  - name: default\n    provider: mock\n    response: {response}\n")
+    with open(os.path.join(dir, "EVAL.yaml"), "w") as f:
+        f.write("name: bench\ntests:\n")
+        for i in range(n):
+            f.write(
+                f"  - id: case-{i:06d}\n"
+                f"    input: \"Question {i}: what is the capital of France?\"\n"
+                "    criteria: Names Paris.\n"
+                "    metadata: {difficulty: easy}\n"
+                "    assertions:\n"
+                "      - {type: contains, value: Paris}\n"
+                "      - {type: icontains, value: capital}\n"
+                "      - {type: regex, value: '\\bParis\\b'}\n"
+                "      - {type: equals, value: The capital of France is Paris.}\n"
+            )
+
+
+def discovered_suite(d, n):
+    os.makedirs(os.path.join(d, "cases"))
+    with open(os.path.join(d, "EVAL.yaml"), "w") as f:
+        f.write("name: bench\nassertions:\n  - type: is-json\ntests: ./cases/\n")
+    for i in range(n):
+        c = os.path.join(d, "cases", f"case-{i:06d}")
+        os.makedirs(c)
+        with open(os.path.join(c, "case.yaml"), "w") as f:
+            f.write(
+                f'input: "Question number {i}: what is the capital of France?"\ncriteria: Names Paris.\n'
+                "assertions:\n  - type: contains\n    value: Paris\n  - type: regex\n    value: \"\\\\bParis\\\\b\"\n"
+            )
+
+
+def timed_phases(binary, args, cwd, env, repeat):
+    """Median wall of `repeat` runs of `binary`, and the phases of the median run."""
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        proc = subprocess.run([binary] + args, cwd=cwd, env=dict(env, EVALHOST_TIMINGS="1"),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        wall = time.perf_counter() - start
+        if proc.returncode not in (0, 1):
+            sys.exit(f"{binary} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+        phases = next((l.split("timings: ", 1)[1] for l in proc.stderr.splitlines() if l.startswith("timings: ")), "n/a")
+        runs.append((wall, phases))
+    runs.sort()
+    return runs[len(runs) // 2]
+
+
+def layout(work, env, base):
+    bins = [("this build", BIN)] + ([("base", base)] if base else [])
+    print("layout: loading and a whole run (medians; same sitting)")
+    d1 = os.path.join(work, "validate-1000")
+    inline_suite(d1, 1000, "The capital of France is Paris.")
+    d2 = os.path.join(work, "validate-discover")
+    discovered_suite(d2, 10_000)
+    d3 = os.path.join(work, "run-1000-failing")
+    inline_suite(d3, 1000, "I do not know.")
+    results = {}
+    for label, binary in bins:
+        # Warm the compile cache and the page cache for this binary.
+        subprocess.run([binary, "run", "EVAL.yaml", "-o", "out", "-q"], cwd=d3, env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        v1, _ = timed_phases(binary, ["validate", "EVAL.yaml"], d1, env, 11)
+        v2, _ = timed_phases(binary, ["validate", "EVAL.yaml"], d2, env, 3)
+        r, phases = timed_phases(binary, ["run", "EVAL.yaml", "-o", "out", "-q"], d3, env, 7)
+        check_rows(os.path.join(d3, "out"), 1000)
+        results[label] = (v1, v2, r)
+        print(f"  {label:>10}: validate 1,000 tests {v1 * 1e3:7.1f} ms · validate 10,000 case dirs {v2 * 1e3:7.1f} ms · run 1,000 failing {r * 1e3:7.1f} ms")
+        print(f"  {'':>10}  phases of that run: {phases}")
+    if base:
+        a, b = results["base"], results["this build"]
+        print(f"  base / this build: validate 1,000 × {a[0] / b[0]:.2f} · validate 10,000 dirs × {a[1] / b[1]:.2f} · run 1,000 × {a[2] / b[2]:.2f}")
+        goal("validate of 1,000 tests ≥ 3× faster than base", a[0] / b[0] >= 3)
+    goal("whole 1,000-case run ≤ 100 ms wall", results["this build"][2] <= 0.100)
+
+
 def goal(text, ok):
     print(f"    goal {text}: {'met' if ok else 'NOT met'}")
 
@@ -81,6 +170,8 @@ def main():
     p.add_argument("--sizes", default="1000,10000,100000")
     p.add_argument("--no-build", action="store_true")
     p.add_argument("--repeat", type=int, default=3, help="runs per size below 100,000 (median)")
+    p.add_argument("--only", choices=["layout"], help="run only this section")
+    p.add_argument("--base", help="another evalhost binary to compare with (layout section)")
     args = p.parse_args()
     if not args.no_build:
         subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "evalhost"], cwd=ROOT, check=True)
@@ -90,6 +181,9 @@ def main():
     cpus = os.cpu_count()
     print(f"evalhost {BIN} · {cpus} CPUs\n")
     try:
+        if args.only == "layout":
+            layout(work, env, args.base)
+            return
         print("end to end: N cases × 4 deterministic assertions, mock target")
         per_case = {}
         for n in [int(s) for s in args.sizes.split(",")]:
@@ -142,6 +236,8 @@ def main():
                 )
         wall, rss = run(["validate", "EVAL.yaml"], d, env, 3)
         print(f"  {wall * 1e3:7.1f} ms wall ({wall / 10_000 * 1e6:.1f} µs per case) · peak RSS {rss:.1f} MiB")
+        print()
+        layout(work, env, args.base)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -185,6 +185,12 @@ fn check_row(
             plan.trials
         ));
     }
+    if row.strategy != plan.strategy {
+        return Err(format!(
+            "test `{}` says its trials combine by {:?}, but the run planned {:?}",
+            row.test_id, row.strategy, plan.strategy
+        ));
+    }
     row.check()
         .map_err(|e| format!("test `{}`: {e}", row.test_id))
 }

@@ -27,6 +27,9 @@ pub struct Spec<'a> {
     pub timeout: Option<Duration>,
     /// Extra environment variables.
     pub env: &'a [(String, String)],
+    /// With `shell`: the positional parameters `$1`, `$2`, … of the shell
+    /// line (`$0` is `evalhost`).
+    pub shell_args: &'a [String],
 }
 
 /// What a command did.
@@ -88,6 +91,9 @@ pub fn run(spec: &Spec<'_>) -> std::io::Result<Outcome> {
         Some(line) => {
             let mut c = Command::new("/bin/sh");
             c.arg("-c").arg(line);
+            if !spec.shell_args.is_empty() {
+                c.arg("evalhost").args(spec.shell_args);
+            }
             c
         }
         None => {
@@ -174,61 +180,58 @@ pub fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\"'\"'"))
 }
 
-/// Where in a shell line a placeholder stands, which decides how its value
-/// must be quoted to stay one literal piece of text.
+/// Where in a shell line a placeholder stands, as far as quotes tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShellContext {
-    /// Outside quotes: the value becomes one single-quoted word.
+    /// Outside quotes.
     Bare,
-    /// Inside `'…'`: each `'` of the value closes, escapes and reopens.
+    /// Inside `'…'`.
     Single,
-    /// Inside `"…"`: `\`, `"`, `$` and `` ` `` are backslash-escaped.
+    /// Inside `"…"`.
     Double,
 }
 
-/// `value` quoted for `context`: in every context the shell reads it back
-/// as exactly `value`, with no expansion, substitution or word split.
-pub fn shell_quote_in(value: &str, context: ShellContext) -> String {
-    match context {
-        ShellContext::Bare => shell_quote(value),
-        ShellContext::Single => value.replace('\'', "'\\''"),
-        ShellContext::Double => {
-            let mut out = String::with_capacity(value.len() + 2);
-            for c in value.chars() {
-                if matches!(c, '\\' | '"' | '$' | '`') {
-                    out.push('\\');
-                }
-                out.push(c);
-            }
-            out
-        }
+/// What a placeholder stands for in a shell line: never its value, always a
+/// reference the shell expands at run time, so a value is data whatever
+/// the template around it is (quotes, `$(…)`, backquotes, comments,
+/// heredocs): the result of an expansion is never parsed as shell code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShellRef<'a> {
+    /// An environment variable holding the value.
+    Var(&'a str),
+    /// The positional parameters: one word each when bare (`"$@"`), joined
+    /// by spaces inside quotes (`$*`).
+    Args,
+}
+
+/// The text that refers to `reference` where it stands. The quote context
+/// only chooses the most faithful form; a wrong guess (a quote inside a
+/// comment, say) can change how the value is split or leave the reference
+/// unexpanded, never run it.
+pub fn shell_ref(reference: ShellRef<'_>, context: ShellContext) -> String {
+    let expansion = match reference {
+        ShellRef::Var(name) => format!("${{{name}}}"),
+        ShellRef::Args => "$*".to_owned(),
+    };
+    match (reference, context) {
+        (ShellRef::Args, ShellContext::Bare) => "\"$@\"".to_owned(),
+        (_, ShellContext::Bare) => format!("\"{expansion}\""),
+        (_, ShellContext::Double) => expansion,
+        (_, ShellContext::Single) => format!("'\"{expansion}\"'"),
     }
 }
 
 /// Fills the placeholders of a shell command line in one pass over the
-/// template as written, quoting each raw value for the place it stands in:
-/// bare, inside single quotes or inside double quotes (quote state is
-/// tracked over the template's own text, never over a value). A value can
-/// therefore never end a quote, start a command or expand anything,
-/// whether the template writes `{PROMPT}`, `'{PROMPT}'` or `"{PROMPT}"`.
-pub fn fill_shell_template(
+/// template as written: each `{open}NAME{close}` for which `reference`
+/// answers becomes a reference to the variable (or parameters) that will
+/// hold its value ([`shell_ref`]); the caller passes the values in the
+/// command's environment. Quote state is tracked over the template's own
+/// text, only to pick the form.
+pub fn fill_shell_template<'r>(
     template: &str,
     open: &str,
     close: &str,
-    mut raw: impl FnMut(&str) -> Option<String>,
-) -> String {
-    fill_shell_template_with(template, open, close, |name, context| {
-        raw(name).map(|v| shell_quote_in(&v, context))
-    })
-}
-
-/// [`fill_shell_template`] where `quoted(name, context)` quotes the value
-/// itself (a list of files is several words when bare, one text in quotes).
-pub fn fill_shell_template_with(
-    template: &str,
-    open: &str,
-    close: &str,
-    mut quoted: impl FnMut(&str, ShellContext) -> Option<String>,
+    mut reference: impl FnMut(&str) -> Option<ShellRef<'r>>,
 ) -> String {
     let mut out = String::with_capacity(template.len());
     let mut context = ShellContext::Bare;
@@ -236,12 +239,17 @@ pub fn fill_shell_template_with(
     let mut i = 0;
     while i < template.len() {
         let rest = &template[i..];
-        if !escaped
-            && rest.starts_with(open)
+        if rest.starts_with(open)
             && let Some(end) = rest[open.len()..].find(close)
-            && let Some(value) = quoted(&rest[open.len()..open.len() + end], context)
+            && let Some(r) = reference(&rest[open.len()..open.len() + end])
         {
-            out.push_str(&value);
+            if escaped {
+                // `\{PROMPT}`: the backslash now quotes the reference's
+                // first character; keep the reference whole.
+                out.pop();
+            }
+            escaped = false;
+            out.push_str(&shell_ref(r, context));
             i += open.len() + end + close.len();
             continue;
         }
@@ -304,39 +312,63 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shell_templates_quote_each_value_for_where_it_stands() {
-        let hostile = "a'b\"c$(touch X)`id`\\d $HOME {B}\n";
-        let values = |name: &str| match name {
-            "A" => Some(hostile.to_owned()),
-            "B" => Some("never".to_owned()),
-            _ => None,
-        };
-        for template in [
-            "printf '%s' {A}",
-            "printf '%s' '{A}'",
-            "printf '%s' \"{A}\"",
-            "printf '%s' \"x={A}=y\"",
-            "printf '%s' 'x={A}=y'",
-            "printf '%s' x={A}",
+    fn shell_templates_never_put_a_value_in_shell_code() {
+        let hostile = "a'b\"c$(touch X)`id`\\d $HOME {B}\nEOF\ntouch Y\n#";
+        let env = vec![("EVALHOST_A".to_owned(), hostile.to_owned())];
+        let dir = tempfile::tempdir().unwrap();
+        for (template, exact) in [
+            ("printf '%s' {A}", true),
+            ("printf '%s' '{A}'", true),
+            ("printf '%s' \"{A}\"", true),
+            ("printf '%s' \"x={A}=y\"", true),
+            ("printf '%s' 'x={A}=y'", true),
+            ("printf '%s' x={A}", true),
+            ("printf '%s' \"$(printf %s \"{A}\")\"", false),
+            ("printf '%s' \"$(printf %s \\\"{A}\\\")\"", false),
+            ("printf '%s' \"$(printf %s {A})\"", false),
+            ("printf '%s' \"`printf %s {A}`\"", false),
+            ("# don't\nprintf '%s' {A}", false),
+            ("cat <<EOF\n{A}\nEOF", false),
+            ("cat <<'EOF'\n{A}\nEOF", false),
+            ("printf '%s' \\{A}", true),
         ] {
-            let line = fill_shell_template(template, "{", "}", values);
+            let line = fill_shell_template(template, "{", "}", |name| {
+                (name == "A").then_some(ShellRef::Var("EVALHOST_A"))
+            });
             let out = run(&Spec {
                 shell: Some(&line),
+                cwd: Some(dir.path()),
+                env: &env,
                 ..Spec::default()
             })
             .unwrap();
             let printed = String::from_utf8(out.stdout).unwrap();
+            if exact {
+                assert_eq!(
+                    printed.trim_start_matches("x=").trim_end_matches("=y"),
+                    hostile,
+                    "{template} became {line}"
+                );
+            }
             assert_eq!(
-                printed.trim_start_matches("x=").trim_end_matches("=y"),
-                hostile,
-                "{template} became {line}"
+                std::fs::read_dir(dir.path()).unwrap().count(),
+                0,
+                "{template} ran the value: {line}"
             );
         }
-        // An escaped quote does not open a quoted context.
-        assert_eq!(
-            fill_shell_template("echo \\'{A}", "{", "}", |_| Some("v".into())),
-            "echo \\''v'"
-        );
+        // Files as positional parameters: one word each when bare.
+        let files = vec!["a b".to_owned(), "c;touch Z".to_owned()];
+        let line = fill_shell_template("printf '[%s]' {F}", "{", "}", |n| {
+            (n == "F").then_some(ShellRef::Args)
+        });
+        let out = run(&Spec {
+            shell: Some(&line),
+            cwd: Some(dir.path()),
+            shell_args: &files,
+            ..Spec::default()
+        })
+        .unwrap();
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), "[a b][c;touch Z]");
     }
 
     #[test]

@@ -405,9 +405,9 @@ pub fn run_hook(hook: &Hook, ctx: &HookContext<'_>, default_timeout: Duration) -
         .case_metadata
         .map(|m| Value::Object(m.clone()).to_string())
         .unwrap_or_default();
-    // One pass over each argument; in a `shell:` line every value is
-    // quoted for where it stands (bare, '…' or "…"), since a test id, an
-    // input or metadata is data, never shell syntax.
+    // One pass over each argument. In a `shell:` line a placeholder becomes
+    // a reference to an environment variable holding its value: a test id,
+    // an input or metadata is data, never shell code.
     let value = |name: &str| -> Option<String> {
         Some(
             match name {
@@ -426,10 +426,18 @@ pub fn run_hook(hook: &Hook, ctx: &HookContext<'_>, default_timeout: Duration) -
         .iter()
         .map(|a| process::fill_placeholders(a, "{{", "}}", value))
         .collect();
-    let shell = hook
-        .shell
-        .as_deref()
-        .map(|line| process::fill_shell_template(line, "{{", "}}", value));
+    let shell = hook.shell.as_deref().map(|line| {
+        process::fill_shell_template(line, "{{", "}}", |name| {
+            Some(process::ShellRef::Var(match name {
+                "workspace_path" => "EVALHOST_HOOK_WORKSPACE_PATH",
+                "test_id" => "EVALHOST_HOOK_TEST_ID",
+                "eval_run_id" => "EVALHOST_HOOK_EVAL_RUN_ID",
+                "case_input" => "EVALHOST_HOOK_CASE_INPUT",
+                "case_metadata" => "EVALHOST_HOOK_CASE_METADATA",
+                _ => return None,
+            }))
+        })
+    });
     let stdin = json!({
         "workspace_path": ctx.workspace.map(|p| p.display().to_string()),
         "test_id": ctx.test_id,
@@ -443,6 +451,17 @@ pub fn run_hook(hook: &Hook, ctx: &HookContext<'_>, default_timeout: Duration) -
         .clone()
         .unwrap_or_else(|| ctx.base_dir.to_path_buf());
     let mut env = Vec::new();
+    if shell.is_some() {
+        for (name, var) in [
+            ("workspace_path", "EVALHOST_HOOK_WORKSPACE_PATH"),
+            ("test_id", "EVALHOST_HOOK_TEST_ID"),
+            ("eval_run_id", "EVALHOST_HOOK_EVAL_RUN_ID"),
+            ("case_input", "EVALHOST_HOOK_CASE_INPUT"),
+            ("case_metadata", "EVALHOST_HOOK_CASE_METADATA"),
+        ] {
+            env.push((var.to_owned(), value(name).unwrap_or_default()));
+        }
+    }
     if let Some(ws) = ctx.workspace {
         env.push((
             "EVALHOST_WORKSPACE_PATH".to_owned(),
@@ -458,6 +477,7 @@ pub fn run_hook(hook: &Hook, ctx: &HookContext<'_>, default_timeout: Duration) -
         stdin: stdin.as_bytes(),
         timeout: Some(timeout),
         env: &env,
+        shell_args: &[],
     });
     match outcome {
         Ok(o) => {

@@ -178,6 +178,52 @@ fn placeholders_the_operator_put_inside_quotes_stay_text() {
 }
 
 #[test]
+fn no_template_shape_lets_a_value_run() {
+    // Command substitutions, backquotes, comments holding a quote and
+    // heredocs in the operator's command: placeholders are references to
+    // variables there, so values are never shell code.
+    let templates = [
+        r#"printf %s "$(printf %s "{PROMPT}")" > {OUTPUT_FILE}"#,
+        r#"printf %s "$(printf %s {PROMPT})" > {OUTPUT_FILE}"#,
+        r#"printf %s "`printf %s {PROMPT}`" > {OUTPUT_FILE}"#,
+        "# don't\nprintf %s {PROMPT} > {OUTPUT_FILE}",
+        "true # say \"hi\nprintf %s {PROMPT} > {OUTPUT_FILE}",
+        "cat > {OUTPUT_FILE} <<EOF\n{PROMPT}\nEOF",
+        "cat > {OUTPUT_FILE} <<'EOF'\nit's {PROMPT}\nEOF",
+        r#"printf %s "$(printf %s id={EVAL_ID})" > {OUTPUT_FILE}"#,
+        r#"printf %s "$(printf %s {FILES})" > {OUTPUT_FILE}"#,
+        "# user's agent\nprintf %s {FILES} > {OUTPUT_FILE}",
+    ];
+    let mut targets = String::from("targets:\n");
+    for (i, t) in templates.iter().enumerate() {
+        targets.push_str(&format!(
+            "  - name: t{i}\n    provider: cli\n    max_retries: 0\n    command: {}\n",
+            serde_json::to_string(t).unwrap()
+        ));
+    }
+    let s = Setup::new(
+        concat!(
+            "tests:\n",
+            "  - id: \"t;touch PWNED-ID;#\"\n",
+            "    input:\n",
+            "      - role: user\n",
+            "        content:\n",
+            "          - {type: text, value: \"x; touch PWNED-P $(touch PWNED-S) `touch PWNED-B`\\nEOF\\ntouch PWNED-H\\n#\"}\n",
+            "          - {type: file, value: \"f;touch PWNED-F;.txt\"}\n",
+            "    assertions: [{type: contains, value: zzzz}]\n",
+        ),
+        &targets,
+    );
+    s.write("f;touch PWNED-F;.txt", "attached\n");
+    for (i, template) in templates.iter().enumerate() {
+        let target = format!("t{i}");
+        let r = s.run_strict(&["--target", &target]);
+        assert!(r.code == 1 || r.code == 3, "{template}: {}", r.stderr);
+        assert_eq!(pwned(s.outer.path()), Vec::<String>::new(), "{template}");
+    }
+}
+
+#[test]
 fn cli_temp_files_are_private_and_unpredictable() {
     // The command reports where its files are; they live in a fresh 0700
     // directory, and are gone after the call.
@@ -626,6 +672,123 @@ fn resume_refuses_rows_that_disagree_with_the_suite() {
             );
         }
     }
+}
+
+#[test]
+fn trial_rows_cannot_change_how_trials_combine() {
+    // Three trials of a test combined by `mean` (one passes, two fail): a
+    // row claiming `pass_at_k`, or no strategy, is refused on resume and in
+    // merge.
+    let s = Setup::new(
+        "tests:\n  - {id: a, input: q, assertions: [{type: contains, value: hello}]}\n  - {id: b, input: q, assertions: [{type: contains, value: hello}]}\n",
+        "targets:\n  - {name: default, provider: cli, command: \"if [ -f ../first ]; then echo bye; else touch ../first; echo hello; fi > {OUTPUT_FILE}\"}\n",
+    );
+    let targets = s.targets().display().to_string();
+    let r = run_in(
+        &s.project(),
+        &[
+            "run",
+            "EVAL.yaml",
+            "--targets",
+            &targets,
+            "--repeat",
+            "3",
+            "-j",
+            "1",
+            "-o",
+            "../runs",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    for forged in [serde_json::json!("pass_at_k"), serde_json::Value::Null] {
+        let dir = s.outer.path().join("runs-copy");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in ["run.json", "results.jsonl"] {
+            std::fs::copy(s.outer.path().join("runs").join(f), dir.join(f)).unwrap();
+        }
+        tamper(
+            &dir,
+            2,
+            |_| {},
+            |row| {
+                if forged.is_null() {
+                    row.as_object_mut().unwrap().remove("strategy");
+                } else {
+                    row["strategy"] = forged.clone();
+                }
+            },
+        );
+        let r = run_in(
+            &s.project(),
+            &[
+                "run",
+                "EVAL.yaml",
+                "--targets",
+                &targets,
+                "--repeat",
+                "3",
+                "-j",
+                "1",
+                "--resume",
+                "../runs-copy",
+            ],
+        );
+        assert_eq!(r.code, 2, "{forged}: {}", r.stderr);
+        assert!(r.stderr.contains("could not have written"), "{}", r.stderr);
+        let r = run_in(&s.project(), &["merge", "../runs-copy", "-o", "../merged"]);
+        assert_eq!(r.code, 2, "{forged}: {}", r.stderr);
+        assert!(r.stderr.contains("trials combine"), "{}", r.stderr);
+    }
+}
+
+#[test]
+fn a_submodule_does_not_move_the_strict_project_boundary() {
+    // The suite lives in a submodule (`sub/.git` is a file) of the
+    // untrusted checkout: a run directory elsewhere in that checkout is
+    // still inside the project.
+    let s = Setup::new(
+        "tests:\n  - {id: a, input: q, assertions: [{type: contains, value: q}]}\n",
+        PRINTF_TARGET,
+    );
+    let sub = s.project().join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(sub.join(".git"), "gitdir: ../.git/modules/sub\n").unwrap();
+    std::fs::copy(s.project().join("EVAL.yaml"), sub.join("EVAL.yaml")).unwrap();
+    let targets = s.targets().display().to_string();
+    let r = run_in(
+        &sub,
+        &[
+            "run",
+            "EVAL.yaml",
+            "--sandbox",
+            "strict",
+            "--targets",
+            &targets,
+            "-o",
+            "../runs/x",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run_in(
+        &sub,
+        &[
+            "run",
+            "EVAL.yaml",
+            "--resume",
+            "../runs/x",
+            "--sandbox",
+            "strict",
+            "--targets",
+            &targets,
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("inside the suite's project"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

@@ -338,6 +338,7 @@ impl exec::Host for HostState {
             stdin: &command.stdin,
             timeout: Some(timeout),
             env: &env,
+            shell_args: &[],
         });
         self.host_time += started.elapsed();
         match outcome {

@@ -218,7 +218,8 @@ pub fn run(
         // The eval file named on the command line must be the one the run
         // was started with.
         if let Some(given) = &options.eval
-            && std::path::absolute(given).ok().as_ref() != Some(&p.eval)
+            && std::fs::canonicalize(given).ok().as_ref()
+                != Some(&std::fs::canonicalize(&p.eval).unwrap_or_else(|_| p.eval.clone()))
         {
             return Ok(Err(RunError::Usage(format!(
                 "{} was started with {}, not {}: resume it without naming the eval file, or start a new run",
@@ -304,7 +305,11 @@ pub fn run(
         writeln!(err, "{warning}")?;
     }
     let Prepared {
-        suite, registry, ..
+        suite,
+        registry,
+        load_time,
+        plugins_time,
+        ..
     } = prepared;
 
     let roots = suite::roots::Roots::for_eval(&eval);
@@ -533,7 +538,9 @@ pub fn run(
     } else if options.resume.is_none() {
         let record = RunRecord {
             evalhost_version: env!("CARGO_PKG_VERSION").into(),
-            eval: std::path::absolute(&eval).unwrap_or(eval.clone()),
+            eval: std::fs::canonicalize(&eval)
+                .or_else(|_| std::path::absolute(&eval))
+                .unwrap_or(eval.clone()),
             target: target_names[0].clone(),
             targets: target_names.clone(),
             targets_file: targets_file
@@ -690,6 +697,7 @@ pub fn run(
         cache_scope,
     };
     let mut progress = report::terminal::Progress::new(plan.len(), options.quiet);
+    let run_started = Instant::now();
     let new_rows = execute(&ctx, &plan, &done, workers, |row| {
         writer
             .append(row)
@@ -729,10 +737,13 @@ pub fn run(
         kept = kept_paths;
     }
 
+    let run_time = run_started.elapsed();
+    let write_started = Instant::now();
     let rows: Vec<RowBrief> = done.into_values().chain(new_rows).collect();
     writer
         .sort_in_place()
         .with_context(|| format!("cannot write {}", writer.path().display()))?;
+    let write_time = write_started.elapsed();
     let summary = Summary::new(
         &suite.name,
         &target_names.join(", "),
@@ -756,7 +767,21 @@ pub fn run(
     let mut summary = summary;
     summary.hooks = hooks;
     drop(rows);
+    let reports_started = Instant::now();
     report::write_all(&summary, writer.path(), &options.reporters, err)?;
+    // Where the time went, for `scripts/bench.py` (not a user-facing line).
+    if std::env::var_os("EVALHOST_TIMINGS").is_some() {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        writeln!(
+            err,
+            "timings: load {:.1} ms · plugins {:.1} ms · run {:.1} ms · write {:.1} ms · reports {:.1} ms",
+            ms(load_time),
+            ms(plugins_time),
+            ms(run_time),
+            ms(write_time),
+            ms(reports_started.elapsed())
+        )?;
+    }
     if !kept.is_empty() {
         writeln!(err, "kept workspaces ({}):", kept.len())?;
         for path in &kept {

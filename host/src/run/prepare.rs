@@ -12,6 +12,10 @@ pub struct Prepared {
     pub registry: Registry,
     /// Warnings found while loading.
     pub warnings: Diagnostics,
+    /// Time spent reading the suite.
+    pub load_time: Duration,
+    /// Time spent loading the plugins and checking each assertion's config.
+    pub plugins_time: Duration,
 }
 
 /// The largest plugin file read (a componentize-py component is ~20 MiB).
@@ -43,11 +47,13 @@ pub fn prepare(
     engine: &Arc<PluginEngine>,
     strict: bool,
 ) -> Result<Prepared, RunError> {
+    let started = Instant::now();
     let (suite, mut diags) = if strict {
         suite::load::load_untrusted(eval)
     } else {
         suite::load(eval)
     };
+    let load_time = started.elapsed();
     // Plugin paths refused under strict are never read.
     let mut refused_paths: std::collections::HashSet<std::path::PathBuf> = Default::default();
     if let Some(suite) = &suite
@@ -186,6 +192,8 @@ pub fn prepare(
         suite,
         registry,
         warnings: diags,
+        load_time,
+        plugins_time: started.elapsed().saturating_sub(load_time),
     })
 }
 

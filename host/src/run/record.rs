@@ -53,6 +53,9 @@ pub struct RunRecord {
 pub struct RecordedPlan {
     /// Trials per test.
     pub trials: u32,
+    /// How the trials combine, when more than one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<crate::suite::model::Strategy>,
     /// Every planned (test, target), in plan order.
     pub tests: Vec<PlannedEntry>,
 }
@@ -163,6 +166,7 @@ pub(super) fn recorded_plan(
     .unwrap_or_default();
     RecordedPlan {
         trials: whole.first().map_or(1, |p| p.trials),
+        strategy: whole.first().and_then(|p| p.strategy),
         tests: whole
             .iter()
             .map(|p| {
@@ -220,7 +224,7 @@ pub(super) fn check_sources(
     {
         // The suite's project is the untrusted party's: a run directory in
         // it may have been prepared along with the suite.
-        let root = crate::suite::roots::Roots::for_eval(eval).project_root;
+        let root = outermost_project(&crate::suite::roots::Roots::for_eval(eval).project_root);
         let real_dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         if real_dir.starts_with(&root) {
             return Err(RunError::Usage(format!(
@@ -345,4 +349,17 @@ pub(super) fn check_strict_resume(
         ));
     }
     Ok(())
+}
+
+/// The project a suite's checkout belongs to: its root, or, when that root's
+/// `.git` is a file (a submodule or a worktree inside another checkout),
+/// the enclosing checkout's root, and so on up.
+fn outermost_project(root: &Path) -> PathBuf {
+    let mut root = root.to_path_buf();
+    while root.join(".git").is_file()
+        && let Some(outer) = root.ancestors().skip(1).find(|a| a.join(".git").exists())
+    {
+        root = outer.to_path_buf();
+    }
+    root
 }

@@ -45,12 +45,15 @@ pub(super) fn finished_rows(
         })
         .collect();
     let trials = plan.first().map_or(1, |p| p.trials);
+    let strategy = plan.first().and_then(|p| p.strategy);
     let mut refused = 0usize;
     let mut dropped = 0usize;
     let read = results::for_each_line(results_path, |parsed| match parsed {
         Ok(row)
             if planned.contains(&(row.test_index, row.test_id.as_str(), row.target.as_str()))
-                && row.trial.unwrap_or(1) <= trials
+                && (1..=trials).contains(&row.trial.unwrap_or(1))
+                && row.trials.unwrap_or(1) == trials
+                && row.strategy == strategy
                 && row.check().is_ok()
                 && agrees_with_suite(&row, suite, cli_threshold) =>
         {

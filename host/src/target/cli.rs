@@ -1,7 +1,10 @@
 //! The `cli` target: AgentV's contract for running any command — an agent
 //! CLI such as Claude Code or Codex, a script, a model wrapper.
 //!
-//! `command` is a shell command line with placeholders, each shell-quoted:
+//! `command` is a shell command line with placeholders, each replaced by a
+//! reference to an environment variable (or, for `{FILES}`, to the
+//! positional parameters) that holds its value, so no value is ever shell
+//! code:
 //! `{PROMPT}` (the prompt text), `{PROMPT_FILE}` (a file holding it),
 //! `{OUTPUT_FILE}` (where the command writes its answer), `{EVAL_ID}` (the
 //! test id), `{ATTEMPT}` (the retry attempt, from 0) and `{FILES}` (the input
@@ -23,7 +26,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::{Invocation, Target, TargetFailure, TargetOutput, prompt};
-use crate::process::{self, shell_quote};
+use crate::process;
 use crate::suite::TestCase;
 
 /// The placeholders `command` may use.
@@ -316,17 +319,22 @@ pub fn invoke(
             })
         })
         .collect();
-    let line = render_command(
-        &config.command,
-        &[
-            ("PROMPT", prompt_text.clone()),
-            ("PROMPT_FILE", prompt_file.display().to_string()),
-            ("OUTPUT_FILE", output_file.display().to_string()),
-            ("EVAL_ID", test.id.clone()),
-            ("ATTEMPT", inv.attempt.to_string()),
-        ],
-        &files,
-    );
+    // The values go in the command's environment (and the files in its
+    // positional parameters); the command line only refers to them.
+    let line = render_command(&config.command);
+    let env: Vec<(String, String)> = vec![
+        ("EVALHOST_PROMPT".into(), prompt_text.clone()),
+        (
+            "EVALHOST_PROMPT_FILE".into(),
+            prompt_file.display().to_string(),
+        ),
+        (
+            "EVALHOST_OUTPUT_FILE".into(),
+            output_file.display().to_string(),
+        ),
+        ("EVALHOST_EVAL_ID".into(), test.id.clone()),
+        ("EVALHOST_ATTEMPT".into(), inv.attempt.to_string()),
+    ];
     let cwd: Option<PathBuf> = inv
         .workspace
         .map(Path::to_path_buf)
@@ -348,6 +356,8 @@ pub fn invoke(
         shell: Some(&line),
         cwd: cwd.as_deref(),
         timeout,
+        env: &env,
+        shell_args: &files,
         ..process::Spec::default()
     });
     let outcome = match outcome {
@@ -428,27 +438,22 @@ fn read_output_file(path: &Path) -> std::io::Result<String> {
 /// The largest output file read.
 pub const MAX_OUTPUT_FILE: u64 = 64 << 20;
 
-/// Fills `{NAME}` placeholders with raw `values` (and `{FILES}` with
-/// `files`) in one pass over the template, each quoted for where it stands
-/// (bare, in `'…'` or in `"…"`: see [`process::fill_shell_template`]); a
-/// bare `{FILES}` is one quoted word per file, a quoted one the files
-/// joined by spaces.
-pub fn render_command(template: &str, values: &[(&str, String)], files: &[String]) -> String {
-    process::fill_shell_template_with(template, "{", "}", |name, context| {
-        if name == "FILES" {
-            return Some(match context {
-                process::ShellContext::Bare => files
-                    .iter()
-                    .map(|f| shell_quote(f))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                quoted => process::shell_quote_in(&files.join(" "), quoted),
-            });
-        }
-        values
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| process::shell_quote_in(v, context))
+/// The command line with each placeholder replaced by a reference to where
+/// its value is at run time ([`process::fill_shell_template`]): `{PROMPT}`
+/// → `$EVALHOST_PROMPT`, `{PROMPT_FILE}`, `{OUTPUT_FILE}`, `{EVAL_ID}`,
+/// `{ATTEMPT}` likewise, `{FILES}` → the positional parameters. No value is
+/// ever part of the shell code.
+pub fn render_command(template: &str) -> String {
+    process::fill_shell_template(template, "{", "}", |name| {
+        Some(match name {
+            "PROMPT" => process::ShellRef::Var("EVALHOST_PROMPT"),
+            "PROMPT_FILE" => process::ShellRef::Var("EVALHOST_PROMPT_FILE"),
+            "OUTPUT_FILE" => process::ShellRef::Var("EVALHOST_OUTPUT_FILE"),
+            "EVAL_ID" => process::ShellRef::Var("EVALHOST_EVAL_ID"),
+            "ATTEMPT" => process::ShellRef::Var("EVALHOST_ATTEMPT"),
+            "FILES" => process::ShellRef::Args,
+            _ => return None,
+        })
     })
 }
 

@@ -2,7 +2,9 @@
 //! (`tests[2].assertions[0].value`) to line and column, built from the
 //! parser's events, so that every diagnostic can name its line.
 //!
-//! Values are read with `yaml_serde`; positions with `saphyr-parser`. When the
+//! Values are read with `yaml_serde`; positions with `saphyr-parser`, keyed
+//! by a hash of the path built as the events arrive (no path is allocated
+//! while indexing). When the
 //! two disagree (a document the position parser cannot read), diagnostics
 //! fall back to the nearest known ancestor, or to the file alone.
 
@@ -102,12 +104,6 @@ impl KeyPath {
     pub fn is_root(&self) -> bool {
         self.0.is_empty()
     }
-
-    fn parent(&self) -> Option<Self> {
-        let mut segs = self.0.clone();
-        segs.pop()?;
-        Some(Self(segs))
-    }
 }
 
 impl fmt::Display for KeyPath {
@@ -135,26 +131,85 @@ pub struct Pos {
     pub col: usize,
 }
 
+/// A 64-bit hash of a key path, built one segment at a time: indexing a
+/// document never allocates a path, and a lookup hashes the path it is
+/// given the same way. (A collision would only misplace a diagnostic's
+/// line; at 64 bits, over one document's keys, it does not happen.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct PathHash(u64);
+
+impl PathHash {
+    const ROOT: Self = Self(0xcbf2_9ce4_8422_2325);
+
+    fn mix(self, tag: u8, bytes: &[u8]) -> Self {
+        let mut h = self.0 ^ u64::from(tag);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        // Length and a final avalanche keep `a.b` and `ab` apart.
+        h ^= bytes.len() as u64;
+        h = (h ^ (h >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        Self(h ^ (h >> 32))
+    }
+
+    fn key(self, key: &str) -> Self {
+        self.mix(1, key.as_bytes())
+    }
+
+    fn index(self, index: usize) -> Self {
+        self.mix(2, &(index as u64).to_le_bytes())
+    }
+
+    fn of(path: &[Seg]) -> Self {
+        path.iter().fold(Self::ROOT, |h, seg| match seg {
+            Seg::Key(k) => h.key(k),
+            Seg::Index(n) => h.index(*n),
+        })
+    }
+}
+
+/// A hasher for keys that are already hashes.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl std::hash::Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type Positions = HashMap<PathHash, Pos, std::hash::BuildHasherDefault<Prehashed>>;
+
 /// Positions of the keys and items of one document.
 #[derive(Debug, Default, Clone)]
 pub struct SourceMap {
-    positions: HashMap<KeyPath, Pos>,
+    positions: Positions,
 }
 
 /// What a mapping expects next.
 enum Next {
     Key,
     /// The value of this key (`None`: of a complex key, not indexed).
-    Value(Option<String>),
+    Value(Option<PathHash>),
 }
 
 enum Frame {
     Map {
-        path: KeyPath,
+        path: PathHash,
         next: Next,
     },
     Seq {
-        path: KeyPath,
+        path: PathHash,
         next: usize,
     },
     /// A complex key (a mapping or sequence used as a key): skipped.
@@ -194,7 +249,10 @@ impl SourceMap {
             }
             // A node: a key, a value, or an item.
             let value_path = match stack.last_mut() {
-                None => Some(KeyPath::default()),
+                None => {
+                    map.positions.entry(PathHash::ROOT).or_insert(pos);
+                    Some(PathHash::ROOT)
+                }
                 Some(Frame::Skip { depth }) => {
                     if opens {
                         *depth += 1;
@@ -206,7 +264,7 @@ impl SourceMap {
                         if let Event::Scalar(text, ..) = &event {
                             let key_path = path.key(text);
                             map.positions.entry(key_path).or_insert(pos);
-                            *next = Next::Value(Some(text.to_string()));
+                            *next = Next::Value(Some(key_path));
                         } else {
                             *next = Next::Value(None);
                             if opens {
@@ -215,7 +273,7 @@ impl SourceMap {
                         }
                         None
                     }
-                    Next::Value(Some(k)) => Some(path.key(&k)),
+                    Next::Value(Some(k)) => Some(k),
                     Next::Value(None) => {
                         if opens {
                             stack.push(Frame::Skip { depth: 1 });
@@ -226,16 +284,13 @@ impl SourceMap {
                 Some(Frame::Seq { path, next }) => {
                     let item = path.index(*next);
                     *next += 1;
-                    map.positions.entry(item.clone()).or_insert(pos);
+                    map.positions.entry(item).or_insert(pos);
                     Some(item)
                 }
             };
             let Some(value_path) = value_path else {
                 continue;
             };
-            if value_path.is_root() {
-                map.positions.entry(value_path.clone()).or_insert(pos);
-            }
             match event {
                 Event::MappingStart(..) => stack.push(Frame::Map {
                     path: value_path,
@@ -253,24 +308,31 @@ impl SourceMap {
 
     /// Records a position (for documents indexed by hand, such as JSONL).
     pub fn insert(&mut self, path: KeyPath, pos: Pos) {
-        self.positions.insert(path, pos);
+        self.positions.insert(PathHash::of(&path.0), pos);
     }
 
     /// The position of `path` itself, if it was indexed.
     pub fn exact(&self, path: &KeyPath) -> Option<Pos> {
-        self.positions.get(path).copied()
+        self.positions.get(&PathHash::of(&path.0)).copied()
     }
 
     /// The position of `path`, or of its nearest ancestor that is known.
     pub fn locate(&self, path: &KeyPath) -> Option<Pos> {
-        let mut current = Some(path.clone());
-        while let Some(p) = current {
-            if let Some(pos) = self.positions.get(&p) {
-                return Some(*pos);
-            }
-            current = p.parent();
+        // Hashes of every prefix, longest first.
+        let mut prefixes = Vec::with_capacity(path.0.len() + 1);
+        let mut h = PathHash::ROOT;
+        prefixes.push(h);
+        for seg in &path.0 {
+            h = match seg {
+                Seg::Key(k) => h.key(k),
+                Seg::Index(n) => h.index(*n),
+            };
+            prefixes.push(h);
         }
-        None
+        prefixes
+            .iter()
+            .rev()
+            .find_map(|h| self.positions.get(h).copied())
     }
 }
 
