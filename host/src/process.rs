@@ -9,6 +9,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use evalhost_suite::shell_template::{self, Piece, Place};
+
 /// How much of stdout and of stderr is kept.
 pub const OUTPUT_CAP: usize = 10 << 20;
 
@@ -180,21 +182,10 @@ pub fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\"'\"'"))
 }
 
-/// Where in a shell line a placeholder stands, as far as quotes tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShellContext {
-    /// Outside quotes.
-    Bare,
-    /// Inside `'…'`.
-    Single,
-    /// Inside `"…"`.
-    Double,
-}
-
 /// What a placeholder stands for in a shell line: never its value, always a
 /// reference the shell expands at run time, so a value is data whatever
-/// the template around it is (quotes, `$(…)`, backquotes, comments,
-/// heredocs): the result of an expansion is never parsed as shell code.
+/// the template around it is: the result of an expansion is never parsed
+/// as shell code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShellRef<'a> {
     /// An environment variable holding the value.
@@ -204,20 +195,21 @@ pub enum ShellRef<'a> {
     Args,
 }
 
-/// The text that refers to `reference` where it stands. The quote context
-/// only chooses the most faithful form; a wrong guess (a quote inside a
-/// comment, say) can change how the value is split or leave the reference
-/// unexpanded, never run it.
-pub fn shell_ref(reference: ShellRef<'_>, context: ShellContext) -> String {
+/// The text that refers to `reference` where it stands
+/// ([`evalhost_suite::shell_template::Place`]).
+pub fn shell_ref(reference: ShellRef<'_>, place: Place) -> String {
     let expansion = match reference {
         ShellRef::Var(name) => format!("${{{name}}}"),
         ShellRef::Args => "$*".to_owned(),
     };
-    match (reference, context) {
-        (ShellRef::Args, ShellContext::Bare) => "\"$@\"".to_owned(),
-        (_, ShellContext::Bare) => format!("\"{expansion}\""),
-        (_, ShellContext::Double) => expansion,
-        (_, ShellContext::Single) => format!("'\"{expansion}\"'"),
+    match (reference, place) {
+        (ShellRef::Args, Place::Bare) => "\"$@\"".to_owned(),
+        (_, Place::Bare) => format!("\"{expansion}\""),
+        (_, Place::Double | Place::Heredoc) => expansion,
+        // Refused when the template was read (`shell_template::check`); if
+        // it gets here, the reference stays text this shell does not
+        // expand, and a nested shell expands it as data.
+        (_, Place::Single | Place::QuotedHeredoc | Place::Comment) => expansion,
     }
 }
 
@@ -225,48 +217,31 @@ pub fn shell_ref(reference: ShellRef<'_>, context: ShellContext) -> String {
 /// template as written: each `{open}NAME{close}` for which `reference`
 /// answers becomes a reference to the variable (or parameters) that will
 /// hold its value ([`shell_ref`]); the caller passes the values in the
-/// command's environment. Quote state is tracked over the template's own
-/// text, only to pick the form.
+/// command's environment. Where a placeholder stands (quotes, `$(…)`,
+/// comments, heredocs) only picks the most faithful form.
 pub fn fill_shell_template<'r>(
     template: &str,
     open: &str,
     close: &str,
-    mut reference: impl FnMut(&str) -> Option<ShellRef<'r>>,
+    reference: impl Fn(&str) -> Option<ShellRef<'r>>,
 ) -> String {
     let mut out = String::with_capacity(template.len());
-    let mut context = ShellContext::Bare;
-    let mut escaped = false;
-    let mut i = 0;
-    while i < template.len() {
-        let rest = &template[i..];
-        if rest.starts_with(open)
-            && let Some(end) = rest[open.len()..].find(close)
-            && let Some(r) = reference(&rest[open.len()..open.len() + end])
-        {
-            if escaped {
-                // `\{PROMPT}`: the backslash now quotes the reference's
-                // first character; keep the reference whole.
-                out.pop();
+    for piece in shell_template::scan(template, open, close, |n| reference(n).is_some()) {
+        match piece {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Placeholder {
+                name,
+                place: Place::Comment,
+            } => {
+                out.push_str(open);
+                out.push_str(name);
+                out.push_str(close);
             }
-            escaped = false;
-            out.push_str(&shell_ref(r, context));
-            i += open.len() + end + close.len();
-            continue;
-        }
-        let c = rest.chars().next().unwrap_or_default();
-        out.push(c);
-        i += c.len_utf8();
-        if escaped {
-            escaped = false;
-            continue;
-        }
-        match (c, context) {
-            ('\\', ShellContext::Bare | ShellContext::Double) => escaped = true,
-            ('\'', ShellContext::Bare) => context = ShellContext::Single,
-            ('\'', ShellContext::Single) => context = ShellContext::Bare,
-            ('"', ShellContext::Bare) => context = ShellContext::Double,
-            ('"', ShellContext::Double) => context = ShellContext::Bare,
-            _ => {}
+            Piece::Placeholder { name, place } => {
+                if let Some(r) = reference(name) {
+                    out.push_str(&shell_ref(r, place));
+                }
+            }
         }
     }
     out
@@ -318,17 +293,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for (template, exact) in [
             ("printf '%s' {A}", true),
-            ("printf '%s' '{A}'", true),
+            ("printf '%s' '{A}'", false),
             ("printf '%s' \"{A}\"", true),
             ("printf '%s' \"x={A}=y\"", true),
-            ("printf '%s' 'x={A}=y'", true),
+            ("printf '%s' 'x={A}=y'", false),
             ("printf '%s' x={A}", true),
-            ("printf '%s' \"$(printf %s \"{A}\")\"", false),
-            ("printf '%s' \"$(printf %s \\\"{A}\\\")\"", false),
-            ("printf '%s' \"$(printf %s {A})\"", false),
+            ("printf '%s' \"$(printf %s \"{A}\")\"", true),
+            ("printf '%s' \"$(printf %s {A})\"", true),
             ("printf '%s' \"`printf %s {A}`\"", false),
             ("# don't\nprintf '%s' {A}", false),
-            ("cat <<EOF\n{A}\nEOF", false),
+            ("printf '%s' \"$(cat <<EOF\n{A}\nEOF\n)\"", true),
             ("cat <<'EOF'\n{A}\nEOF", false),
             ("printf '%s' \\{A}", true),
         ] {

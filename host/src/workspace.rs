@@ -657,7 +657,10 @@ mod tests {
         };
         let hook = Hook {
             argv: Vec::new(),
-            shell: Some("printf '%s|' {{test_id}} \"{{case_input}}\" '{{case_metadata}}'".into()),
+            shell: Some(
+                "printf '%s|' {{test_id}} \"{{case_input}}\" \"$(printf %s {{case_metadata}})\""
+                    .into(),
+            ),
             cwd: None,
             timeout: None,
             reset: Reset::None,

@@ -157,7 +157,6 @@ fn placeholders_the_operator_put_inside_quotes_stay_text() {
         concat!(
             "targets:\n",
             "  - {name: dq, provider: cli, command: \"printf '%s' \\\"{PROMPT}\\\" > {OUTPUT_FILE}\"}\n",
-            "  - {name: sq, provider: cli, command: \"printf '%s' '{PROMPT}' > {OUTPUT_FILE}\"}\n",
             "  - {name: dqid, provider: cli, command: \"printf '%s' \\\"id={EVAL_ID}\\\" > {OUTPUT_FILE}\"}\n",
         ),
     );
@@ -169,11 +168,31 @@ fn placeholders_the_operator_put_inside_quotes_stay_text() {
     let prompt = loaded["input"][0]["content"].as_str().unwrap().to_owned();
     let test_id = loaded["test_id"].as_str().unwrap().to_owned();
     assert_eq!(loaded["output"], prompt.as_str());
-    for (target, expected) in [("sq", prompt.clone()), ("dqid", format!("id={test_id}"))] {
-        let r = s.run_strict(&["--target", target]);
-        assert!(r.code == 0 || r.code == 1, "{target}: {}", r.stderr);
-        assert_eq!(s.rows("out")[0]["output"], expected.as_str(), "{target}");
-    }
+    // Inside single quotes this shell expands nothing: such a command is
+    // refused when the targets file is read, naming the key.
+    std::fs::write(
+        s.targets(),
+        "targets:\n  - {name: sq, provider: cli, command: \"printf '%s' '{PROMPT}' > {OUTPUT_FILE}\"}\n",
+    )
+    .unwrap();
+    let r = s.run_strict(&["--target", "sq"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("is inside '…', where the shell expands nothing"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("\"$EVALHOST_PROMPT\""), "{}", r.stderr);
+    let (target, expected) = ("dqid", format!("id={test_id}"));
+    std::fs::write(
+        s.targets(),
+        "targets:\n  - {name: dqid, provider: cli, command: \"printf '%s' \\\"id={EVAL_ID}\\\" > {OUTPUT_FILE}\"}\n",
+    )
+    .unwrap();
+    let r = s.run_strict(&["--target", target]);
+    assert!(r.code == 0 || r.code == 1, "{target}: {}", r.stderr);
+    assert_eq!(s.rows("out")[0]["output"], expected.as_str(), "{target}");
     assert_eq!(pwned(s.outer.path()), Vec::<String>::new());
 }
 
@@ -218,9 +237,46 @@ fn no_template_shape_lets_a_value_run() {
     for (i, template) in templates.iter().enumerate() {
         let target = format!("t{i}");
         let r = s.run_strict(&["--target", &target]);
-        assert!(r.code == 1 || r.code == 3, "{template}: {}", r.stderr);
+        let refused = r.code == 2 && r.stderr.contains("where the shell expands nothing");
+        assert!(
+            r.code == 1 || r.code == 3 || refused,
+            "{template}: {}",
+            r.stderr
+        );
         assert_eq!(pwned(s.outer.path()), Vec::<String>::new(), "{template}");
     }
+}
+
+#[test]
+fn a_long_prompt_given_by_file_does_not_fill_the_environment() {
+    // Only the values a command uses are in its environment: a 200 KB
+    // prompt read through {PROMPT_FILE} is not also an environment string.
+    let big = "x".repeat(200_000);
+    let s = Setup::new(
+        &format!(
+            "tests:\n  - {{id: t, input: {big}, assertions: [{{type: contains, value: xxx}}]}}\n"
+        ),
+        "targets:\n  - {name: default, provider: cli, command: \"cat {PROMPT_FILE} > {OUTPUT_FILE}\"}\n",
+    );
+    let r = s.run_strict(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(s.rows("out")[0]["output"].as_str().unwrap().len(), 200_000);
+}
+
+#[test]
+fn a_hook_placeholder_inside_single_quotes_is_refused_at_load() {
+    let s = Setup::new(
+        "workspace:\n  hooks:\n    before_all: {command: \"sh -c 'echo {{test_id}}'\"}\ntests:\n  - {id: t, input: q, assertions: [{type: contains, value: q}]}\n",
+        PRINTF_TARGET,
+    );
+    let r = run_in(&s.project(), &["validate", "EVAL.yaml"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("EVAL.yaml:3:"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("\"$EVALHOST_HOOK_TEST_ID\""),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

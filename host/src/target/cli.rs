@@ -110,6 +110,14 @@ impl CliConfig {
                 ));
             }
         };
+        evalhost_suite::shell_template::check(
+            &command,
+            "{",
+            "}",
+            |n| PLACEHOLDERS.contains(&n),
+            |n| env_var(n).to_owned(),
+        )
+        .map_err(|e| ("command".to_owned(), e))?;
         let unknown: Vec<String> = placeholders(&command)
             .into_iter()
             .filter(|p| !PLACEHOLDERS.contains(&p.as_str()))
@@ -320,21 +328,27 @@ pub fn invoke(
         })
         .collect();
     // The values go in the command's environment (and the files in its
-    // positional parameters); the command line only refers to them.
+    // positional parameters); the command line only refers to them. Only
+    // the values the command uses are set (a long prompt given by file
+    // must not fill the environment).
     let line = render_command(&config.command);
-    let env: Vec<(String, String)> = vec![
-        ("EVALHOST_PROMPT".into(), prompt_text.clone()),
-        (
-            "EVALHOST_PROMPT_FILE".into(),
-            prompt_file.display().to_string(),
-        ),
-        (
-            "EVALHOST_OUTPUT_FILE".into(),
-            output_file.display().to_string(),
-        ),
-        ("EVALHOST_EVAL_ID".into(), test.id.clone()),
-        ("EVALHOST_ATTEMPT".into(), inv.attempt.to_string()),
-    ];
+    let used = placeholders(&config.command);
+    let env: Vec<(String, String)> = [
+        ("PROMPT", prompt_text.clone()),
+        ("PROMPT_FILE", prompt_file.display().to_string()),
+        ("OUTPUT_FILE", output_file.display().to_string()),
+        ("EVAL_ID", test.id.clone()),
+        ("ATTEMPT", inv.attempt.to_string()),
+    ]
+    .into_iter()
+    .filter(|(name, _)| used.iter().any(|u| u == name))
+    .map(|(name, value)| (env_var(name).to_owned(), value))
+    .collect();
+    let files = if used.iter().any(|u| u == "FILES") {
+        files
+    } else {
+        Vec::new()
+    };
     let cwd: Option<PathBuf> = inv
         .workspace
         .map(Path::to_path_buf)
@@ -444,17 +458,24 @@ pub const MAX_OUTPUT_FILE: u64 = 64 << 20;
 /// `{ATTEMPT}` likewise, `{FILES}` → the positional parameters. No value is
 /// ever part of the shell code.
 pub fn render_command(template: &str) -> String {
-    process::fill_shell_template(template, "{", "}", |name| {
-        Some(match name {
-            "PROMPT" => process::ShellRef::Var("EVALHOST_PROMPT"),
-            "PROMPT_FILE" => process::ShellRef::Var("EVALHOST_PROMPT_FILE"),
-            "OUTPUT_FILE" => process::ShellRef::Var("EVALHOST_OUTPUT_FILE"),
-            "EVAL_ID" => process::ShellRef::Var("EVALHOST_EVAL_ID"),
-            "ATTEMPT" => process::ShellRef::Var("EVALHOST_ATTEMPT"),
-            "FILES" => process::ShellRef::Args,
-            _ => return None,
-        })
+    process::fill_shell_template(template, "{", "}", |name| match name {
+        "FILES" => Some(process::ShellRef::Args),
+        n if PLACEHOLDERS.contains(&n) => Some(process::ShellRef::Var(env_var(n))),
+        _ => None,
     })
+}
+
+/// The environment variable that holds a placeholder's value (`{FILES}`
+/// is the positional parameters, `"$@"`).
+pub fn env_var(placeholder: &str) -> &'static str {
+    match placeholder {
+        "PROMPT" => "EVALHOST_PROMPT",
+        "PROMPT_FILE" => "EVALHOST_PROMPT_FILE",
+        "OUTPUT_FILE" => "EVALHOST_OUTPUT_FILE",
+        "EVAL_ID" => "EVALHOST_EVAL_ID",
+        "ATTEMPT" => "EVALHOST_ATTEMPT",
+        _ => "@",
+    }
 }
 
 /// Parses an output file as AgentV does (reference §6.4); see

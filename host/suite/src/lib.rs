@@ -28,6 +28,7 @@ pub mod fields;
 pub mod load;
 pub mod model;
 pub mod roots;
+pub mod shell_template;
 pub mod source_map;
 pub mod text;
 pub mod vars;

@@ -270,7 +270,25 @@ impl Loader {
         self.check_keys(doc, &map, fields::HOOK, at, "a hook");
         let command = map.get("command").or(map.get("script"));
         let (argv, shell) = match command {
-            Some(Value::String(s)) if !s.trim().is_empty() => (Vec::new(), Some(s.clone())),
+            Some(Value::String(s)) if !s.trim().is_empty() => {
+                // A placeholder where the hook's shell would not expand a
+                // reference to its value is refused here, with its key.
+                if let Err(e) = crate::shell_template::check(
+                    s,
+                    "{{",
+                    "}}",
+                    |n| HOOK_PLACEHOLDERS.contains(&n),
+                    |n| format!("EVALHOST_HOOK_{}", n.to_ascii_uppercase()),
+                ) {
+                    let key = if map.contains_key("command") {
+                        "command"
+                    } else {
+                        "script"
+                    };
+                    self.error(doc, &at.key(key), e);
+                }
+                (Vec::new(), Some(s.clone()))
+            }
             Some(Value::Array(items))
                 if !items.is_empty()
                     && items
@@ -371,3 +389,12 @@ impl Loader {
         }
     }
 }
+
+/// The placeholders of a hook's command.
+const HOOK_PLACEHOLDERS: &[&str] = &[
+    "workspace_path",
+    "test_id",
+    "eval_run_id",
+    "case_input",
+    "case_metadata",
+];
