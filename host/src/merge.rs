@@ -127,7 +127,7 @@ fn check_set(shards: &[ShardDir], options: &MergeOptions) -> Result<Vec<u32>, St
 fn builtin_digests() -> HashMap<&'static str, String> {
     crate::plugin::registry::builtin_plugins()
         .iter()
-        .map(|(name, bytes)| (*name, crate::plugin::sha256_hex(bytes)))
+        .map(|(name, _, digest)| (*name, (*digest).to_owned()))
         .collect()
 }
 

@@ -187,7 +187,19 @@ impl LoadedPlugin {
         label: &str,
         wasm: &[u8],
     ) -> Result<Self, PluginLoadError> {
-        let digest = sha256_hex(wasm);
+        Self::load_with_digest(engine, label, wasm, &sha256_hex(wasm))
+    }
+
+    /// [`LoadedPlugin::load`] for bytes whose sha256 (hex) is known already:
+    /// the built-in plugins' is computed at build time, a suite plugin's
+    /// when its pin is checked.
+    pub fn load_with_digest(
+        engine: &Arc<PluginEngine>,
+        label: &str,
+        wasm: &[u8],
+        digest: &str,
+    ) -> Result<Self, PluginLoadError> {
+        let digest = digest.to_owned();
         let (component, source, took) =
             engine
                 .compile(wasm, &digest)

@@ -9,9 +9,9 @@ use super::instance::{LoadedPlugin, PluginLoadError, TypeInfo};
 
 include!(concat!(env!("OUT_DIR"), "/builtin_plugins.rs"));
 
-/// The built-in plugins: `(name, component bytes)`, compiled from `plugins/`
-/// by the build script.
-pub fn builtin_plugins() -> &'static [(&'static str, &'static [u8])] {
+/// The built-in plugins: `(name, component bytes, sha256)`, compiled from
+/// `plugins/` and hashed by the build script.
+pub fn builtin_plugins() -> &'static [(&'static str, &'static [u8], &'static str)] {
     BUILTIN_PLUGINS
 }
 
@@ -42,9 +42,15 @@ impl Registry {
         let loaded: Vec<Result<LoadedPlugin, PluginLoadError>> = std::thread::scope(|scope| {
             let handles: Vec<_> = builtin_plugins()
                 .iter()
-                .map(|(name, wasm)| {
-                    scope
-                        .spawn(move || LoadedPlugin::load(engine, &format!("builtin:{name}"), wasm))
+                .map(|(name, wasm, digest)| {
+                    scope.spawn(move || {
+                        LoadedPlugin::load_with_digest(
+                            engine,
+                            &format!("builtin:{name}"),
+                            wasm,
+                            digest,
+                        )
+                    })
                 })
                 .collect();
             handles

@@ -124,7 +124,12 @@ pub fn prepare(
             );
             continue;
         }
-        match LoadedPlugin::load(engine, &plugin_ref.path.display().to_string(), &bytes) {
+        match LoadedPlugin::load_with_digest(
+            engine,
+            &plugin_ref.path.display().to_string(),
+            &bytes,
+            &digest,
+        ) {
             Ok(loaded) => {
                 let added = match &plugin_ref.type_name {
                     Some(alias) => registry.add_as(loaded, alias),
@@ -178,7 +183,7 @@ pub fn prepare(
             )));
             continue;
         }
-        match LoadedPlugin::load(engine, &path.display().to_string(), &bytes) {
+        match LoadedPlugin::load_with_digest(engine, &path.display().to_string(), &bytes, &digest) {
             Ok(loaded) => registry.add_for_path(path.clone(), loaded),
             Err(err) => diags.push(at(err.to_string())),
         }
