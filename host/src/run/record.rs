@@ -253,6 +253,15 @@ pub(super) fn check_sources(
                 dir.display()
             )
         };
+        // The rest of what the run was started with, so the suggestion
+        // works as typed.
+        let mut how = how;
+        if let Some(file) = &record.targets_file {
+            how.push_str(&format!(" --targets {}", file.display()));
+        }
+        if let [only] = record.targets.as_slice() {
+            how.push_str(&format!(" --target {only}"));
+        }
         return Err(RunError::Usage(format!(
             "--sandbox strict takes the eval file from the command line, not from {}: run `{how}`",
             run_json.display()

@@ -341,7 +341,9 @@ pub fn invoke(
         ("ATTEMPT", inv.attempt.to_string()),
     ]
     .into_iter()
-    .filter(|(name, _)| used.iter().any(|u| u == name))
+    // Used: through its placeholder, or by name (`"$EVALHOST_PROMPT"` in a
+    // nested shell, as the error for a quoted placeholder advises).
+    .filter(|(name, _)| used.iter().any(|u| u == name) || config.command.contains(env_var(name)))
     .map(|(name, value)| (env_var(name).to_owned(), value))
     .collect();
     let files = if used.iter().any(|u| u == "FILES") {
