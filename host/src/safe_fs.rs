@@ -54,7 +54,11 @@ pub fn open_read(path: &Path) -> std::io::Result<File> {
 /// Reads at most `cap` bytes of `path` (see [`open_read`]); a larger file is
 /// an error, not a truncated read.
 pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
-    let file = open_read(path)?;
+    read_all_capped(open_read(path)?, path, cap)
+}
+
+/// Everything `file` holds, at most `cap` bytes (more is an error).
+fn read_all_capped(file: File, path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
@@ -112,15 +116,8 @@ pub fn read_regular_capped(path: &Path, cap: u64) -> std::io::Result<String> {
     if !file.metadata()?.is_file() {
         return Err(refused(path, "is not a regular file"));
     }
-    let mut bytes = Vec::new();
-    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > cap {
-        return Err(refused(
-            path,
-            &format!("is larger than the {} limit", human(cap)),
-        ));
-    }
-    String::from_utf8(bytes).map_err(|_| refused(path, "is not valid UTF-8"))
+    String::from_utf8(read_all_capped(file, path, cap)?)
+        .map_err(|_| refused(path, "is not valid UTF-8"))
 }
 
 /// Opens `path` for writing in place (to cut a torn tail): not through a

@@ -38,30 +38,7 @@ impl Loader {
                         .and_then(Value::as_str)
                         .filter(|u| !u.is_empty())
                         .unwrap_or(name);
-                    let hooks = match o.get("hooks") {
-                        Some(Value::Object(h)) => {
-                            self.check_keys(doc, h, fields::HOOKS, &iat.key("hooks"), "`hooks`");
-                            let mut hook = |n: &str| {
-                                h.get(n)
-                                    .and_then(|v| self.hook(doc, v, &iat.key("hooks").key(n)))
-                            };
-                            crate::workspace::Hooks {
-                                before_all: hook("before_all"),
-                                before_each: hook("before_each"),
-                                after_each: hook("after_each"),
-                                after_all: hook("after_all"),
-                            }
-                        }
-                        None | Some(Value::Null) => crate::workspace::Hooks::default(),
-                        Some(other) => {
-                            self.error(
-                                doc,
-                                &iat.key("hooks"),
-                                format!("`hooks` must be a mapping, got {}", kind(other)),
-                            );
-                            crate::workspace::Hooks::default()
-                        }
-                    };
+                    let hooks = self.hooks(doc, o.get("hooks"), &iat.key("hooks"));
                     crate::MatrixTarget {
                         name: name.to_owned(),
                         use_target: use_target.to_owned(),

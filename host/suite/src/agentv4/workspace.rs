@@ -200,40 +200,48 @@ impl Loader {
                 });
             }
         }
-        let hooks = match map.get("hooks") {
-            Some(Value::Object(h)) => {
-                self.check_keys(doc, h, fields::HOOKS, &at.key("hooks"), "`hooks`");
-                if matches!(h.get("enabled"), Some(Value::Bool(false))) {
-                    crate::workspace::Hooks::default()
-                } else {
-                    let mut hook = |name: &str| {
-                        h.get(name)
-                            .and_then(|v| self.hook(doc, v, &at.key("hooks").key(name)))
-                    };
-                    crate::workspace::Hooks {
-                        before_all: hook("before_all"),
-                        before_each: hook("before_each"),
-                        after_each: hook("after_each"),
-                        after_all: hook("after_all"),
-                    }
-                }
-            }
-            None | Some(Value::Null) => crate::workspace::Hooks::default(),
-            Some(other) => {
-                self.error(
-                    doc,
-                    &at.key("hooks"),
-                    format!("`hooks` must be a mapping, got {}", kind(other)),
-                );
-                crate::workspace::Hooks::default()
-            }
-        };
+        let hooks = self.hooks(doc, map.get("hooks"), &at.key("hooks"));
         Some(Spec {
             template,
             repos,
             hooks,
             isolation,
         })
+    }
+
+    /// A `hooks` mapping (a workspace's or a matrix target's): its keys
+    /// checked, each hook read; `enabled: false` turns them all off.
+    pub(super) fn hooks(
+        &mut self,
+        doc: &Arc<Doc>,
+        value: Option<&Value>,
+        at: &KeyPath,
+    ) -> crate::workspace::Hooks {
+        match value {
+            Some(Value::Object(h)) => {
+                self.check_keys(doc, h, fields::HOOKS, at, "`hooks`");
+                if matches!(h.get("enabled"), Some(Value::Bool(false))) {
+                    return crate::workspace::Hooks::default();
+                }
+                let mut hook =
+                    |name: &str| h.get(name).and_then(|v| self.hook(doc, v, &at.key(name)));
+                crate::workspace::Hooks {
+                    before_all: hook("before_all"),
+                    before_each: hook("before_each"),
+                    after_each: hook("after_each"),
+                    after_all: hook("after_all"),
+                }
+            }
+            None | Some(Value::Null) => crate::workspace::Hooks::default(),
+            Some(other) => {
+                self.error(
+                    doc,
+                    at,
+                    format!("`hooks` must be a mapping, got {}", kind(other)),
+                );
+                crate::workspace::Hooks::default()
+            }
+        }
     }
 
     pub(super) fn hook(
