@@ -27,6 +27,7 @@ pub mod results;
 pub mod run;
 pub mod safe_fs;
 pub mod schema;
+pub mod semaphore;
 pub mod suite;
 pub mod target;
 pub mod trace;

@@ -4,41 +4,6 @@
 
 use super::*;
 
-/// A counting semaphore: the limit on concurrent plugin calls, separate from
-/// the limit on concurrent cases.
-pub(super) struct Semaphore {
-    pub(super) free: Mutex<usize>,
-    pub(super) available: Condvar,
-}
-
-pub(super) struct Permit<'a>(&'a Semaphore);
-
-impl Semaphore {
-    pub(super) fn new(permits: usize) -> Self {
-        Self {
-            free: Mutex::new(permits),
-            available: Condvar::new(),
-        }
-    }
-
-    pub(super) fn acquire(&self) -> Permit<'_> {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        while *free == 0 {
-            free = self.available.wait(free).unwrap_or_else(|e| e.into_inner());
-        }
-        *free -= 1;
-        Permit(self)
-    }
-}
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        let mut free = self.0.free.lock().unwrap_or_else(|e| e.into_inner());
-        *free += 1;
-        self.0.available.notify_one();
-    }
-}
-
 pub(super) struct Ctx<'a> {
     pub(super) suite: &'a Suite,
     pub(super) registry: &'a Registry,

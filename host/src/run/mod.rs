@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, mpsc};
+use std::sync::{Arc, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -41,7 +41,8 @@ mod regrade;
 mod resume;
 mod trial;
 
-use execute::{Ctx, RunTarget, Semaphore, execute};
+use crate::semaphore::Semaphore;
+use execute::{Ctx, RunTarget, execute};
 use prepare::suites_own;
 pub use prepare::{Prepared, engine, prepare};
 use record::recorded_plan;
