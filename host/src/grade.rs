@@ -465,13 +465,7 @@ pub fn score_test(
     scores: &[ScoreRow],
     threshold: f64,
 ) -> (f64, ExecutionStatus, Option<FailureClass>) {
-    let mut total = 0.0;
-    let mut weights = 0.0;
-    for s in scores.iter().filter(|s| s.verdict != Verdict::Skip) {
-        total += s.score * s.weight;
-        weights += s.weight;
-    }
-    let mut score = if weights > 0.0 { total / weights } else { 0.0 };
+    let mut score = crate::results::weighted_mean(scores);
     for (assertion, s) in assertions.iter().zip(scores) {
         let gate = match assertion.required {
             Required::No => continue,

@@ -170,27 +170,8 @@ fn check_row(
             row.test_id, row.expected_fail, entry.expected_fail
         ));
     }
-    let trial = row.trial.unwrap_or(1);
-    if trial == 0 || trial > plan.trials {
-        return Err(format!(
-            "test `{}` has trial {trial}, but the run planned {} trial(s)",
-            row.test_id, plan.trials
-        ));
-    }
-    if row.trials.unwrap_or(1) != plan.trials {
-        return Err(format!(
-            "test `{}` says it ran {} trial(s), but the run planned {}",
-            row.test_id,
-            row.trials.unwrap_or(1),
-            plan.trials
-        ));
-    }
-    if row.strategy != plan.strategy {
-        return Err(format!(
-            "test `{}` says its trials combine by {:?}, but the run planned {:?}",
-            row.test_id, row.strategy, plan.strategy
-        ));
-    }
+    row.check_trials(plan.trials, plan.strategy)
+        .map_err(|e| format!("test `{}` {e}", row.test_id))?;
     row.check()
         .map_err(|e| format!("test `{}`: {e}", row.test_id))
 }

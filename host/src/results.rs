@@ -26,6 +26,19 @@ pub fn reaches(score: f64, threshold: f64) -> bool {
     score + 1e-9 >= threshold
 }
 
+/// The weighted mean of the scores that were graded (not skipped); 0 when
+/// none weighs anything. The test score before gates, as the host computes
+/// it and as a row read back must show it.
+pub fn weighted_mean(scores: &[ScoreRow]) -> f64 {
+    let (total, weights) = scores
+        .iter()
+        .filter(|s| s.verdict != Verdict::Skip)
+        .fold((0.0, 0.0), |(t, w), s| {
+            (t + s.score * s.weight, w + s.weight)
+        });
+    if weights > 0.0 { total / weights } else { 0.0 }
+}
+
 /// Outcome of one test, as AgentV names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -312,14 +325,7 @@ impl ResultRow {
         scores(&self.scores, 0)?;
         // The test score is the weighted mean of its graded scores, or 0
         // (a gate, an execution error); never anything else.
-        let (total, weights) = self
-            .scores
-            .iter()
-            .filter(|s| s.verdict != Verdict::Skip)
-            .fold((0.0, 0.0), |(t, w), s| {
-                (t + s.score * s.weight, w + s.weight)
-            });
-        let mean = if weights > 0.0 { total / weights } else { 0.0 };
+        let mean = weighted_mean(&self.scores);
         if self.score != 0.0 && (self.score - mean).abs() > 1e-9 {
             return Err(format!(
                 "score {} is not the weighted mean of its assertion scores ({mean})",
@@ -357,6 +363,31 @@ impl ResultRow {
                 } else {
                     ""
                 }
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks the row's trial fields against a plan of `trials` trials
+    /// combined by `strategy`: its trial is one of them, and it claims that
+    /// count and that strategy.
+    pub fn check_trials(&self, trials: u32, strategy: Option<Strategy>) -> Result<(), String> {
+        let trial = self.trial.unwrap_or(1);
+        if trial == 0 || trial > trials {
+            return Err(format!(
+                "has trial {trial}, but the run planned {trials} trial(s)"
+            ));
+        }
+        if self.trials.unwrap_or(1) != trials {
+            return Err(format!(
+                "says it ran {} trial(s), but the run planned {trials}",
+                self.trials.unwrap_or(1)
+            ));
+        }
+        if self.strategy != strategy {
+            return Err(format!(
+                "says its trials combine by {:?}, but the run planned {strategy:?}",
+                self.strategy
             ));
         }
         Ok(())

@@ -342,21 +342,8 @@ pub(super) fn check_strict_resume(
             run_json.display()
         )));
     }
-    let given_target = options.target.clone();
-    let recorded_targets = if record.targets.is_empty() {
-        vec![record.target.clone()]
-    } else {
-        record.targets.clone()
-    };
-    if let Some(t) = given_target
-        && recorded_targets != [t.clone()]
-    {
-        return Err(differs(
-            "targets",
-            format!("{recorded_targets:?}"),
-            format!("[{t:?}]"),
-        ));
-    }
+    // The targets: compared once they are selected (`run`), whether from
+    // `--target` or from the suite.
     Ok(())
 }
 

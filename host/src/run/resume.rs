@@ -51,9 +51,7 @@ pub(super) fn finished_rows(
     let read = results::for_each_line(results_path, |parsed| match parsed {
         Ok(row)
             if planned.contains(&(row.test_index, row.test_id.as_str(), row.target.as_str()))
-                && (1..=trials).contains(&row.trial.unwrap_or(1))
-                && row.trials.unwrap_or(1) == trials
-                && row.strategy == strategy
+                && row.check_trials(trials, strategy).is_ok()
                 && row.check().is_ok()
                 && agrees_with_suite(&row, suite, cli_threshold) =>
         {
