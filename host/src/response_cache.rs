@@ -96,9 +96,9 @@ impl ResponseCache {
     }
 
     /// A cache in `dir` when the directory can be trusted (see
-    /// [`crate::plugin::cache::check_owner`]), else why not.
+    /// [`crate::safe_fs::check_owned_dir`]), else why not.
     pub fn open(dir: PathBuf, sampled: bool) -> Result<Self, String> {
-        crate::plugin::cache::check_owner(&dir, "")
+        crate::safe_fs::check_owned_dir(&dir)
             .map_err(|e| format!("the response cache {} {e}; it is not used", dir.display()))?;
         Ok(Self::new(dir, sampled))
     }

@@ -244,6 +244,35 @@ pub fn check_dir(dir: &Path, roots: &[&Path]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Checks that `dir` exists (creating it 0700), belongs to this user and is
+/// not writable by group or others.
+pub fn check_owned_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+    let _ = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir);
+    let meta = std::fs::metadata(dir).map_err(|e| format!("cannot be read: {e}"))?;
+    if !meta.is_dir() {
+        return Err("is not a directory".to_owned());
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(format!(
+            "belongs to user {} (evalhost runs as {me})",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "is writable by others (mode {:o})",
+            meta.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
 fn human(bytes: u64) -> String {
     if bytes >= 1 << 30 {
         format!("{} GiB", bytes >> 30)

@@ -72,35 +72,6 @@ impl Hasher for Fnv {
     }
 }
 
-/// Checks that `dir` exists (creating it 0700), belongs to this user and is
-/// not writable by group or others.
-pub fn check_owner(dir: &Path, why_prefix: &str) -> Result<(), String> {
-    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
-    let _ = std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir);
-    let meta = std::fs::metadata(dir).map_err(|e| format!("{why_prefix}cannot be read: {e}"))?;
-    if !meta.is_dir() {
-        return Err(format!("{why_prefix}is not a directory"));
-    }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if meta.uid() != me {
-        return Err(format!(
-            "{why_prefix}belongs to user {} (evalhost runs as {me})",
-            meta.uid()
-        ));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(format!(
-            "{why_prefix}is writable by others (mode {:o})",
-            meta.mode() & 0o7777
-        ));
-    }
-    Ok(())
-}
-
 /// The per-user key: `EVALHOST_CACHE_KEY` (64 hex digits), else the key
 /// file, created on first use.
 fn secret() -> Result<[u8; 32], String> {
@@ -135,7 +106,7 @@ fn parse_key(hex: &str) -> Option<[u8; 32]> {
 fn read_or_make_key(path: &Path) -> Result<[u8; 32], String> {
     use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
     if let Some(dir) = path.parent() {
-        check_owner(dir, "").map_err(|e| format!("{}: {e}", dir.display()))?;
+        crate::safe_fs::check_owned_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     let make = || -> std::io::Result<[u8; 32]> {
         let mut key = [0u8; 32];
@@ -174,7 +145,7 @@ impl CompileCache {
     /// A cache in `dir` for artifacts of `engine`, or why `dir` cannot be
     /// trusted with native code.
     pub fn new(dir: PathBuf, engine: &Engine) -> Result<Self, UntrustedCache> {
-        check_owner(&dir, "").map_err(|why| UntrustedCache::Directory {
+        crate::safe_fs::check_owned_dir(&dir).map_err(|why| UntrustedCache::Directory {
             dir: dir.clone(),
             why,
         })?;

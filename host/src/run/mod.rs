@@ -444,7 +444,7 @@ pub fn run(
                 None
             } else {
                 crate::judge::Judge::default_cache_dir().and_then(|dir| {
-                    match crate::plugin::cache::check_owner(&dir, "") {
+                    match crate::safe_fs::check_owned_dir(&dir) {
                         Ok(()) => Some(dir),
                         Err(e) => {
                             let _ = writeln!(
