@@ -384,21 +384,7 @@ impl Loader {
                 tags.push(tag.clone());
             }
         }
-        let timeout_ms = match test.get("timeout_ms") {
-            None | Some(Value::Null) => None,
-            Some(Value::Number(n)) if n.as_u64().is_some_and(|t| t > 0) => n.as_u64(),
-            Some(other) => {
-                self.error(
-                    doc,
-                    &at.key("timeout_ms"),
-                    format!(
-                        "`timeout_ms` must be a positive integer, got {}",
-                        show(other)
-                    ),
-                );
-                None
-            }
-        };
+        let timeout_ms = self.positive_int(doc, test.get("timeout_ms"), at, "timeout_ms");
         let test_targets = execution
             .as_ref()
             .and_then(|e| e.get("targets"))

@@ -257,21 +257,9 @@ impl Loader {
             return LimitOverrides::default();
         };
         self.check_keys(doc, o, fields::LIMITS, at, "`limits`");
-        let mut positive = |key: &str| match o.get(key) {
-            None | Some(Value::Null) => None,
-            Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v > 0) => n.as_u64(),
-            Some(other) => {
-                self.error(
-                    doc,
-                    &at.key(key),
-                    format!("`{key}` must be a positive integer, got {}", show(other)),
-                );
-                None
-            }
-        };
         let mut limits = LimitOverrides {
-            timeout_ms: positive("timeout_ms"),
-            memory_mb: positive("memory_mb"),
+            timeout_ms: self.positive_int(doc, o.get("timeout_ms"), at, "timeout_ms"),
+            memory_mb: self.positive_int(doc, o.get("memory_mb"), at, "memory_mb"),
         };
         // A ceiling for every suite, and the defaults for an untrusted one:
         // a plugin's deadline and memory cap are the host's guarantee.

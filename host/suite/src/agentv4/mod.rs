@@ -329,6 +329,29 @@ impl Loader {
         }
     }
 
+    /// A positive integer at `key` of a mapping (absent or null: none);
+    /// anything else is an error at that key.
+    fn positive_int(
+        &mut self,
+        doc: &Doc,
+        value: Option<&Value>,
+        at: &KeyPath,
+        key: &str,
+    ) -> Option<u64> {
+        match value {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v > 0) => n.as_u64(),
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key(key),
+                    format!("`{key}` must be a positive integer, got {}", show(other)),
+                );
+                None
+            }
+        }
+    }
+
     fn unit_number(&mut self, doc: &Doc, value: &Value, at: &KeyPath) -> Option<f64> {
         match value {
             Value::Number(n) if n.as_f64().is_some_and(|x| (0.0..=1.0).contains(&x)) => n.as_f64(),

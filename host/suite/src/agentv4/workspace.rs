@@ -330,23 +330,14 @@ impl Loader {
                 Reset::None
             }
         };
-        let timeout = match map.get("timeout_ms").or(map.get("timeoutMs")) {
-            None | Some(Value::Null) => None,
-            Some(Value::Number(n)) if n.as_u64().is_some_and(|t| t > 0) => {
-                n.as_u64().map(std::time::Duration::from_millis)
-            }
-            Some(other) => {
-                self.error(
-                    doc,
-                    &at.key("timeout_ms"),
-                    format!(
-                        "`timeout_ms` must be a positive integer, got {}",
-                        show(other)
-                    ),
-                );
-                None
-            }
-        };
+        let timeout = self
+            .positive_int(
+                doc,
+                map.get("timeout_ms").or(map.get("timeoutMs")),
+                at,
+                "timeout_ms",
+            )
+            .map(std::time::Duration::from_millis);
         let cwd = map
             .get("cwd")
             .and_then(Value::as_str)
