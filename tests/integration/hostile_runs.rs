@@ -302,7 +302,6 @@ fn cli_temp_files_are_private_and_unpredictable() {
         .to_string_lossy();
     assert!(dir.starts_with("evalhost-t-"), "{dir}");
     assert!(dir.len() > "evalhost-t-".len() + 4, "{dir}");
-    let _ = evalhost;
 }
 
 // ---------------------------------------------------------------------------

@@ -436,6 +436,8 @@ pub fn run(
             ))));
         }
     }
+    // The scope of every cached answer, target's and judge's alike.
+    let cache_scope = crate::response_cache::scope(&eval, &suite.name, options.sandbox_strict);
     // The judge: one per run, answering for every target's LLM graders.
     let judge = std::sync::Arc::new(
         crate::judge::Judge::new(
@@ -459,11 +461,7 @@ pub fn run(
             },
             options.judge_workers.unwrap_or(4),
         )
-        .with_scope(crate::response_cache::scope(
-            &eval,
-            &suite.name,
-            options.sandbox_strict,
-        )),
+        .with_scope(cache_scope.clone()),
     );
     if let Some(name) = &options.grader_target
         && let Err(message) = targets.select(name)
@@ -511,7 +509,6 @@ pub fn run(
     } else {
         None
     };
-    let cache_scope = crate::response_cache::scope(&eval, &suite.name, options.sandbox_strict);
     let run_dir = match (&options.resume, &options.output) {
         (Some(dir), _) => dir.clone(),
         (None, Some(out)) => out.clone(),
