@@ -59,7 +59,10 @@ pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
 
 /// Everything `file` holds, at most `cap` bytes (more is an error).
 fn read_all_capped(file: File, path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
+    // Sized from the file's length (the file may still grow or shrink:
+    // the cap is checked on what was read).
+    let len = file.metadata().map_or(0, |m| m.len()).min(cap);
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0).saturating_add(1));
     file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
         return Err(refused(

@@ -28,8 +28,8 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::failure::FailureClass;
 use crate::suite::TestCase;
 use crate::suite::env::Env;
-use crate::suite::load::{kind, parse_yaml};
-use crate::suite::source_map::{KeyPath, SourceMap};
+use crate::suite::load::kind;
+use crate::suite::source_map::KeyPath;
 
 mod file;
 pub use file::*;

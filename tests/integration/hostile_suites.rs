@@ -140,7 +140,8 @@ fn a_billion_laughs_alias_bomb_is_refused_unexpanded() {
     refused(
         &root,
         &[
-            "EVAL.yaml:2:",
+            // The alias whose expansion goes past the limit (`*d` in `e:`).
+            "EVAL.yaml:5:28:",
             "repetition limit exceeded",
             "billion laughs",
         ],

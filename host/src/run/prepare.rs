@@ -48,6 +48,12 @@ pub fn prepare(
     strict: bool,
 ) -> Result<Prepared, RunError> {
     let started = Instant::now();
+    // The built-in plugins load (from the compile cache, or compiled) on
+    // another thread while the suite is read: neither needs the other.
+    let builtins = {
+        let engine = Arc::clone(engine);
+        std::thread::spawn(move || Registry::with_builtins(&engine))
+    };
     let (suite, mut diags) = if strict {
         suite::load::load_untrusted(eval)
     } else {
@@ -86,10 +92,14 @@ pub fn prepare(
             }
         }
     }
+    // Joined on every path: a compile-cache write is never cut short.
+    let builtins = builtins
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     let Some(suite) = suite else {
         return Err(RunError::Invalid(diags));
     };
-    let mut registry = Registry::with_builtins(engine).map_err(|e| {
+    let mut registry = builtins.map_err(|e| {
         RunError::Invalid(Diagnostics(vec![Diagnostic::error(
             eval,
             format!("built-in plugin failed to load: {e}"),

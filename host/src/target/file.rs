@@ -35,18 +35,15 @@ pub fn load_targets(path: &Path, env: &Env) -> Result<Targets, Diagnostics> {
             return Err(diags);
         }
     };
-    let mut root = match parse_yaml(&text) {
-        Ok(v) => v,
+    let (mut root, map) = match evalhost_suite::yaml::parse_with_positions(&text) {
+        Ok(parsed) => parsed,
         Err(err) => {
-            let pos = err.location().map(|l| crate::suite::source_map::Pos {
-                line: l.line(),
-                col: l.column(),
-            });
-            diags.push(Diagnostic::error(path, format!("invalid YAML: {err}")).at(pos));
+            diags.push(
+                Diagnostic::error(path, format!("invalid YAML: {}", err.message)).at(err.pos),
+            );
             return Err(diags);
         }
     };
-    let map = SourceMap::build(&text);
     let error = |message: String, key: KeyPath| {
         Diagnostic::error(path, message)
             .at(map.locate(&key))

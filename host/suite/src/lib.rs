@@ -33,6 +33,7 @@ pub mod source_map;
 pub mod text;
 pub mod vars;
 pub mod workspace;
+pub mod yaml;
 
 pub use load::load;
 pub use model::{

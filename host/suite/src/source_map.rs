@@ -2,16 +2,14 @@
 //! (`tests[2].assertions[0].value`) to line and column, built from the
 //! parser's events, so that every diagnostic can name its line.
 //!
-//! Values are read with `yaml_serde`; positions with `saphyr-parser`, keyed
-//! by a hash of the path built as the events arrive (no path is allocated
-//! while indexing). When the
-//! two disagree (a document the position parser cannot read), diagnostics
-//! fall back to the nearest known ancestor, or to the file alone.
+//! The map is filled by [`crate::yaml`] in the same pass that builds the
+//! values, keyed by a hash of the path built as the events arrive (no path
+//! is allocated while indexing). A path that was not indexed (what an
+//! alias or a merge key brought in) falls back to its nearest known
+//! ancestor.
 
 use std::collections::HashMap;
 use std::fmt;
-
-use saphyr_parser::{Event, Parser};
 
 /// One step of a key path.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -136,10 +134,10 @@ pub struct Pos {
 /// given the same way. (A collision would only misplace a diagnostic's
 /// line; at 64 bits, over one document's keys, it does not happen.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct PathHash(u64);
+pub(crate) struct PathHash(u64);
 
 impl PathHash {
-    const ROOT: Self = Self(0xcbf2_9ce4_8422_2325);
+    pub(crate) const ROOT: Self = Self(0xcbf2_9ce4_8422_2325);
 
     fn mix(self, tag: u8, bytes: &[u8]) -> Self {
         let mut h = self.0 ^ u64::from(tag);
@@ -154,11 +152,11 @@ impl PathHash {
         Self(h ^ (h >> 32))
     }
 
-    fn key(self, key: &str) -> Self {
+    pub(crate) fn key(self, key: &str) -> Self {
         self.mix(1, key.as_bytes())
     }
 
-    fn index(self, index: usize) -> Self {
+    pub(crate) fn index(self, index: usize) -> Self {
         self.mix(2, &(index as u64).to_le_bytes())
     }
 
@@ -196,114 +194,16 @@ pub struct SourceMap {
     positions: Positions,
 }
 
-/// What a mapping expects next.
-enum Next {
-    Key,
-    /// The value of this key (`None`: of a complex key, not indexed).
-    Value(Option<PathHash>),
-}
-
-enum Frame {
-    Map {
-        path: PathHash,
-        next: Next,
-    },
-    Seq {
-        path: PathHash,
-        next: usize,
-    },
-    /// A complex key (a mapping or sequence used as a key): skipped.
-    Skip {
-        depth: usize,
-    },
-}
-
 impl SourceMap {
-    /// Indexes `text`. Never fails: what cannot be parsed is not indexed.
-    pub fn build(text: &str) -> Self {
-        let mut map = Self::default();
-        let mut stack: Vec<Frame> = Vec::new();
-        for item in Parser::new_from_str(text) {
-            let Ok((event, span)) = item else { break };
-            let pos = Pos {
-                line: span.start.line(),
-                col: span.start.col() + 1,
-            };
-            let opens = matches!(event, Event::MappingStart(..) | Event::SequenceStart(..));
-            match event {
-                Event::DocumentEnd => break,
-                Event::MappingEnd | Event::SequenceEnd => {
-                    match stack.last_mut() {
-                        Some(Frame::Skip { depth }) if *depth > 1 => *depth -= 1,
-                        _ => {
-                            stack.pop();
-                        }
-                    }
-                    continue;
-                }
-                Event::Scalar(..)
-                | Event::Alias(_)
-                | Event::MappingStart(..)
-                | Event::SequenceStart(..) => {}
-                _ => continue,
-            }
-            // A node: a key, a value, or an item.
-            let value_path = match stack.last_mut() {
-                None => {
-                    map.positions.entry(PathHash::ROOT).or_insert(pos);
-                    Some(PathHash::ROOT)
-                }
-                Some(Frame::Skip { depth }) => {
-                    if opens {
-                        *depth += 1;
-                    }
-                    continue;
-                }
-                Some(Frame::Map { path, next }) => match std::mem::replace(next, Next::Key) {
-                    Next::Key => {
-                        if let Event::Scalar(text, ..) = &event {
-                            let key_path = path.key(text);
-                            map.positions.entry(key_path).or_insert(pos);
-                            *next = Next::Value(Some(key_path));
-                        } else {
-                            *next = Next::Value(None);
-                            if opens {
-                                stack.push(Frame::Skip { depth: 1 });
-                            }
-                        }
-                        None
-                    }
-                    Next::Value(Some(k)) => Some(k),
-                    Next::Value(None) => {
-                        if opens {
-                            stack.push(Frame::Skip { depth: 1 });
-                        }
-                        None
-                    }
-                },
-                Some(Frame::Seq { path, next }) => {
-                    let item = path.index(*next);
-                    *next += 1;
-                    map.positions.entry(item).or_insert(pos);
-                    Some(item)
-                }
-            };
-            let Some(value_path) = value_path else {
-                continue;
-            };
-            match event {
-                Event::MappingStart(..) => stack.push(Frame::Map {
-                    path: value_path,
-                    next: Next::Key,
-                }),
-                Event::SequenceStart(..) => stack.push(Frame::Seq {
-                    path: value_path,
-                    next: 0,
-                }),
-                _ => {}
-            }
-        }
-        map
+    /// Makes room for `n` more positions.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.positions.reserve(n);
+    }
+
+    /// Records where a key or item starts (the first record of a path
+    /// wins).
+    pub(crate) fn record(&mut self, path: PathHash, pos: Pos) {
+        self.positions.entry(path).or_insert(pos);
     }
 
     /// Records a position (for documents indexed by hand, such as JSONL).
@@ -354,7 +254,7 @@ mod tests {
     #[test]
     fn finds_keys_and_items() {
         let text = "name: demo\ntests:\n  - id: a\n    assertions:\n      - type: regex\n        value: \"([a-z\"\n  - id: b\n";
-        let map = SourceMap::build(text);
+        let map = crate::yaml::parse_with_positions(text).unwrap().1;
         assert_eq!(map.locate(&path(&["name"])), Some(Pos { line: 1, col: 1 }));
         assert_eq!(
             map.locate(&path(&["tests", "0"])),
@@ -380,19 +280,13 @@ mod tests {
     }
 
     #[test]
-    fn flow_style_and_complex_keys() {
-        let text = "a: {b: [1, {c: 2}]}\n? [x, y]\n: z\nd: 4\n";
-        let map = SourceMap::build(text);
+    fn flow_style() {
+        let text = "a: {b: [1, {c: 2}]}\nd: 4\n";
+        let map = crate::yaml::parse_with_positions(text).unwrap().1;
         assert_eq!(
             map.locate(&path(&["a", "b", "1", "c"])),
             Some(Pos { line: 1, col: 13 })
         );
-        assert_eq!(map.locate(&path(&["d"])), Some(Pos { line: 4, col: 1 }));
-    }
-
-    #[test]
-    fn broken_yaml_indexes_what_it_can() {
-        let map = SourceMap::build("a: 1\nb: [\n");
-        assert_eq!(map.locate(&path(&["a"])), Some(Pos { line: 1, col: 1 }));
+        assert_eq!(map.locate(&path(&["d"])), Some(Pos { line: 2, col: 1 }));
     }
 }

@@ -3,6 +3,7 @@
 //! unexpanded, `${{ VAR }}` interpolated.
 
 use super::*;
+use crate::yaml::YamlErrorKind;
 
 impl Loader {
     /// Reads a YAML file (size-capped), parses it and interpolates `${{ }}`.
@@ -33,46 +34,38 @@ impl Loader {
             );
             return None;
         }
-        let map = SourceMap::build(&text);
+        let (mut value, map) = match crate::yaml::parse_with_positions(&text) {
+            Ok(parsed) => parsed,
+            Err(err) if err.kind == YamlErrorKind::Limit => {
+                // An alias bomb (`&a [*b, *b, ...]` nested) or a document
+                // nested without end: refused before it is expanded.
+                self.diags.push(
+                    Diagnostic::error(&display, format!("invalid YAML: {}: the document expands (through anchors and aliases) or nests past the parser's limits", err.message))
+                        .at(err.pos)
+                        .hint("a suite never needs this much repetition; look for `*alias` references nested inside anchors (a \"billion laughs\" document)"),
+                );
+                return None;
+            }
+            Err(err) => {
+                let hint = match err.kind {
+                    YamlErrorKind::Syntax => "check the indentation and quoting around this line",
+                    _ => {
+                        "write it as JSON can hold it: string keys, each key once, no custom `!tags`, one document"
+                    }
+                };
+                self.diags.push(
+                    Diagnostic::error(&display, format!("invalid YAML: {}", err.message))
+                        .at(err.pos)
+                        .hint(hint),
+                );
+                return None;
+            }
+        };
         let doc = Arc::new(Doc {
             display: display.clone(),
             dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
             map,
         });
-        let mut value = match parse_yaml(&text) {
-            Ok(v) => v,
-            Err(err) => {
-                let pos = err.location().map(|l| Pos {
-                    line: l.line(),
-                    col: l.column(),
-                });
-                let message = err.to_string();
-                let message = message
-                    .split(" at line ")
-                    .next()
-                    .unwrap_or(&message)
-                    .to_owned();
-                if message.contains("repetition limit exceeded")
-                    || message.contains("recursion limit exceeded")
-                {
-                    // An alias bomb (`&a [*b, *b, ...]` nested) or a document
-                    // nested without end: refused before it is expanded.
-                    let pos = pos.or_else(|| first_alias(&text));
-                    self.diags.push(
-                        Diagnostic::error(&display, format!("invalid YAML: {message}: the document expands (through anchors and aliases) or nests past the parser's limits"))
-                            .at(pos)
-                            .hint("a suite never needs this much repetition; look for `*alias` references nested inside anchors (a \"billion laughs\" document)"),
-                    );
-                    return None;
-                }
-                self.diags.push(
-                    Diagnostic::error(&display, format!("invalid YAML: {message}"))
-                        .at(pos)
-                        .hint("check the indentation and quoting around this line"),
-                );
-                return None;
-            }
-        };
         self.interpolate(&mut value, &doc);
         Some((value, doc))
     }
@@ -170,35 +163,7 @@ pub(super) fn position(before: &str) -> Pos {
     }
 }
 
-/// Where the first alias (`*name`) of a YAML text is, roughly (for errors
-/// the parser reports without a position).
-pub(super) fn first_alias(text: &str) -> Option<Pos> {
-    for (n, line) in text.lines().enumerate() {
-        let bytes = line.as_bytes();
-        for (i, b) in bytes.iter().enumerate() {
-            if *b == b'#' {
-                break;
-            }
-            let before = if i == 0 { b' ' } else { bytes[i - 1] };
-            if *b == b'*'
-                && matches!(before, b' ' | b'[' | b',' | b':' | b'-')
-                && bytes
-                    .get(i + 1)
-                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
-            {
-                return Some(Pos {
-                    line: n + 1,
-                    col: i + 1,
-                });
-            }
-        }
-    }
-    None
-}
-
 /// Parses YAML text into JSON values, applying merge keys (`<<: *anchor`).
-pub fn parse_yaml(text: &str) -> Result<Value, yaml_serde::Error> {
-    let mut value: yaml_serde::Value = yaml_serde::from_str(text)?;
-    value.apply_merge()?;
-    yaml_serde::from_value(value)
+pub fn parse_yaml(text: &str) -> Result<Value, crate::yaml::YamlError> {
+    crate::yaml::parse(text)
 }

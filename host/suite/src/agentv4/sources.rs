@@ -7,17 +7,17 @@ impl Loader {
     pub(super) fn expand_tests(
         &mut self,
         doc: &Arc<Doc>,
-        value: &Value,
+        value: Value,
         at: &KeyPath,
     ) -> Vec<RawCase> {
         match value {
             Value::Array(items) => {
-                let mut cases = Vec::new();
-                for (i, item) in items.iter().enumerate() {
+                let mut cases = Vec::with_capacity(items.len());
+                for (i, item) in items.into_iter().enumerate() {
                     let item_at = at.index(i);
                     match item {
                         Value::Object(map) => cases.push(RawCase {
-                            map: RawBody::Map(map.clone()),
+                            map: RawBody::Map(map),
                             doc: doc.clone(),
                             at: item_at,
                             dir_id: None,
@@ -34,7 +34,7 @@ impl Loader {
                             self.error(
                                 doc,
                                 &item_at,
-                                format!("a test case must be a mapping, got {}", kind(other)),
+                                format!("a test case must be a mapping, got {}", kind(&other)),
                             );
                         }
                     }
@@ -42,7 +42,7 @@ impl Loader {
                 cases
             }
             Value::String(s) => {
-                let rel = s.strip_prefix("file://").unwrap_or(s);
+                let rel = s.strip_prefix("file://").unwrap_or(&s);
                 match self.roots.relative(rel, &doc.dir) {
                     Ok(path) if path.is_dir() => self.discover(doc, &path, at),
                     Ok(path) => self.case_file(doc, &path, at),
@@ -58,7 +58,7 @@ impl Loader {
                     at,
                     format!(
                         "`tests` must be a list of cases, a file or a directory, got {}",
-                        kind(other)
+                        kind(&other)
                     ),
                 );
                 Vec::new()

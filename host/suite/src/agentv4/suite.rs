@@ -8,7 +8,7 @@ impl Loader {
     pub(super) fn yaml_suite(&mut self, path: &Path) -> Option<Suite> {
         let (root, doc) = self.read_yaml(path, None)?;
         let top = KeyPath::default();
-        let Value::Object(root) = root else {
+        let Value::Object(mut root) = root else {
             self.error(
                 &doc,
                 &top,
@@ -84,11 +84,15 @@ impl Loader {
             .map(|v| self.plugins(&doc, v, &top.key("plugins")))
             .unwrap_or_default();
 
-        let tests_value = match (root.get("tests"), root.get("eval_cases")) {
-            (Some(t), _) => Some((t, top.key("tests"))),
-            (None, Some(t)) => Some((t, top.key("eval_cases"))),
-            (None, None) => None,
-        };
+        // Taken out of the document (its place kept, as `null`): the cases
+        // are moved into the tests, not copied.
+        let tests_key = ["tests", "eval_cases"]
+            .into_iter()
+            .find(|k| root.contains_key(*k));
+        let tests_value = tests_key.map(|k| {
+            let value = root.get_mut(k).map(std::mem::take).unwrap_or_default();
+            (value, top.key(k))
+        });
         let Some((tests_value, tests_path)) = tests_value else {
             self.error(&doc, &top, "the suite has no `tests`").hint = Some(
                 "add `tests:` with a list of test cases, a cases file (`tests: ./cases.yaml`) or a directory \

@@ -1,0 +1,611 @@
+//! YAML text to JSON values and key positions, in one pass over the
+//! parser's events.
+//!
+//! Every suite, targets and case file is read here. The values follow the
+//! rules evalhost always applied (those of `serde_yaml`): YAML 1.2 core
+//! scalars (`null`/`~`/empty, `true`/`false` in three spellings, decimal,
+//! `0x`, `0o` and `0b` integers, floats with `.inf` and `.nan`; `012` and
+//! `1_000` stay strings), merge keys (`<<: *anchor`, `<<: [*a, *b]`), the
+//! core tags (`!!str`, `!!int`, `!!float`, `!!bool`, `!!null`). What JSON
+//! cannot hold is an error naming its line: a key that is not a string, a
+//! duplicate key, an integer past 64 bits, a custom tag (`!foo`), a second
+//! document.
+//!
+//! Anchors and aliases are expanded as the events arrive; a document that
+//! would expand past 100 alias uses per event (a "billion laughs"
+//! document) or nest deeper than 128 levels is refused before it is built.
+//!
+//! Positions: every mapping key and every sequence item is indexed in a
+//! [`SourceMap`] as it is read. What an alias or a merge brings in is not
+//! indexed again; a diagnostic about it falls back to the alias or the
+//! mapping.
+
+use std::borrow::Cow;
+
+use saphyr_parser::{Event, Parser, ScalarStyle, Tag};
+use serde_json::{Map, Number, Value};
+
+use crate::source_map::{PathHash, Pos, SourceMap};
+
+/// How deep collections may nest (after aliases are expanded).
+pub const MAX_DEPTH: usize = 128;
+
+/// Alias uses allowed per event of the document.
+const REPETITIONS_PER_EVENT: u64 = 100;
+
+/// Why a YAML text could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct YamlError {
+    /// What is wrong, without the position.
+    pub message: String,
+    /// Where, when known.
+    pub pos: Option<Pos>,
+    /// Which kind of problem it is.
+    pub kind: YamlErrorKind,
+}
+
+/// The kinds of [`YamlError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum YamlErrorKind {
+    /// Not YAML: the parser stopped here.
+    Syntax,
+    /// YAML that expands (through aliases) or nests past the limits.
+    Limit,
+    /// YAML that has no JSON value (a non-string key, a duplicate key, a
+    /// custom tag, an integer past 64 bits, more than one document).
+    Unsupported,
+}
+
+impl std::fmt::Display for YamlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(pos) = self.pos {
+            write!(f, " at line {} column {}", pos.line, pos.col)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for YamlError {}
+
+/// Parses `text` into a JSON value, applying merge keys.
+pub fn parse(text: &str) -> Result<Value, YamlError> {
+    parse_with_positions(text).map(|(value, _)| value)
+}
+
+/// Parses `text` into a JSON value and the positions of its keys and items.
+pub fn parse_with_positions(text: &str) -> Result<(Value, SourceMap), YamlError> {
+    Builder::default().run(text)
+}
+
+/// What is known of a finished node besides its value.
+#[derive(Debug, Clone, Copy, Default)]
+struct Shape {
+    /// Alias uses its expansion took (each alias counts once, plus those
+    /// inside what it names).
+    repetitions: u64,
+    /// Levels of collections, itself included (a scalar is 0).
+    depth: usize,
+}
+
+/// A collection being read.
+enum Open {
+    Seq {
+        items: Vec<Value>,
+        path: PathHash,
+    },
+    Map {
+        entries: Map<String, Value>,
+        path: PathHash,
+        /// The key just read, waiting for its value (`None` before a key).
+        key: Option<(String, PathHash, Pos)>,
+        /// `<<` values to merge when the mapping ends, and how many keys
+        /// came before the first of them.
+        merges: Vec<(Value, Pos)>,
+        merge_at: usize,
+    },
+}
+
+struct Frame {
+    open: Open,
+    anchor: usize,
+    start: Pos,
+    shape: Shape,
+}
+
+#[derive(Default)]
+struct Builder {
+    stack: Vec<Frame>,
+    map: SourceMap,
+    /// Anchored values by anchor id.
+    anchors: Vec<Option<(Value, Shape)>>,
+    events: u64,
+    repetitions: u64,
+    root: Option<Value>,
+    documents: usize,
+}
+
+fn at(span_start: &saphyr_parser::Marker) -> Pos {
+    Pos {
+        line: span_start.line(),
+        col: span_start.col() + 1,
+    }
+}
+
+fn err(kind: YamlErrorKind, message: impl Into<String>, pos: Pos) -> YamlError {
+    YamlError {
+        message: message.into(),
+        pos: Some(pos),
+        kind,
+    }
+}
+
+impl Builder {
+    fn run(mut self, text: &str) -> Result<(Value, SourceMap), YamlError> {
+        // About one indexed key or item per 16 bytes of YAML.
+        self.map.reserve(text.len() / 16);
+        for item in Parser::new_from_str(text) {
+            let (event, span) = item.map_err(|e| YamlError {
+                message: e.info().to_owned(),
+                pos: Some(at(e.marker())),
+                kind: YamlErrorKind::Syntax,
+            })?;
+            let pos = at(&span.start);
+            match event {
+                Event::StreamStart | Event::Nothing | Event::DocumentEnd => {}
+                Event::StreamEnd => break,
+                Event::DocumentStart(_) => {
+                    self.documents += 1;
+                    if self.documents > 1 {
+                        return Err(err(
+                            YamlErrorKind::Unsupported,
+                            "a second YAML document (after `---`): a suite file holds one document",
+                            pos,
+                        ));
+                    }
+                }
+                Event::Alias(id) => {
+                    self.events += 1;
+                    let Some(Some((value, shape))) = self.anchors.get(id) else {
+                        return Err(err(YamlErrorKind::Syntax, "unknown anchor", pos));
+                    };
+                    let shape = Shape {
+                        repetitions: shape.repetitions.saturating_add(1),
+                        depth: shape.depth,
+                    };
+                    self.repetitions = self.repetitions.saturating_add(shape.repetitions);
+                    if self.repetitions > self.events.saturating_mul(REPETITIONS_PER_EVENT) {
+                        return Err(err(YamlErrorKind::Limit, "repetition limit exceeded", pos));
+                    }
+                    if self.stack.len() + shape.depth > MAX_DEPTH {
+                        return Err(err(YamlErrorKind::Limit, "recursion limit exceeded", pos));
+                    }
+                    let value = value.clone();
+                    self.node(value, shape, pos, true)?;
+                }
+                Event::Scalar(text, style, anchor, tag) => {
+                    self.events += 1;
+                    let value = scalar(text, style, tag.as_deref(), pos)?;
+                    let shape = Shape::default();
+                    if anchor > 0 {
+                        self.anchor(anchor, &value, shape);
+                    }
+                    self.node(value, shape, pos, false)?;
+                }
+                Event::SequenceStart(anchor, ref tag) | Event::MappingStart(anchor, ref tag) => {
+                    self.events += 1;
+                    let is_map = matches!(event, Event::MappingStart(..));
+                    if let Some(Open::Map { key: None, .. }) = self.stack.last().map(|f| &f.open) {
+                        return Err(err(
+                            YamlErrorKind::Unsupported,
+                            "a mapping key is a sequence or a mapping; keys must be strings",
+                            pos,
+                        ));
+                    }
+                    if let Some(tag) = tag.as_deref()
+                        && !tag.is_yaml_core_schema()
+                    {
+                        return Err(unsupported_tag(tag, pos));
+                    }
+                    if self.stack.len() + 1 > MAX_DEPTH {
+                        return Err(err(YamlErrorKind::Limit, "recursion limit exceeded", pos));
+                    }
+                    let path = self.item_path(pos);
+                    let open = if is_map {
+                        Open::Map {
+                            entries: Map::new(),
+                            path,
+                            key: None,
+                            merges: Vec::new(),
+                            merge_at: 0,
+                        }
+                    } else {
+                        Open::Seq {
+                            items: Vec::new(),
+                            path,
+                        }
+                    };
+                    self.stack.push(Frame {
+                        open,
+                        anchor,
+                        start: pos,
+                        shape: Shape {
+                            repetitions: 0,
+                            depth: 1,
+                        },
+                    });
+                }
+                Event::SequenceEnd | Event::MappingEnd => {
+                    self.events += 1;
+                    let Some(frame) = self.stack.pop() else {
+                        continue;
+                    };
+                    let value = match frame.open {
+                        Open::Seq { items, .. } => Value::Array(items),
+                        Open::Map {
+                            entries,
+                            merges,
+                            merge_at,
+                            ..
+                        } => Value::Object(merge(entries, merges, merge_at)?),
+                    };
+                    if frame.anchor > 0 {
+                        self.anchor(frame.anchor, &value, frame.shape);
+                    }
+                    self.node(value, frame.shape, frame.start, false)?;
+                }
+            }
+        }
+        Ok((self.root.unwrap_or(Value::Null), self.map))
+    }
+
+    fn anchor(&mut self, id: usize, value: &Value, shape: Shape) {
+        if self.anchors.len() <= id {
+            self.anchors.resize(id + 1, None);
+        }
+        self.anchors[id] = Some((value.clone(), shape));
+    }
+
+    /// The path a node starting here will have, indexing its position
+    /// (called for collections as they open; scalars are indexed in
+    /// [`Self::node`]).
+    fn item_path(&mut self, pos: Pos) -> PathHash {
+        match self.stack.last_mut().map(|f| &mut f.open) {
+            None => {
+                self.map.record(PathHash::ROOT, pos);
+                PathHash::ROOT
+            }
+            Some(Open::Seq { items, path }) => {
+                let item = path.index(items.len());
+                self.map.record(item, pos);
+                item
+            }
+            Some(Open::Map { key, path, .. }) => match key {
+                Some((_, key_path, _)) => *key_path,
+                // A collection as a key: refused before this is reached.
+                None => *path,
+            },
+        }
+    }
+
+    /// Places a finished node in its parent (or as the root).
+    fn node(&mut self, value: Value, shape: Shape, pos: Pos, alias: bool) -> Result<(), YamlError> {
+        let Some(frame) = self.stack.last_mut() else {
+            if self.root.is_none() {
+                self.map.record(PathHash::ROOT, pos);
+            }
+            self.root = Some(value);
+            return Ok(());
+        };
+        frame.shape.repetitions = frame.shape.repetitions.saturating_add(shape.repetitions);
+        frame.shape.depth = frame.shape.depth.max(shape.depth + 1);
+        let is_scalar_or_alias = alias || !matches!(value, Value::Array(_) | Value::Object(_));
+        match &mut frame.open {
+            Open::Seq { items, path } => {
+                if is_scalar_or_alias {
+                    self.map.record(path.index(items.len()), pos);
+                }
+                items.push(value);
+            }
+            Open::Map {
+                entries,
+                path,
+                key,
+                merges,
+                merge_at,
+                ..
+            } => match key.take() {
+                None => {
+                    let name = match value {
+                        Value::String(s) => s,
+                        other => return Err(non_string_key(&other, pos)),
+                    };
+                    let key_path = path.key(&name);
+                    self.map.record(key_path, pos);
+                    *key = Some((name, key_path, pos));
+                }
+                Some((name, _, key_pos)) => {
+                    if name == "<<" {
+                        if !merges.is_empty() {
+                            return Err(duplicate_key(&name, key_pos));
+                        }
+                        *merge_at = entries.len();
+                        merges.push((value, pos));
+                    } else {
+                        match entries.entry(name) {
+                            serde_json::map::Entry::Vacant(slot) => {
+                                slot.insert(value);
+                            }
+                            serde_json::map::Entry::Occupied(slot) => {
+                                return Err(duplicate_key(slot.key(), key_pos));
+                            }
+                        }
+                    }
+                }
+            },
+        }
+        Ok(())
+    }
+}
+
+/// A mapping with its `<<` merged: the keys of the merged mappings that
+/// the mapping does not write itself, in the place of `<<` (earlier
+/// mappings of a `<<: [*a, *b]` list first).
+fn merge(
+    entries: Map<String, Value>,
+    merges: Vec<(Value, Pos)>,
+    merge_at: usize,
+) -> Result<Map<String, Value>, YamlError> {
+    let Some((merged, pos)) = merges.into_iter().next() else {
+        return Ok(entries);
+    };
+    let sources = match merged {
+        Value::Object(map) => vec![map],
+        Value::Array(items) => {
+            let mut maps = Vec::with_capacity(items.len());
+            for item in items {
+                match item {
+                    Value::Object(map) => maps.push(map),
+                    Value::Array(_) => {
+                        return Err(err(
+                            YamlErrorKind::Unsupported,
+                            "expected a mapping for merging, but found a sequence",
+                            pos,
+                        ));
+                    }
+                    _ => {
+                        return Err(err(
+                            YamlErrorKind::Unsupported,
+                            "expected a mapping for merging, but found a scalar",
+                            pos,
+                        ));
+                    }
+                }
+            }
+            maps
+        }
+        _ => {
+            return Err(err(
+                YamlErrorKind::Unsupported,
+                "expected a mapping or list of mappings for merging, but found a scalar",
+                pos,
+            ));
+        }
+    };
+    let mut out = Map::with_capacity(entries.len());
+    let mut explicit = entries.into_iter();
+    for (k, v) in explicit.by_ref().take(merge_at) {
+        out.insert(k, v);
+    }
+    let rest: Vec<(String, Value)> = explicit.collect();
+    for source in sources {
+        for (k, v) in source {
+            if !out.contains_key(&k) && !rest.iter().any(|(r, _)| *r == k) {
+                out.insert(k, v);
+            }
+        }
+    }
+    out.extend(rest);
+    Ok(out)
+}
+
+fn duplicate_key(name: &str, pos: Pos) -> YamlError {
+    err(
+        YamlErrorKind::Unsupported,
+        format!("duplicate entry with key {name:?}"),
+        pos,
+    )
+}
+
+fn non_string_key(value: &Value, pos: Pos) -> YamlError {
+    let what = match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => format!("the boolean `{b}`"),
+        Value::Number(n) => format!("the number `{n}`"),
+        _ => "a collection".to_owned(),
+    };
+    err(
+        YamlErrorKind::Unsupported,
+        format!("a mapping key is {what}; keys must be strings (quote it)"),
+        pos,
+    )
+}
+
+fn unsupported_tag(tag: &Tag, pos: Pos) -> YamlError {
+    err(
+        YamlErrorKind::Unsupported,
+        format!(
+            "the tag `{tag}` is not supported (only the core tags `!!str`, `!!int`, `!!float`, `!!bool`, `!!null`)"
+        ),
+        pos,
+    )
+}
+
+/// The JSON value of a scalar.
+fn scalar(
+    text: Cow<'_, str>,
+    style: ScalarStyle,
+    tag: Option<&Tag>,
+    pos: Pos,
+) -> Result<Value, YamlError> {
+    let invalid = |expected: &str| {
+        err(
+            YamlErrorKind::Unsupported,
+            format!("invalid value: string {:?}, expected {expected}", &*text),
+            pos,
+        )
+    };
+    if let Some(tag) = tag {
+        if !tag.is_yaml_core_schema() {
+            return Err(unsupported_tag(tag, pos));
+        }
+        return match tag.suffix.as_str() {
+            "bool" => parse_bool(&text)
+                .map(Value::Bool)
+                .ok_or_else(|| invalid("a boolean")),
+            "int" => match parse_int(&text) {
+                Some(Int::Fits(n)) => Ok(Value::Number(n)),
+                Some(Int::TooBig) => Err(too_big(&text, pos)),
+                None => Err(invalid("an integer")),
+            },
+            "float" => parse_f64(&text)
+                .map(float)
+                .ok_or_else(|| invalid("a float")),
+            "null" => {
+                if is_null(&text) {
+                    Ok(Value::Null)
+                } else {
+                    Err(invalid("null"))
+                }
+            }
+            _ => Ok(Value::String(text.into_owned())),
+        };
+    }
+    if style != ScalarStyle::Plain {
+        return Ok(Value::String(text.into_owned()));
+    }
+    if text.is_empty() || is_null(&text) {
+        return Ok(Value::Null);
+    }
+    if let Some(b) = parse_bool(&text) {
+        return Ok(Value::Bool(b));
+    }
+    match parse_int(&text) {
+        Some(Int::Fits(n)) => return Ok(Value::Number(n)),
+        Some(Int::TooBig) => return Err(too_big(&text, pos)),
+        None => {}
+    }
+    if !digits_but_not_number(&text)
+        && let Some(f) = parse_f64(&text)
+    {
+        return Ok(float(f));
+    }
+    Ok(Value::String(text.into_owned()))
+}
+
+fn too_big(text: &str, pos: Pos) -> YamlError {
+    err(
+        YamlErrorKind::Unsupported,
+        format!("the integer `{text}` does not fit in 64 bits"),
+        pos,
+    )
+}
+
+/// JSON has no NaN or infinity: they become `null`.
+fn float(f: f64) -> Value {
+    Number::from_f64(f).map_or(Value::Null, Value::Number)
+}
+
+fn is_null(text: &str) -> bool {
+    matches!(text, "null" | "Null" | "NULL" | "~")
+}
+
+fn parse_bool(text: &str) -> Option<bool> {
+    match text {
+        "true" | "True" | "TRUE" => Some(true),
+        "false" | "False" | "FALSE" => Some(false),
+        _ => None,
+    }
+}
+
+enum Int {
+    Fits(Number),
+    /// An integer past `u64`/`i64`.
+    TooBig,
+}
+
+fn parse_int(text: &str) -> Option<Int> {
+    if let Some(n) = parse_unsigned::<u64>(text, u64::from_str_radix) {
+        return Some(Int::Fits(n.into()));
+    }
+    if let Some(n) = parse_negative::<i64>(text, i64::from_str_radix) {
+        return Some(Int::Fits(n.into()));
+    }
+    if parse_unsigned::<u128>(text, u128::from_str_radix).is_some()
+        || parse_negative::<i128>(text, i128::from_str_radix).is_some()
+    {
+        return Some(Int::TooBig);
+    }
+    None
+}
+
+type Radix<T> = fn(&str, u32) -> Result<T, std::num::ParseIntError>;
+
+fn parse_unsigned<T>(text: &str, from: Radix<T>) -> Option<T> {
+    let unsigned = text.strip_prefix('+').unwrap_or(text);
+    for (prefix, radix) in [("0x", 16), ("0o", 8), ("0b", 2)] {
+        if let Some(rest) = unsigned.strip_prefix(prefix) {
+            if rest.starts_with(['+', '-']) {
+                return None;
+            }
+            if let Ok(n) = from(rest, radix) {
+                return Some(n);
+            }
+        }
+    }
+    if unsigned.starts_with(['+', '-']) || digits_but_not_number(text) {
+        return None;
+    }
+    from(unsigned, 10).ok()
+}
+
+fn parse_negative<T>(text: &str, from: Radix<T>) -> Option<T> {
+    for (prefix, radix) in [("-0x", 16), ("-0o", 8), ("-0b", 2)] {
+        if let Some(rest) = text.strip_prefix(prefix)
+            && let Ok(n) = from(&format!("-{rest}"), radix)
+        {
+            return Some(n);
+        }
+    }
+    if digits_but_not_number(text) {
+        return None;
+    }
+    from(text, 10).ok()
+}
+
+fn parse_f64(text: &str) -> Option<f64> {
+    let unsigned = match text.strip_prefix('+') {
+        Some(rest) if rest.starts_with(['+', '-']) => return None,
+        Some(rest) => rest,
+        None => text,
+    };
+    if matches!(unsigned, ".inf" | ".Inf" | ".INF") {
+        return Some(f64::INFINITY);
+    }
+    if matches!(text, "-.inf" | "-.Inf" | "-.INF") {
+        return Some(f64::NEG_INFINITY);
+    }
+    if matches!(text, ".nan" | ".NaN" | ".NAN") {
+        return Some(f64::NAN);
+    }
+    unsigned.parse::<f64>().ok().filter(|f| f.is_finite())
+}
+
+/// Leading zeros followed by digits (`012`) are a string in YAML 1.2.
+fn digits_but_not_number(text: &str) -> bool {
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    digits.len() > 1 && digits.starts_with('0') && digits[1..].bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests;
