@@ -224,8 +224,14 @@ pub fn write_all(
     let mut page_rows = Vec::new();
     let mut details = Details::new();
     if results.is_file() {
-        crate::results::for_each_row(results, |row| {
-            if want_details && unsuccessful.contains(&(row.test_id.as_str(), row.target.as_str())) {
+        // The page embeds rows as written; only the details of unsuccessful
+        // rows, for JUnit and GitHub, need the rows built.
+        crate::results::for_each_raw_row(results, |key, raw| {
+            let pair = (key.test_id.as_str(), key.target.as_str());
+            if want_details
+                && unsuccessful.contains(&pair)
+                && let Ok(row) = serde_json::from_str::<crate::results::ResultRow>(raw.get())
+            {
                 details.insert(
                     (row.test_id.clone(), row.target.clone()),
                     RowDetails {
@@ -234,8 +240,8 @@ pub fn write_all(
                     },
                 );
             }
-            if page.shows(&row) {
-                page_rows.push(row);
+            if page.shows(pair) {
+                page_rows.push(raw);
             }
         })
         .with_context(|| format!("cannot read {}", results.display()))?;

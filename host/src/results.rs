@@ -412,7 +412,16 @@ pub struct ResultsWriter {
     path: PathBuf,
     file: std::io::BufWriter<std::fs::File>,
     flushed: std::time::Instant,
+    /// The place in suite order, offset and length of every row in the
+    /// file, when this writer wrote them all (the file was empty when
+    /// opened): sorting then needs no second reading.
+    places: Option<Vec<(PlaceKey, u64, usize)>>,
+    /// Bytes in the file, flushed or not.
+    len: u64,
 }
+
+/// A row's place in suite order: test index, target, trial.
+type PlaceKey = (usize, String, u32);
 
 /// The longest a finished row waits in memory before it is written.
 pub const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
@@ -423,10 +432,13 @@ impl ResultsWriter {
         std::fs::create_dir_all(dir)?;
         let path = dir.join("results.jsonl");
         let file = crate::safe_fs::open_append(&path)?;
+        let len = file.metadata()?.len();
         Ok(Self {
             path,
             file: std::io::BufWriter::with_capacity(64 << 10, file),
             flushed: std::time::Instant::now(),
+            places: (len == 0).then(Vec::new),
+            len,
         })
     }
 
@@ -437,8 +449,14 @@ impl ResultsWriter {
 
     /// Appends one row.
     pub fn append(&mut self, row: &ResultRow) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.file, row).map_err(std::io::Error::other)?;
-        self.file.write_all(b"\n")?;
+        let mut line = serde_json::to_vec(row).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        if let Some(places) = &mut self.places {
+            let key = (row.test_index, row.target.clone(), row.trial.unwrap_or(1));
+            places.push((key, self.len, line.len()));
+        }
+        self.len += line.len() as u64;
         if self.flushed.elapsed() >= FLUSH_EVERY {
             self.flush()?;
         }
@@ -478,33 +496,15 @@ impl ResultsWriter {
     /// rows are appended as they complete, so a crash loses nothing; at the
     /// end they are sorted. Lines that do not parse are dropped.
     pub fn sort_in_place(&mut self) -> std::io::Result<()> {
-        use std::io::{BufRead, Read, Seek, SeekFrom};
+        use std::io::{Read, Seek, SeekFrom};
         self.flush()?;
-        let mut places: Vec<((usize, String, u32), u64, usize)> = Vec::new();
-        {
-            let mut reader = std::io::BufReader::with_capacity(
-                256 << 10,
-                crate::safe_fs::open_read(&self.path)?,
-            );
-            let mut line = String::new();
-            let mut offset = 0u64;
-            loop {
-                line.clear();
-                let n = (&mut reader).take(MAX_LINE + 1).read_line(&mut line)?;
-                if n == 0 {
-                    break;
-                }
-                if n as u64 > MAX_LINE {
-                    return Err(line_too_long(&self.path));
-                }
-                if let Ok(p) = serde_json::from_str::<RowPlace>(line.trim_end()) {
-                    places.push(((p.test_index, p.target, p.trial.unwrap_or(1)), offset, n));
-                }
-                offset += n as u64;
-            }
-        }
+        let mut places = match self.places.take() {
+            Some(places) => places,
+            None => self.read_places()?,
+        };
         let sorted = places.windows(2).all(|w| w[0].0 <= w[1].0);
         if sorted {
+            self.places = Some(places);
             return Ok(());
         }
         places.sort_by(|a, b| a.0.cmp(&b.0));
@@ -523,9 +523,38 @@ impl ResultsWriter {
         self.replace_with(out)
     }
 
+    /// The place of every row in the file, read from it (lines that do not
+    /// parse are left out).
+    fn read_places(&self) -> std::io::Result<Vec<(PlaceKey, u64, usize)>> {
+        use std::io::{BufRead, Read};
+        let mut places = Vec::new();
+        let mut reader =
+            std::io::BufReader::with_capacity(256 << 10, crate::safe_fs::open_read(&self.path)?);
+        let mut line = String::new();
+        let mut offset = 0u64;
+        loop {
+            line.clear();
+            let n = (&mut reader).take(MAX_LINE + 1).read_line(&mut line)?;
+            if n == 0 {
+                break;
+            }
+            if n as u64 > MAX_LINE {
+                return Err(line_too_long(&self.path));
+            }
+            if let Ok(p) = serde_json::from_str::<RowPlace>(line.trim_end()) {
+                places.push(((p.test_index, p.target, p.trial.unwrap_or(1)), offset, n));
+            }
+            offset += n as u64;
+        }
+        Ok(places)
+    }
+
     fn replace_with(&mut self, out: std::io::BufWriter<AtomicFile>) -> std::io::Result<()> {
         out.into_inner().map_err(|e| e.into_error())?.commit()?;
         let file = crate::safe_fs::open_append(&self.path)?;
+        // Rows appended from here on are sorted by reading the file.
+        self.len = file.metadata()?.len();
+        self.places = None;
         self.file = std::io::BufWriter::with_capacity(64 << 10, file);
         Ok(())
     }
@@ -562,12 +591,46 @@ pub fn for_each_row(path: &Path, mut f: impl FnMut(ResultRow)) -> std::io::Resul
     Ok(dropped)
 }
 
+/// Which test and target a row is for.
+#[derive(Debug, Deserialize)]
+pub struct RowKey {
+    /// The test's id.
+    pub test_id: String,
+    /// The target's name.
+    pub target: String,
+}
+
+/// Like [`for_each_row`], but hands `f` each row as written (JSON text,
+/// checked to be JSON) with its test and target, without building it: for
+/// the reports, which copy most rows through unchanged.
+pub fn for_each_raw_row(
+    path: &Path,
+    mut f: impl FnMut(RowKey, Box<serde_json::value::RawValue>),
+) -> std::io::Result<()> {
+    for_each_text_line(path, |text| {
+        if let Some(text) = text
+            && let Ok(raw) = serde_json::from_str::<Box<serde_json::value::RawValue>>(text)
+            && let Ok(key) = serde_json::from_str::<RowKey>(raw.get())
+        {
+            f(key, raw);
+        }
+    })
+}
+
 /// Like [`for_each_row`], but hands every non-blank line to `f`: the row,
 /// or why it is not one.
 pub fn for_each_line(
     path: &Path,
     mut f: impl FnMut(Result<ResultRow, String>),
 ) -> std::io::Result<()> {
+    for_each_text_line(path, |text| match text {
+        Some(text) => f(serde_json::from_str(text).map_err(|e| e.to_string())),
+        None => f(Err("not valid UTF-8".into())),
+    })
+}
+
+/// Every non-blank line of `path` (`None` for one that is not UTF-8).
+fn for_each_text_line(path: &Path, mut f: impl FnMut(Option<&str>)) -> std::io::Result<()> {
     use std::io::{BufRead, Read};
     let mut reader = std::io::BufReader::with_capacity(256 << 10, crate::safe_fs::open_read(path)?);
     let mut line = Vec::new();
@@ -583,13 +646,13 @@ pub fn for_each_line(
             return Err(line_too_long(path));
         }
         let Ok(text) = std::str::from_utf8(&line) else {
-            f(Err("not valid UTF-8".into()));
+            f(None);
             continue;
         };
         if text.trim().is_empty() {
             continue;
         }
-        f(serde_json::from_str(text).map_err(|e| e.to_string()));
+        f(Some(text));
     }
     Ok(())
 }

@@ -176,6 +176,12 @@ impl CompileCache {
 
     /// The cached component for `digest`, if there is one this host wrote.
     /// `Err` says an entry was there but failed its check (it is removed).
+    /// True when a compiled artifact for `digest` is present (not yet
+    /// checked: [`Self::load`] checks it).
+    pub fn contains(&self, digest: &str) -> bool {
+        std::fs::symlink_metadata(self.dir.join(self.name(digest))).is_ok()
+    }
+
     pub fn load(&self, engine: &Engine, digest: &str) -> Result<Option<Component>, String> {
         let name = self.name(digest);
         let path = self.dir.join(&name);

@@ -169,6 +169,12 @@ impl PluginEngine {
 
     /// Compiles `wasm`, or loads it from the compile cache. `digest` is the
     /// sha256 of `wasm`, hex.
+    /// True when `digest` is in the compile cache (loading it takes
+    /// milliseconds; compiling it, seconds).
+    pub fn is_cached(&self, digest: &str) -> bool {
+        self.cache.as_ref().is_some_and(|c| c.contains(digest))
+    }
+
     pub fn compile(
         &self,
         wasm: &[u8],

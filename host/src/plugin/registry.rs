@@ -37,27 +37,34 @@ pub struct DuplicateType {
 }
 
 impl Registry {
-    /// Loads every built-in plugin, in parallel.
+    /// Loads every built-in plugin: those to compile in parallel (seconds
+    /// each), those in the compile cache one after another on this thread
+    /// (milliseconds each, and the suite is being read on another core).
     pub fn with_builtins(engine: &Arc<PluginEngine>) -> Result<Self, PluginLoadError> {
-        let loaded: Vec<Result<LoadedPlugin, PluginLoadError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = builtin_plugins()
-                .iter()
-                .map(|(name, wasm, digest)| {
-                    scope.spawn(move || {
-                        LoadedPlugin::load_with_digest(
-                            engine,
-                            &format!("builtin:{name}"),
-                            wasm,
-                            digest,
-                        )
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("plugin loading thread panicked"))
-                .collect()
-        });
+        let load = |(name, wasm, digest): &(&str, &[u8], &str)| {
+            LoadedPlugin::load_with_digest(engine, &format!("builtin:{name}"), wasm, digest)
+        };
+        let (cached, uncached): (Vec<_>, Vec<_>) = builtin_plugins()
+            .iter()
+            .enumerate()
+            .partition(|(_, (_, _, digest))| engine.is_cached(digest));
+        let mut loaded: Vec<(usize, Result<LoadedPlugin, PluginLoadError>)> =
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = uncached
+                    .iter()
+                    .map(|(i, plugin)| (*i, scope.spawn(move || load(plugin))))
+                    .collect();
+                let mut loaded: Vec<_> = cached.iter().map(|(i, p)| (*i, load(p))).collect();
+                loaded.extend(
+                    handles
+                        .into_iter()
+                        .map(|(i, h)| (i, h.join().expect("plugin loading thread panicked"))),
+                );
+                loaded
+            });
+        // In the built-in order, whatever finished first.
+        loaded.sort_by_key(|(i, _)| *i);
+        let loaded = loaded.into_iter().map(|(_, p)| p);
         let mut registry = Self::default();
         for plugin in loaded {
             registry

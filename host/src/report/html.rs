@@ -4,6 +4,10 @@
 //! id. The data is embedded as JSON and rendered with `textContent`, so no
 //! output under test can inject markup.
 
+use std::io::Write as _;
+
+use serde_json::value::RawValue;
+
 use super::Summary;
 use crate::results::ResultRow;
 
@@ -159,21 +163,25 @@ impl<'a> Page<'a> {
         }
     }
 
-    /// True when the page shows `row` in full.
-    pub fn shows(&self, row: &ResultRow) -> bool {
-        self.detailed
-            .contains(&(row.test_id.as_str(), row.target.as_str()))
+    /// True when the page shows the row of this test and target in full.
+    pub fn shows(&self, (test_id, target): (&str, &str)) -> bool {
+        self.detailed.contains(&(test_id, target))
     }
 
     /// Writes the page.
-    pub fn render(&self, out: &mut dyn std::io::Write, rows: &[ResultRow]) -> std::io::Result<()> {
+    /// `rows` are the rows it shows in full, as JSON ([`Self::shows`]).
+    pub fn render(
+        &self,
+        out: &mut dyn std::io::Write,
+        rows: &[Box<RawValue>],
+    ) -> std::io::Result<()> {
         #[derive(serde::Serialize)]
         struct Data<'b> {
             summary: &'b Summary,
             tests: &'b [&'b crate::outcome::TestOutcome],
             unlisted: usize,
             detailed: usize,
-            rows: &'b [ResultRow],
+            rows: &'b [Box<RawValue>],
         }
         write!(
             out,
@@ -198,7 +206,12 @@ impl<'a> Page<'a> {
             detailed: DETAILED_TESTS,
             rows,
         };
-        serde_json::to_writer(EscapeLt(&mut *out), &data).map_err(std::io::Error::other)?;
+        // serde_json writes token by token: buffer before the escaping, so
+        // that it scans (and writes through) large chunks.
+        let mut buffered = std::io::BufWriter::with_capacity(64 << 10, EscapeLt(&mut *out));
+        serde_json::to_writer(&mut buffered, &data).map_err(std::io::Error::other)?;
+        buffered.flush()?;
+        drop(buffered);
         write!(
             out,
             "</script>\n<script>{SCRIPT}</script>\n</body></html>\n"
@@ -230,7 +243,11 @@ impl<W: std::io::Write> std::io::Write for EscapeLt<W> {
 /// Renders the page of `summary` with `rows` in full (for tests).
 pub fn render(summary: &Summary, rows: &[ResultRow]) -> String {
     let page = Page::new(summary);
-    let shown: Vec<ResultRow> = rows.iter().filter(|r| page.shows(r)).cloned().collect();
+    let shown: Vec<Box<RawValue>> = rows
+        .iter()
+        .filter(|r| page.shows((&r.test_id, &r.target)))
+        .map(|r| serde_json::value::to_raw_value(r).expect("a row is JSON"))
+        .collect();
     let mut out = Vec::new();
     page.render(&mut out, &shown).expect("writing to memory");
     String::from_utf8(out).expect("the page is UTF-8")
