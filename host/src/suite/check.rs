@@ -4,6 +4,7 @@
 //! suite is loaded, with the file, the test and the assertion named.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::model::{Assertion, Suite};
 use super::source_map::Pos;
@@ -14,7 +15,9 @@ use crate::plugin::Registry;
 pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
     let mut diags = Diagnostics::default();
     let mut seen_suite_level = std::collections::HashSet::new();
-    let mut verdicts: HashMap<(String, std::sync::Arc<str>), Result<(), String>> = HashMap::new();
+    // By type (its place in the registry, which outlives this check) and
+    // config.
+    let mut verdicts: HashMap<(usize, Arc<str>), Result<(), String>> = HashMap::new();
     let mut schemas = Schemas::default();
     for test in &suite.tests {
         // Groups (`composite`, `assert-set`) are the host's; their members
@@ -55,57 +58,39 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
                 });
                 continue;
             };
-            let type_name = ty.name.clone();
+            // One verdict per plugin, type and config: a config repeated
+            // across tests is checked once.
             let key = (
-                format!("{}\u{0}{type_name}", plugin.digest),
+                std::ptr::from_ref(ty) as usize,
                 assertion.config_json.clone(),
             );
-            let verdict: &Result<(), String> = verdicts.entry(key).or_insert_with(|| match plugin
-                .check_config(&type_name, &assertion.config_json)
-            {
-                Ok(verdict) => verdict,
-                Err(failure) => Err(format!(
-                    "plugin `{}` failed while checking the config ({}): {}",
-                    plugin.name, failure.class, failure.message
-                )),
-            });
-            let verdict = match (&verdict, schemas.validator(Some(ty))) {
-                (Ok(()), Some(validator)) => {
-                    let config = serde_json::Value::Object((*assertion.config).clone());
-                    let errors: Vec<String> = validator
-                        .iter_errors(&config)
-                        .map(|e| {
-                            let at = e.instance_path().to_string();
-                            if at.is_empty() {
-                                e.to_string()
-                            } else {
-                                format!("at `{at}`: {e}")
-                            }
-                        })
-                        .collect();
-                    if errors.is_empty() {
-                        Ok(())
-                    } else {
-                        Err(format!(
-                            "config does not match the type's schema: {}",
-                            errors.join("; ")
-                        ))
+            let verdict = verdicts
+                .entry(key)
+                .or_insert_with(|| {
+                    let checked = match plugin.check_config(&ty.name, &assertion.config_json) {
+                        Ok(verdict) => verdict,
+                        Err(failure) => Err(format!(
+                            "plugin `{}` failed while checking the config ({}): {}",
+                            plugin.name, failure.class, failure.message
+                        )),
+                    };
+                    match (checked, schemas.validator(Some(ty))) {
+                        (Ok(()), Some(validator)) => schema_verdict(validator, &assertion.config),
+                        (checked, _) => checked,
                     }
-                }
-                _ => verdict.clone(),
-            };
+                })
+                .clone();
             if let Err(message) = verdict {
                 // Point at the key the message names; else at `value`, the
                 // usual culprit; else at the assertion.
                 let blamed = blamed_key(assertion, &message).or_else(|| {
                     assertion
                         .key_positions
-                        .iter()
-                        .find(|(k, _)| k == "value")
-                        .map(|(k, p)| (k.as_str(), *p))
+                        .find(&assertion.config, "value")
+                        .map(|p| ("value".to_owned(), p))
                 });
                 let (key, pos) = match blamed {
-                    Some((rel, pos)) => (assertion.loc.key.join(rel), Some(pos)),
+                    Some((rel, pos)) => (assertion.loc.key.join(&rel), Some(pos)),
                     None => (assertion.loc.key.clone(), None),
                 };
                 diags.push(
@@ -128,13 +113,12 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
 /// The config key a message is about: the first key path it names in
 /// backticks (`` `value` ``, `` `fields[1].match` ``), or the path of a
 /// schema error (`at `/fields/1/match``), that the assertion has.
-fn blamed_key<'a>(assertion: &'a Assertion, message: &str) -> Option<(&'a str, Pos)> {
+fn blamed_key(assertion: &Assertion, message: &str) -> Option<(String, Pos)> {
     let find = |name: &str| {
         assertion
             .key_positions
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(k, p)| (k.as_str(), *p))
+            .find(&assertion.config, name)
+            .map(|p| (name.to_owned(), p))
     };
     let mut rest = message;
     while let Some(start) = rest.find('`') {
@@ -206,6 +190,33 @@ fn unknown_type(assertion: &Assertion, owner: &str, registry: &Registry) -> Diag
 }
 
 /// Compiled config schemas, one per type.
+/// What the type's JSON Schema says of `config`.
+fn schema_verdict(
+    validator: &jsonschema::Validator,
+    config: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(), String> {
+    let config = serde_json::Value::Object(config.clone());
+    let errors: Vec<String> = validator
+        .iter_errors(&config)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("at `{at}`: {e}")
+            }
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "config does not match the type's schema: {}",
+            errors.join("; ")
+        ))
+    }
+}
+
 #[derive(Default)]
 struct Schemas {
     compiled: HashMap<String, Option<jsonschema::Validator>>,

@@ -37,8 +37,8 @@ pub mod yaml;
 
 pub use load::load;
 pub use model::{
-    Aggregate, Assertion, Group, LimitOverrides, Loc, MatrixTarget, Message, PluginRef, Required,
-    Strategy, Suite, TestCase, Trials,
+    Aggregate, Assertion, Group, KeyPositions, LimitOverrides, Loc, MatrixTarget, Message,
+    PluginRef, Required, Strategy, Suite, TestCase, Trials,
 };
 
 /// Eval files under `dir` (recursively, skipping hidden directories and

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::source_map::{KeyPath, Pos};
+use super::source_map::{KeyPath, Pos, SourceMap};
 
 /// Where something was written: file, position, key path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,9 +106,8 @@ pub struct Assertion {
     pub loc: Loc,
     /// Where each key of its config was written, by path relative to the
     /// assertion (`value`, `fields[1].match`), so that a plugin's message
-    /// naming a key points at that key's line. At most
-    /// [`MAX_KEY_POSITIONS`] entries.
-    pub key_positions: Vec<(String, Pos)>,
+    /// naming a key points at that key's line.
+    pub key_positions: KeyPositions,
     /// A `.wasm` plugin that grades this assertion instead of the type's
     /// registered plugin (`wasm:`), with its pinned sha256.
     pub wasm: Option<Box<(PathBuf, Option<String>)>>,
@@ -164,8 +163,38 @@ impl Assertion {
     }
 }
 
-/// The most config key positions kept per assertion.
-pub const MAX_KEY_POSITIONS: usize = 64;
+/// Where the keys of an assertion's config were written: looked up in the
+/// file's positions when a diagnostic needs one, not computed for every
+/// assertion.
+#[derive(Debug, Clone, Default)]
+pub struct KeyPositions {
+    map: Option<Arc<SourceMap>>,
+    at: KeyPath,
+}
+
+impl KeyPositions {
+    /// The positions of the keys under `at` in `map`.
+    pub fn new(map: Arc<SourceMap>, at: KeyPath) -> Self {
+        Self { map: Some(map), at }
+    }
+
+    /// Where `rel` (`value`, `fields[1].match`), a key of `config`, was
+    /// written.
+    pub fn find(&self, config: &Map<String, Value>, rel: &str) -> Option<Pos> {
+        let first = rel.split(['.', '[']).next().unwrap_or(rel);
+        if !config.contains_key(first) {
+            return None;
+        }
+        self.map.as_ref()?.exact(&self.at.join(rel))
+    }
+}
+
+impl PartialEq for KeyPositions {
+    /// Two assertions written at the same place have the same positions.
+    fn eq(&self, other: &Self) -> bool {
+        self.at == other.at
+    }
+}
 
 /// One test case.
 #[derive(Debug, Clone, PartialEq)]

@@ -75,8 +75,41 @@ pub fn parse(text: &str) -> Result<Value, YamlError> {
 
 /// Parses `text` into a JSON value and the positions of its keys and items.
 pub fn parse_with_positions(text: &str) -> Result<(Value, SourceMap), YamlError> {
-    Builder::default().run(text)
+    if text.len() < PIPELINE_FROM {
+        return Builder::default().run(text.len(), Parser::new_from_str(text));
+    }
+    // A large file: the parser on another thread hands its events over in
+    // batches while this one builds the values, so scanning and building
+    // overlap.
+    std::thread::scope(|scope| {
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<Item<'_>>>(16);
+        scope.spawn(move || {
+            let mut batch = Vec::with_capacity(BATCH);
+            for item in Parser::new_from_str(text) {
+                let last = matches!(item, Err(_) | Ok((Event::StreamEnd, _)));
+                batch.push(item);
+                if batch.len() == BATCH || last {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                    // The builder stopped (an error): so does the parser.
+                    if sender.send(full).is_err() || last {
+                        return;
+                    }
+                }
+            }
+            let _ = sender.send(batch);
+        });
+        Builder::default().run(text.len(), receiver.into_iter().flatten())
+    })
 }
+
+/// From how many bytes a file is parsed on two threads.
+const PIPELINE_FROM: usize = 64 << 10;
+
+/// Events per batch handed from the parser to the builder.
+const BATCH: usize = 1024;
+
+/// What the parser yields.
+type Item<'a> = Result<(Event<'a>, saphyr_parser::Span), saphyr_parser::ScanError>;
 
 /// What is known of a finished node besides its value.
 #[derive(Debug, Clone, Copy, Default)]
@@ -141,10 +174,14 @@ fn err(kind: YamlErrorKind, message: impl Into<String>, pos: Pos) -> YamlError {
 }
 
 impl Builder {
-    fn run(mut self, text: &str) -> Result<(Value, SourceMap), YamlError> {
+    fn run<'a>(
+        mut self,
+        len: usize,
+        events: impl Iterator<Item = Item<'a>>,
+    ) -> Result<(Value, SourceMap), YamlError> {
         // About one indexed key or item per 16 bytes of YAML.
-        self.map.reserve(text.len() / 16);
-        for item in Parser::new_from_str(text) {
+        self.map.reserve(len / 16);
+        for item in events {
             let (event, span) = item.map_err(|e| YamlError {
                 message: e.info().to_owned(),
                 pos: Some(at(e.marker())),
@@ -489,6 +526,12 @@ fn scalar(
     }
     if let Some(b) = parse_bool(&text) {
         return Ok(Value::Bool(b));
+    }
+    // Every number (`12`, `-0x1F`, `+.5`, `.inf`) starts with a digit or a
+    // dot after at most one sign: most scalars are words, and skip the rest.
+    let unsigned = text.strip_prefix(['+', '-']).unwrap_or(&text);
+    if !unsigned.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return Ok(Value::String(text.into_owned()));
     }
     match parse_int(&text) {
         Some(Int::Fits(n)) => return Ok(Value::Number(n)),

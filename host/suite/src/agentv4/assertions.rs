@@ -299,7 +299,7 @@ impl Loader {
                 config: Arc::new(Map::new()),
                 config_json: Arc::from("{}"),
                 loc: doc.loc(at),
-                key_positions: Vec::new(),
+                key_positions: KeyPositions::default(),
                 wasm: None,
                 from_suite,
                 group: Some(Box::new(group)),
@@ -413,7 +413,7 @@ impl Loader {
                 kind_name.clone()
             }
         };
-        let key_positions = key_positions(doc, at, &config);
+        let key_positions = KeyPositions::new(doc.map.clone(), at.clone());
         let (config, config_json) = self.intern_config(config);
         Some(Assertion {
             name: self.intern(&name),
@@ -452,7 +452,7 @@ pub(super) fn rubric_assertion(
         config: Arc::new(config),
         config_json,
         loc,
-        key_positions: Vec::new(),
+        key_positions: KeyPositions::default(),
         group: None,
         wasm: None,
         from_suite,
@@ -466,11 +466,10 @@ pub(super) fn auto_name(kind_name: &str, config: &Map<String, Value>) -> String 
         (
             "contains" | "icontains" | "starts-with" | "ends-with" | "equals",
             Some(Value::String(v)),
-        ) => {
-            format!("{kind_name}-{v}")
-        }
+        ) => [kind_name, "-", v].concat(),
         ("regex", Some(Value::String(v))) => {
-            format!("regex-{}", v.chars().take(30).collect::<String>())
+            let end = v.char_indices().nth(30).map_or(v.len(), |(i, _)| i);
+            ["regex-", &v[..end]].concat()
         }
         (
             "contains-any" | "contains-all" | "icontains-any" | "icontains-all",
@@ -484,40 +483,4 @@ pub(super) fn auto_name(kind_name: &str, config: &Map<String, Value>) -> String 
         },
         _ => kind_name.to_owned(),
     }
-}
-
-/// Positions of every key path of an assertion's config (depth-first, at
-/// most [`MAX_KEY_POSITIONS`](crate::model::MAX_KEY_POSITIONS)), relative to
-/// the assertion.
-pub(super) fn key_positions(
-    doc: &Doc,
-    at: &KeyPath,
-    config: &Map<String, Value>,
-) -> Vec<(String, Pos)> {
-    fn walk(doc: &Doc, path: &KeyPath, rel: &str, value: &Value, out: &mut Vec<(String, Pos)>) {
-        if out.len() >= crate::model::MAX_KEY_POSITIONS {
-            return;
-        }
-        if let Some(pos) = doc.map.exact(path) {
-            out.push((rel.to_owned(), pos));
-        }
-        match value {
-            Value::Object(map) => {
-                for (k, v) in map {
-                    walk(doc, &path.key(k), &format!("{rel}.{k}"), v, out);
-                }
-            }
-            Value::Array(items) => {
-                for (i, v) in items.iter().enumerate() {
-                    walk(doc, &path.index(i), &format!("{rel}[{i}]"), v, out);
-                }
-            }
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    for (k, v) in config {
-        walk(doc, &at.key(k), k, v, &mut out);
-    }
-    out
 }

@@ -4,38 +4,67 @@
 
 use super::*;
 
+/// From how many cases the tests are built on two threads.
+const PARALLEL_FROM: usize = 256;
+
 impl Loader {
     pub(super) fn build_tests(&mut self, raw: Vec<RawCase>, defaults: &Defaults) -> Vec<TestCase> {
         // Sized once: growing a vector of 100,000 tests by doubling would
         // briefly hold both copies.
         let mut tests: Vec<TestCase> = Vec::with_capacity(raw.len());
-        let mut seen: HashMap<String, usize> = HashMap::new();
-        for case in raw {
-            let Some(test) = self.test(case, defaults) else {
+        if raw.len() < PARALLEL_FROM {
+            tests.extend(raw.into_iter().filter_map(|case| self.test(case, defaults)));
+        } else {
+            // The second half on another core, with a loader of its own;
+            // its tests and diagnostics follow the first half's, so the
+            // result is the one a single pass gives.
+            let mut raw = raw;
+            let second = raw.split_off(raw.len() / 2);
+            let mut other = self.fork();
+            let (built, other) = std::thread::scope(|scope| {
+                let handle = scope.spawn(move || {
+                    let built: Vec<TestCase> = second
+                        .into_iter()
+                        .filter_map(|case| other.test(case, defaults))
+                        .collect();
+                    (built, other)
+                });
+                tests.extend(raw.into_iter().filter_map(|case| self.test(case, defaults)));
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            });
+            tests.extend(built);
+            self.diags.0.extend(other.diags.0);
+        }
+        self.check_unique_ids(&tests);
+        tests
+    }
+
+    /// Every test id once: a second use is an error naming the first.
+    fn check_unique_ids(&mut self, tests: &[TestCase]) {
+        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(tests.len());
+        for (i, test) in tests.iter().enumerate() {
+            let Some(&first) = seen.get(test.id.as_str()) else {
+                seen.insert(&test.id, i);
                 continue;
             };
-            if let Some(&first) = seen.get(&test.id) {
-                let first = &tests[first];
-                let first_place = match first.loc.pos {
-                    Some(p) => format!("{}:{}", first.loc.file.display(), p.line),
-                    None => first.loc.file.display().to_string(),
-                };
-                let message = format!(
-                    "duplicate test id `{}`: also used at {first_place}",
-                    test.id
-                );
-                self.diags.push(
-                    Diagnostic::error(&test.loc.file, message)
-                        .at(test.loc.pos)
-                        .key(test.loc.key.clone())
-                        .hint("every test id must be unique within a suite"),
-                );
-            } else {
-                seen.insert(test.id.clone(), tests.len());
-            }
-            tests.push(test);
+            let first = &tests[first];
+            let first_place = match first.loc.pos {
+                Some(p) => format!("{}:{}", first.loc.file.display(), p.line),
+                None => first.loc.file.display().to_string(),
+            };
+            let message = format!(
+                "duplicate test id `{}`: also used at {first_place}",
+                test.id
+            );
+            self.diags.push(
+                Diagnostic::error(&test.loc.file, message)
+                    .at(test.loc.pos)
+                    .key(test.loc.key.clone())
+                    .hint("every test id must be unique within a suite"),
+            );
         }
-        tests
     }
 
     pub(super) fn test(&mut self, case: RawCase, defaults: &Defaults) -> Option<TestCase> {
@@ -355,7 +384,7 @@ impl Loader {
                 config_json: Value::Object(config.clone()).to_string().into(),
                 config: Arc::new(config),
                 loc: doc.loc(at),
-                key_positions: Vec::new(),
+                key_positions: KeyPositions::default(),
                 group: None,
                 wasm: None,
                 from_suite: false,

@@ -18,8 +18,8 @@ use crate::diag::{Diagnostic, Diagnostics, nearest};
 use crate::env::Env;
 use crate::fields::{self, Field, Status};
 use crate::model::{
-    Aggregate, Assertion, Group, LimitOverrides, Loc, Message, PluginRef, Required, Suite,
-    TestCase, Trials,
+    Aggregate, Assertion, Group, KeyPositions, LimitOverrides, Loc, Message, PluginRef, Required,
+    Suite, TestCase, Trials,
 };
 use crate::roots::{PathError, Roots};
 use crate::source_map::{KeyPath, Pos, SourceMap};
@@ -54,7 +54,7 @@ use node::show;
 struct Doc {
     display: Arc<PathBuf>,
     dir: PathBuf,
-    map: SourceMap,
+    map: Arc<SourceMap>,
 }
 
 impl Doc {
@@ -157,6 +157,20 @@ pub(crate) fn read(
 }
 
 impl Loader {
+    /// A loader for another thread: the same settings, no diagnostics yet,
+    /// shared strings and configs of its own.
+    fn fork(&self) -> Self {
+        Self {
+            diags: Diagnostics::default(),
+            env: self.env.clone(),
+            roots: self.roots.clone(),
+            eval_display: self.eval_display.clone(),
+            untrusted: self.untrusted,
+            configs: HashMap::new(),
+            strings: std::collections::HashSet::new(),
+        }
+    }
+
     fn push(
         &mut self,
         doc: &Doc,

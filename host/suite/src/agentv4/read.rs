@@ -64,9 +64,16 @@ impl Loader {
         let doc = Arc::new(Doc {
             display: display.clone(),
             dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
-            map,
+            map: Arc::new(map),
         });
-        self.interpolate(&mut value, &doc);
+        // `${{ VAR }}` needs a `$`, written as itself or as an escape in a
+        // double-quoted string: without one there is nothing to walk.
+        if ["$", "\\x24", "\\u0024", "\\U00000024"]
+            .iter()
+            .any(|s| text.contains(s))
+        {
+            self.interpolate(&mut value, &doc);
+        }
         Some((value, doc))
     }
 

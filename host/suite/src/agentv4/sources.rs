@@ -261,7 +261,7 @@ impl Loader {
         let doc = Arc::new(Doc {
             display: display.clone(),
             dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
-            map,
+            map: Arc::new(map),
         });
         if lines.is_empty() {
             if let Some((from_doc, at)) = from {

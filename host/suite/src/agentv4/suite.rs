@@ -213,7 +213,7 @@ impl Loader {
             Arc::new(Doc {
                 display: self.eval_display.clone(),
                 dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
-                map: SourceMap::default(),
+                map: Arc::default(),
             })
         });
         let sidecar = path.with_extension("yaml");

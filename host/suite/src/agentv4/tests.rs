@@ -179,3 +179,23 @@ fn metadata_merges_as_agentv_does() {
         json!({"tags": ["a", "b", "c"], "level": "hard", "nested": {"x": 1, "y": 2}, "team": "core"})
     );
 }
+
+#[test]
+fn a_dollar_written_as_an_escape_still_interpolates() {
+    // The loader skips the `${{ VAR }}` walk for a file without a `$`; a
+    // `$` spelled `\x24` or `\u0024` in a double-quoted string counts.
+    for spelled in ["$", "\\x24", "\\u0024", "\\U00000024"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("EVAL.yaml");
+        std::fs::write(
+            &path,
+            format!("tests:\n  - id: a\n    input: \"{spelled}{{{{ WHO }}}}\"\n    criteria: x\n"),
+        )
+        .unwrap();
+        let env = Env::from_pairs([("WHO", "world")]);
+        let (suite, diags) = load_with(&path, Roots::for_eval(&path), env, false);
+        assert!(!diags.has_errors(), "{spelled}: {diags:?}");
+        let input = &suite.unwrap().tests[0].input;
+        assert_eq!(input[0].content, "world", "{spelled}");
+    }
+}
