@@ -135,25 +135,43 @@ def timed_phases(binary, args, cwd, env, repeat):
 
 def layout(work, env, base):
     bins = [("this build", BIN)] + ([("base", base)] if base else [])
-    print("layout: loading and a whole run (medians; same sitting)")
+    print("layout: loading and a whole run (medians; the binaries take turns run by run)")
     d1 = os.path.join(work, "validate-1000")
     inline_suite(d1, 1000, "The capital of France is Paris.")
     d2 = os.path.join(work, "validate-discover")
     discovered_suite(d2, 10_000)
     d3 = os.path.join(work, "run-1000-failing")
     inline_suite(d3, 1000, "I do not know.")
-    results = {}
     for label, binary in bins:
         # Warm the compile cache and the page cache for this binary.
         subprocess.run([binary, "run", "EVAL.yaml", "-o", "out", "-q"], cwd=d3, env=env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        v1, _ = timed_phases(binary, ["validate", "EVAL.yaml"], d1, env, 11)
-        v2, _ = timed_phases(binary, ["validate", "EVAL.yaml"], d2, env, 3)
-        r, phases = timed_phases(binary, ["run", "EVAL.yaml", "-o", "out", "-q"], d3, env, 7)
-        check_rows(os.path.join(d3, "out"), 1000)
-        results[label] = (v1, v2, r)
+    # The binaries take turns, run by run, so that both see the same
+    # machine: on a noisy machine, blocks of one then the other would
+    # compare two different moments.
+    measures = [
+        ("validate 1,000 tests", ["validate", "EVAL.yaml"], d1, 15),
+        ("validate 10,000 case dirs", ["validate", "EVAL.yaml"], d2, 3),
+        ("run 1,000 failing", ["run", "EVAL.yaml", "-o", "out", "-q"], d3, 9),
+    ]
+    results = {label: [] for label, _ in bins}
+    phases = {label: "n/a" for label, _ in bins}
+    for name, args, cwd, repeat in measures:
+        runs = {label: [] for label, _ in bins}
+        for _ in range(repeat):
+            for label, binary in bins:
+                runs[label].append(timed_phases(binary, args, cwd, env, 1))
+        for label, _ in bins:
+            ordered = sorted(runs[label])
+            wall, ph = ordered[len(ordered) // 2]
+            results[label].append(wall)
+            if args[0] == "run":
+                phases[label] = ph
+                check_rows(os.path.join(d3, "out"), 1000)
+    for label, _ in bins:
+        v1, v2, r = results[label]
         print(f"  {label:>10}: validate 1,000 tests {v1 * 1e3:7.1f} ms · validate 10,000 case dirs {v2 * 1e3:7.1f} ms · run 1,000 failing {r * 1e3:7.1f} ms")
-        print(f"  {'':>10}  phases of that run: {phases}")
+        print(f"  {'':>10}  phases of that run: {phases[label]}")
     if base:
         a, b = results["base"], results["this build"]
         print(f"  base / this build: validate 1,000 × {a[0] / b[0]:.2f} · validate 10,000 dirs × {a[1] / b[1]:.2f} · run 1,000 × {a[2] / b[2]:.2f}")

@@ -52,7 +52,10 @@ pub fn prepare(
     // another thread while the suite is read: neither needs the other.
     let builtins = {
         let engine = Arc::clone(engine);
-        std::thread::spawn(move || Registry::with_builtins(&engine))
+        std::thread::Builder::new()
+            .name("evalhost-plugins".into())
+            .spawn(move || Registry::with_builtins(&engine))
+            .expect("a thread to load the built-in plugins")
     };
     let (suite, mut diags) = if strict {
         suite::load::load_untrusted(eval)

@@ -83,7 +83,9 @@ pub fn parse_with_positions(text: &str) -> Result<(Value, SourceMap), YamlError>
     // overlap.
     std::thread::scope(|scope| {
         let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<Item<'_>>>(16);
-        scope.spawn(move || {
+        let parser = std::thread::Builder::new().name("evalhost-yaml".into());
+        // Without a thread, the parse runs here, in one pass.
+        let spawned = parser.spawn_scoped(scope, move || {
             let mut batch = Vec::with_capacity(BATCH);
             for item in Parser::new_from_str(text) {
                 let last = matches!(item, Err(_) | Ok((Event::StreamEnd, _)));
@@ -98,6 +100,9 @@ pub fn parse_with_positions(text: &str) -> Result<(Value, SourceMap), YamlError>
             }
             let _ = sender.send(batch);
         });
+        if spawned.is_err() {
+            return Builder::default().run(text.len(), Parser::new_from_str(text));
+        }
         Builder::default().run(text.len(), receiver.into_iter().flatten())
     })
 }

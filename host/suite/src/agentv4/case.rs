@@ -22,17 +22,25 @@ impl Loader {
             let second = raw.split_off(raw.len() / 2);
             let mut other = self.fork();
             let (built, other) = std::thread::scope(|scope| {
-                let handle = scope.spawn(move || {
-                    let built: Vec<TestCase> = second
-                        .into_iter()
-                        .filter_map(|case| other.test(case, defaults))
-                        .collect();
-                    (built, other)
-                });
+                let half = std::thread::Builder::new()
+                    .name("evalhost-tests".into())
+                    .spawn_scoped(scope, move || {
+                        let built: Vec<TestCase> = second
+                            .into_iter()
+                            .filter_map(|case| other.test(case, defaults))
+                            .collect();
+                        (built, other)
+                    });
                 tests.extend(raw.into_iter().filter_map(|case| self.test(case, defaults)));
-                handle
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                match half {
+                    Ok(handle) => handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    // No thread to be had: the moved half is lost with
+                    // the closure, so this cannot be reached with cases
+                    // unbuilt; fail loudly rather than drop tests.
+                    Err(err) => panic!("cannot start a thread to build tests: {err}"),
+                }
             });
             tests.extend(built);
             self.diags.0.extend(other.diags.0);
