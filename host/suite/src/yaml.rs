@@ -75,36 +75,40 @@ pub fn parse(text: &str) -> Result<Value, YamlError> {
 
 /// Parses `text` into a JSON value and the positions of its keys and items.
 pub fn parse_with_positions(text: &str) -> Result<(Value, SourceMap), YamlError> {
-    if text.len() < PIPELINE_FROM {
-        return Builder::default().run(text.len(), Parser::new_from_str(text));
-    }
-    // A large file: the parser on another thread hands its events over in
-    // batches while this one builds the values, so scanning and building
-    // overlap.
-    std::thread::scope(|scope| {
-        let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<Item<'_>>>(16);
-        let parser = std::thread::Builder::new().name("evalhost-yaml".into());
-        // Without a thread, the parse runs here, in one pass.
-        let spawned = parser.spawn_scoped(scope, move || {
-            let mut batch = Vec::with_capacity(BATCH);
-            for item in Parser::new_from_str(text) {
-                let last = matches!(item, Err(_) | Ok((Event::StreamEnd, _)));
-                batch.push(item);
-                if batch.len() == BATCH || last {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                    // The builder stopped (an error): so does the parser.
-                    if sender.send(full).is_err() || last {
-                        return;
-                    }
-                }
+    let mut builder = Builder::default();
+    match builder.feed(text) {
+        Ok(()) => {
+            let mut root = builder.root.take().unwrap_or(Value::Null);
+            // A block scalar (`|`, `>`) that ends a file without a final
+            // line break: saphyr's trailing line breaks differ from
+            // libyaml's (`a: |\n  x` is "x" to libyaml, and so to evalhost
+            // before; "x\n" to saphyr). The values are read as before;
+            // the positions are the same in both.
+            if builder.last_is_block
+                && !text.ends_with(['\n', '\r'])
+                && let Ok(value) = two_pass(text)
+            {
+                root = value;
             }
-            let _ = sender.send(batch);
-        });
-        if spawned.is_err() {
-            return Builder::default().run(text.len(), Parser::new_from_str(text));
+            Ok((root, builder.map))
         }
-        Builder::default().run(text.len(), receiver.into_iter().flatten())
-    })
+        // A document libyaml reads and saphyr does not (a quoted string
+        // continued at its key's indentation): read it as evalhost always
+        // did, with the positions indexed before the parser stopped.
+        Err(error) if error.kind == YamlErrorKind::Syntax => match two_pass(text) {
+            Ok(value) => Ok((value, builder.map)),
+            Err(_) => Err(error),
+        },
+        Err(error) => Err(error),
+    }
+}
+
+/// The reader evalhost used before this one (`yaml_serde`, then merge
+/// keys, then JSON), for the documents saphyr refuses.
+fn two_pass(text: &str) -> Result<Value, yaml_serde::Error> {
+    let mut value: yaml_serde::Value = yaml_serde::from_str(text)?;
+    value.apply_merge()?;
+    yaml_serde::from_value(value)
 }
 
 /// From how many bytes a file is parsed on two threads.
@@ -153,6 +157,8 @@ struct Frame {
 
 #[derive(Default)]
 struct Builder {
+    /// The last node read was a block scalar.
+    last_is_block: bool,
     stack: Vec<Frame>,
     map: SourceMap,
     /// Anchored values by anchor id.
@@ -179,11 +185,44 @@ fn err(kind: YamlErrorKind, message: impl Into<String>, pos: Pos) -> YamlError {
 }
 
 impl Builder {
+    /// Reads `text`: a large one with the parser on another thread, which
+    /// hands its events over in batches while this one builds the values,
+    /// so scanning and building overlap.
+    fn feed(&mut self, text: &str) -> Result<(), YamlError> {
+        if text.len() < PIPELINE_FROM {
+            return self.run(text.len(), Parser::new_from_str(text));
+        }
+        std::thread::scope(|scope| {
+            let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<Item<'_>>>(16);
+            let parser = std::thread::Builder::new().name("evalhost-yaml".into());
+            let spawned = parser.spawn_scoped(scope, move || {
+                let mut batch = Vec::with_capacity(BATCH);
+                for item in Parser::new_from_str(text) {
+                    let last = matches!(item, Err(_) | Ok((Event::StreamEnd, _)));
+                    batch.push(item);
+                    if batch.len() == BATCH || last {
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                        // The builder stopped (an error): so does the parser.
+                        if sender.send(full).is_err() || last {
+                            return;
+                        }
+                    }
+                }
+                let _ = sender.send(batch);
+            });
+            match spawned {
+                Ok(_) => self.run(text.len(), receiver.into_iter().flatten()),
+                // Without a thread, the parse runs here, in one pass.
+                Err(_) => self.run(text.len(), Parser::new_from_str(text)),
+            }
+        })
+    }
+
     fn run<'a>(
-        mut self,
+        &mut self,
         len: usize,
         events: impl Iterator<Item = Item<'a>>,
-    ) -> Result<(Value, SourceMap), YamlError> {
+    ) -> Result<(), YamlError> {
         // About one indexed key or item per 16 bytes of YAML.
         self.map.reserve(len / 16);
         for item in events {
@@ -208,6 +247,7 @@ impl Builder {
                 }
                 Event::Alias(id) => {
                     self.events += 1;
+                    self.last_is_block = false;
                     let Some(Some((value, shape))) = self.anchors.get(id) else {
                         return Err(err(YamlErrorKind::Syntax, "unknown anchor", pos));
                     };
@@ -227,6 +267,8 @@ impl Builder {
                 }
                 Event::Scalar(text, style, anchor, tag) => {
                     self.events += 1;
+                    self.last_is_block =
+                        matches!(style, ScalarStyle::Literal | ScalarStyle::Folded);
                     let value = scalar(text, style, tag.as_deref(), pos)?;
                     let shape = Shape::default();
                     if anchor > 0 {
@@ -236,6 +278,7 @@ impl Builder {
                 }
                 Event::SequenceStart(anchor, ref tag) | Event::MappingStart(anchor, ref tag) => {
                     self.events += 1;
+                    self.last_is_block = false;
                     let is_map = matches!(event, Event::MappingStart(..));
                     if let Some(Open::Map { key: None, .. }) = self.stack.last().map(|f| &f.open) {
                         return Err(err(
@@ -298,7 +341,7 @@ impl Builder {
                 }
             }
         }
-        Ok((self.root.unwrap_or(Value::Null), self.map))
+        Ok(())
     }
 
     fn anchor(&mut self, id: usize, value: &Value, shape: Shape) {

@@ -272,3 +272,34 @@ fn every_yaml_file_of_the_corpus_and_fixtures_reads_as_before() {
         }
     }
 }
+
+#[test]
+fn a_block_scalar_at_the_end_of_a_file_without_a_line_break_reads_as_before() {
+    for ind in ["|", "|-", "|+", ">", ">-", ">+", "|2"] {
+        for tail in ["", "\n", "\n\n", " ", "\n  "] {
+            same(&format!("a: {ind}\n  x\n  y{tail}"));
+            same(&format!("- b: 1\n- {ind}\n  x\n  y{tail}"));
+            same(&format!("a:\n  b: [1]\n  c: {ind}\n    x\n    y{tail}"));
+        }
+    }
+    assert_eq!(parse("a: |\n  x\n  y").unwrap()["a"], "x\ny");
+}
+
+#[test]
+fn a_quoted_string_continued_at_its_keys_indentation_reads_as_before() {
+    // saphyr refuses these; libyaml (and evalhost before) reads them.
+    for text in [
+        "b: \"one\ntwo\"\n",
+        "a:\n  b: \"one\n  two\"\n",
+        "a:\n  b: 'one\n  two'\n",
+    ] {
+        same(text);
+        assert!(parse(text).is_ok(), "{text:?}");
+    }
+    // Positions before the place saphyr stopped are kept.
+    let (_, map) = parse_with_positions("x: 1\nb: \"one\ntwo\"\n").unwrap();
+    assert_eq!(
+        map.exact(&crate::source_map::KeyPath::default().key("x")),
+        Some(Pos { line: 1, col: 1 })
+    );
+}
