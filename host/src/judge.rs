@@ -11,13 +11,58 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::plugin::bindings::evalhost::grader::llm;
-use crate::plugin::sha256_hex;
+use crate::digest::sha256_hex;
 use crate::target::{Invocation, Provider, Target, TargetFailure, Targets, openai};
 
 pub use crate::results::usage::JudgeUsage;
 
 pub use crate::semaphore::{Permit, Semaphore};
+
+/// What a plugin asks the judge (the `llm` capability's request, without
+/// the WIT types: the plugin host converts).
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// `(role, content)` pairs.
+    pub messages: Vec<(String, String)>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Reply length cap.
+    pub max_tokens: Option<u32>,
+    /// A JSON Schema the reply must follow.
+    pub response_schema: Option<String>,
+    /// Sampling seed.
+    pub seed: Option<u64>,
+    /// A judge target named by the assertion.
+    pub target: Option<String>,
+}
+
+/// The judge's answer.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The reply.
+    pub text: String,
+    /// The model that answered.
+    pub model: String,
+    /// Prompt tokens.
+    pub input_tokens: Option<u64>,
+    /// Reply tokens.
+    pub output_tokens: Option<u64>,
+    /// Cost in USD.
+    pub cost_usd: Option<f64>,
+    /// Answered from the judge cache.
+    pub cached: bool,
+}
+
+/// Why the judge gave no answer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum JudgeError {
+    /// No judge is configured, or it could not be reached.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The judge answered with an error.
+    #[error("{0}")]
+    Failed(String),
+}
 
 #[derive(Serialize, Deserialize)]
 struct CachedCompletion {
@@ -104,22 +149,18 @@ impl Judge {
         &self,
         default: &Result<Target, String>,
         digest: &str,
-        request: &llm::CompletionRequest,
+        request: &Request,
         usage: &mut JudgeUsage,
-    ) -> Result<llm::Completion, llm::LlmError> {
+    ) -> Result<Answer, JudgeError> {
         let target = match &request.target {
             Some(name) => self
                 .targets
                 .select(name)
-                .map_err(|e| llm::LlmError::Unavailable(format!("judge target: {e}")))?
+                .map_err(|e| JudgeError::Unavailable(format!("judge target: {e}")))?
                 .clone(),
-            None => default.clone().map_err(llm::LlmError::Unavailable)?,
+            None => default.clone().map_err(JudgeError::Unavailable)?,
         };
-        let messages: Vec<(String, String)> = request
-            .messages
-            .iter()
-            .map(|m| (m.role.clone(), m.content.clone()))
-            .collect();
+        let messages = &request.messages;
         let key = sha256_hex(
             serde_json::json!({
                 "plugin": digest,
@@ -140,7 +181,7 @@ impl Judge {
             usage.input_tokens += c.input_tokens.unwrap_or(0);
             usage.output_tokens += c.output_tokens.unwrap_or(0);
             usage.cost_usd += c.cost_usd.unwrap_or(0.0);
-            llm::Completion {
+            Answer {
                 text: c.text.clone(),
                 model: c.model.clone(),
                 input_tokens: c.input_tokens,
@@ -161,9 +202,9 @@ impl Judge {
         }
         let answer = {
             let _permit = self.permits.acquire();
-            self.call(&target, &messages, request)
+            self.call(&target, messages, request)
         }
-        .map_err(|e| llm::LlmError::Failed(format!("judge `{}`: {}", target.name, e.message)))?;
+        .map_err(|e| JudgeError::Failed(format!("judge `{}`: {}", target.name, e.message)))?;
         if let Some(path) = &path
             && let Some(dir) = path.parent()
             && std::fs::create_dir_all(dir).is_ok()
@@ -179,7 +220,7 @@ impl Judge {
         &self,
         target: &Target,
         messages: &[(String, String)],
-        request: &llm::CompletionRequest,
+        request: &Request,
     ) -> Result<CachedCompletion, TargetFailure> {
         let mut attempt = 0;
         loop {

@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::plugin::sha256_hex;
+use crate::digest::sha256_hex;
 use crate::suite::TestCase;
 use crate::target::TargetOutput;
 

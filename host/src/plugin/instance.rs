@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
 use wasmtime::component::types::ComponentItem;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
@@ -169,15 +168,7 @@ impl std::fmt::Debug for LoadedPlugin {
     }
 }
 
-/// sha256 of `bytes`, as lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for b in digest {
-        hex.push_str(&format!("{b:02x}"));
-    }
-    hex
-}
+pub use crate::digest::sha256_hex;
 
 impl LoadedPlugin {
     /// Compiles (or loads from cache), checks the API version, links, and

@@ -270,6 +270,18 @@ impl llm::Host for HostState {
                 )));
             }
         };
+        let request = crate::judge::Request {
+            messages: request
+                .messages
+                .into_iter()
+                .map(|m| (m.role, m.content))
+                .collect(),
+            temperature: request.temperature,
+            max_tokens: request.max_tokens,
+            response_schema: request.response_schema,
+            seed: request.seed,
+            target: request.target,
+        };
         let started = Instant::now();
         let answer = grant.judge.complete(
             &grant.default,
@@ -278,7 +290,18 @@ impl llm::Host for HostState {
             &mut self.judge_usage,
         );
         self.host_time += started.elapsed();
-        answer
+        match answer {
+            Ok(a) => Ok(llm::Completion {
+                text: a.text,
+                model: a.model,
+                input_tokens: a.input_tokens,
+                output_tokens: a.output_tokens,
+                cost_usd: a.cost_usd,
+                cached: a.cached,
+            }),
+            Err(crate::judge::JudgeError::Unavailable(m)) => Err(llm::LlmError::Unavailable(m)),
+            Err(crate::judge::JudgeError::Failed(m)) => Err(llm::LlmError::Failed(m)),
+        }
     }
 }
 

@@ -201,7 +201,7 @@ pub fn prepare(
             Err(err) => diags.push(at(err.to_string())),
         }
     }
-    let checked = suite::check_assertions(&suite, &registry);
+    let checked = super::check::check_assertions(&suite, &registry);
     diags.0.extend(checked.0);
     if diags.has_errors() {
         return Err(RunError::Invalid(diags));

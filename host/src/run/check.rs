@@ -6,10 +6,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::model::{Assertion, Suite};
-use super::source_map::Pos;
 use crate::diag::{Diagnostic, Diagnostics, nearest};
 use crate::plugin::Registry;
+use crate::suite::model::{Assertion, Suite};
+use crate::suite::source_map::Pos;
 
 /// Checks every assertion of `suite` against `registry`.
 pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
