@@ -58,6 +58,8 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
                 });
                 continue;
             };
+            let builtin = plugin.label.starts_with("builtin:");
+            diags.0.extend(unknown_keys(assertion, &owner, ty, builtin));
             // One verdict per plugin, type and config: a config repeated
             // across tests is checked once.
             let key = (
@@ -75,7 +77,18 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
                         )),
                     };
                     match (checked, schemas.validator(Some(ty))) {
-                        (Ok(()), Some(validator)) => schema_verdict(validator, &assertion.config),
+                        (Ok(()), Some(validator)) => {
+                            // Keys a built-in's closed schema does not
+                            // declare were warned about above, and are
+                            // ignored.
+                            let mut config = (*assertion.config).clone();
+                            if plugin.label.starts_with("builtin:")
+                                && let Some(declared) = declared_keys(ty)
+                            {
+                                config.retain(|k, _| declared.contains(&k.as_str()));
+                            }
+                            schema_verdict(validator, &config)
+                        }
                         (checked, _) => checked,
                     }
                 })
@@ -190,6 +203,126 @@ fn unknown_type(assertion: &Assertion, owner: &str, registry: &Registry) -> Diag
 }
 
 /// Compiled config schemas, one per type.
+/// Keys of an assertion that neither the host nor its plugin knows. A
+/// misspelled host key (`requird: true` would drop the gate, `wieght: 5`
+/// the weight, silently) is an error at the key, with the nearest key. A
+/// key that a plugin closing its schema (`additionalProperties: false`)
+/// does not declare is an error for a third-party plugin (its author closed
+/// it) and a warning for a built-in type: AgentV ignores such keys (its own
+/// suites put an `id` on assertions), and so does the built-in plugin.
+fn unknown_keys(
+    assertion: &Assertion,
+    owner: &str,
+    ty: &crate::plugin::TypeInfo,
+    builtin: bool,
+) -> Vec<Diagnostic> {
+    let declared = declared_keys(ty);
+    let host: Vec<&str> = crate::suite::load::host_assertion_keys().collect();
+    let mut out = Vec::new();
+    for key in assertion.config.keys() {
+        let diagnostic = if declared.as_ref().is_some_and(|d| d.contains(&key.as_str())) {
+            continue;
+        } else if let Some(near) = host_key_typo(key, &host) {
+            Diagnostic::error(
+                &assertion.loc.file,
+                format!(
+                    "{owner} `{}` ({}): unknown key `{key}`; did you mean `{near}`?",
+                    assertion.name, assertion.kind
+                ),
+            )
+            .hint(format!(
+                "as written, `{key}` goes to the plugin and `{near}` keeps its default"
+            ))
+        } else if let Some(declared) = &declared {
+            let known: Vec<&str> = declared.iter().chain(&host).copied().collect();
+            let suggestion = nearest(key, known.iter().copied())
+                .map(|n| format!("; did you mean `{n}`?"))
+                .unwrap_or_default();
+            let message = format!(
+                "{owner} `{}` ({}): `{}` has no key `{key}`{}{suggestion}",
+                assertion.name,
+                assertion.kind,
+                ty.name,
+                if builtin { "; it is ignored" } else { "" }
+            );
+            if builtin {
+                Diagnostic::warning(&assertion.loc.file, message)
+            } else {
+                Diagnostic::error(&assertion.loc.file, message)
+            }
+            .hint(if declared.is_empty() {
+                format!("`{}` takes no keys of its own", ty.name)
+            } else {
+                format!("its keys: {}", declared.join(", "))
+            })
+        } else {
+            continue;
+        };
+        let pos = assertion
+            .key_positions
+            .find(&assertion.config, key)
+            .or(assertion.loc.pos);
+        out.push(diagnostic.at(pos).key(assertion.loc.key.key(key)));
+    }
+    out
+}
+
+/// The host key `key` is a typo of: one edit away (two for keys of more than
+/// five characters), a swap of neighbours counting as one edit. Stricter
+/// than the suite's "did you mean", since a plugin may define any key:
+/// `tone` is not `name`.
+fn host_key_typo<'a>(key: &str, host: &[&'a str]) -> Option<&'a str> {
+    let limit = if key.chars().count() > 5 { 2 } else { 1 };
+    host.iter()
+        .map(|h| (edits(key, h), *h))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, h)| h)
+}
+
+/// Optimal-string-alignment distance: insertions, deletions, substitutions
+/// and swaps of neighbours.
+fn edits(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// The config keys a type declares, when its schema is closed
+/// (`additionalProperties: false`); `None` for an open schema.
+fn declared_keys(ty: &crate::plugin::TypeInfo) -> Option<Vec<&str>> {
+    let schema = &ty.config_schema;
+    if schema.get("additionalProperties") != Some(&serde_json::Value::Bool(false)) {
+        return None;
+    }
+    Some(
+        schema
+            .get("properties")
+            .and_then(serde_json::Value::as_object)
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default(),
+    )
+}
+
 /// What the type's JSON Schema says of `config`.
 fn schema_verdict(
     validator: &jsonschema::Validator,
@@ -234,5 +367,30 @@ impl Schemas {
             // `check-config` only.
             .or_insert_with(|| jsonschema::validator_for(&info.config_schema).ok())
             .as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_key_typos_are_near_but_plugin_keys_are_not() {
+        let host: Vec<&str> = crate::suite::load::host_assertion_keys().collect();
+        for (typo, key) in [
+            ("requird", "required"),
+            ("wieght", "weight"),
+            ("min_scor", "min_score"),
+            ("negte", "negate"),
+            ("nmae", "name"),
+            ("limts", "limits"),
+        ] {
+            assert_eq!(host_key_typo(typo, &host), Some(key), "{typo}");
+        }
+        for plugin_key in [
+            "tone", "value", "flags", "rubric", "command", "prompt", "names_x",
+        ] {
+            assert_eq!(host_key_typo(plugin_key, &host), None, "{plugin_key}");
+        }
     }
 }

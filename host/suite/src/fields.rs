@@ -704,7 +704,20 @@ fn defs(types: &[TypeSchema]) -> Value {
             let mut then = t.config.clone();
             if let Value::Object(o) = &mut then {
                 o.remove("type");
-                o.remove("additionalProperties");
+                // A closed type stays closed for editors: its own keys and
+                // the host's, nothing else (evalhost warns; AgentV ignores).
+                let closed = o.remove("additionalProperties") == Some(Value::Bool(false));
+                if closed {
+                    let props = o
+                        .entry("properties")
+                        .or_insert_with(|| json!({}));
+                    if let Value::Object(props) = props {
+                        for host in self::names(ASSERTION_HOST) {
+                            props.entry(host).or_insert(Value::Bool(true));
+                        }
+                    }
+                    o.insert("additionalProperties".into(), Value::Bool(false));
+                }
             }
             json!({"if": {"properties": {"type": {"enum": names}}, "required": ["type"]}, "then": then})
         })

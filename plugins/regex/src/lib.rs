@@ -87,6 +87,7 @@ impl Grader for RegexGrader {
                             "value": {"type": "string", "minLength": 1, "description": "ECMAScript pattern"},
                             "flags": {"type": "string", "pattern": "^[dgimsuvy]*$"},
                         },
+                        "additionalProperties": false,
                     }),
                 ),
             )

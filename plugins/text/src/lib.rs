@@ -42,6 +42,7 @@ fn string_schema() -> Value {
         "type": "object",
         "required": ["value"],
         "properties": {"value": {"type": "string", "minLength": 1}},
+        "additionalProperties": false,
     })
 }
 
@@ -52,6 +53,7 @@ fn list_schema() -> Value {
         "properties": {
             "value": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
         },
+        "additionalProperties": false,
     })
 }
 
@@ -68,7 +70,7 @@ impl Grader for TextGrader {
         }
         plugin.assertion_type(
             AssertionType::new("is-json", "Output parses as JSON (any value)")
-                .schema(json!({"type": "object", "properties": {}})),
+                .schema(json!({"type": "object", "properties": {}, "additionalProperties": false})),
         )
     }
 
