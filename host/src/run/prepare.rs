@@ -203,6 +203,7 @@ pub fn prepare(
     }
     let checked = super::check::check_assertions(&suite, &registry);
     diags.0.extend(checked.0);
+    diags.dedup();
     if diags.has_errors() {
         return Err(RunError::Invalid(diags));
     }

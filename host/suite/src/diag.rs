@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::source_map::{KeyPath, Pos};
 
 /// How bad a diagnostic is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
     /// Nothing runs until it is fixed.
     Error,
@@ -113,6 +113,22 @@ impl fmt::Display for Diagnostic {
 pub struct Diagnostics(pub Vec<Diagnostic>);
 
 impl Diagnostics {
+    /// Keeps the first of diagnostics that say the same thing at the same
+    /// place: a suite-level value read into every test reports its problem
+    /// once, not once per test.
+    pub fn dedup(&mut self) {
+        let mut seen = std::collections::HashSet::new();
+        self.0.retain(|d| {
+            seen.insert((
+                d.severity,
+                d.file.clone(),
+                d.pos.map(|p| (p.line, p.col)),
+                d.key.as_ref().map(ToString::to_string),
+                d.message.clone(),
+            ))
+        });
+    }
+
     /// Adds one.
     pub fn push(&mut self, diagnostic: Diagnostic) {
         self.0.push(diagnostic);

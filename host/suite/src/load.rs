@@ -57,12 +57,13 @@ pub fn load_with(
         env,
         untrusted,
     };
-    let (mut suite, diags) = match Dialect::of(path) {
+    let (mut suite, mut diags) = match Dialect::of(path) {
         Ok(Dialect::AgentV4) => crate::agentv4::read(path, options),
         Err(diagnostic) => (None, Diagnostics(vec![*diagnostic])),
     };
     if let Some(suite) = &mut suite {
         suite.tests.shrink_to_fit();
     }
+    diags.dedup();
     (suite, diags)
 }
