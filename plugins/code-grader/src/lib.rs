@@ -190,66 +190,115 @@ pub fn payload(request: &Request, output_path: Option<&str>) -> Value {
     snake_keys(doc)
 }
 
-/// Scores what a grader command printed (AgentV §4.3).
-pub fn score(exit_code: Option<i32>, stdout: &str, stderr: &str) -> Grade {
+/// The first bytes of what a grader printed, for a message.
+fn head(text: &str) -> String {
+    const MAX: usize = 200;
+    let text = text.trim();
+    match text.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+/// The last bytes of what a grader wrote to stderr.
+fn tail(text: &str) -> String {
+    let chars: Vec<char> = text.trim().chars().collect();
+    chars[chars.len().saturating_sub(2000)..].iter().collect()
+}
+
+/// Scores what a grader command printed: AgentV's verdict shapes (§4.3),
+/// `{"score": 0.7}` and/or `{"assertions": [{"text", "passed"}]}`, and
+/// nothing else. Output that is not a verdict (plain text, nothing, a debug
+/// line before the JSON, an object without `score` or `assertions`, a
+/// score outside [0, 1]) and a grader that exits non-zero or is killed are
+/// errors of the grader, never a pass: AgentV passes the first kinds
+/// (exit 0) and scores the last 0.
+pub fn score(exit_code: Option<i32>, stdout: &str, stderr: &str) -> Result<Grade, GradeError> {
     let out = stdout.trim();
-    let code = exit_code.unwrap_or(-1);
-    if code != 0 && (out.starts_with('{') || out.starts_with('[') || !stderr.trim().is_empty()) {
-        let tail: String = {
-            let chars: Vec<char> = stderr.trim().chars().collect();
-            chars[chars.len().saturating_sub(2000)..].iter().collect()
-        };
-        let message = if tail.is_empty() {
-            format!("Code evaluator failed: Code evaluator exited with code {code}")
-        } else {
-            format!("Code evaluator failed: Code evaluator exited with code {code}: {tail}")
-        };
-        return Grade::from_check(Check::fail(message));
-    }
-    if let Ok(Value::Object(reply)) = serde_json::from_str::<Value>(out) {
-        let checks: Vec<Check> = match reply.get("assertions") {
-            Some(Value::Array(items)) => items
-                .iter()
-                .filter_map(|a| {
-                    let text = a.get("text")?.as_str()?.to_owned();
-                    let passed = match a.get("passed") {
-                        Some(Value::Bool(b)) => *b,
-                        Some(Value::Null) | None => false,
-                        Some(Value::Number(n)) => n.as_f64() != Some(0.0),
-                        Some(Value::String(s)) => !s.is_empty(),
-                        Some(_) => true,
-                    };
-                    let mut check = Check::new(passed, text);
-                    if let Some(e) = a.get("evidence").and_then(Value::as_str) {
-                        check = check.with_evidence(e);
-                    }
-                    Some(check)
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        let score = match reply.get("score") {
-            Some(Value::Number(n)) => n
-                .as_f64()
-                .filter(|s| s.is_finite())
-                .unwrap_or(0.0)
-                .clamp(0.0, 1.0),
-            _ if checks.is_empty() => 0.0,
-            _ => checks.iter().filter(|c| c.passed).count() as f64 / checks.len() as f64,
-        };
-        let mut grade = Grade::new(score);
-        grade.checks = checks;
-        if let Some(Value::Object(details)) = reply.get("details") {
-            grade = grade.with_details(Value::Object(details.clone()));
-        }
-        return grade;
-    }
-    let text = if out.is_empty() {
-        format!("exit {code}")
-    } else {
-        out.to_owned()
+    let Some(code) = exit_code else {
+        return Err(GradeError::Failed(format!(
+            "the grader command was killed by a signal{}",
+            match tail(stderr) {
+                t if t.is_empty() => String::new(),
+                t => format!(": {t}"),
+            }
+        )));
     };
-    Grade::from_check(Check::new(code == 0, text))
+    if code != 0 {
+        let said = match (tail(stderr), head(out)) {
+            (t, _) if !t.is_empty() => format!(": {t}"),
+            (_, h) if !h.is_empty() => format!("; it printed: {h}"),
+            _ => String::new(),
+        };
+        return Err(GradeError::Failed(format!(
+            "the grader command exited with code {code}{said}"
+        )));
+    }
+    let not_a_verdict = |why: &str| {
+        GradeError::Failed(format!(
+            "the grader's output is not a verdict ({why}); it printed: {}",
+            if out.is_empty() {
+                "nothing".to_owned()
+            } else {
+                head(out)
+            }
+        ))
+    };
+    let reply = match serde_json::from_str::<Value>(out) {
+        Ok(Value::Object(reply)) => reply,
+        Ok(_) => return Err(not_a_verdict("JSON, but not an object")),
+        Err(_) if out.is_empty() => return Err(not_a_verdict("no output")),
+        Err(_) => return Err(not_a_verdict("not one JSON object")),
+    };
+    let checks: Vec<Check> = match reply.get("assertions") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|a| {
+                let text = a.get("text")?.as_str()?.to_owned();
+                let passed = match a.get("passed") {
+                    Some(Value::Bool(b)) => *b,
+                    Some(Value::Null) | None => false,
+                    Some(Value::Number(n)) => n.as_f64() != Some(0.0),
+                    Some(Value::String(s)) => !s.is_empty(),
+                    Some(_) => true,
+                };
+                let mut check = Check::new(passed, text);
+                if let Some(e) = a.get("evidence").and_then(Value::as_str) {
+                    check = check.with_evidence(e);
+                }
+                Some(check)
+            })
+            .collect(),
+        Some(_) => return Err(not_a_verdict("`assertions` is not a list")),
+        None => Vec::new(),
+    };
+    let score = match reply.get("score") {
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(s) if (0.0..=1.0).contains(&s) => s,
+            _ => return Err(not_a_verdict(&format!("`score` {n} is outside [0, 1]"))),
+        },
+        Some(other) => {
+            return Err(not_a_verdict(&format!(
+                "`score` is {}, not a number",
+                match other {
+                    Value::String(_) => "a string",
+                    Value::Bool(_) => "a boolean",
+                    Value::Null => "null",
+                    _ => "not a number",
+                }
+            )));
+        }
+        None if checks.is_empty() => {
+            return Err(not_a_verdict("no `score` and no `assertions`"));
+        }
+        None => checks.iter().filter(|c| c.passed).count() as f64 / checks.len() as f64,
+    };
+    let mut grade = Grade::new(score);
+    grade.checks = checks;
+    if let Some(Value::Object(details)) = reply.get("details") {
+        grade = grade.with_details(Value::Object(details.clone()));
+    }
+    Ok(grade)
 }
 
 impl Grader for CodeGrader {
@@ -301,22 +350,23 @@ impl Grader for CodeGrader {
             Err(e @ (ExecError::NotGranted(_) | ExecError::Denied(_))) => {
                 return Err(e.to_string().into());
             }
-            // AgentV: a command that cannot start scores 0.
+            // A command that cannot start, or times out, is a failure of
+            // the grader, not a verdict on the output (AgentV scores 0).
             Err(e) => {
-                return Ok(Grade::from_check(Check::fail(format!(
-                    "Code evaluator failed: {e}"
-                ))));
+                return Err(GradeError::Failed(format!(
+                    "the grader command could not run: {e}"
+                )));
             }
         };
         if out.timed_out {
-            return Ok(Grade::from_check(Check::fail(format!(
-                "Code evaluator failed: Process timed out after {}ms",
+            return Err(GradeError::Failed(format!(
+                "the grader command timed out after {} ms",
                 cmd.timeout_ms.unwrap_or_default()
-            ))));
+            )));
         }
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        Ok(score(out.exit_code, &stdout, &stderr))
+        score(out.exit_code, &stdout, &stderr)
     }
 }
 
@@ -327,40 +377,82 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stdout_protocol_follows_agentv() {
+    fn agentv_verdicts_are_read_as_agentv_reads_them() {
         // JSON with score.
         let g = score(
             Some(0),
             "{\"score\": 0.7, \"assertions\": [{\"text\": \"a\", \"passed\": true}]}",
             "",
-        );
+        )
+        .unwrap();
         assert_eq!((g.score, g.checks.len()), (0.7, 1));
         // No score: passed / total.
         let g = score(
             Some(0),
             r#"{"assertions":[{"text":"a","passed":true},{"text":"b","passed":false}]}"#,
             "",
-        );
+        )
+        .unwrap();
         assert_eq!(g.score, 0.5);
-        // Out of range and NaN-ish.
-        assert_eq!(score(Some(0), "{\"score\": 7}", "").score, 1.0);
-        assert_eq!(score(Some(0), "{\"score\": \"high\"}", "").score, 0.0);
-        // Invalid JSON with exit 0 passes; plain text is the check.
-        let g = score(Some(0), "{not json", "");
-        assert_eq!((g.score, g.checks[0].text.as_str()), (1.0, "{not json"));
-        assert_eq!(score(Some(0), "", "").checks[0].text, "exit 0");
-        // Non-zero exit with stderr fails with the tail of stderr.
-        let g = score(Some(2), "", "boom");
-        assert_eq!(
-            (g.score, g.checks[0].text.as_str()),
+        assert_eq!(score(Some(0), "  {\"score\": 0}\n", "").unwrap().score, 0.0);
+    }
+
+    #[test]
+    fn output_that_is_not_a_verdict_never_passes() {
+        let failed = |code: Option<i32>, out: &str, err: &str| match score(code, out, err) {
+            Err(GradeError::Failed(message)) => message,
+            other => panic!("{out:?} (exit {code:?}) gave {other:?}"),
+        };
+        for (out, why) in [
+            ("FAIL: answer is wrong", "not one JSON object"),
+            ("", "no output"),
+            ("debug: starting\n{\"score\": 0.0}", "not one JSON object"),
+            ("{\"pass\": true}", "no `score` and no `assertions`"),
+            ("{\"score\": 7}", "`score` 7 is outside [0, 1]"),
+            ("{\"score\": -0.5}", "outside [0, 1]"),
+            ("{\"score\": \"high\"}", "`score` is a string"),
+            ("[1, 2]", "not an object"),
             (
-                0.0,
-                "Code evaluator failed: Code evaluator exited with code 2: boom"
-            )
+                "{\"assertions\": \"all good\"}",
+                "`assertions` is not a list",
+            ),
+        ] {
+            let message = failed(Some(0), out, "");
+            assert!(message.contains("is not a verdict"), "{out:?}: {message}");
+            assert!(message.contains(why), "{out:?}: {message}");
+        }
+        // The first bytes of what it printed are in the message.
+        assert!(
+            failed(Some(0), "FAIL: answer is wrong", "")
+                .ends_with("it printed: FAIL: answer is wrong")
         );
-        // Non-zero exit, plain stdout, no stderr: exit-code convention.
-        let g = score(Some(1), "nope", "");
-        assert_eq!((g.score, g.checks[0].text.as_str()), (0.0, "nope"));
+        assert!(failed(Some(0), "", "").ends_with("it printed: nothing"));
+        let long = "x".repeat(500);
+        assert!(failed(Some(0), &long, "").ends_with(&format!("{}…", "x".repeat(200))));
+    }
+
+    #[test]
+    fn a_grader_that_exits_non_zero_or_is_killed_is_a_grader_failure() {
+        let failed = |code: Option<i32>, out: &str, err: &str| match score(code, out, err) {
+            Err(GradeError::Failed(message)) => message,
+            other => panic!("{out:?} (exit {code:?}) gave {other:?}"),
+        };
+        assert_eq!(
+            failed(Some(2), "", "boom"),
+            "the grader command exited with code 2: boom"
+        );
+        assert_eq!(
+            failed(Some(1), "nope", ""),
+            "the grader command exited with code 1; it printed: nope"
+        );
+        assert_eq!(
+            failed(Some(1), "{\"score\": 1}", ""),
+            "the grader command exited with code 1; it printed: {\"score\": 1}"
+        );
+        assert_eq!(
+            failed(None, "", ""),
+            "the grader command was killed by a signal"
+        );
     }
 
     #[test]
