@@ -58,10 +58,10 @@ impl FailureClass {
     /// True for failures of the machinery rather than of the output under
     /// test: the result is an `execution_error`, not a quality failure.
     pub fn is_infrastructure(self) -> bool {
-        !matches!(
-            self,
-            Self::Assertion | Self::PluginError | Self::UnexpectedPass
-        )
+        // A plugin's error (a grader command that crashed, could not run or
+        // printed no verdict; a grant refused) is the grader's failure, not
+        // a verdict on the output.
+        !matches!(self, Self::Assertion | Self::UnexpectedPass)
     }
 }
 

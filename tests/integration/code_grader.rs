@@ -68,7 +68,10 @@ fn sandbox_strict_refuses_exec_naming_the_grant() {
         project.path(),
         &["run", "EVAL.yaml", "-o", "out", "--sandbox", "strict"],
     );
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    // A refused grant is the grader's failure, not a verdict on the
+    // output: an execution error.
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(project.row("t")["status"], "error");
     let s = &project.row("t")["scores"][0];
     assert_eq!(s["failure_class"], "plugin_error");
     let error = s["error"].as_str().unwrap();
@@ -79,7 +82,7 @@ fn sandbox_strict_refuses_exec_naming_the_grant() {
 fn an_allow_list_limits_the_commands() {
     let project = grader_project("Paris");
     project.write("EVAL.yaml", "execution:\n  allow_commands: [bash]\ntests:\n  - id: t\n    input: q\n    assertions:\n      - {type: code-grader, command: [python3, graders/check.py], word: Paris}\n");
-    assert_eq!(project.run(&[]).code, 1);
+    assert_eq!(project.run(&[]).code, 3);
     let error: Value = project.row("t")["scores"][0]["error"].clone();
     assert!(
         error

@@ -53,7 +53,9 @@ fn a_wasm_grader_passes_under_sandbox_strict_where_a_command_grader_is_refused()
     std::fs::create_dir_all(project.path().join("graders")).unwrap();
     std::fs::copy(&wasm, project.path().join("graders/reader.wasm")).unwrap();
     let r = project.run(&["--sandbox", "strict"]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    // The refused command grader is an execution error, not a failure of
+    // the output.
+    assert_eq!(r.code, 3, "{}", r.stderr);
     let row = project.row("t");
     let command = score(&row, "command");
     assert_eq!(command["failure_class"], "plugin_error");
@@ -107,7 +109,7 @@ fn a_wasm_grader_without_a_workspace_gets_no_files() {
     );
     let project = workspace_project(&suite);
     let r = project.run(&[]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.code, 3, "{}", r.stderr);
     let s = &project.row("t")["scores"][0];
     assert_eq!(s["failure_class"], "plugin_error", "{s}");
     assert!(
