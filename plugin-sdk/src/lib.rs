@@ -55,7 +55,7 @@ pub use response::{AssertionType, Capability, Check, Grade, Plugin};
 pub use serde_json::{Value, json};
 
 /// The version of the WIT package (`evalhost:grader`) this SDK targets.
-pub const API_VERSION: &str = "0.1.0";
+pub const API_VERSION: &str = "0.2.0";
 
 /// A grader plugin. Implement it on a unit struct and pass the struct to
 /// [`export_grader!`].
@@ -86,8 +86,11 @@ pub trait Grader {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GradeError {
     /// The grader could not grade this case: the assertion fails with this
-    /// reason.
+    /// reason (`plugin_error`).
     Failed(String),
+    /// What the grader read to decide could not be used, such as a grader
+    /// command's output that is not a verdict (`plugin_bad_output`).
+    BadOutput(String),
     /// The LLM judge failed or its reply was unusable.
     Judge(String),
 }
@@ -96,7 +99,7 @@ impl GradeError {
     /// The message.
     pub fn message(&self) -> &str {
         match self {
-            Self::Failed(m) | Self::Judge(m) => m,
+            Self::Failed(m) | Self::BadOutput(m) | Self::Judge(m) => m,
         }
     }
 }
@@ -194,6 +197,7 @@ pub mod __private {
             .map(|grade| grade.into_wit())
             .map_err(|e| match e {
                 crate::GradeError::Failed(m) => WitGradeError::Failed(m),
+                crate::GradeError::BadOutput(m) => WitGradeError::BadOutput(m),
                 crate::GradeError::Judge(m) => WitGradeError::Judge(m),
             })
     }

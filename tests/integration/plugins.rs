@@ -191,7 +191,7 @@ fn plugin_inspect_prints_types_schemas_capabilities_and_the_api_version() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     for needle in [
         "workspace-reader 0.1.0",
-        "api:       evalhost:grader@0.1.0",
+        "api:       evalhost:grader@0.2.0",
         "type `file-contains` — A workspace file contains a value",
         "capabilities:   workspace-read",
         "\"required\": [",
@@ -204,7 +204,7 @@ fn plugin_inspect_prints_types_schemas_capabilities_and_the_api_version() {
         &["plugin", "inspect", "--json", wasm.to_str().unwrap()],
     );
     let doc: Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(doc["api_version"], "0.1.0");
+    assert_eq!(doc["api_version"], "0.2.0");
     assert_eq!(doc["types"][0]["name"], "file-contains");
     assert_eq!(
         doc["types"][0]["capabilities"],
@@ -229,7 +229,7 @@ fn plugin_inspect_prints_types_schemas_capabilities_and_the_api_version() {
 fn an_incompatible_api_version_is_refused_naming_both_versions() {
     let future = test_plugin("evalhost-test-plugin-future-api");
     let expected =
-        "was built for evalhost:grader@0.2.0, but this evalhost implements evalhost:grader@0.1.0";
+        "was built for evalhost:grader@0.3.0, but this evalhost implements evalhost:grader@0.2.0";
     let r = run_in(&root(), &["plugin", "inspect", future.to_str().unwrap()]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains(expected), "{}", r.stderr);

@@ -7,7 +7,7 @@ wasmtime::component::bindgen!({
 });
 
 /// The WIT package version this host implements.
-pub const API_VERSION: &str = "0.1.0";
+pub const API_VERSION: &str = "0.2.0";
 
 /// The export name a compatible plugin provides.
 pub const GRADER_INTERFACE: &str = "evalhost:grader/grader";

@@ -84,7 +84,8 @@ pub enum PluginLoadError {
     /// The component was built for another version of the WIT package.
     #[error(
         "`{label}` was built for evalhost:grader@{found}, but this evalhost implements \
-         evalhost:grader@{API_VERSION}; rebuild the plugin against plugin-sdk {API_VERSION}"
+         evalhost:grader@{API_VERSION}; rebuild the plugin against the plugin-sdk of this evalhost \
+         (evalhost:grader@{API_VERSION})"
     )]
     Version {
         /// The plugin's label.
@@ -302,6 +303,11 @@ impl LoadedPlugin {
             Ok(Ok(grade)) => validate_grade(grade),
             Ok(Err(GradeError::Failed(message))) => Err(PluginFailure {
                 class: FailureClass::PluginError,
+                message,
+                output: String::new(),
+            }),
+            Ok(Err(GradeError::BadOutput(message))) => Err(PluginFailure {
+                class: FailureClass::PluginBadOutput,
                 message,
                 output: String::new(),
             }),
@@ -575,6 +581,7 @@ mod tests {
         assert!(compatible("0.1.0", "0.1.0"));
         assert!(compatible("0.1.3", "0.1.0"));
         assert!(!compatible("0.2.0", "0.1.0"));
+        assert!(!compatible("0.1.0", "0.2.0"));
         assert!(!compatible("1.0.0", "0.1.0"));
         assert!(compatible("1.4.0", "1.0.0"));
     }

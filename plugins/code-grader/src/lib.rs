@@ -235,7 +235,7 @@ pub fn score(exit_code: Option<i32>, stdout: &str, stderr: &str) -> Result<Grade
         )));
     }
     let not_a_verdict = |why: &str| {
-        GradeError::Failed(format!(
+        GradeError::BadOutput(format!(
             "the grader's output is not a verdict ({why}); it printed: {}",
             if out.is_empty() {
                 "nothing".to_owned()
@@ -400,7 +400,7 @@ mod tests {
     #[test]
     fn output_that_is_not_a_verdict_never_passes() {
         let failed = |code: Option<i32>, out: &str, err: &str| match score(code, out, err) {
-            Err(GradeError::Failed(message)) => message,
+            Err(GradeError::BadOutput(message)) => message,
             other => panic!("{out:?} (exit {code:?}) gave {other:?}"),
         };
         for (out, why) in [
