@@ -465,7 +465,23 @@ pub fn score_test(
     scores: &[ScoreRow],
     threshold: f64,
 ) -> (f64, ExecutionStatus, Option<FailureClass>) {
+    let (score, status, class, _) = score_test_gated(assertions, scores, threshold);
+    (score, status, class)
+}
+
+/// [`score_test`], and the first `required` assertion below its gate.
+pub fn score_test_gated(
+    assertions: &[Assertion],
+    scores: &[ScoreRow],
+    threshold: f64,
+) -> (
+    f64,
+    ExecutionStatus,
+    Option<FailureClass>,
+    Option<crate::results::Gate>,
+) {
     let mut score = crate::results::weighted_mean(scores);
+    let mut gated = None;
     for (assertion, s) in assertions.iter().zip(scores) {
         let gate = match assertion.required {
             Required::No => continue,
@@ -474,8 +490,22 @@ pub fn score_test(
         };
         if !reaches(s.score, gate) {
             score = 0.0;
+            gated.get_or_insert_with(|| crate::results::Gate {
+                assertion: s.name.clone(),
+                score: s.score,
+                min_score: gate,
+            });
         }
     }
+    let (score, status, class) = finish(score, scores, threshold);
+    (score, status, class, gated)
+}
+
+fn finish(
+    score: f64,
+    scores: &[ScoreRow],
+    threshold: f64,
+) -> (f64, ExecutionStatus, Option<FailureClass>) {
     let infra = scores
         .iter()
         .filter_map(|s| s.failure_class)

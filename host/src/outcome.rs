@@ -450,6 +450,7 @@ mod tests {
                 ExecutionStatus::QualityFailure => Some(FailureClass::Assertion),
                 ExecutionStatus::ExecutionError => Some(FailureClass::PluginTimeout),
             },
+            gated: None,
             error: None,
             duration_ms: None,
             wall_ms: 10,

@@ -189,6 +189,27 @@ pub struct ScoreRow {
     pub scores: Vec<ScoreRow>,
 }
 
+/// A `required` assertion below its gate, which set the test's score to 0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gate {
+    /// The assertion's name.
+    pub assertion: String,
+    /// What it scored.
+    pub score: f64,
+    /// The score it had to reach.
+    pub min_score: f64,
+}
+
+impl Gate {
+    /// The sentence every view shows.
+    pub fn explain(&self) -> String {
+        format!(
+            "required assertion `{}` scored {:.2} < {:.2}: test score set to 0",
+            self.assertion, self.score, self.min_score
+        )
+    }
+}
+
 /// One (test, target) result: a line of `results.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResultRow {
@@ -230,6 +251,9 @@ pub struct ResultRow {
     /// The threshold the score was held to.
     pub threshold: f64,
     /// ok, quality_failure or execution_error.
+    /// The `required` assertion that zeroed the score, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gated: Option<Gate>,
     pub execution_status: ExecutionStatus,
     /// Why the test did not pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]

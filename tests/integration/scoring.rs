@@ -72,3 +72,38 @@ fn missing_target_and_bad_flags_are_usage_errors() {
         run.stderr
     );
 }
+
+#[test]
+fn a_required_gate_explains_itself_in_every_view() {
+    let project = Project::with_mock("The capital of France is Paris.");
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: capital\n    input: q\n    assertions:\n      - {type: contains, value: Lyon, required: true}\n      - {type: contains, value: Paris, weight: 3}\n",
+    );
+    let run = project.run(&["--junit", "junit.xml", "--reporter", "github"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let sentence = "required assertion `contains-Lyon` scored 0.00 &lt; 0.80: test score set to 0";
+    let plain = sentence.replace("&lt;", "<");
+    // Terminal.
+    assert!(run.stderr.contains(&plain), "{}", run.stderr);
+    // results.jsonl.
+    let row = project.row("capital");
+    assert_eq!(row["gated"]["assertion"], "contains-Lyon");
+    assert_eq!(row["gated"]["min_score"], 0.8);
+    // JUnit (XML-escaped) and the GitHub annotation.
+    let junit = std::fs::read_to_string(project.path().join("junit.xml")).unwrap();
+    assert!(junit.contains(sentence), "{junit}");
+    assert!(run.stdout.contains(&plain), "{}", run.stdout);
+    // report.html carries the row's `gated` for the page to show, and
+    // the page says "required".
+    let html = std::fs::read_to_string(project.path().join("out/report.html")).unwrap();
+    assert!(
+        html.contains("\"gated\":{\"assertion\":\"contains-Lyon\""),
+        "gate data"
+    );
+    assert!(
+        html.contains("test score set to 0"),
+        "gate sentence in the page script"
+    );
+    assert!(html.contains("'required'"), "required badge");
+}

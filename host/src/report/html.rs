@@ -43,6 +43,8 @@ th { font-size: 12px; color: var(--muted); }
 .ok::before { content: "✓ "; color: var(--pass); } .no::before { content: "✗ "; color: var(--fail); }
 .evidence { color: var(--muted); font-family: ui-monospace, monospace; font-size: 12px; }
 .empty { color: var(--muted); padding: 24px; text-align: center; }
+.required { font-size: 11px; font-weight: 600; color: #fff; background: var(--warn); border-radius: 8px; padding: 0 6px; }
+.gate { color: var(--fail); font-weight: 600; }
 "#;
 
 const SCRIPT: &str = r#"
@@ -84,13 +86,14 @@ data.tests.forEach(o => {
     body.appendChild(el('h3', '', 'output'));
     body.appendChild(el('pre', '', r.output || '(no output)'));
     if (r.error) { body.appendChild(el('h3', '', 'error')); body.appendChild(el('pre', '', r.error)); }
+    if (r.gated) { body.appendChild(el('h3', '', 'gate')); body.appendChild(el('div', 'gate', 'required assertion `' + r.gated.assertion + '` scored ' + r.gated.score.toFixed(2) + ' < ' + r.gated.min_score.toFixed(2) + ': test score set to 0')); }
     body.appendChild(el('h3', '', 'assertions'));
     const table = el('table'); const head = el('tr');
     ['assertion', 'verdict', 'score', 'weight', 'checks'].forEach(h => head.appendChild(el('th', '', h)));
     table.appendChild(head);
     (r.scores || []).forEach(sc => {
       const tr = el('tr');
-      const name = el('td'); name.appendChild(el('div', 'id', sc.name)); name.appendChild(el('div', 'role', sc.type + (sc.negate ? ' (negated)' : '') + ' · ' + (sc.plugin || '')));
+      const name = el('td'); name.appendChild(el('div', 'id', sc.name)); if (sc.required) name.appendChild(el('span', 'required', 'required')); name.appendChild(el('div', 'role', sc.type + (sc.negate ? ' (negated)' : '') + ' · ' + (sc.plugin || '')));
       tr.appendChild(name);
       tr.appendChild(el('td', 'v-' + sc.verdict, sc.verdict + (sc.failure_class && sc.failure_class !== 'assertion' ? ' [' + sc.failure_class + ']' : '')));
       tr.appendChild(el('td', 'score', sc.score.toFixed(2)));

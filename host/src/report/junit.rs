@@ -18,6 +18,9 @@ pub fn failed_checks(row: &ResultRow) -> Vec<String> {
     if let Some(error) = &row.error {
         lines.push(error.clone());
     }
+    if let Some(gate) = &row.gated {
+        lines.push(gate.explain());
+    }
     for score in row.scores.iter().filter(|s| s.verdict != Verdict::Pass) {
         for check in score.assertions.iter().filter(|c| !c.passed) {
             lines.push(format!("{} ({}): {}", score.name, score.kind, check.text));

@@ -104,6 +104,9 @@ pub fn row_lines(row: &ResultRow) -> Vec<String> {
     if let (Some(error), true) = (&row.error, row.scores.is_empty()) {
         lines.push(format!("        {}", shown(error)));
     }
+    if let Some(gate) = &row.gated {
+        lines.push(format!("        {}", shown(&gate.explain())));
+    }
     if !row.passed() {
         for score in row.scores.iter().filter(|s| s.verdict != Verdict::Pass) {
             let class = score

@@ -43,6 +43,7 @@ pub(super) fn run_trial(
         threshold,
         execution_status: ExecutionStatus::ExecutionError,
         failure_class: None,
+        gated: None,
         error: None,
         duration_ms: None,
         wall_ms: 0,
@@ -221,7 +222,9 @@ pub(super) fn run_trial(
         .iter()
         .map(|assertion| grade::grade_tree(assertion, &mut request, &leaf))
         .collect();
-    let (score, status, failure_class) = grade::score_test(&test.assertions, &scores, threshold);
+    let (score, status, failure_class, gated) =
+        grade::score_test_gated(&test.assertions, &scores, threshold);
+    row.gated = gated;
     row.error = (status == ExecutionStatus::ExecutionError)
         .then(|| {
             scores
