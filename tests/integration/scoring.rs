@@ -107,3 +107,80 @@ fn a_required_gate_explains_itself_in_every_view() {
     );
     assert!(html.contains("'required'"), "required badge");
 }
+
+#[test]
+fn every_view_counts_the_statuses_the_same_way() {
+    // One run with each status: passed, failed, error, expected failure,
+    // unexpected pass.
+    let project = Project::with_mock("The capital of France is Paris.");
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  \
+         - {id: passes, input: q, assertions: [{type: contains, value: Paris}]}\n  \
+         - {id: fails, input: q, assertions: [{type: contains, value: Lyon}]}\n  \
+         - {id: errors, input: q, assertions: [{type: code-grader, command: [sh, -c, 'exit 4']}]}\n  \
+         - {id: xfail, input: q, expected_fail: true, assertions: [{type: contains, value: Lyon}]}\n  \
+         - {id: xpass, input: q, expected_fail: true, assertions: [{type: contains, value: Paris}]}\n",
+    );
+    let run = project.run(&["--junit", "junit.xml", "--reporter", "github"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let statuses: Vec<String> = project
+        .rows()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            "passed",
+            "failed",
+            "error",
+            "expected-failed",
+            "unexpected-passed"
+        ]
+    );
+    // Terminal.
+    assert!(
+        run.stderr.contains("RESULT: FAIL  1/5 passed"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(
+            "1 failed · 1 execution error(s) · 1 expected failure(s) · 1 unexpected pass(es)"
+        ),
+        "{}",
+        run.stderr
+    );
+    // summary.json.
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(project.path().join("out/summary.json")).unwrap(),
+    )
+    .unwrap();
+    for (key, n) in [
+        ("passed", 1),
+        ("failed", 1),
+        ("errors", 1),
+        ("expected_failed", 1),
+        ("unexpected_passed", 1),
+    ] {
+        assert_eq!(summary[key], n, "summary.json {key}: {summary}");
+    }
+    // The GitHub step summary's table row.
+    let markdown = std::fs::read_to_string(project.path().join("out/summary.md")).unwrap();
+    assert!(markdown.contains("| 1 | 1 | 1 | 1 | 1 | 0 |"), "{markdown}");
+    // report.html embeds the same summary the page counts from.
+    let html = std::fs::read_to_string(project.path().join("out/report.html")).unwrap();
+    assert!(
+        html.contains(
+            "\"passed\":1,\"failed\":1,\"errors\":1,\"expected_failed\":1,\"unexpected_passed\":1"
+        ),
+        "report.html summary"
+    );
+    // JUnit: 5 cases; a failed test and an unexpected pass are failures,
+    // the execution error an error; passes and expected failures neither.
+    let junit = std::fs::read_to_string(project.path().join("junit.xml")).unwrap();
+    assert!(junit.contains("tests=\"5\""), "{junit}");
+    assert!(junit.contains("failures=\"2\""), "{junit}");
+    assert!(junit.contains("errors=\"1\""), "{junit}");
+}

@@ -149,7 +149,10 @@ pub fn print_summary(out: &mut dyn Write, summary: &Summary) -> std::io::Result<
     writeln!(
         out,
         "RESULT: {verdict}  {}/{} passed · pass rate {:.0}% · mean score {:.2} · {} ms",
-        t.passed + t.expected_failed,
+        // The same `passed` as summary.json, report.html, JUnit and the
+        // GitHub step summary; expected failures are counted on the next
+        // line (and in the pass rate, as AgentV counts them).
+        t.passed,
         t.total + t.not_run,
         t.pass_rate * 100.0,
         t.mean_score,
