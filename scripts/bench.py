@@ -41,11 +41,14 @@ def run(args, cwd, env=None, repeat=1):
     walls, rss = [], 0
     for _ in range(repeat):
         start = time.perf_counter()
-        proc = subprocess.Popen([BIN] + args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(proc.pid, 0)
-        walls.append(time.perf_counter() - start)
-        stderr = proc.stderr.read().decode(errors="replace")
-        proc.stderr.close()
+        # stderr to a file: a pipe read only after wait4 would fill up
+        # (and block the run) when many tests fail.
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen([BIN] + args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+            _, status, usage = os.wait4(proc.pid, 0)
+            walls.append(time.perf_counter() - start)
+            err.seek(0)
+            stderr = err.read().decode(errors="replace")
         code = os.waitstatus_to_exitcode(status)
         if code not in (0, 1):
             sys.exit(f"evalhost {' '.join(args)} exited {code}:\n{stderr}")

@@ -202,7 +202,8 @@ pub struct RunArgs {
     /// Compile plugins without reading or writing the compile cache.
     #[arg(long)]
     pub no_compile_cache: bool,
-    /// Print only the summary, not a line per test.
+    /// Print only what did not pass (FAIL and ERROR lines with why),
+    /// warnings and the summary: no header, no plugin lines, no passes.
     #[arg(short, long)]
     pub quiet: bool,
 }

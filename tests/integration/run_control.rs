@@ -744,3 +744,46 @@ fn exit_code_3_when_nothing_could_be_graded() {
     let project = scored("x", body);
     assert_eq!(run(&project, "out", &[]).code, 1);
 }
+
+#[test]
+fn the_header_counts_trials_a_reused_run_directory_is_named_and_quiet_is_quiet() {
+    let project = crate::support::Project::with_mock("Paris");
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - {id: a, input: q, assertions: [{type: contains, value: Paris}]}\n  - {id: b, input: q, assertions: [{type: contains, value: Lyon}]}\n  - {id: c, input: q, assertions: [{type: contains, value: Paris}]}\n",
+    );
+    // `--repeat 3` over 3 tests: 9 trials, said so.
+    let first = project.run(&["--repeat", "3"]);
+    assert!(
+        first.stderr.contains("· 3 test(s), 9 trial(s) ·"),
+        "{}",
+        first.stderr
+    );
+    assert!(!first.stderr.contains("held the run"), "{}", first.stderr);
+    // The same -o again: the run that was there is named, then replaced.
+    let second = project.run(&["-q"]);
+    assert!(
+        second
+            .stderr
+            .contains("warning: out held the run started 20")
+            && second
+                .stderr
+                .contains("it is replaced (use --resume out to continue it instead)"),
+        "{}",
+        second.stderr
+    );
+    // -q: no header, no plugin lines; the failing test and the summary.
+    assert!(
+        !second.stderr.contains("plugin evalhost-"),
+        "{}",
+        second.stderr
+    );
+    assert!(!second.stderr.contains("evalhost 0."), "{}", second.stderr);
+    assert!(second.stderr.contains("FAIL  b"), "{}", second.stderr);
+    assert!(
+        second.stderr.contains("RESULT: FAIL  2/3 passed"),
+        "{}",
+        second.stderr
+    );
+    assert!(!second.stderr.contains("PASS  a"), "{}", second.stderr);
+}

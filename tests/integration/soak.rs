@@ -103,7 +103,9 @@ fn twenty_thousand_cases_on_eight_workers_count_right_and_leak_nothing() {
             "-q",
         ])
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
+        // To a file: `-q` still prints every failing test, more than a
+        // pipe nobody reads would hold.
+        .stderr(std::fs::File::create(project.path().join("stderr.txt")).unwrap())
         .spawn()
         .unwrap();
     // wait4: the exit status and the child's peak RSS.

@@ -18,8 +18,8 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A bar for `total` tests on a TTY; plain lines otherwise; nothing
-    /// per test when `quiet`.
+    /// A bar for `total` tests on a TTY; plain lines otherwise; with
+    /// `quiet`, only the tests that did not pass.
     pub fn new(total: usize, quiet: bool) -> Self {
         let tty = console::Term::stderr().features().is_attended();
         let bar = (tty && !quiet).then(|| {
@@ -38,7 +38,8 @@ impl Progress {
 
     /// Reports one finished row.
     pub fn row(&mut self, out: &mut dyn Write, row: &ResultRow) -> std::io::Result<()> {
-        if self.quiet {
+        // `-q`: only what did not pass, with why.
+        if self.quiet && row.passed() {
             return Ok(());
         }
         let lines = row_lines(row);

@@ -535,6 +535,17 @@ pub fn run(
             Err(e) => return Ok(Err(e)),
         };
     } else if options.resume.is_none() {
+        // A run directory given again is replaced, and the user is told
+        // which run was there.
+        if let Ok(previous) = record::read_record(&run_dir) {
+            writeln!(
+                err,
+                "warning: {} held the run started {}; it is replaced (use --resume {} to continue it instead)",
+                crate::text::shown(&run_dir.display().to_string()),
+                crate::text::shown(&previous.started_at),
+                crate::text::shown(&run_dir.display().to_string()),
+            )?;
+        }
         let record = RunRecord {
             evalhost_version: env!("CARGO_PKG_VERSION").into(),
             eval: std::fs::canonicalize(&eval)
@@ -580,12 +591,27 @@ pub fn run(
         }
     };
 
+    // `-q`: FAIL and ERROR lines, warnings and the summary; not this.
+    let mut header: Box<dyn Write> = if options.quiet {
+        Box::new(std::io::sink())
+    } else {
+        Box::new(&mut *err)
+    };
     writeln!(
-        err,
-        "evalhost {} · suite `{}` · {} run(s){} · target {}{}",
+        header,
+        "evalhost {} · suite `{}` · {}{} · target {}{}",
         env!("CARGO_PKG_VERSION"),
         crate::text::shown(&suite.name),
-        plan.len(),
+        {
+            // Tests and trials: `--repeat 3` over 3 tests is 9 trials.
+            let trials: u64 = plan.iter().map(|p| u64::from(p.trials)).sum();
+            let tests = plan.len();
+            if trials == tests as u64 {
+                format!("{tests} test(s)")
+            } else {
+                format!("{tests} test(s), {trials} trial(s)")
+            }
+        },
         plan_options
             .shard
             .map_or(String::new(), |s| format!(" (shard {s})")),
@@ -607,12 +633,13 @@ pub fn run(
             plugin::CompileSource::Compiled => format!("compiled in {} ms", took.as_millis()),
         };
         writeln!(
-            err,
+            header,
             "  plugin {} {} ({how})",
             crate::text::shown(&p.name),
             crate::text::shown(&p.version)
         )?;
     }
+    drop(header);
     for warning in engine.take_warnings() {
         writeln!(err, "  warning: {warning}")?;
     }
