@@ -454,32 +454,26 @@ fn failed_row(
     }
 }
 
+/// What a test's assertion scores add up to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestScore {
+    /// The test's score.
+    pub score: f64,
+    /// Ok, quality failure or execution error.
+    pub status: ExecutionStatus,
+    /// Why it did not pass.
+    pub failure_class: Option<FailureClass>,
+    /// The first `required` assertion below its gate, which zeroed the score.
+    pub gated: Option<crate::results::Gate>,
+}
+
 /// The test's score, status and failure class from its assertion scores.
 ///
 /// Score: the weighted mean over non-skipped scores (0 when the total weight
 /// is 0), forced to 0 when a `required` assertion scores below its gate
 /// (`min_score`, else a numeric `required`, else the test threshold). A test
 /// passes when its score reaches the threshold and no plugin failed.
-pub fn score_test(
-    assertions: &[Assertion],
-    scores: &[ScoreRow],
-    threshold: f64,
-) -> (f64, ExecutionStatus, Option<FailureClass>) {
-    let (score, status, class, _) = score_test_gated(assertions, scores, threshold);
-    (score, status, class)
-}
-
-/// [`score_test`], and the first `required` assertion below its gate.
-pub fn score_test_gated(
-    assertions: &[Assertion],
-    scores: &[ScoreRow],
-    threshold: f64,
-) -> (
-    f64,
-    ExecutionStatus,
-    Option<FailureClass>,
-    Option<crate::results::Gate>,
-) {
+pub fn score_test(assertions: &[Assertion], scores: &[ScoreRow], threshold: f64) -> TestScore {
     let mut score = crate::results::weighted_mean(scores);
     let mut gated = None;
     for (assertion, s) in assertions.iter().zip(scores) {
@@ -497,24 +491,14 @@ pub fn score_test_gated(
             });
         }
     }
-    let (score, status, class) = finish(score, scores, threshold);
-    (score, status, class, gated)
-}
-
-fn finish(
-    score: f64,
-    scores: &[ScoreRow],
-    threshold: f64,
-) -> (f64, ExecutionStatus, Option<FailureClass>) {
     let infra = scores
         .iter()
         .filter_map(|s| s.failure_class)
         .find(|c| c.is_infrastructure());
-    if let Some(class) = infra {
+    let (score, status, failure_class) = if let Some(class) = infra {
         // As AgentV: an execution error scores 0, whatever graded.
-        return (0.0, ExecutionStatus::ExecutionError, Some(class));
-    }
-    if reaches(score, threshold) {
+        (0.0, ExecutionStatus::ExecutionError, Some(class))
+    } else if reaches(score, threshold) {
         (score, ExecutionStatus::Ok, None)
     } else {
         let class = scores
@@ -523,5 +507,11 @@ fn finish(
             .min()
             .unwrap_or(FailureClass::Assertion);
         (score, ExecutionStatus::QualityFailure, Some(class))
+    };
+    TestScore {
+        score,
+        status,
+        failure_class,
+        gated,
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::diag::{Diagnostic, Diagnostics, nearest};
+use crate::diag::{Diagnostic, Diagnostics, nearest, typo_of};
 use crate::plugin::Registry;
 use crate::suite::model::{Assertion, Suite};
 use crate::suite::source_map::Pos;
@@ -82,9 +82,7 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
                             // declare were warned about above, and are
                             // ignored.
                             let mut config = (*assertion.config).clone();
-                            if plugin.label.starts_with("builtin:")
-                                && let Some(declared) = declared_keys(ty)
-                            {
+                            if builtin && let Some(declared) = declared_keys(ty) {
                                 config.retain(|k, _| declared.contains(&k.as_str()));
                             }
                             schema_verdict(validator, &config)
@@ -222,7 +220,7 @@ fn unknown_keys(
     for key in assertion.config.keys() {
         let diagnostic = if declared.as_ref().is_some_and(|d| d.contains(&key.as_str())) {
             continue;
-        } else if let Some(near) = host_key_typo(key, &host) {
+        } else if let Some(near) = typo_of(key, host.iter().copied()) {
             Diagnostic::error(
                 &assertion.loc.file,
                 format!(
@@ -265,46 +263,6 @@ fn unknown_keys(
         out.push(diagnostic.at(pos).key(assertion.loc.key.key(key)));
     }
     out
-}
-
-/// The host key `key` is a typo of: one edit away (two for keys of more than
-/// five characters), a swap of neighbours counting as one edit. Stricter
-/// than the suite's "did you mean", since a plugin may define any key:
-/// `tone` is not `name`.
-fn host_key_typo<'a>(key: &str, host: &[&'a str]) -> Option<&'a str> {
-    let limit = if key.chars().count() > 5 { 2 } else { 1 };
-    host.iter()
-        .map(|h| (edits(key, h), *h))
-        .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, h)| h)
-}
-
-/// Optimal-string-alignment distance: insertions, deletions, substitutions
-/// and swaps of neighbours.
-fn edits(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = best;
-        }
-    }
-    d[a.len()][b.len()]
 }
 
 /// The config keys a type declares, when its schema is closed
@@ -385,12 +343,16 @@ mod tests {
             ("nmae", "name"),
             ("limts", "limits"),
         ] {
-            assert_eq!(host_key_typo(typo, &host), Some(key), "{typo}");
+            assert_eq!(typo_of(typo, host.iter().copied()), Some(key), "{typo}");
         }
         for plugin_key in [
             "tone", "value", "flags", "rubric", "command", "prompt", "names_x",
         ] {
-            assert_eq!(host_key_typo(plugin_key, &host), None, "{plugin_key}");
+            assert_eq!(
+                typo_of(plugin_key, host.iter().copied()),
+                None,
+                "{plugin_key}"
+            );
         }
     }
 }

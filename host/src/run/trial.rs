@@ -222,8 +222,12 @@ pub(super) fn run_trial(
         .iter()
         .map(|assertion| grade::grade_tree(assertion, &mut request, &leaf))
         .collect();
-    let (score, status, failure_class, gated) =
-        grade::score_test_gated(&test.assertions, &scores, threshold);
+    let grade::TestScore {
+        score,
+        status,
+        failure_class,
+        gated,
+    } = grade::score_test(&test.assertions, &scores, threshold);
     row.gated = gated;
     row.error = (status == ExecutionStatus::ExecutionError)
         .then(|| {

@@ -5,12 +5,9 @@
 
 use super::*;
 
-/// The reader evalhost used before: `yaml_serde` to a YAML value, merge
-/// keys applied, then JSON.
+/// The reader evalhost used before ([`super::two_pass`]), errors as text.
 fn two_pass(text: &str) -> Result<Value, String> {
-    let mut value: yaml_serde::Value = yaml_serde::from_str(text).map_err(|e| e.to_string())?;
-    value.apply_merge().map_err(|e| e.to_string())?;
-    yaml_serde::from_value(value).map_err(|e| e.to_string())
+    super::two_pass(text).map_err(|e| e.to_string())
 }
 
 fn same(text: &str) {
