@@ -252,6 +252,13 @@ pub struct ValidateArgs {
     /// `eval.yaml` and `*.eval.yaml`.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
+    /// The targets file a run would be given (default: the one found
+    /// walking up from each suite).
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+    /// The target a run would be given (default: the suite's).
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
 }
 
 /// Runs the parsed command line; returns the process exit code.
@@ -392,18 +399,55 @@ fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {
             files.push(path.clone());
         }
     }
+    let (mut tests, mut ok) = (0usize, 0usize);
     for path in &files {
         match run::prepare(path, &engine, false) {
             Ok(prepared) => {
                 for d in prepared.warnings.iter() {
                     let _ = writeln!(err, "{d}");
                 }
-                let _ = writeln!(
-                    err,
-                    "{}: ok ({} tests)",
-                    path.display(),
-                    prepared.suite.tests.len()
-                );
+                let suite = &prepared.suite;
+                // The targets a run would use: the file, the names, their keys.
+                let targets = run::targets::load(suite, path, args.targets.as_ref(), false)
+                    .and_then(|t| {
+                        let chosen = run::targets::chosen(suite, args.target.as_deref());
+                        let problems = run::targets::check_names(
+                            suite,
+                            &t,
+                            &chosen,
+                            run::targets::Check::Validate,
+                        );
+                        let mut all = t.warnings.clone();
+                        all.0.extend(problems.0);
+                        if all.has_errors() {
+                            Err(all)
+                        } else {
+                            Ok((t.file, all))
+                        }
+                    });
+                match targets {
+                    Ok((file, warnings)) => {
+                        for d in warnings.iter() {
+                            let _ = writeln!(err, "{d}");
+                        }
+                        let from = file.as_ref().map_or_else(
+                            || "no targets file found".to_owned(),
+                            |f| format!("targets from {}", shown_path(f)),
+                        );
+                        let _ = writeln!(
+                            err,
+                            "{}: ok ({} tests; {from})",
+                            path.display(),
+                            suite.tests.len()
+                        );
+                        ok += 1;
+                        tests += suite.tests.len();
+                    }
+                    Err(diags) => {
+                        invalid += 1;
+                        report_run_error(err, &RunError::Invalid(diags));
+                    }
+                }
                 // The last suite is not taken apart: the process ends
                 // next, and freeing a large suite value by value costs
                 // milliseconds.
@@ -420,11 +464,32 @@ fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {
             let _ = writeln!(err, "warning: {warning}");
         }
     }
+    if files.len() > 1 || args.paths.iter().any(|p| p.is_dir()) {
+        let _ = writeln!(
+            err,
+            "\n{ok} of {} eval file(s) valid ({tests} tests){}",
+            files.len(),
+            if invalid > 0 {
+                format!("; {invalid} invalid")
+            } else {
+                String::new()
+            }
+        );
+    }
     if invalid > 0 {
         exit_codes::USAGE
     } else {
         exit_codes::SUCCESS
     }
+}
+
+/// A path as shown: relative to the current directory when inside it.
+fn shown_path(path: &std::path::Path) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    path.strip_prefix(&cwd)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 fn schema_command(args: &SchemaArgs, err: &mut dyn Write) -> u8 {

@@ -33,6 +33,7 @@ use crate::suite::source_map::KeyPath;
 
 mod file;
 pub use file::*;
+pub mod keys;
 
 /// AgentV's mock response when none is configured.
 pub const MOCK_DEFAULT_RESPONSE: &str =
@@ -71,6 +72,10 @@ pub enum Provider {
     Recorded(std::sync::Arc<std::collections::HashMap<(String, u32), TargetOutput>>),
     /// A provider this version of evalhost does not run.
     Unsupported(String),
+    /// An entry that cannot run because a `${{ VAR }}` it needs is not set:
+    /// an error when a run selects it, not before (AgentV resolves only
+    /// the targets it runs).
+    Unavailable(String),
 }
 
 /// Retry policy of a target.
@@ -201,6 +206,8 @@ pub struct Targets {
     pub file: Option<PathBuf>,
     /// Its entries (with `use_target` resolved).
     pub targets: Vec<Target>,
+    /// What reading it found that does not stop a run.
+    pub warnings: Diagnostics,
 }
 
 impl Targets {
@@ -208,9 +215,12 @@ impl Targets {
     pub fn select(&self, name: &str) -> Result<&Target, String> {
         let Some(target) = self.targets.iter().find(|t| t.name == name) else {
             let available: Vec<&str> = self.targets.iter().map(|t| t.name.as_str()).collect();
+            let near = crate::diag::nearest(name, available.iter().copied())
+                .map(|n| format!("did you mean `{n}`? "))
+                .unwrap_or_default();
             return Err(match &self.file {
                 Some(file) => format!(
-                    "target `{name}` is not in {} (available: {})",
+                    "target `{name}` is not in {} ({near}available: {})",
                     file.display(),
                     if available.is_empty() {
                         "none".into()
@@ -225,6 +235,9 @@ impl Targets {
                 ),
             });
         };
+        if let Provider::Unavailable(message) = &target.provider {
+            return Err(format!("target `{name}`: {message}"));
+        }
         if let Provider::Unsupported(p) = &target.provider {
             return Err(format!(
                 "target `{name}` uses provider `{p}`, which this version of evalhost does not run \
@@ -383,6 +396,7 @@ impl Target {
             Provider::Unsupported(p) => Err(TargetFailure::fatal(format!(
                 "provider `{p}` is not supported"
             ))),
+            Provider::Unavailable(message) => Err(TargetFailure::fatal(message.clone())),
         }
     }
 }

@@ -56,7 +56,8 @@ fn every_config_mistake_is_reported_in_one_run() {
     let e = &run.stderr;
     assert!(e.contains("EVAL.yaml:6:9: error: test `a`, assertion `contains` (contains): `value` must be a string, got number 42 (quote it: \"42\")"), "{e}");
     assert!(e.contains("EVAL.yaml:8:9: error: test `a`, assertion `contains-any-0` (contains-any): `value` is an empty list"), "{e}");
-    assert!(e.contains("invalid regex flag `q`"), "{e}");
+    // The flag's line, not the pattern's (issue 16.13).
+    assert!(e.contains("EVAL.yaml:11:9: error: test `a`, assertion `regex-ok` (regex): invalid regex flag `q` in `flags`"), "{e}");
     assert!(e.contains("EVAL.yaml:12:9: error: test `a`, assertion `contians`: unknown assertion type `contians`"), "{e}");
     assert!(e.contains("hint: did you mean `contains`?"), "{e}");
     assert!(

@@ -787,3 +787,70 @@ fn the_header_counts_trials_a_reused_run_directory_is_named_and_quiet_is_quiet()
     );
     assert!(!second.stderr.contains("PASS  a"), "{}", second.stderr);
 }
+
+/// Issue 16.13: a run says which targets file it read (in the header and in
+/// `run.json`, marked as found), a regrade says it is one, and a resumed run
+/// whose suite changed warns that it mixes two gradings.
+#[test]
+fn a_run_names_its_targets_file_regrades_say_so_and_resume_notices_edits() {
+    let project = Project::with_mock("open on Saturday");
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: a\n    input: q\n    assertions: [{type: contains, value: Saturday}]\n  - id: b\n    input: q\n    assertions: [{type: contains, value: open}]\n",
+    );
+    let r = run(&project, "first", &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("\n  targets from .evalhost/targets.yaml\n"),
+        "{}",
+        r.stderr
+    );
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(project.path().join("first/run.json")).unwrap(),
+    )
+    .unwrap();
+    let file = std::fs::canonicalize(project.path().join(".evalhost/targets.yaml")).unwrap();
+    assert_eq!(
+        std::fs::canonicalize(record["targets_file"].as_str().expect("recorded")).unwrap(),
+        file
+    );
+    assert_eq!(record["targets_file_found"], true);
+    assert!(
+        record["suite_digest"]
+            .as_str()
+            .is_some_and(|d| d.len() == 64)
+    );
+
+    let r = run_in(project.path(), &["regrade", "first", "-o", "again"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains(" · regrade of first · "), "{}", r.stderr);
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(project.path().join("again/run.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        record["regrade_of"]
+            .as_str()
+            .is_some_and(|d| d.ends_with("first")),
+        "{record}"
+    );
+
+    // Resuming after an edit warns; resuming an unchanged suite does not.
+    let r = run(&project, "third", &["--test-id", "a"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let resume = |project: &Project| run_in(project.path(), &["run", "--resume", "third"]);
+    let r = resume(&project);
+    assert!(!r.stderr.contains("the suite changed"), "{}", r.stderr);
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: a\n    input: q\n    assertions: [{type: contains, value: Saturday}]\n  - id: b\n    input: q\n    assertions: [{type: contains, value: closed}]\n",
+    );
+    let r = resume(&project);
+    assert!(
+        r.stderr
+            .contains("warning: the suite changed since third was started"),
+        "{}",
+        r.stderr
+    );
+}

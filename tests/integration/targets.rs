@@ -431,3 +431,126 @@ fn regrade_grades_recorded_outputs_with_the_current_suite() {
     );
     assert_eq!(row["scores"][0]["name"], "contains-bye");
 }
+
+/// Issue 16.7: `validate` checks the targets a run would use: the file it
+/// found, the names the suite picks (with "did you mean", at the suite's
+/// line), and the keys of each entry (a misspelled key is an error at its
+/// line, a setting no tool knows a warning).
+#[test]
+fn validate_checks_the_targets_a_run_would_use() {
+    let targets = "targets:\n  - name: support-bot\n    provider: mock\n    response: Saturday\n  - name: agent\n    provider: cli\n    command: \"echo hi > {OUTPUT_FILE}\"\n    timout_seconds: 30\n    colour: blue\n";
+    let suite = format!("execution:\n  target: suport-bot\n{ONE_TEST}");
+    let project = project_with_targets(targets, &suite);
+    let validate = |extra: &[&str]| {
+        let mut args = vec!["validate", "EVAL.yaml"];
+        args.extend_from_slice(extra);
+        run_in(project.path(), &args)
+    };
+    let r = validate(&[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("targets.yaml:8:5: error: unknown key `timout_seconds` on the `cli` target `agent`; did you mean `timeout_seconds`?"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("targets.yaml:9:5: warning: unknown setting `colour`"),
+        "{}",
+        r.stderr
+    );
+    // The run refuses the same file for the same reason.
+    let run = project.run(&[]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("did you mean `timeout_seconds`"),
+        "{}",
+        run.stderr
+    );
+
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        targets.replace("timout_seconds", "timeout_seconds"),
+    )
+    .unwrap();
+    let r = validate(&[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("EVAL.yaml:2:3: error: target `suport-bot` is not in")
+            && r.stderr.contains("did you mean `support-bot`?"),
+        "{}",
+        r.stderr
+    );
+    let r = validate(&["--target", "agnt"]);
+    assert!(r.stderr.contains("did you mean `agent`?"), "{}", r.stderr);
+
+    project.write("EVAL.yaml", &suite.replace("suport-bot", "support-bot"));
+    let r = validate(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("EVAL.yaml: ok (1 tests; targets from .evalhost/targets.yaml)"),
+        "{}",
+        r.stderr
+    );
+    // A matrix name is checked at its own line.
+    project.write(
+        "EVAL.yaml",
+        &format!("execution:\n  targets:\n    - support-bot\n    - agnet\n{ONE_TEST}"),
+    );
+    let r = validate(&[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("EVAL.yaml:4:7: error: target `agnet` is not in"),
+        "{}",
+        r.stderr
+    );
+    // No targets file: validate warns (a run may be given --targets); the
+    // run refuses, and says how a run picks its target.
+    std::fs::remove_file(project.path().join(".evalhost/targets.yaml")).unwrap();
+    project.write("EVAL.yaml", ONE_TEST);
+    let r = validate(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "warning: no targets file found above the suite; a run needs one defining `default`"
+        ),
+        "{}",
+        r.stderr
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("no targets file found for target `default`")
+            && run.stderr.contains("the suite names no target"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// An entry whose `${{ VAR }}` is not set stops only the runs that select
+/// it (AgentV resolves only the targets it runs); the warning names the
+/// variable, and selecting the entry says why it cannot run.
+#[test]
+fn an_entry_missing_its_variable_stops_only_the_runs_that_use_it() {
+    let targets = "targets:\n  - name: azure-llm\n    provider: azure\n    endpoint: ${{ EVALHOST_TEST_UNSET_ENDPOINT }}\n    model: ${{ EVALHOST_TEST_UNSET_DEPLOYMENT }}\n  - name: default\n    provider: mock\n    response: hi\n";
+    let project = project_with_targets(targets, ONE_TEST);
+    let r = project.run(&[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("environment variable `EVALHOST_TEST_UNSET_DEPLOYMENT` is not set"),
+        "{}",
+        r.stderr
+    );
+    let r = project.run(&["--target", "azure-llm"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("target `azure-llm`: a `azure` target needs a `model`: `model` is `${{ EVALHOST_TEST_UNSET_DEPLOYMENT }}` and EVALHOST_TEST_UNSET_DEPLOYMENT is not set"),
+        "{}",
+        r.stderr
+    );
+}

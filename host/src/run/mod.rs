@@ -40,11 +40,11 @@ mod prepare;
 mod record;
 mod regrade;
 mod resume;
+pub mod targets;
 mod trial;
 
 use crate::semaphore::Semaphore;
 use execute::{Ctx, RunTarget, execute};
-use prepare::suites_own;
 pub use prepare::{Prepared, engine, prepare};
 use record::recorded_plan;
 pub use record::{MAX_REPEAT, PlannedEntry, RecordedPlan, RunRecord, read_record};
@@ -105,7 +105,7 @@ pub struct RunOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The suite, the targets or a plugin is wrong; nothing ran.
-    #[error("{} error(s) in the suite", .0.error_count())]
+    #[error("{} error(s) in the suite or its targets", .0.error_count())]
     Invalid(Diagnostics),
     /// The command line is wrong.
     #[error("{0}")]
@@ -315,38 +315,14 @@ pub fn run(
     } = prepared;
 
     let roots = suite::roots::Roots::for_eval(&eval);
-    let env = suite::env::Env::load(&roots.eval_dir, &roots.project_root, &roots.cwd);
-    let targets = match &targets_file {
-        Some(path) => target::load_targets(path, &env),
-        None => match target::find_targets_file(&suite.dir) {
-            // Under --sandbox strict a targets file inside the suite's project
-            // is the suite's own: it must really be inside (not a link out),
-            // and `${{ VAR }}` in it sees only the suite's `.env` files, so a
-            // target cannot carry the operator's keys to the suite's server.
-            Some(path) if options.sandbox_strict && suites_own(&path, &roots) => {
-                match roots.contain(&path) {
-                    Ok(real) => target::load_targets(
-                        &real,
-                        &suite::env::Env::load_files_only(
-                            &roots.eval_dir,
-                            &roots.project_root,
-                            &roots.cwd,
-                        ),
-                    ),
-                    Err(err) => Err(Diagnostics(vec![
-                        Diagnostic::error(&path, format!("the targets file: {err}"))
-                            .hint("name the targets file you trust with --targets FILE"),
-                    ])),
-                }
-            }
-            Some(path) => target::load_targets(&path, &env),
-            None => Ok(Targets::default()),
-        },
-    };
-    let targets = match targets {
+    let targets = match targets::load(&suite, &eval, targets_file.as_ref(), options.sandbox_strict)
+    {
         Ok(t) => t,
         Err(diags) => return Ok(Err(RunError::Invalid(diags))),
     };
+    for warning in targets.warnings.iter() {
+        writeln!(err, "{warning}")?;
+    }
     // Under --sandbox strict a `cli` target runs only from a targets file the
     // operator named: one found beside an untrusted suite could be its own.
     if options.sandbox_strict && targets_file.is_none() {
@@ -371,11 +347,6 @@ pub fn run(
     }
     // Which targets: --target (or the resumed run's), else the suite's
     // matrix, else `execution.target`, else `default`.
-    let single = |name: String| suite::MatrixTarget {
-        name: name.clone(),
-        use_target: name,
-        hooks: Default::default(),
-    };
     let matrix: Vec<suite::MatrixTarget> = if !resumed_targets.is_empty() {
         resumed_targets
             .iter()
@@ -385,18 +356,25 @@ pub fn run(
                     .iter()
                     .find(|m| &m.name == n)
                     .cloned()
-                    .unwrap_or_else(|| single(n.clone()))
+                    .unwrap_or_else(|| targets::single(n, None))
             })
             .collect()
-    } else if let Some(name) = target_override.clone() {
-        vec![single(name)]
-    } else if !suite.matrix.is_empty() {
-        suite.matrix.clone()
     } else {
-        vec![single(
-            suite.target.clone().unwrap_or_else(|| "default".to_owned()),
-        )]
+        targets::chosen(&suite, target_override.as_deref())
     };
+    if options.regrade.is_none() {
+        let problems = targets::check_names(&suite, &targets, &matrix, targets::Check::Run);
+        if problems.has_errors() {
+            return Ok(Err(match target_override.as_deref() {
+                // A name from the command line is a usage error.
+                Some(_) if resumed_targets.is_empty() => RunError::Usage(format!(
+                    "--target: {}",
+                    problems.iter().next().map_or("", |d| d.message.as_str())
+                )),
+                _ => RunError::Invalid(problems),
+            }));
+        }
+    }
     let mut run_targets: Vec<RunTarget> = Vec::new();
     if let Some(dir) = &options.regrade {
         match regrade::recorded_targets(dir, &suite) {
@@ -424,6 +402,18 @@ pub fn run(
         }
     }
     let target_names: Vec<String> = run_targets.iter().map(|t| t.target.name.clone()).collect();
+    // A resumed run whose suite changed mixes two gradings: say so.
+    if let (Some(dir), Some(p)) = (&options.resume, &previous)
+        && let Some(before) = &p.suite_digest
+        && *before != record::suite_digest(&suite)
+    {
+        writeln!(
+            err,
+            "warning: the suite changed since {} was started: the rows already there were graded by the old suite, the rest will be graded by the new one; start a new run (or `evalhost regrade {}`) to grade every row the same way",
+            crate::text::shown(&dir.display().to_string()),
+            crate::text::shown(&dir.display().to_string()),
+        )?;
+    }
     if let (true, Some(dir), Some(p)) = (options.sandbox_strict, &options.resume, &previous) {
         let recorded = if p.targets.is_empty() {
             vec![p.target.clone()]
@@ -553,9 +543,16 @@ pub fn run(
                 .unwrap_or(eval.clone()),
             target: target_names[0].clone(),
             targets: target_names.clone(),
-            targets_file: targets_file
+            targets_file: targets
+                .file
                 .as_ref()
                 .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
+            targets_file_found: targets_file.is_none() && targets.file.is_some(),
+            regrade_of: options
+                .regrade
+                .as_ref()
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
+            suite_digest: Some(record::suite_digest(&suite)),
             test_ids: plan_options.test_ids.clone(),
             tags: plan_options.tags.clone(),
             repeat: plan_options.repeat,
@@ -599,8 +596,15 @@ pub fn run(
     };
     writeln!(
         header,
-        "evalhost {} · suite `{}` · {}{} · target {}{}",
+        "evalhost {}{} · suite `{}` · {}{} · target {}{}",
         env!("CARGO_PKG_VERSION"),
+        options
+            .regrade
+            .as_ref()
+            .map_or(String::new(), |dir| format!(
+                " · regrade of {}",
+                crate::text::shown(&dir.display().to_string())
+            )),
         crate::text::shown(&suite.name),
         {
             // Tests and trials: `--repeat 3` over 3 tests is 9 trials.
@@ -626,6 +630,13 @@ pub fn run(
             format!(" · resuming: {} row(s) already done", done.len())
         }
     )?;
+    if let Some(file) = &targets.file {
+        writeln!(
+            header,
+            "  targets from {}",
+            crate::text::shown(&shown_path(file))
+        )?;
+    }
     for p in registry.plugins() {
         let (source, took) = p.compiled;
         let how = match source {
@@ -828,4 +839,13 @@ pub fn run(
         interrupted,
         run_dir,
     }))
+}
+
+/// A path as shown: relative to the current directory when inside it.
+fn shown_path(path: &Path) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    path.strip_prefix(&cwd)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }

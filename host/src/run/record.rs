@@ -18,9 +18,21 @@ pub struct RunRecord {
     /// Every target of the run (a matrix has several).
     #[serde(default)]
     pub targets: Vec<String>,
-    /// The targets file, when given.
+    /// The targets file the run read: given with `--targets`, or found
+    /// (then `targets_file_found`).
     #[serde(default)]
     pub targets_file: Option<PathBuf>,
+    /// True when `targets_file` was found walking up from the suite rather
+    /// than given: a resume under `--sandbox strict` does not demand it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub targets_file_found: bool,
+    /// The run whose outputs this one regraded (`evalhost regrade`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regrade_of: Option<PathBuf>,
+    /// A digest of what the suite asks of every test (input, expected
+    /// output, assertions), so that `--resume` can tell the suite changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_digest: Option<String>,
     /// `--test-id` globs.
     #[serde(default)]
     pub test_ids: Vec<String>,
@@ -149,6 +161,27 @@ impl RunRecord {
 }
 
 /// The run's whole plan, before `--shard` slices it.
+/// What the suite asks of every test, as a digest: input, expected output,
+/// criteria, threshold and each assertion's type, config and gates. Two
+/// loads of an unchanged suite agree; an edit to any of these does not.
+pub(super) fn suite_digest(suite: &Suite) -> String {
+    let mut text = String::new();
+    for test in &suite.tests {
+        text.push_str(&format!(
+            "{}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}{}\u{0}",
+            test.id, test.input, test.expected, test.criteria, test.threshold, test.expected_fail
+        ));
+        for a in test.assertions.iter().flat_map(|a| a.walk()) {
+            text.push_str(&format!(
+                "{}\u{0}{}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}",
+                a.kind, a.config_json, a.weight, a.required, a.min_score, a.negate
+            ));
+        }
+    }
+    text.push_str(&format!("{:?}", suite.threshold));
+    crate::digest::sha256_hex(text.as_bytes())
+}
+
 pub(super) fn recorded_plan(
     suite: &Suite,
     targets: &[String],
@@ -256,7 +289,11 @@ pub(super) fn check_sources(
         // The rest of what the run was started with, so the suggestion
         // works as typed.
         let mut how = how;
-        if let Some(file) = &record.targets_file {
+        if let Some(file) = record
+            .targets_file
+            .as_ref()
+            .filter(|_| !record.targets_file_found)
+        {
             how.push_str(&format!(" --targets {}", file.display()));
         }
         if let [only] = record.targets.as_slice() {
@@ -286,7 +323,11 @@ pub(super) fn check_strict_resume(
             run_json.display()
         ))
     };
-    if let Some(file) = &record.targets_file {
+    if let Some(file) = record
+        .targets_file
+        .as_ref()
+        .filter(|_| !record.targets_file_found)
+    {
         let given = options
             .targets_file
             .as_ref()

@@ -68,6 +68,9 @@ pub fn load_targets(path: &Path, env: &Env) -> Result<Targets, Diagnostics> {
             }
         }
     }
+    // The entries as written, to tell a value that is empty because its
+    // variable is not set from one written empty.
+    let written = root.get("targets").cloned();
     let missing = env.interpolate(&mut root);
     let Some(Value::Array(items)) = root.get("targets") else {
         diags.push(
@@ -160,9 +163,57 @@ pub fn load_targets(path: &Path, env: &Env) -> Result<Targets, Diagnostics> {
             }
             effective = merged;
         }
+        if let Some(Value::String(provider)) = effective.get("provider") {
+            for problem in keys::check(name, provider, entry) {
+                let at = at.key(&problem.key);
+                let d = if problem.error {
+                    error(problem.message, at)
+                } else {
+                    Diagnostic::warning(path, problem.message)
+                        .at(map.locate(&at))
+                        .key(at)
+                };
+                diags.push(match problem.hint {
+                    Some(h) => d.hint(h),
+                    None => d,
+                });
+            }
+        }
         match parse_target(name, &effective, &base_dir) {
             Ok(t) => targets.push(t),
-            Err((key, message)) => diags.push(error(message, at.key(&key))),
+            Err((key, message)) => {
+                let unset = written
+                    .as_ref()
+                    .and_then(|w| match at.0.last() {
+                        Some(evalhost_suite::source_map::Seg::Index(i)) => w.get(*i),
+                        _ => None,
+                    })
+                    .and_then(|e| e.get(&key))
+                    .and_then(Value::as_str)
+                    .filter(|v| is_env_reference(v))
+                    .and_then(|v| {
+                        let var = v
+                            .trim()
+                            .trim_start_matches("${{")
+                            .trim_end_matches("}}")
+                            .trim();
+                        missing.iter().any(|m| m == var).then(|| var.to_owned())
+                    });
+                match unset {
+                    // Not an error until a run selects it.
+                    Some(var) => targets.push(Target {
+                        name: name.clone(),
+                        provider: Provider::Unavailable(format!(
+                            "{message}: `{key}` is `${{{{ {var} }}}}` and {var} is not set"
+                        )),
+                        grader_target: None,
+                        fallback_targets: Vec::new(),
+                        retry: Retry::default(),
+                        base_dir: base_dir.clone(),
+                    }),
+                    None => diags.push(error(message, at.key(&key))),
+                }
+            }
         }
     }
     for name in missing {
@@ -174,9 +225,11 @@ pub fn load_targets(path: &Path, env: &Env) -> Result<Targets, Diagnostics> {
     if diags.has_errors() {
         return Err(diags);
     }
+    diags.dedup();
     Ok(Targets {
         file: Some(path.to_path_buf()),
         targets,
+        warnings: diags,
     })
 }
 

@@ -277,6 +277,8 @@ pub struct Suite {
     pub tests: Vec<TestCase>,
     /// Default target (`execution.target`, else top-level `target`).
     pub target: Option<String>,
+    /// Where that default target was named.
+    pub target_loc: Option<Loc>,
     /// Suite pass threshold (`execution.threshold`).
     pub threshold: Option<f64>,
     /// Suite-wide plugin limits (`execution.limits`).
@@ -307,6 +309,8 @@ pub struct MatrixTarget {
     /// Hooks of this target, run after the workspace's on setup and before
     /// them on teardown.
     pub hooks: crate::workspace::Hooks,
+    /// Where it was written (none for a target named on the command line).
+    pub loc: Option<Loc>,
 }
 
 /// `execution.trials`: run each test `count` times.

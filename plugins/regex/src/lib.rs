@@ -40,15 +40,17 @@ fn compile(pattern: &str, flags: &str) -> Result<Rc<Pattern>, String> {
     for (i, flag) in flags.char_indices() {
         if !KNOWN_FLAGS.contains(flag) {
             return Err(format!(
-                "invalid regex flag `{flag}` in `{flags}` (known flags: {KNOWN_FLAGS})"
+                "invalid regex flag `{flag}` in `flags` (`{flags}`); known flags: {KNOWN_FLAGS}"
             ));
         }
         if flags[..i].contains(flag) {
-            return Err(format!("regex flag `{flag}` is repeated in `{flags}`"));
+            return Err(format!(
+                "regex flag `{flag}` is repeated in `flags` (`{flags}`)"
+            ));
         }
     }
     if flags.contains('u') && flags.contains('v') {
-        return Err("regex flags `u` and `v` cannot be combined".into());
+        return Err("regex flags u and v cannot be combined in `flags`".into());
     }
     let engine_flags: String = flags.chars().filter(|f| "imsuv".contains(*f)).collect();
     let regex = regress::Regex::with_flags(pattern, engine_flags.as_str())

@@ -22,6 +22,7 @@ impl Loader {
                     name: name.clone(),
                     use_target: name.clone(),
                     hooks: crate::workspace::Hooks::default(),
+                    loc: Some(doc.loc(&iat)),
                 },
                 Value::Object(o) => {
                     let Some(name) = o
@@ -43,6 +44,7 @@ impl Loader {
                         name: name.to_owned(),
                         use_target: use_target.to_owned(),
                         hooks,
+                        loc: Some(doc.loc(&iat)),
                     }
                 }
                 other => {

@@ -26,10 +26,13 @@ impl Loader {
             self.check_keys(&doc, exec, fields::EXECUTION, &exec_path, "`execution`");
         }
         let target = match execution.as_ref().and_then(|e| e.get("target")) {
-            Some(v) => self.string(&doc, v, &exec_path.key("target")),
-            None => root
-                .get("target")
-                .and_then(|v| self.string(&doc, v, &top.key("target"))),
+            Some(v) => self
+                .string(&doc, v, &exec_path.key("target"))
+                .map(|t| (t, doc.loc(&exec_path.key("target")))),
+            None => root.get("target").and_then(|v| {
+                self.string(&doc, v, &top.key("target"))
+                    .map(|t| (t, doc.loc(&top.key("target"))))
+            }),
         };
         let threshold = execution
             .as_ref()
@@ -143,7 +146,7 @@ impl Loader {
         doc: Arc<Doc>,
         name: String,
         tests: Vec<TestCase>,
-        target: Option<String>,
+        target: Option<(String, Loc)>,
         threshold: Option<f64>,
         limits: LimitOverrides,
         plugins: Vec<PluginRef>,
@@ -158,7 +161,8 @@ impl Loader {
             dir: self.roots.eval_dir.clone(),
             name,
             tests,
-            target,
+            target_loc: target.as_ref().map(|(_, loc)| loc.clone()),
+            target: target.map(|(t, _)| t),
             threshold,
             limits,
             plugins,
@@ -250,9 +254,10 @@ impl Loader {
                     &exec_path,
                     "`execution`",
                 );
-                target = exec
-                    .get("target")
-                    .and_then(|v| self.string(&side_doc, v, &exec_path.key("target")));
+                target = exec.get("target").and_then(|v| {
+                    self.string(&side_doc, v, &exec_path.key("target"))
+                        .map(|t| (t, side_doc.loc(&exec_path.key("target"))))
+                });
                 threshold = exec
                     .get("threshold")
                     .and_then(|v| self.unit_number(&side_doc, v, &exec_path.key("threshold")));

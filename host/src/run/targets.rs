@@ -1,0 +1,150 @@
+//! Which targets a run uses: the targets file (given with `--targets`, else
+//! found walking up from the suite), and the names the suite or the command
+//! line picks from it, each checked with "did you mean" at the place it was
+//! written. `evalhost validate` runs the same checks.
+
+use std::path::{Path, PathBuf};
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::suite::{self, MatrixTarget, Suite};
+use crate::target::{self, Targets};
+
+use super::prepare::suites_own;
+
+/// Reads the targets file: `given`, else the first one found walking up
+/// from the suite. Under `--sandbox strict` a found file must really be
+/// inside the suite's project, and its `${{ VAR }}` see only the suite's
+/// `.env` files, so a target cannot carry the operator's keys to the
+/// suite's server.
+pub fn load(
+    suite: &Suite,
+    eval: &Path,
+    given: Option<&PathBuf>,
+    sandbox_strict: bool,
+) -> Result<Targets, Diagnostics> {
+    let roots = suite::roots::Roots::for_eval(eval);
+    let env = suite::env::Env::load(&roots.eval_dir, &roots.project_root, &roots.cwd);
+    match given {
+        Some(path) => target::load_targets(path, &env),
+        None => match target::find_targets_file(&suite.dir) {
+            Some(path) if sandbox_strict && suites_own(&path, &roots) => {
+                match roots.contain(&path) {
+                    Ok(real) => target::load_targets(
+                        &real,
+                        &suite::env::Env::load_files_only(
+                            &roots.eval_dir,
+                            &roots.project_root,
+                            &roots.cwd,
+                        ),
+                    ),
+                    Err(err) => Err(Diagnostics(vec![
+                        Diagnostic::error(&path, format!("the targets file: {err}"))
+                            .hint("name the targets file you trust with --targets FILE"),
+                    ])),
+                }
+            }
+            Some(path) => target::load_targets(&path, &env),
+            None => Ok(Targets::default()),
+        },
+    }
+}
+
+/// The targets a run of `suite` uses when the command line names none:
+/// `execution.targets`, else `execution.target`, else `default`.
+pub fn chosen(suite: &Suite, override_name: Option<&str>) -> Vec<MatrixTarget> {
+    if let Some(name) = override_name {
+        vec![single(name, None)]
+    } else if !suite.matrix.is_empty() {
+        suite.matrix.clone()
+    } else {
+        match &suite.target {
+            Some(name) => vec![single(name, suite.target_loc.clone())],
+            None => vec![single("default", None)],
+        }
+    }
+}
+
+/// A target named once: by the suite's `execution.target`, the command
+/// line, or by default.
+pub fn single(name: &str, loc: Option<suite::model::Loc>) -> MatrixTarget {
+    MatrixTarget {
+        name: name.to_owned(),
+        use_target: name.to_owned(),
+        hooks: Default::default(),
+        loc,
+    }
+}
+
+/// Who checks the names: a run refuses what it cannot run; `validate`
+/// warns where a run might still be given what it needs (`--targets`,
+/// `--target`, a variable set in CI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// `evalhost run`.
+    Run,
+    /// `evalhost validate`.
+    Validate,
+}
+
+/// Checks that every chosen target is in the targets file and runnable, at
+/// the place in the suite that names it (the eval file when the name is
+/// the default `default`).
+pub fn check_names(
+    suite: &Suite,
+    targets: &Targets,
+    chosen: &[MatrixTarget],
+    check: Check,
+) -> Diagnostics {
+    let mut diags = Diagnostics::default();
+    let validate = check == Check::Validate;
+    if targets.file.is_none() && validate {
+        let names: Vec<String> = chosen
+            .iter()
+            .map(|m| format!("`{}`", m.use_target))
+            .collect();
+        diags.push(
+            Diagnostic::warning(
+                &suite.file,
+                format!(
+                    "no targets file found above the suite; a run needs one defining {}",
+                    names.join(", ")
+                ),
+            )
+            .hint("create `.evalhost/targets.yaml` (or `.agentv/targets.yaml`), or check one with `evalhost validate --targets FILE`"),
+        );
+        return diags;
+    }
+    for entry in chosen {
+        let Err(message) = targets.select(&entry.use_target) else {
+            continue;
+        };
+        let implicit =
+            entry.loc.is_none() && entry.use_target == "default" && suite.target.is_none();
+        let unavailable = targets.targets.iter().any(|t| {
+            t.name == entry.use_target && matches!(t.provider, target::Provider::Unavailable(_))
+        });
+        let d = match &entry.loc {
+            Some(loc) => Diagnostic::error(&loc.file, message)
+                .at(loc.pos)
+                .key(loc.key.clone()),
+            None => Diagnostic::error(&suite.file, message),
+        };
+        let d = if implicit {
+            d.hint(
+                "the suite names no target, so a run uses the one called `default`: \
+                 add `execution: {target: NAME}` to the suite, or pass --target NAME",
+            )
+        } else {
+            d
+        };
+        diags.push(if validate && (implicit || unavailable) {
+            crate::diag::Diagnostic {
+                severity: crate::diag::Severity::Warning,
+                ..d
+            }
+        } else {
+            d
+        });
+    }
+    diags
+}
