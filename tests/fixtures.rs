@@ -9,6 +9,8 @@
 //! exit: 0                                  # expected exit code
 //! stderr: ["substring", ...]               # each must appear in stderr
 //! not_stderr: ["substring", ...]           # none may appear
+//! stdout: ["substring", ...]               # results and the summary
+//! not_stdout: ["substring", ...]
 //! results:                                 # rows of results.jsonl, in order;
 //!   - {test_id: a, execution_status: ok}   # each listed key must match
 //! ```
@@ -75,6 +77,7 @@ fn run_fixture(dir: &Path) -> Result<(), Failed> {
     }
     let output = command.output().map_err(|e| e.to_string())?;
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let code = output.status.code().unwrap_or(-1);
     let rows: Vec<Value> = std::fs::read_to_string(out.path().join("results.jsonl"))
         .map(|t| {
@@ -85,7 +88,7 @@ fn run_fixture(dir: &Path) -> Result<(), Failed> {
         .unwrap_or_default();
     let context = || {
         format!(
-            "\n--- stderr ---\n{stderr}\n--- rows ---\n{}",
+            "\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}\n--- rows ---\n{}",
             serde_json::to_string_pretty(&rows).unwrap()
         )
     };
@@ -102,6 +105,16 @@ fn run_fixture(dir: &Path) -> Result<(), Failed> {
     for needle in strings(&spec, "not_stderr") {
         if stderr.contains(&needle) {
             return Err(format!("stderr has {needle:?}{}", context()).into());
+        }
+    }
+    for needle in strings(&spec, "stdout") {
+        if !stdout.contains(&needle) {
+            return Err(format!("stdout lacks {needle:?}{}", context()).into());
+        }
+    }
+    for needle in strings(&spec, "not_stdout") {
+        if stdout.contains(&needle) {
+            return Err(format!("stdout has {needle:?}{}", context()).into());
         }
     }
     if let Some(Value::Array(expected)) = spec.get("results") {

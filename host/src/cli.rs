@@ -206,6 +206,10 @@ pub struct RunArgs {
     /// warnings and the summary: no header, no plugin lines, no passes.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Print the whole output under each test that did not pass (default:
+    /// its first 200 characters; `results.jsonl` always has all of it).
+    #[arg(long)]
+    pub full_output: bool,
 }
 
 /// Sandbox policies.
@@ -259,6 +263,11 @@ pub struct ValidateArgs {
     /// The target a run would be given (default: the suite's).
     #[arg(long, value_name = "NAME")]
     pub target: Option<String>,
+    /// Also list every evalhost-only feature the suite uses (`not-` types,
+    /// `expected_fail`, plugin types, ...), each a reason AgentV 4.42 would
+    /// score it differently; any makes the exit code non-zero.
+    #[arg(long)]
+    pub agentv: bool,
 }
 
 /// Runs the parsed command line; returns the process exit code.
@@ -267,12 +276,15 @@ pub fn run_cli(cli: Cli) -> ExitCode {
     // value from a suite, a target or a plugin can drive the terminal or
     // start a CI workflow command (see `text`).
     let mut stderr = crate::text::Terminal::new(std::io::stderr().lock());
+    // Results and the summary go to stdout, so that `| tee log` and
+    // `> out.txt` keep them; diagnostics, warnings and progress to stderr.
+    let mut stdout = crate::text::Terminal::new(std::io::stdout().lock());
     let code = match cli.command {
-        Command::Run(args) => run_command(&args, &mut stderr),
+        Command::Run(args) => run_command(&args, &mut stdout, &mut stderr),
         Command::Validate(args) => validate_command(&args, &mut stderr),
         Command::Schema(args) => schema_command(&args, &mut stderr),
-        Command::Merge(args) => merge_command(&args, &mut stderr),
-        Command::Regrade(args) => regrade_command(&args, &mut stderr),
+        Command::Merge(args) => merge_command(&args, &mut stdout, &mut stderr),
+        Command::Regrade(args) => regrade_command(&args, &mut stdout, &mut stderr),
         Command::Cache(command) => cache_command(&command, &mut stderr),
         Command::Plugin(command) => crate::plugin_cli::run(&command, &mut stderr),
         Command::Trace(args) => trace_command(&args, &mut stderr),
@@ -287,7 +299,7 @@ fn reporters(junit: &Option<PathBuf>, kinds: &[ReporterKind]) -> crate::report::
     }
 }
 
-fn run_command(args: &RunArgs, err: &mut dyn Write) -> u8 {
+fn run_command(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     let shard = match args.shard.as_deref().map(str::parse::<crate::plan::Shard>) {
         Some(Ok(shard)) => Some(shard),
         Some(Err(message)) => return report_run_error(err, &RunError::Usage(message)),
@@ -303,6 +315,7 @@ fn run_command(args: &RunArgs, err: &mut dyn Write) -> u8 {
         threshold: args.threshold,
         no_compile_cache: args.no_compile_cache,
         quiet: args.quiet,
+        full_output: args.full_output,
         plan: crate::plan::PlanOptions {
             test_ids: args.test_ids.clone(),
             tags: args.tags.clone(),
@@ -329,7 +342,7 @@ fn run_command(args: &RunArgs, err: &mut dyn Write) -> u8 {
         judge_workers: args.judge_workers,
         no_judge_cache: args.no_judge_cache,
     };
-    match run::run(&options, err) {
+    match run::run(&options, out, err) {
         Ok(Ok(report)) => report.exit_code(),
         Ok(Err(error)) => report_run_error(err, &error),
         Err(error) => {
@@ -339,7 +352,7 @@ fn run_command(args: &RunArgs, err: &mut dyn Write) -> u8 {
     }
 }
 
-fn merge_command(args: &MergeArgs, err: &mut dyn Write) -> u8 {
+fn merge_command(args: &MergeArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match crate::merge::merge(
         &args.dirs,
         &args.output,
@@ -347,6 +360,7 @@ fn merge_command(args: &MergeArgs, err: &mut dyn Write) -> u8 {
             allow_partial: args.allow_partial,
         },
         &reporters(&args.junit, &args.reporter),
+        out,
         err,
     ) {
         Ok(Ok(tally)) => tally.exit_code(),
@@ -425,7 +439,25 @@ fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {
                             Ok((t.file, all))
                         }
                     });
+                let extensions = if args.agentv {
+                    agentv_differences(&prepared)
+                } else {
+                    Vec::new()
+                };
+                for d in &extensions {
+                    let _ = writeln!(err, "{d}");
+                }
+                if !extensions.is_empty() {
+                    let _ = writeln!(
+                        err,
+                        "{}: {} evalhost-only feature(s): AgentV 4.42 would score this suite differently",
+                        path.display(),
+                        extensions.len()
+                    );
+                    invalid += 1;
+                }
                 match targets {
+                    Ok(_) if !extensions.is_empty() => {}
                     Ok((file, warnings)) => {
                         for d in warnings.iter() {
                             let _ = writeln!(err, "{d}");
@@ -483,6 +515,50 @@ fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {
     }
 }
 
+/// The evalhost-only features a suite uses (`validate --agentv`): what the
+/// loader noted, and each assertion type a third-party plugin provides.
+fn agentv_differences(prepared: &run::Prepared) -> Vec<crate::diag::Diagnostic> {
+    let suite = &prepared.suite;
+    let mut out: Vec<crate::diag::Diagnostic> = suite
+        .extensions
+        .iter()
+        .map(|e| {
+            crate::diag::Diagnostic::warning(&e.loc.file, format!("evalhost-only: {}", e.what))
+                .at(e.loc.pos)
+                .key(e.loc.key.clone())
+        })
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    for assertion in suite
+        .tests
+        .iter()
+        .flat_map(|t| &t.assertions)
+        .flat_map(crate::suite::Assertion::walk)
+        .filter(|a| a.wasm.is_none() && a.group.is_none())
+    {
+        let Some((plugin, _)) = prepared.registry.resolve_for(assertion) else {
+            continue;
+        };
+        if plugin.label.starts_with("builtin:")
+            || !seen.insert((assertion.loc.file.clone(), assertion.loc.key.clone()))
+        {
+            continue;
+        }
+        out.push(
+            crate::diag::Diagnostic::warning(
+                &assertion.loc.file,
+                format!(
+                    "evalhost-only: type `{}` comes from the plugin {}; AgentV 4.42 grades it only if `.agentv/assertions/{}.ts` defines it (else an unknown grader type, scored 0)",
+                    assertion.kind, plugin.name, assertion.kind
+                ),
+            )
+            .at(assertion.loc.pos)
+            .key(assertion.loc.key.key("type")),
+        );
+    }
+    out
+}
+
 /// A path as shown: relative to the current directory when inside it.
 fn shown_path(path: &std::path::Path) -> String {
     let cwd = std::env::current_dir().unwrap_or_default();
@@ -512,7 +588,7 @@ fn schema_command(args: &SchemaArgs, err: &mut dyn Write) -> u8 {
     }
 }
 
-fn regrade_command(args: &RegradeArgs, err: &mut dyn Write) -> u8 {
+fn regrade_command(args: &RegradeArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     let options = RunOptions {
         eval: args.eval.clone(),
         output: args.output.clone(),
@@ -523,7 +599,7 @@ fn regrade_command(args: &RegradeArgs, err: &mut dyn Write) -> u8 {
         cache: Some(false),
         ..RunOptions::default()
     };
-    match run::run(&options, err) {
+    match run::run(&options, out, err) {
         Ok(Ok(report)) => report.exit_code(),
         Ok(Err(error)) => report_run_error(err, &error),
         Err(error) => {

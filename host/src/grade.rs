@@ -176,6 +176,11 @@ pub fn grade_assertion(
                 details: grade
                     .details_json
                     .and_then(|d| serde_json::from_str(&d).ok()),
+                // An `equals` that failed: what it wanted, for a diff.
+                expected: (!passed && !assertion.negate && &*assertion.kind == "equals")
+                    .then(|| assertion.config.get("value").and_then(|v| v.as_str()))
+                    .flatten()
+                    .map(str::to_owned),
                 duration_us: start.elapsed().as_micros() as u64,
                 judge: None,
                 scores: Vec::new(),
@@ -399,6 +404,7 @@ fn aggregate(
         plugin_digest: String::new(),
         plugin_output: None,
         details: None,
+        expected: None,
         duration_us: start.elapsed().as_micros() as u64,
         judge: None,
         scores: members,
@@ -448,6 +454,7 @@ fn failed_row(
         plugin_digest: digest.to_owned(),
         plugin_output: output,
         details: None,
+        expected: None,
         duration_us: start.elapsed().as_micros() as u64,
         judge: None,
         scores: Vec::new(),

@@ -193,6 +193,7 @@ pub fn merge(
     output: &Path,
     options: &MergeOptions,
     reporters: &Reporters,
+    out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<Result<Tally, String>> {
     let mut shards = Vec::new();
@@ -368,7 +369,7 @@ pub fn merge(
     );
     summary.missing_shards = missing.clone();
     writeln!(
-        err,
+        out,
         "merged {} run director{} into {}",
         dirs.len(),
         if dirs.len() == 1 { "y" } else { "ies" },
@@ -387,6 +388,6 @@ pub fn merge(
         )?;
     }
     drop(rows);
-    report::write_all(&summary, &results_path, reporters, err)?;
+    report::write_all(&summary, &results_path, reporters, out)?;
     Ok(Ok(summary.tally))
 }

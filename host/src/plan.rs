@@ -80,6 +80,49 @@ pub struct PlanOptions {
     pub only: Option<Vec<String>>,
 }
 
+/// What a filter that matched nothing may have meant: the nearest test
+/// ids (and the glob that would match a part of an id), the suite's tags.
+fn suggestions(suite: &Suite, options: &PlanOptions) -> String {
+    let mut hints = Vec::new();
+    for pattern in &options.test_ids {
+        let ids = || suite.tests.iter().map(|t| t.id.as_str());
+        if let Some(near) = crate::diag::nearest(pattern, ids()) {
+            hints.push(format!("did you mean --test-id {near}?"));
+        } else if !pattern.contains(['*', '?', '[']) {
+            let n = ids().filter(|id| id.contains(pattern.as_str())).count();
+            if n > 0 {
+                hints.push(format!(
+                    "--test-id matches whole ids: --test-id '*{pattern}*' matches {n} test(s)"
+                ));
+            }
+        }
+    }
+    if !options.tags.is_empty() {
+        let mut tags: Vec<&str> = suite
+            .tests
+            .iter()
+            .flat_map(|t| t.tags.iter().map(String::as_str))
+            .collect();
+        tags.sort_unstable();
+        tags.dedup();
+        for tag in &options.tags {
+            if let Some(near) = crate::diag::nearest(tag, tags.iter().copied()) {
+                hints.push(format!("did you mean --tag {near}?"));
+            }
+        }
+        hints.push(if tags.is_empty() {
+            "the suite's tests have no tags (`tags: [...]` on a test or on the suite)".to_owned()
+        } else {
+            format!("the suite's tags: {}", tags.join(", "))
+        });
+    }
+    if hints.is_empty() {
+        String::new()
+    } else {
+        format!("\n  hint: {}", hints.join("\n  hint: "))
+    }
+}
+
 /// Plans `suite` against `targets` (names, in order): every selected test
 /// on each target (a test's own `execution.targets` narrows it). An error
 /// when the filters select nothing.
@@ -134,9 +177,10 @@ pub fn plan(
             what.push(format!("--tag {}", options.tags.join(", ")));
         }
         return Err(format!(
-            "no test matches {} (the suite has {} tests)",
+            "no test matches {} (the suite has {} tests){}",
             what.join(" and "),
-            suite.tests.len()
+            suite.tests.len(),
+            suggestions(suite, options)
         ));
     }
     Ok(match options.shard {

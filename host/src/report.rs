@@ -197,7 +197,7 @@ pub fn write_all(
     summary: &Summary,
     results: &Path,
     reporters: &Reporters,
-    err: &mut dyn Write,
+    out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     use anyhow::Context as _;
     let dir = &summary.run_dir;
@@ -263,8 +263,12 @@ pub fn write_all(
         std::fs::write(path, xml).with_context(|| format!("cannot write {}", path.display()))?;
     }
     if reporters.github {
-        let mut out = std::io::stdout().lock();
-        github::annotations(&mut out, summary, &details)?;
+        // Workflow commands, written past the terminal filter (which stops
+        // any value from starting one); after what `out` holds so far.
+        out.flush()?;
+        let mut stdout = std::io::stdout().lock();
+        github::annotations(&mut stdout, summary, &details)?;
+        stdout.flush()?;
         let markdown = github::step_summary(summary);
         crate::safe_fs::write_atomic(&dir.join("summary.md"), markdown.as_bytes())?;
         if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
@@ -275,9 +279,9 @@ pub fn write_all(
             file.write_all(markdown.as_bytes())?;
         }
     }
-    terminal::print_summary(err, summary)?;
+    terminal::print_summary(out, summary)?;
     if reporters.junit.is_some() || reporters.github {
-        writeln!(err)?;
+        writeln!(out)?;
     }
     Ok(())
 }

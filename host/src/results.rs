@@ -179,6 +179,10 @@ pub struct ScoreRow {
     /// The plugin's free-form details.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+    /// What an `equals` that failed expected, for the diff the terminal
+    /// and the report show against the output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
     /// Time spent grading, in microseconds.
     pub duration_us: u64,
     /// The judge calls of this assertion (LLM graders).

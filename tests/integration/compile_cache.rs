@@ -30,7 +30,7 @@ fn second_run_loads_every_plugin_from_the_cache() {
         assert!(!plugins.is_empty());
         (
             plugins,
-            String::from_utf8_lossy(&output.stderr).into_owned(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
         )
     };
     let (first, stderr) = run("first");

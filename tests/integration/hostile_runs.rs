@@ -1459,12 +1459,12 @@ fn escapes_and_workflow_commands_are_inert_in_every_printer() {
     );
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("ESC-TEXT"),
-        "the hostile check text is shown: {stderr}"
+        stdout.contains("ESC-TEXT"),
+        "the hostile check text is shown: {stdout}"
     );
     assert!(
-        stderr.contains("ERR\\u{1b}]52"),
-        "the cli stderr is shown, escaped: {stderr}"
+        stdout.contains("ERR\\u{1b}]52"),
+        "the cli stderr is shown, escaped: {stdout}"
     );
     assert_inert("stderr", &stderr);
     assert_inert("stdout", &stdout);
@@ -1517,8 +1517,9 @@ fn endpoint_error_bodies_are_inert() {
         &["run", "EVAL.yaml", "--targets", &targets, "-o", "out"],
     );
     assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(r.stderr.contains("bad\\u{1b}]0;owned"), "{}", r.stderr);
+    assert!(r.stdout.contains("bad\\u{1b}]0;owned"), "{}", r.stdout);
     assert_inert("stderr", &r.stderr);
+    assert_inert("stdout", &r.stdout);
 }
 
 // ---------------------------------------------------------------------------
@@ -1591,7 +1592,7 @@ fn a_swapped_or_tampered_compiled_plugin_is_never_loaded() {
     // Recompiled and re-tagged: the next run loads from the cache again.
     let r = run_with_cache(&project, cache.path(), &["run", "EVAL.yaml", "-o", "three"]);
     assert!(!r.stderr.contains("authentication"), "{}", r.stderr);
-    assert!(r.stderr.contains("(cached)"), "{}", r.stderr);
+    assert!(r.stdout.contains("(cached)"), "{}", r.stdout);
 }
 
 #[test]

@@ -141,6 +141,33 @@ fn a_changed_wasm_file_is_refused_at_load_with_file_line_and_key() {
         r.stderr
     );
     assert!(!project.path().join("out/results.jsonl").exists());
+    // One error, not one more per assertion of the plugin's type.
+    assert!(r.stderr.contains("\nerror: 1 error(s)"), "{}", r.stderr);
+}
+
+/// Issue 16.13: a `plugins:` entry refused for its sha256 is one error; the
+/// assertions of the type it would have provided get one warning saying
+/// they are not checked, not an "unknown assertion type" error each.
+#[test]
+fn a_refused_plugin_does_not_cascade_into_unknown_type_errors() {
+    let wasm = workspace_reader();
+    let suite = format!(
+        "plugins:\n  - path: '{}'\n    sha256: {}\ntests:\n  - id: t\n    input: q\n    assertions:\n      - {{type: file-contains, path: a, value: b}}\n  - id: u\n    input: q\n    assertions:\n      - {{type: file-contains, path: a, value: b}}\n",
+        wasm.display(),
+        "0".repeat(64)
+    );
+    let project = workspace_project(&suite);
+    let r = project.run(&[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("but the suite pins"), "{}", r.stderr);
+    assert!(!r.stderr.contains("unknown assertion type"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("warning: assertions of type `file-contains` (2) are not checked"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("\nerror: 1 error(s)"), "{}", r.stderr);
 }
 
 #[test]

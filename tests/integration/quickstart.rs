@@ -15,9 +15,9 @@ fn quickstart_runs_end_to_end_and_writes_agentv_style_rows() {
     );
     assert_eq!(run.code, 0, "stderr:\n{}", run.stderr);
     assert!(
-        run.stderr.contains("RESULT: PASS  3/3 passed"),
+        run.stdout.contains("RESULT: PASS  3/3 passed"),
         "{}",
-        run.stderr
+        run.stdout
     );
 
     let text = std::fs::read_to_string(out_dir.join("results.jsonl")).unwrap();

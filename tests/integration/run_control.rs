@@ -144,7 +144,7 @@ fn expected_failures_pass_unexpected_passes_fail_and_errors_are_never_masked() {
     );
     let a = rows(&project, "a");
     assert_eq!(status_of(&a, "fails-as-expected"), "expected-failed");
-    assert!(r.stderr.contains("XFAIL"), "{}", r.stderr);
+    assert!(r.stdout.contains("XFAIL"), "{}", r.stdout);
 
     let body = "tests:
   - id: passes-unexpectedly
@@ -181,10 +181,10 @@ fn expected_failures_pass_unexpected_passes_fail_and_errors_are_never_masked() {
     assert_eq!(s["failures_by_class"]["unexpected_pass"], 1);
     assert_eq!(s["failures_by_class"]["plugin_trap"], 1);
     assert!(
-        r.stderr
+        r.stdout
             .contains("failures by class: plugin_trap: 1, unexpected_pass: 1"),
         "{}",
-        r.stderr
+        r.stdout
     );
 }
 
@@ -227,6 +227,32 @@ tests:
     assert_eq!(r.code, 2);
     assert!(
         r.stderr.contains("no test matches --test-id nothing*"),
+        "{}",
+        r.stderr
+    );
+    // Issue 16.13: a filter that matches nothing says what it may have meant.
+    let r = run(&project, "f", &["--test-id", "auth-logot"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("hint: did you mean --test-id auth-logout?"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&project, "g", &["--test-id", "auth"]);
+    assert!(
+        r.stderr.contains("--test-id '*auth*' matches 2 test(s)"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&project, "h", &["--tag", "smok"]);
+    assert!(
+        r.stderr.contains("hint: did you mean --tag smoke?"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("hint: the suite's tags: "),
         "{}",
         r.stderr
     );
@@ -324,7 +350,7 @@ fn fail_fast_stops_scheduling_after_the_first_failure() {
     assert_eq!(rows(&project, "out").len(), 1);
     let s = summary(&project, "out");
     assert_eq!(s["not_run"], 9);
-    assert!(r.stderr.contains("9 not run"), "{}", r.stderr);
+    assert!(r.stdout.contains("9 not run"), "{}", r.stdout);
 }
 
 #[test]
@@ -409,6 +435,19 @@ fn spawn_run(project: &Project, out: &str) -> std::process::Child {
         .unwrap()
 }
 
+/// Like [`spawn_run`], with stdout and stderr written to `log` in the
+/// project (as `> log 2>&1` would).
+fn spawn_run_logged(project: &Project, out: &str, log: &str) -> std::process::Child {
+    let file = std::fs::File::create(project.path().join(log)).unwrap();
+    evalhost()
+        .current_dir(project.path())
+        .args(["run", "EVAL.yaml", "-o", out, "-j", "1"])
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn sigkill_then_resume_gives_the_same_rows_as_an_uninterrupted_run() {
     let project = slow_project();
@@ -443,10 +482,10 @@ fn sigkill_then_resume_gives_the_same_rows_as_an_uninterrupted_run() {
         r.stderr
     );
     assert!(
-        r.stderr
+        r.stdout
             .contains(&format!("resuming: {partial_rows} row(s) already done")),
         "{}",
-        r.stderr
+        r.stdout
     );
     let resumed = normalized(&project, "killed");
     assert_eq!(resumed.len(), expected.len());
@@ -546,7 +585,7 @@ fn sigkills_at_random_points_never_corrupt_results_and_resume_finishes() {
 #[test]
 fn ctrl_c_writes_the_summary_of_what_finished_and_resume_completes_it() {
     let project = slow_project();
-    let mut child = spawn_run(&project, "out");
+    let mut child = spawn_run_logged(&project, "out", "log.txt");
     wait_for_rows(&project, "out", 2);
     let pid = child.id().to_string();
     assert!(
@@ -558,6 +597,14 @@ fn ctrl_c_writes_the_summary_of_what_finished_and_resume_completes_it() {
     );
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
+    // Issue 16.13: no verdict for a run that did not finish.
+    let log = std::fs::read_to_string(project.path().join("log.txt")).unwrap();
+    assert!(log.contains("RESULT: INTERRUPTED  "), "{log}");
+    assert!(log.contains(" finished · mean score"), "{log}");
+    assert!(
+        !log.contains("RESULT: FAIL") && !log.contains("RESULT: PASS"),
+        "{log}"
+    );
     let s = summary(&project, "out");
     assert_eq!(s["interrupted"], true);
     let finished = s["total"].as_u64().unwrap();
@@ -755,9 +802,9 @@ fn the_header_counts_trials_a_reused_run_directory_is_named_and_quiet_is_quiet()
     // `--repeat 3` over 3 tests: 9 trials, said so.
     let first = project.run(&["--repeat", "3"]);
     assert!(
-        first.stderr.contains("· 3 test(s), 9 trial(s) ·"),
+        first.stdout.contains("· 3 test(s), 9 trial(s) ·"),
         "{}",
-        first.stderr
+        first.stdout
     );
     assert!(!first.stderr.contains("held the run"), "{}", first.stderr);
     // The same -o again: the run that was there is named, then replaced.
@@ -773,19 +820,12 @@ fn the_header_counts_trials_a_reused_run_directory_is_named_and_quiet_is_quiet()
         second.stderr
     );
     // -q: no header, no plugin lines; the failing test and the summary.
-    assert!(
-        !second.stderr.contains("plugin evalhost-"),
-        "{}",
-        second.stderr
-    );
-    assert!(!second.stderr.contains("evalhost 0."), "{}", second.stderr);
-    assert!(second.stderr.contains("FAIL  b"), "{}", second.stderr);
-    assert!(
-        second.stderr.contains("RESULT: FAIL  2/3 passed"),
-        "{}",
-        second.stderr
-    );
-    assert!(!second.stderr.contains("PASS  a"), "{}", second.stderr);
+    let both = format!("{}{}", second.stdout, second.stderr);
+    assert!(!both.contains("plugin evalhost-"), "{both}");
+    assert!(!both.contains("evalhost 0."), "{both}");
+    assert!(second.stdout.contains("FAIL  b"), "{both}");
+    assert!(second.stdout.contains("RESULT: FAIL  2/3 passed"), "{both}");
+    assert!(!both.contains("PASS  a"), "{both}");
 }
 
 /// Issue 16.13: a run says which targets file it read (in the header and in
@@ -801,10 +841,10 @@ fn a_run_names_its_targets_file_regrades_say_so_and_resume_notices_edits() {
     let r = run(&project, "first", &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr
+        r.stdout
             .contains("\n  targets from .evalhost/targets.yaml\n"),
         "{}",
-        r.stderr
+        r.stdout
     );
     let record: Value = serde_json::from_str(
         &std::fs::read_to_string(project.path().join("first/run.json")).unwrap(),
@@ -824,7 +864,7 @@ fn a_run_names_its_targets_file_regrades_say_so_and_resume_notices_edits() {
 
     let r = run_in(project.path(), &["regrade", "first", "-o", "again"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains(" · regrade of first · "), "{}", r.stderr);
+    assert!(r.stdout.contains(" · regrade of first · "), "{}", r.stdout);
     let record: Value = serde_json::from_str(
         &std::fs::read_to_string(project.path().join("again/run.json")).unwrap(),
     )
@@ -852,5 +892,63 @@ fn a_run_names_its_targets_file_regrades_say_so_and_resume_notices_edits() {
             .contains("warning: the suite changed since third was started"),
         "{}",
         r.stderr
+    );
+}
+
+/// Issue 16.5: under each test that did not pass the terminal shows the
+/// output (its first 200 characters, all of it with --full-output) and, for
+/// `equals`, expected against actual; results and the summary are on stdout
+/// (what `> out.txt` and `| tee` keep), diagnostics on stderr.
+#[test]
+fn a_failure_shows_what_was_answered_on_stdout() {
+    let long = format!("We open at 9 on Saturday. {}", "More detail. ".repeat(30));
+    let project = Project::with_mock(&long);
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: exact\n    input: q\n    assertions:\n      - {type: equals, value: We open at 10 on Saturday}\n  - id: fine\n    input: q\n    assertions: [{type: contains, value: Saturday}]\n  - id: multi\n    input: q\n    assertions:\n      - {type: equals, value: \"line one\\nline two\\n\"}\n    metadata: {colour: blue}\n    bogus_key: 1\n",
+    );
+    let r = run(&project, "out", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let out = &r.stdout;
+    assert!(out.contains("  FAIL  exact"), "{out}");
+    assert!(
+        out.contains("          expected: \"We open at 10 on Saturday\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("        output: We open at 9 on Saturday. More detail."),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "({} characters; --full-output shows all)",
+            long.chars().count()
+        )),
+        "{out}"
+    );
+    // A multi-line expectation gets a unified diff.
+    assert!(out.contains("          --- expected"), "{out}");
+    assert!(out.contains("          -line one"), "{out}");
+    // A passing test shows no output.
+    assert_eq!(out.matches("output: ").count(), 2, "{out}");
+    assert!(out.contains("RESULT: FAIL  1/3 passed"), "{out}");
+    // stderr: the warning about the unknown key, never a result.
+    assert!(r.stderr.contains("bogus_key"), "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("RESULT") && !r.stderr.contains("FAIL  "),
+        "{}",
+        r.stderr
+    );
+
+    let r = run(&project, "full", &["--full-output"]);
+    assert!(
+        r.stdout.contains(&format!("          {}", long.trim_end())),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        !r.stdout.contains("--full-output shows all"),
+        "{}",
+        r.stdout
     );
 }

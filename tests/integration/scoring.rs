@@ -20,9 +20,9 @@ fn weighted_mean_threshold_and_exit_code_1() {
     assert_eq!(below["execution_status"], "quality_failure");
     assert_eq!(below["failure_class"], "assertion");
     assert!(
-        run.stderr.contains("RESULT: FAIL  1/2 passed"),
+        run.stdout.contains("RESULT: FAIL  1/2 passed"),
         "{}",
-        run.stderr
+        run.stdout
     );
     // --threshold 0.5 lets the second pass too.
     let run = crate::support::run_in(
@@ -85,7 +85,11 @@ fn a_required_gate_explains_itself_in_every_view() {
     let sentence = "required assertion `contains-Lyon` scored 0.00 &lt; 0.80: test score set to 0";
     let plain = sentence.replace("&lt;", "<");
     // Terminal.
-    assert!(run.stderr.contains(&plain), "{}", run.stderr);
+    assert!(
+        run.stdout.lines().any(|l| l.trim() == plain),
+        "{}",
+        run.stdout
+    );
     // results.jsonl.
     let row = project.row("capital");
     assert_eq!(row["gated"]["assertion"], "contains-Lyon");
@@ -93,7 +97,13 @@ fn a_required_gate_explains_itself_in_every_view() {
     // JUnit (XML-escaped) and the GitHub annotation.
     let junit = std::fs::read_to_string(project.path().join("junit.xml")).unwrap();
     assert!(junit.contains(sentence), "{junit}");
-    assert!(run.stdout.contains(&plain), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with("::error") && l.contains(&plain)),
+        "{}",
+        run.stdout
+    );
     // report.html carries the row's `gated` for the page to show, and
     // the page says "required".
     let html = std::fs::read_to_string(project.path().join("out/report.html")).unwrap();
@@ -141,16 +151,16 @@ fn every_view_counts_the_statuses_the_same_way() {
     );
     // Terminal.
     assert!(
-        run.stderr.contains("RESULT: FAIL  1/5 passed"),
+        run.stdout.contains("RESULT: FAIL  1/5 passed"),
         "{}",
-        run.stderr
+        run.stdout
     );
     assert!(
-        run.stderr.contains(
+        run.stdout.contains(
             "1 failed · 1 execution error(s) · 1 expected failure(s) · 1 unexpected pass(es)"
         ),
         "{}",
-        run.stderr
+        run.stdout
     );
     // summary.json.
     let summary: serde_json::Value = serde_json::from_str(

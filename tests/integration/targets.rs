@@ -554,3 +554,37 @@ fn an_entry_missing_its_variable_stops_only_the_runs_that_use_it() {
         r.stderr
     );
 }
+
+/// Issue 16.13: a row claims model calls only when the target reported them
+/// or its transcript shows them; a mock or a plain-text command leaves
+/// `llm_calls` empty. Graders still count the one answer as AgentV does
+/// (`max_llm_calls: 1` passes on a mock and fails on two calls), before and
+/// after a regrade.
+#[test]
+fn rows_claim_model_calls_only_when_someone_reported_them() {
+    let targets = "targets:\n  - name: default\n    provider: mock\n    response: hi\n  - name: agent\n    provider: cli\n    command: \"printf '%s' '{\\\"output\\\": [{\\\"role\\\": \\\"assistant\\\", \\\"content\\\": \\\"thinking\\\"}, {\\\"role\\\": \\\"assistant\\\", \\\"content\\\": \\\"hi\\\"}]}' > {OUTPUT_FILE}\"\n  - name: plain\n    provider: cli\n    command: \"echo hi > {OUTPUT_FILE}\"\n";
+    let suite = "tests:\n  - id: t1\n    input: Say hi\n    assertions:\n      - {type: contains, value: hi}\n      - {type: execution-metrics, max_llm_calls: 1}\n";
+    let project = project_with_targets(targets, suite);
+    for (target, recorded, metric) in [
+        ("default", Value::Null, 1.0),
+        ("plain", Value::Null, 1.0),
+        ("agent", json!(2), 0.0),
+    ] {
+        let r = project.run(&["--target", target]);
+        let row = row(&project, "t1");
+        assert_eq!(row["llm_calls"], recorded, "{target}: {row}");
+        assert_eq!(
+            row["scores"][1]["score"], metric,
+            "{target}: {row}\n{}",
+            r.stderr
+        );
+    }
+    let r = project.run(&["--target", "default"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let again = run_in(project.path(), &["regrade", "out", "-o", "again"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let text = std::fs::read_to_string(project.path().join("again/results.jsonl")).unwrap();
+    let row: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(row["llm_calls"], Value::Null, "{row}");
+    assert_eq!(row["scores"][1]["score"], 1.0, "{row}");
+}

@@ -123,7 +123,7 @@ fn a_failing_before_each_fails_its_case_with_class_workspace_and_keeps_the_works
         std::path::Path::new(kept).join("seed.txt").is_file(),
         "the failed case's workspace is kept"
     );
-    assert!(r.stderr.contains("kept workspaces (1):"), "{}", r.stderr);
+    assert!(r.stdout.contains("kept workspaces (1):"), "{}", r.stdout);
     assert_eq!(p.row("good")["status"], "passed");
     let _ = std::fs::remove_dir_all(kept);
 }

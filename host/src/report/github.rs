@@ -102,11 +102,22 @@ pub fn annotations(
 /// The step summary, as Markdown.
 pub fn step_summary(summary: &Summary) -> String {
     let t = &summary.tally;
-    let icon = if t.all_passed() { "✅" } else { "❌" };
+    let icon = if summary.interrupted {
+        "⏸️"
+    } else if t.all_passed() {
+        "✅"
+    } else {
+        "❌"
+    };
     let mut md = format!(
-        "### {icon} evalhost · {} on {}\n\n| passed | failed | errors | expected failures | unexpected passes | not run | pass rate | mean score |\n|---|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {:.0}% | {:.2} |\n\n",
+        "### {icon} evalhost · {} on {}{}\n\n| passed | failed | errors | expected failures | unexpected passes | not run | pass rate | mean score |\n|---|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {:.0}% | {:.2} |\n\n",
         markdown_text(&summary.suite),
         markdown_text(&summary.target),
+        if summary.interrupted {
+            " · interrupted"
+        } else {
+            ""
+        },
         t.passed,
         t.failed,
         t.errors,

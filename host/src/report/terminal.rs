@@ -15,13 +15,17 @@ use crate::text::shown;
 pub struct Progress {
     bar: Option<ProgressBar>,
     quiet: bool,
+    full_output: bool,
 }
 
 impl Progress {
-    /// A bar for `total` tests on a TTY; plain lines otherwise; with
-    /// `quiet`, only the tests that did not pass.
-    pub fn new(total: usize, quiet: bool) -> Self {
-        let tty = console::Term::stderr().features().is_attended();
+    /// A bar for `total` tests when both streams are a terminal (results
+    /// go to stdout, the bar to stderr); plain lines otherwise, so that a
+    /// redirected stdout gets every row; with `quiet`, only the tests that
+    /// did not pass.
+    pub fn new(total: usize, quiet: bool, full_output: bool) -> Self {
+        let tty = console::Term::stderr().features().is_attended()
+            && console::Term::stdout().features().is_attended();
         let bar = (tty && !quiet).then(|| {
             let bar =
                 ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
@@ -33,7 +37,11 @@ impl Progress {
             );
             bar
         });
-        Self { bar, quiet }
+        Self {
+            bar,
+            quiet,
+            full_output,
+        }
     }
 
     /// Reports one finished row.
@@ -42,13 +50,16 @@ impl Progress {
         if self.quiet && row.passed() {
             return Ok(());
         }
-        let lines = row_lines(row);
+        let lines = row_lines(row, self.full_output);
         match &self.bar {
             Some(bar) => {
                 if !row.passed() {
-                    for line in &lines {
-                        bar.println(line);
-                    }
+                    bar.suspend(|| {
+                        for line in &lines {
+                            writeln!(out, "{line}")?;
+                        }
+                        out.flush()
+                    })?;
                 }
                 bar.set_message(shown(&row.test_id).into_owned());
                 bar.inc(1);
@@ -81,12 +92,16 @@ fn mark(status: Status) -> String {
     style(format!("{text:<5}"))
         .fg(color)
         .bold()
-        .for_stderr()
+        .for_stdout()
         .to_string()
 }
 
-/// The lines for one finished row: a head line, then the failed checks.
-pub fn row_lines(row: &ResultRow) -> Vec<String> {
+/// How much of an output the terminal shows under a test that did not pass.
+const OUTPUT_SHOWN: usize = 200;
+
+/// The lines for one finished row: a head line, then for a test that did
+/// not pass, the failed checks, the output, and for `equals`, a diff.
+pub fn row_lines(row: &ResultRow, full_output: bool) -> Vec<String> {
     let mut lines = Vec::new();
     let trial = match (row.trial, row.trials) {
         (Some(t), Some(n)) => format!(" (trial {t}/{n})"),
@@ -121,7 +136,65 @@ pub fn row_lines(row: &ResultRow) -> Vec<String> {
             for check in score.assertions.iter().filter(|c| !c.passed).take(3) {
                 lines.push(format!("          {}", one_line(&check.text, 160)));
             }
+            if let Some(expected) = &score.expected {
+                lines.extend(diff_lines(expected, &row.output));
+            }
         }
+        if !row.output.is_empty() || row.scores.is_empty() {
+            lines.extend(output_lines(&row.output, full_output));
+        }
+    }
+    lines
+}
+
+/// The output under a test that did not pass: its first characters on one
+/// line, or with `--full-output` all of it.
+fn output_lines(output: &str, full: bool) -> Vec<String> {
+    if output.is_empty() {
+        return vec!["        output: (empty)".to_owned()];
+    }
+    if full {
+        let mut lines = vec!["        output:".to_owned()];
+        lines.extend(output.lines().map(|l| format!("          {}", shown(l))));
+        return lines;
+    }
+    let chars = output.chars().count();
+    let more = if chars > OUTPUT_SHOWN {
+        format!(" ({chars} characters; --full-output shows all)")
+    } else {
+        String::new()
+    };
+    vec![format!(
+        "        output: {}{more}",
+        one_line(output, OUTPUT_SHOWN)
+    )]
+}
+
+/// Expected against actual: both on a line each when short, else a
+/// unified diff (at most 40 lines).
+fn diff_lines(expected: &str, actual: &str) -> Vec<String> {
+    let (e, a) = (expected.trim(), actual.trim());
+    if !e.contains('\n') && !a.contains('\n') {
+        let quoted = |t: &str| format!("{:?}", one_line(t, OUTPUT_SHOWN));
+        return vec![
+            format!("          expected: {}", quoted(e)),
+            format!("          actual:   {}", quoted(a)),
+        ];
+    }
+    let (e, a) = (format!("{e}\n"), format!("{a}\n"));
+    let diff = similar::TextDiff::from_lines(&e, &a);
+    let text = diff
+        .unified_diff()
+        .context_radius(2)
+        .header("expected", "actual")
+        .to_string();
+    let mut lines: Vec<String> = text
+        .lines()
+        .take(40)
+        .map(|l| format!("          {}", shown(l)))
+        .collect();
+    if text.lines().count() > 40 {
+        lines.push("          … (diff cut at 40 lines)".to_owned());
     }
     lines
 }
@@ -142,20 +215,28 @@ fn one_line(text: &str, max: usize) -> String {
 pub fn print_summary(out: &mut dyn Write, summary: &Summary) -> std::io::Result<()> {
     let t = &summary.tally;
     writeln!(out)?;
-    let verdict = if t.all_passed() {
-        style("PASS").green().bold().for_stderr()
+    // An interrupted run has no verdict: what finished may all have passed.
+    let verdict = if summary.interrupted {
+        style("INTERRUPTED").yellow().bold().for_stdout()
+    } else if t.all_passed() {
+        style("PASS").green().bold().for_stdout()
     } else {
-        style("FAIL").red().bold().for_stderr()
+        style("FAIL").red().bold().for_stdout()
     };
     writeln!(
         out,
-        "RESULT: {verdict}  {}/{} passed · pass rate {:.0}% · mean score {:.2} · {} ms",
+        "RESULT: {verdict}  {}/{} passed · pass rate {:.0}%{} · mean score {:.2} · {} ms",
         // The same `passed` as summary.json, report.html, JUnit and the
         // GitHub step summary; expected failures are counted on the next
         // line (and in the pass rate, as AgentV counts them).
         t.passed,
         t.total + t.not_run,
         t.pass_rate * 100.0,
+        if summary.interrupted {
+            format!(" of the {} finished", t.total)
+        } else {
+            String::new()
+        },
         t.mean_score,
         summary.duration_ms
     )?;

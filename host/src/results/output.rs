@@ -68,6 +68,10 @@ pub enum LlmCalls {
     Known(u32),
     /// Not reported (Codex, Claude Code's json result).
     Unknown,
+    /// A bare answer with no transcript (a mock, a command that wrote plain
+    /// text): graders see 1, as AgentV counts its one assistant message,
+    /// but the row does not claim a model call nobody reported.
+    AnswerOnly,
 }
 
 /// A target's output for one test.
@@ -101,7 +105,18 @@ impl TargetOutput {
                 ..OutputMessage::default()
             }],
             text,
+            llm_calls: LlmCalls::AnswerOnly,
             ..Self::default()
+        }
+    }
+
+    /// The number of model calls a result row records: reported by the
+    /// target or counted in its transcript, never inferred from a bare
+    /// answer.
+    pub fn recorded_llm_calls(&self) -> Option<u32> {
+        match self.llm_calls {
+            LlmCalls::AnswerOnly => None,
+            _ => self.llm_call_count(),
         }
     }
 
@@ -110,8 +125,8 @@ impl TargetOutput {
         match self.llm_calls {
             LlmCalls::Known(n) => Some(n),
             LlmCalls::Unknown => None,
-            LlmCalls::FromMessages if self.messages.is_empty() => None,
-            LlmCalls::FromMessages => Some(
+            LlmCalls::FromMessages | LlmCalls::AnswerOnly if self.messages.is_empty() => None,
+            LlmCalls::FromMessages | LlmCalls::AnswerOnly => Some(
                 u32::try_from(
                     self.messages
                         .iter()

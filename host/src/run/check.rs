@@ -11,9 +11,20 @@ use crate::plugin::Registry;
 use crate::suite::model::{Assertion, Suite};
 use crate::suite::source_map::Pos;
 
-/// Checks every assertion of `suite` against `registry`.
-pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
+/// Checks every assertion of `suite` against `registry`. `unloaded` holds
+/// the plugins that did not load (their error is reported already): an
+/// assertion pinned to one is not checked, and while a `plugins:` entry is
+/// missing, a type no loaded plugin provides may be its, so those
+/// assertions get one warning instead of an "unknown type" error each.
+pub fn check_assertions(
+    suite: &Suite,
+    registry: &Registry,
+    unloaded: &std::collections::HashSet<std::path::PathBuf>,
+) -> Diagnostics {
     let mut diags = Diagnostics::default();
+    let suite_plugin_missing = suite.plugins.iter().any(|p| unloaded.contains(&p.path));
+    let mut unchecked: std::collections::BTreeMap<Arc<str>, (usize, &Assertion)> =
+        std::collections::BTreeMap::new();
     let mut seen_suite_level = std::collections::HashSet::new();
     // By type (its place in the registry, which outlives this check) and
     // config.
@@ -41,7 +52,21 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
             } else {
                 format!("test `{}`, assertion", test.id)
             };
+            if assertion
+                .wasm
+                .as_deref()
+                .is_some_and(|(path, _)| unloaded.contains(path))
+            {
+                continue;
+            }
             let Some((plugin, ty)) = registry.resolve_for(assertion) else {
+                if suite_plugin_missing && assertion.wasm.is_none() {
+                    unchecked
+                        .entry(assertion.kind.clone())
+                        .or_insert((0, assertion))
+                        .0 += 1;
+                    continue;
+                }
                 diags.push(match assertion.wasm.as_deref() {
                     Some((path, _)) => Diagnostic::error(
                         &assertion.loc.file,
@@ -117,6 +142,24 @@ pub fn check_assertions(suite: &Suite, registry: &Registry) -> Diagnostics {
                 );
             }
         }
+    }
+    if !unchecked.is_empty() {
+        let (_, first) = unchecked.values().next().expect("not empty");
+        let types: Vec<String> = unchecked
+            .iter()
+            .map(|(kind, (n, _))| format!("`{kind}` ({n})"))
+            .collect();
+        diags.push(
+            Diagnostic::warning(
+                &first.loc.file,
+                format!(
+                    "assertions of type {} are not checked: no loaded plugin provides the type, and a plugin under `plugins:` did not load (see its error)",
+                    types.join(", ")
+                ),
+            )
+            .at(first.loc.pos)
+            .key(first.loc.key.key("type")),
+        );
     }
     diags
 }

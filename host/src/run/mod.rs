@@ -91,6 +91,9 @@ pub struct RunOptions {
     pub cache: Option<bool>,
     /// `--cache-sampled`: cache sampled models too.
     pub cache_sampled: bool,
+    /// `--full-output`: print the whole output under each test that did not
+    /// pass (else its first 200 characters).
+    pub full_output: bool,
     /// `regrade RUN_DIR`: grade that run's outputs instead of calling targets.
     pub regrade: Option<PathBuf>,
     /// `--grader-target`: the judge for LLM graders.
@@ -159,6 +162,7 @@ fn install_interrupt_handler() {
 /// Runs a suite. Returns the report; the caller maps it to an exit code.
 pub fn run(
     options: &RunOptions,
+    out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<Result<RunReport, RunError>> {
     if let Some(t) = options.threshold
@@ -274,7 +278,7 @@ pub fn run(
             .collect();
         if failed.is_empty() {
             writeln!(
-                err,
+                out,
                 "nothing to re-run: every test in {} passed",
                 dir.display()
             )?;
@@ -592,7 +596,7 @@ pub fn run(
     let mut header: Box<dyn Write> = if options.quiet {
         Box::new(std::io::sink())
     } else {
-        Box::new(&mut *err)
+        Box::new(&mut *out)
     };
     writeln!(
         header,
@@ -733,13 +737,14 @@ pub fn run(
         cache: response_cache,
         cache_scope,
     };
-    let mut progress = report::terminal::Progress::new(plan.len(), options.quiet);
+    let mut progress =
+        report::terminal::Progress::new(plan.len(), options.quiet, options.full_output);
     let run_started = Instant::now();
     let new_rows = execute(&ctx, &plan, &done, workers, |row| {
         writer
             .append(row)
             .with_context(|| format!("cannot write {}", writer.path().display()))?;
-        progress.row(err, row)?;
+        progress.row(out, row)?;
         Ok(())
     })?;
     progress.finish();
@@ -805,7 +810,7 @@ pub fn run(
     summary.hooks = hooks;
     drop(rows);
     let reports_started = Instant::now();
-    report::write_all(&summary, writer.path(), &options.reporters, err)?;
+    report::write_all(&summary, writer.path(), &options.reporters, out)?;
     // Where the time went, for `scripts/bench.py` (not a user-facing line).
     if std::env::var_os("EVALHOST_TIMINGS").is_some() {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -820,14 +825,14 @@ pub fn run(
         )?;
     }
     if !kept.is_empty() {
-        writeln!(err, "kept workspaces ({}):", kept.len())?;
+        writeln!(out, "kept workspaces ({}):", kept.len())?;
         for path in &kept {
-            writeln!(err, "  {}", path.display())?;
+            writeln!(out, "  {}", path.display())?;
         }
     }
     if interrupted {
         writeln!(
-            err,
+            out,
             "interrupted: {} of {} test(s) finished; continue with `evalhost run --resume {}`",
             summary.tally.total,
             plan.len(),

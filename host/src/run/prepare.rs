@@ -108,6 +108,10 @@ pub fn prepare(
             format!("built-in plugin failed to load: {e}"),
         )]))
     })?;
+    // Plugins that did not load, so that their assertions are not also
+    // reported as of an unknown type.
+    let mut unloaded: std::collections::HashSet<std::path::PathBuf> =
+        refused_paths.iter().cloned().collect();
     for plugin_ref in &suite.plugins {
         let at = |message: String| {
             Diagnostic::error(&plugin_ref.loc.file, message)
@@ -121,6 +125,7 @@ pub fn prepare(
             Ok(b) => b,
             Err(message) => {
                 diags.push(at(message));
+                unloaded.insert(plugin_ref.path.clone());
                 continue;
             }
         };
@@ -135,6 +140,7 @@ pub fn prepare(
                 ))
                 .hint("the file changed since it was pinned; check where it came from, then update `sha256`"),
             );
+            unloaded.insert(plugin_ref.path.clone());
             continue;
         }
         match LoadedPlugin::load_with_digest(
@@ -155,7 +161,10 @@ pub fn prepare(
                     diags.push(at(message));
                 }
             }
-            Err(err) => diags.push(at(err.to_string())),
+            Err(err) => {
+                diags.push(at(err.to_string()));
+                unloaded.insert(plugin_ref.path.clone());
+            }
         }
     }
     // Plugins named by single assertions (`wasm:`), each loaded once.
@@ -183,6 +192,7 @@ pub fn prepare(
             Ok(b) => b,
             Err(message) => {
                 diags.push(at(message));
+                unloaded.insert(path.clone());
                 continue;
             }
         };
@@ -194,14 +204,18 @@ pub fn prepare(
                 "plugin {} has sha256 {digest}, but the suite pins {expected}",
                 path.display()
             )));
+            unloaded.insert(path.clone());
             continue;
         }
         match LoadedPlugin::load_with_digest(engine, &path.display().to_string(), &bytes, &digest) {
             Ok(loaded) => registry.add_for_path(path.clone(), loaded),
-            Err(err) => diags.push(at(err.to_string())),
+            Err(err) => {
+                diags.push(at(err.to_string()));
+                unloaded.insert(path.clone());
+            }
         }
     }
-    let checked = super::check::check_assertions(&suite, &registry);
+    let checked = super::check::check_assertions(&suite, &registry, &unloaded);
     diags.0.extend(checked.0);
     diags.dedup();
     if diags.has_errors() {

@@ -39,9 +39,12 @@ pub(super) fn recorded_targets(
             duration_ms: row.duration_ms,
             token_usage: row.token_usage,
             cost_usd: row.cost_usd,
-            llm_calls: row
-                .llm_calls
-                .map_or(target::LlmCalls::Unknown, target::LlmCalls::Known),
+            llm_calls: match row.llm_calls {
+                Some(n) => target::LlmCalls::Known(n),
+                // A bare answer: graded as it was the first time.
+                None if row.output_messages.len() <= 1 => target::LlmCalls::AnswerOnly,
+                None => target::LlmCalls::Unknown,
+            },
             target_used: row.target_used.clone(),
         };
         by_target

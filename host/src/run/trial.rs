@@ -242,7 +242,7 @@ pub(super) fn run_trial(
     row.duration_ms = output.duration_ms;
     row.token_usage = output.token_usage;
     row.cost_usd = output.cost_usd;
-    row.llm_calls = output.llm_call_count();
+    row.llm_calls = output.recorded_llm_calls();
     row.target_used = output.target_used;
     let plain = output.messages.len() == 1
         && output.messages[0].role == "assistant"

@@ -295,8 +295,21 @@ pub struct Suite {
     pub matrix: Vec<MatrixTarget>,
     /// `execution.cache`: use the response cache.
     pub cache: bool,
+    /// evalhost features the suite uses that AgentV 4.42 reads differently
+    /// (`evalhost validate --agentv` lists them), once per place.
+    pub extensions: Vec<Extension>,
     /// `execution.cache_path`: where.
     pub cache_path: Option<PathBuf>,
+}
+
+/// A use of a feature AgentV 4.42 does not have, so that AgentV would score
+/// the suite differently: where, and what AgentV does instead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Extension {
+    /// Where it was written.
+    pub loc: Loc,
+    /// What it is and what AgentV does with it.
+    pub what: String,
 }
 
 /// One entry of `execution.targets`.

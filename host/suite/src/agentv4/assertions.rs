@@ -210,6 +210,13 @@ impl Loader {
             Some(rest) => (rest.to_owned(), true),
             None => (normalized.clone(), false),
         };
+        if prefixed {
+            self.extension(
+                doc,
+                &at.key("type"),
+                format!("`{raw_type}`: AgentV 4.42 has no `not-` types (an unknown grader type, scored 0); write `type: {}` with `negate: true`", &normalized[4..]),
+            );
+        }
         let kind_name = if kind_name == "rubric" {
             self.warning(
                 doc,
@@ -282,6 +289,20 @@ impl Loader {
         let min_score = entry
             .get("min_score")
             .and_then(|v| self.unit_number(doc, v, &at.key("min_score")));
+        if kind_name == "assert-set" {
+            self.extension(
+                doc,
+                &at.key("type"),
+                "`assert-set` is promptfoo's: AgentV 4.42 does not know it (an unknown grader type, scored 0); use `composite`",
+            );
+        }
+        if entry.contains_key("wasm") {
+            self.extension(
+                doc,
+                &at.key("wasm"),
+                "`wasm:` grades with a plugin AgentV cannot run (an unknown grader type, scored 0, unless `.agentv/assertions/` defines it)",
+            );
+        }
         if matches!(kind_name.as_str(), "composite" | "assert-set") {
             let group = self.group(doc, entry, at, &kind_name, from_suite, owner)?;
             let name = match entry.get("name") {

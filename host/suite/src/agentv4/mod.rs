@@ -121,6 +121,8 @@ struct Loader {
     configs: HashMap<Arc<str>, Arc<Map<String, Value>>>,
     /// Shared strings (see [`Loader::intern`]).
     strings: std::collections::HashSet<Arc<str>>,
+    /// evalhost-only features used, for `validate --agentv`.
+    extensions: Vec<crate::model::Extension>,
 }
 
 /// Reads the AgentV 4.42 suite at `path` (`.yaml`/`.yml`, or `.jsonl`).
@@ -131,6 +133,7 @@ pub(crate) fn read(
     let mut loader = Loader {
         configs: HashMap::new(),
         strings: std::collections::HashSet::new(),
+        extensions: Vec::new(),
         diags: Diagnostics::default(),
         env: options.env,
         roots: options.roots,
@@ -168,6 +171,7 @@ impl Loader {
             untrusted: self.untrusted,
             configs: HashMap::new(),
             strings: std::collections::HashSet::new(),
+            extensions: Vec::new(),
         }
     }
 
@@ -185,6 +189,18 @@ impl Loader {
         };
         self.diags.push(d.at(doc.map.locate(key)).key(key.clone()));
         self.diags.0.last_mut().expect("just pushed")
+    }
+
+    /// Records a use of an evalhost-only feature (once per place: a
+    /// suite-level assertion is read again for every test).
+    fn extension(&mut self, doc: &Doc, key: &KeyPath, what: impl Into<String>) {
+        let loc = doc.loc(key);
+        if !self.extensions.iter().any(|e| e.loc == loc) {
+            self.extensions.push(crate::model::Extension {
+                loc,
+                what: what.into(),
+            });
+        }
     }
 
     fn error(&mut self, doc: &Doc, key: &KeyPath, message: impl Into<String>) -> &mut Diagnostic {

@@ -171,6 +171,7 @@ impl Loader {
             workspace: None,
             matrix: Vec::new(),
             cache: false,
+            extensions: std::mem::take(&mut self.extensions),
             cache_path: None,
         })
     }
