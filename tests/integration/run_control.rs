@@ -952,3 +952,73 @@ fn a_failure_shows_what_was_answered_on_stdout() {
         r.stdout
     );
 }
+
+/// Issue 16.6: paths do not depend on the current directory. The default
+/// run directory is under the project (the directory holding `.evalhost/`),
+/// never where the command ran (here: inside `cases/`); GitHub annotations
+/// name the file relative to `$GITHUB_WORKSPACE` (else the git root), so
+/// GitHub attaches them wherever evalhost ran.
+#[test]
+fn run_directories_and_annotations_do_not_depend_on_the_current_directory() {
+    let project = Project::with_mock("Paris");
+    project.write("evals/EVAL.yaml", "tests: cases\n");
+    project.write(
+        "evals/cases/capital/case.yaml",
+        "input: q\nassertions: [{type: contains, value: Lyon}]\n",
+    );
+    let cases = project.path().join("evals/cases");
+    let r = crate::support::run_in(&cases, &["run", "../EVAL.yaml", "--reporter", "github"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let runs = project.path().join(".evalhost/runs");
+    assert_eq!(
+        std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0),
+        1,
+        "the run is under the project's .evalhost/runs: {}",
+        r.stdout
+    );
+    assert!(
+        !cases.join(".evalhost").exists(),
+        "nothing is written inside cases/"
+    );
+    // No git, no GITHUB_WORKSPACE: relative to the current directory.
+    let ann = |r: &crate::support::Run| {
+        r.stdout
+            .lines()
+            .find(|l| l.starts_with("::error "))
+            .map(str::to_owned)
+            .unwrap_or_default()
+    };
+    let workspace = std::fs::canonicalize(project.path()).unwrap();
+    let in_workspace = |cwd: &std::path::Path, eval: &str| {
+        crate::support::evalhost()
+            .current_dir(cwd)
+            .env("GITHUB_WORKSPACE", &workspace)
+            .args(["run", eval, "--reporter", "github", "-q"])
+            .output()
+            .unwrap()
+    };
+    for (cwd, eval) in [
+        (cases.clone(), "../EVAL.yaml"),
+        (project.path().to_path_buf(), "evals/EVAL.yaml"),
+        (project.path().join("evals"), "EVAL.yaml"),
+    ] {
+        let r: crate::support::Run = in_workspace(&cwd, eval).into();
+        assert!(
+            ann(&r).starts_with("::error file=evals/cases/capital/case.yaml,line="),
+            "from {}: {}",
+            cwd.display(),
+            r.stdout
+        );
+    }
+    // A git root stands in for GITHUB_WORKSPACE.
+    std::fs::create_dir(project.path().join(".git")).unwrap();
+    let r = crate::support::run_in(
+        &cases,
+        &["run", "../EVAL.yaml", "--reporter", "github", "-q"],
+    );
+    assert!(
+        ann(&r).starts_with("::error file=evals/cases/capital/case.yaml,line="),
+        "{}",
+        r.stdout
+    );
+}

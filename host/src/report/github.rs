@@ -58,6 +58,39 @@ pub fn markdown_text(text: &str) -> String {
     out
 }
 
+/// A file as GitHub attaches annotations to it: relative to
+/// `$GITHUB_WORKSPACE`, else to the git root above it, whatever directory
+/// evalhost ran in; unchanged when it is outside both.
+pub fn workspace_path(file: &str) -> String {
+    let path = std::path::Path::new(file);
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let absolute = absolute.canonicalize().unwrap_or(absolute);
+    let base = std::env::var_os("GITHUB_WORKSPACE")
+        .map(std::path::PathBuf::from)
+        .map(|w| w.canonicalize().unwrap_or(w))
+        .filter(|w| absolute.starts_with(w))
+        .or_else(|| {
+            absolute
+                .ancestors()
+                .skip(1)
+                .find(|d| d.join(".git").exists())
+                .map(std::path::Path::to_path_buf)
+        });
+    match base.and_then(|b| {
+        absolute
+            .strip_prefix(&b)
+            .ok()
+            .map(std::path::Path::to_path_buf)
+    }) {
+        Some(relative) => relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+        None => file.to_owned(),
+    }
+}
+
 /// Prints the annotations.
 pub fn annotations(
     out: &mut dyn Write,
@@ -68,7 +101,7 @@ pub fn annotations(
         let row = details.get(&(outcome.test_id.clone(), outcome.target.clone()));
         let mut location = String::new();
         if let Some(source) = row.and_then(|r| r.source.as_ref()) {
-            location.push_str(&format!("file={}", property(&source.file)));
+            location.push_str(&format!("file={}", property(&workspace_path(&source.file))));
             if let Some(line) = source.line {
                 location.push_str(&format!(",line={line}"));
             }

@@ -137,11 +137,28 @@ impl RunReport {
     }
 }
 
-fn default_run_dir() -> PathBuf {
+/// Where runs go by default: `.evalhost/runs/<time>` under the project,
+/// whatever the current directory is (see [`runs_base`]).
+fn default_run_dir(roots: &suite::roots::Roots) -> PathBuf {
     let stamp = jiff::Zoned::now()
         .strftime("%Y-%m-%dT%H-%M-%S%.3f")
         .to_string();
-    PathBuf::from(".evalhost").join("runs").join(stamp)
+    runs_base(roots).join(".evalhost").join("runs").join(stamp)
+}
+
+/// The directory whose `.evalhost/runs` holds a suite's runs: the nearest
+/// directory above the eval file holding `.evalhost/` (not above the git
+/// root), else the git root, else the eval file's directory. Never the
+/// current directory: run from inside `cases/`, a run must not land there.
+pub fn runs_base(roots: &suite::roots::Roots) -> PathBuf {
+    let in_git = roots.project_root.join(".git").exists();
+    roots
+        .eval_dir
+        .ancestors()
+        .take_while(|d| !in_git || d.starts_with(&roots.project_root))
+        .find(|d| d.join(".evalhost").is_dir())
+        .unwrap_or(&roots.project_root)
+        .to_path_buf()
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -507,9 +524,17 @@ pub fn run(
     let run_dir = match (&options.resume, &options.output) {
         (Some(dir), _) => dir.clone(),
         (None, Some(out)) => out.clone(),
-        (None, None) => default_run_dir(),
+        (None, None) => {
+            let dir = default_run_dir(&roots);
+            // Shown relative to the current directory when inside it.
+            dir.strip_prefix(&roots.cwd)
+                .map_or(dir.clone(), Path::to_path_buf)
+        }
     };
-    if let Err(e) = crate::safe_fs::check_dir(&run_dir, &[&roots.project_root, &roots.cwd]) {
+    let runs_root = runs_base(&roots);
+    if let Err(e) =
+        crate::safe_fs::check_dir(&run_dir, &[&roots.project_root, &roots.cwd, &runs_root])
+    {
         return Ok(Err(RunError::Usage(format!("the run directory: {e}"))));
     }
     std::fs::create_dir_all(&run_dir)
