@@ -275,10 +275,10 @@ pub fn run_cli(cli: Cli) -> ExitCode {
     // Everything evalhost prints for people goes through one filter: no
     // value from a suite, a target or a plugin can drive the terminal or
     // start a CI workflow command (see `text`).
-    let mut stderr = crate::text::Terminal::new(std::io::stderr().lock());
+    let mut stderr = crate::text::Terminal::new(std::io::stderr());
     // Results and the summary go to stdout, so that `| tee log` and
     // `> out.txt` keep them; diagnostics, warnings and progress to stderr.
-    let mut stdout = crate::text::Terminal::new(std::io::stdout().lock());
+    let mut stdout = crate::text::Terminal::new(std::io::stdout());
     let code = match cli.command {
         Command::Run(args) => run_command(&args, &mut stdout, &mut stderr),
         Command::Validate(args) => validate_command(&args, &mut stderr),

@@ -458,6 +458,7 @@ mod tests {
             cost_usd: None,
             llm_calls: None,
             target_used: None,
+            retries: Vec::new(),
             cached: false,
             output_messages: Vec::new(),
             file_changes: None,

@@ -290,6 +290,10 @@ pub struct ResultRow {
     /// The fallback target that answered, when the primary failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_used: Option<String>,
+    /// Every failed target attempt that was tried again (or handed to a
+    /// fallback), in order, with why and how long evalhost waited.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retries: Vec<output::Retry>,
     /// A unified diff of what the target changed in the workspace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_changes: Option<String>,

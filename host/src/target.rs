@@ -12,7 +12,9 @@
 //! `use_target` delegates to another entry. Failed calls are retried with
 //! exponential backoff, then `fallback_targets` are tried in order.
 
-pub use crate::results::output::{LlmCalls, OutputMessage, TargetOutput, TokenUsage, ToolCall};
+pub use crate::results::output::{
+    LlmCalls, OutputMessage, Retry as RetryRecord, TargetOutput, TokenUsage, ToolCall,
+};
 
 pub mod cli;
 pub mod openai;
@@ -140,6 +142,8 @@ pub struct TargetFailure {
     pub retryable: bool,
     /// How long the target asked us to wait (HTTP `Retry-After`).
     pub retry_after: Option<Duration>,
+    /// How many attempts were made, once retries are over.
+    pub attempts: u32,
 }
 
 impl TargetFailure {
@@ -150,6 +154,7 @@ impl TargetFailure {
             message: message.into(),
             retryable: true,
             retry_after: None,
+            attempts: 1,
         }
     }
 
@@ -255,13 +260,16 @@ impl Targets {
     }
 
     /// Runs `target` for `test`: retries with backoff, then each fallback.
+    /// `retried` hears of every failed attempt that is tried again, as it
+    /// happens.
     pub fn invoke(
         &self,
         target: &Target,
         test: &TestCase,
         inv: &Invocation<'_>,
+        retried: &mut dyn FnMut(RetryRecord),
     ) -> Result<TargetOutput, TargetFailure> {
-        let mut last = match invoke_with_retries(target, test, inv) {
+        let mut last = match invoke_with_retries(target, test, inv, retried) {
             Ok(out) => return Ok(out),
             Err(e) => e,
         };
@@ -272,7 +280,13 @@ impl Targets {
             let Some(fallback) = self.targets.iter().find(|t| &t.name == name) else {
                 continue;
             };
-            match invoke_with_retries(fallback, test, inv) {
+            retried(RetryRecord {
+                target: target.name.clone(),
+                attempt: last.attempts,
+                error: format!("{} (trying fallback `{}`)", last.message, fallback.name),
+                wait_ms: 0,
+            });
+            match invoke_with_retries(fallback, test, inv, retried) {
                 Ok(mut out) => {
                     out.target_used = Some(fallback.name.clone());
                     return Ok(out);
@@ -296,6 +310,7 @@ fn invoke_with_retries(
     target: &Target,
     test: &TestCase,
     inv: &Invocation<'_>,
+    retried: &mut dyn FnMut(RetryRecord),
 ) -> Result<TargetOutput, TargetFailure> {
     let mut attempt = 0;
     loop {
@@ -317,6 +332,12 @@ fn invoke_with_retries(
                         failure.message
                     )));
                 }
+                retried(RetryRecord {
+                    target: target.name.clone(),
+                    attempt: attempt + 1,
+                    error: failure.message.clone(),
+                    wait_ms: wait.as_millis() as u64,
+                });
                 std::thread::sleep(wait);
                 attempt += 1;
             }
@@ -324,6 +345,7 @@ fn invoke_with_retries(
                 return Err(if attempt > 0 {
                     TargetFailure {
                         message: format!("{} (after {} attempts)", failure.message, attempt + 1),
+                        attempts: attempt + 1,
                         ..failure
                     }
                 } else {

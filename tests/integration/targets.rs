@@ -588,3 +588,56 @@ fn rows_claim_model_calls_only_when_someone_reported_them() {
     assert_eq!(row["llm_calls"], Value::Null, "{row}");
     assert_eq!(row["scores"][1]["score"], 1.0, "{row}");
 }
+
+/// Issue 16.8: every retry is said as it happens (stderr), counted on the
+/// test's line, and recorded in the row with why and how long evalhost
+/// waited; a fallback is recorded the same way.
+#[test]
+fn retries_are_shown_as_they_happen_and_recorded_in_the_row() {
+    let targets = "targets:\n  - name: default\n    provider: cli\n    command: \"n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; if [ $n -lt 3 ]; then echo boom $n >&2; exit 4; fi; echo hi > {OUTPUT_FILE}\"\n    retry_initial_delay_ms: 10\n  - name: flaky\n    provider: cli\n    command: \"exit 5\"\n    max_retries: 0\n    fallback_targets: [default]\n";
+    let project = project_with_targets(targets, ONE_TEST);
+    let r = project.run(&[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains(
+            "retry  t1 on `default`: attempt 1 failed (boom 1 (exit code 4)); trying again in 0.0 s"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("attempt 2 failed (boom 2"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.contains("PASS  t1  1.00"), "{}", r.stdout);
+    assert!(r.stdout.contains("(2 retries)"), "{}", r.stdout);
+    let first = row(&project, "t1");
+    let retries = first["retries"].as_array().expect("recorded");
+    assert_eq!(retries.len(), 2, "{first}");
+    assert_eq!(retries[0]["attempt"], 1);
+    assert_eq!(retries[0]["target"], "default");
+    assert_eq!(retries[0]["error"], "boom 1 (exit code 4)");
+    assert_eq!(retries[0]["wait_ms"], 10);
+    assert_eq!(retries[1]["wait_ms"], 20);
+
+    std::fs::remove_file(project.path().join("count")).unwrap();
+    let r = project.run(&["--target", "flaky"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let second = row(&project, "t1");
+    let retries = second["retries"].as_array().expect("recorded");
+    assert_eq!(retries[0]["target"], "flaky", "{second}");
+    assert!(
+        retries[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("(trying fallback `default`)"),
+        "{second}"
+    );
+    assert_eq!(
+        retries.len(),
+        3,
+        "the fallback's own two retries follow: {second}"
+    );
+    assert_eq!(second["target_used"], "default");
+}

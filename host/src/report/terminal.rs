@@ -110,8 +110,13 @@ pub fn row_lines(row: &ResultRow, full_output: bool) -> Vec<String> {
     let class = row
         .failure_class
         .map_or(String::new(), |c| format!("  [{c}]"));
+    let retries = match row.retries.len() {
+        0 => String::new(),
+        1 => "  (1 retry)".to_owned(),
+        n => format!("  ({n} retries)"),
+    };
     lines.push(format!(
-        "  {} {}{trial}  {:.2}  {} ms{class}",
+        "  {} {}{trial}  {:.2}  {} ms{class}{retries}",
         mark(row.status),
         shown(&row.test_id),
         row.score,

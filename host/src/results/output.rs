@@ -41,6 +41,20 @@ pub struct OutputMessage {
     pub name: Option<String>,
 }
 
+/// A target attempt that failed and was retried (or handed to a fallback).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Retry {
+    /// The target that failed.
+    pub target: String,
+    /// Which attempt failed, 1-based.
+    pub attempt: u32,
+    /// Why.
+    pub error: String,
+    /// How long evalhost waited before the next attempt, in milliseconds
+    /// (0 before a fallback).
+    pub wait_ms: u64,
+}
+
 /// Tokens a target reported.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TokenUsage {

@@ -51,6 +51,7 @@ pub(super) fn run_trial(
         cost_usd: None,
         llm_calls: None,
         target_used: None,
+        retries: Vec::new(),
         cached: false,
         output_messages: Vec::new(),
         file_changes: None,
@@ -151,7 +152,29 @@ pub(super) fn run_trial(
     row.cached = cached.is_some();
     let invoked = match cached {
         Some(output) => Ok(output),
-        None => ctx.targets.invoke(&run_target.target, test, &invocation),
+        None => ctx.targets.invoke(
+            &run_target.target,
+            test,
+            &invocation,
+            &mut |retry: target::RetryRecord| {
+                // Said as it happens: a slow target retried is no silent wait.
+                let mut err = crate::text::Terminal::new(std::io::stderr().lock());
+                let _ = writeln!(
+                    err,
+                    "  retry  {} on `{}`: attempt {} failed ({}){}",
+                    test.id,
+                    retry.target,
+                    retry.attempt,
+                    crate::text::shown(&retry.error),
+                    if retry.wait_ms > 0 {
+                        format!("; trying again in {:.1} s", retry.wait_ms as f64 / 1000.0)
+                    } else {
+                        String::new()
+                    }
+                );
+                row.retries.push(retry);
+            },
+        ),
     };
     if let (Ok(output), Some(key), Some(cache), false) =
         (&invoked, &cache_key, &ctx.cache, row.cached)
