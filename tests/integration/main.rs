@@ -45,3 +45,5 @@ mod plugins;
 mod review_bugs;
 
 mod support;
+// report.html rendered in headless Chromium: reasons, tags, search, diffs.
+mod report_page;

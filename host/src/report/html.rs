@@ -1,7 +1,9 @@
 //! `report.html`: one self-contained page per run (no network, no external
-//! files). Per test: status, score, input, expected output, output, and each
-//! assertion's verdict, checks and evidence; filter by status and search by
-//! id. The data is embedded as JSON and rendered with `textContent`, so no
+//! files). Per test: status, score, why it did not pass (on the collapsed
+//! row), tags and `file:line`, input, expected output, output (with a diff
+//! against what an `equals` or the expected output wanted), retries, a
+//! target's error, and each assertion's verdict, checks and evidence;
+//! filter by status and tag, search ids, inputs and outputs. The data is embedded as JSON and rendered with `textContent`, so no
 //! output under test can inject markup.
 
 use std::io::Write as _;
@@ -45,6 +47,12 @@ th { font-size: 12px; color: var(--muted); }
 .empty { color: var(--muted); padding: 24px; text-align: center; }
 .required { font-size: 11px; font-weight: 600; color: #fff; background: var(--warn); border-radius: 8px; padding: 0 6px; }
 .gate { color: var(--fail); font-weight: 600; }
+.reason { color: var(--muted); font-size: 12px; flex: 2; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; min-width: 0; }
+.tag { font-size: 11px; border: 1px solid var(--line); border-radius: 8px; padding: 0 6px; color: var(--muted); }
+.where { color: var(--muted); font-size: 12px; font-family: ui-monospace, monospace; margin-top: 8px; }
+.diff { font-family: ui-monospace, monospace; font-size: 12px; background: #f6f8fa; border: 1px solid var(--line); border-radius: 6px; padding: 6px 8px; margin: 4px 0; white-space: pre-wrap; word-break: break-word; }
+.diff .del { background: #ffebe9; color: #82071e; display: block; } .diff .add { background: #dafbe1; color: #116329; display: block; } .diff .same { display: block; color: var(--muted); }
+.bar select { padding: 4px 8px; border: 1px solid var(--line); border-radius: 6px; background: #fff; }
 "#;
 
 const SCRIPT: &str = r#"
@@ -61,22 +69,59 @@ data.rows.forEach(r => { (byTest[r.test_id + '\u0000' + r.target] ||= []).push(r
 const list = document.getElementById('tests');
 const failingCount = data.tests.filter(x => !['passed', 'expected-failed'].includes(x.status)).length;
 if (data.unlisted) { const u = document.getElementById('unlisted'); u.style.display = ''; u.textContent = data.unlisted + ' more passing tests are not listed here; every row is in results.jsonl.'; }
+// Why a test did not pass, in one line: the gate, else the error, else the
+// first failing check.
+function reason(rows) {
+  const r = rows.find(x => !['passed', 'expected-failed'].includes(x.status)) || rows[0];
+  if (!r) return '';
+  if (r.gated) return 'required assertion `' + r.gated.assertion + '` scored ' + r.gated.score.toFixed(2) + ' < ' + r.gated.min_score.toFixed(2) + ': test score set to 0';
+  if (r.error && !(r.scores || []).length) return 'error: ' + r.error;
+  for (const sc of (r.scores || [])) {
+    if (sc.verdict === 'pass') continue;
+    const c = (sc.assertions || []).find(c => !c.passed);
+    return sc.name + ': ' + (sc.error || (c ? c.text : sc.verdict));
+  }
+  return r.error || '';
+}
+// A line diff (longest common subsequence) of expected against actual.
+function diff(parent, expected, actual) {
+  const a = String(expected).split('\n'), b = String(actual).split('\n');
+  const box = el('div', 'diff');
+  if (a.length * b.length > 250000) { box.appendChild(el('span', 'del', '- ' + expected)); box.appendChild(el('span', 'add', '+ ' + actual)); parent.appendChild(box); return; }
+  const n = a.length, m = b.length, L = Array.from({length: n + 1}, () => new Int32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) L[i][j] = a[i] === b[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+  let i = 0, j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && a[i] === b[j]) { box.appendChild(el('span', 'same', '  ' + a[i])); i++; j++; }
+    else if (i < n && (j === m || L[i + 1][j] >= L[i][j + 1])) { box.appendChild(el('span', 'del', '- ' + a[i])); i++; }
+    else { box.appendChild(el('span', 'add', '+ ' + b[j])); j++; }
+  }
+  parent.appendChild(box);
+}
+const allTags = new Set();
 function messages(parent, title, msgs) {
   if (!msgs || !msgs.length) return;
   parent.appendChild(el('h3', '', title));
   msgs.forEach(m => { parent.appendChild(el('div', 'role', m.role)); parent.appendChild(el('pre', '', m.content)); });
 }
 data.tests.forEach(o => {
-  const d = el('details', 'test'); d.dataset.status = o.status; d.dataset.id = o.test_id.toLowerCase();
+  const rows = byTest[o.test_id + '\u0000' + o.target] || [];
+  const tags = rows.length ? (rows[0].tags || []) : [];
+  tags.forEach(g => allTags.add(g));
+  const d = el('details', 'test'); d.dataset.status = o.status; d.dataset.tags = JSON.stringify(tags);
+  // Search looks at the id, the inputs, the expected output and the output.
+  d.dataset.text = [o.test_id].concat(rows.flatMap(r => (r.input || []).map(m => m.content).concat([r.expected_output || '', r.output || '']))).join('\n').toLowerCase();
   const s = el('summary');
   s.appendChild(el('span', 'badge s-' + o.status, o.status));
   s.appendChild(el('span', 'id', o.test_id + (o.trials > 1 ? ' ×' + o.trials : '')));
+  if (!['passed', 'expected-failed'].includes(o.status)) { const why = reason(rows); if (why) { const w = el('span', 'reason', why); w.title = why; s.appendChild(w); } }
+  tags.forEach(g => s.appendChild(el('span', 'tag', g)));
   if (o.failure_class) s.appendChild(el('span', 'class', o.failure_class));
   s.appendChild(el('span', 'score', o.score.toFixed(2) + ' / ' + o.threshold.toFixed(2)));
   s.appendChild(el('span', 'ms', o.wall_ms + ' ms'));
   d.appendChild(s);
   const body = el('div', 'body');
-  const rows = byTest[o.test_id + '\u0000' + o.target] || [];
+  if (rows.length && rows[0].source) body.appendChild(el('div', 'where', rows[0].source.file + (rows[0].source.line ? ':' + rows[0].source.line : '') + (tags.length ? ' · tags: ' + tags.join(', ') : '')));
   if (!rows.length) body.appendChild(el('div', 'role', 'Not shown in full: the page details ' + data.detailed + ' tests, failing ones first. Every row is in results.jsonl.'));
   rows.forEach(r => {
     if (rows.length > 1) body.appendChild(el('h3', '', 'trial ' + r.trial + ' · ' + r.status + ' · ' + r.score.toFixed(2)));
@@ -85,8 +130,12 @@ data.tests.forEach(o => {
     if (r.expected_output) { body.appendChild(el('h3', '', 'expected output')); body.appendChild(el('pre', '', r.expected_output)); }
     body.appendChild(el('h3', '', 'output'));
     body.appendChild(el('pre', '', r.output || '(no output)'));
-    if (r.error) { body.appendChild(el('h3', '', 'error')); body.appendChild(el('pre', '', r.error)); }
+    // (An `equals` shows its own diff in its row.)
+    if (r.expected_output && r.output && !['passed', 'expected-failed'].includes(r.status) && r.expected_output.trim() !== r.output.trim() && !(r.scores || []).some(sc => sc.expected != null)) { body.appendChild(el('h3', '', 'expected output → output')); diff(body, r.expected_output.trim(), r.output.trim()); }
+    if ((r.retries || []).length) { body.appendChild(el('h3', '', 'retries')); r.retries.forEach(x => body.appendChild(el('div', 'role', x.target + ' attempt ' + x.attempt + ' failed: ' + x.error + (x.wait_ms ? ' (waited ' + (x.wait_ms / 1000).toFixed(1) + ' s)' : '')))); }
+    if (r.error) { body.appendChild(el('h3', '', (r.scores || []).length ? 'error' : 'target error')); body.appendChild(el('pre', '', r.error)); }
     if (r.gated) { body.appendChild(el('h3', '', 'gate')); body.appendChild(el('div', 'gate', 'required assertion `' + r.gated.assertion + '` scored ' + r.gated.score.toFixed(2) + ' < ' + r.gated.min_score.toFixed(2) + ': test score set to 0')); }
+    if (!(r.scores || []).length) { body.appendChild(el('div', 'role', r.error ? 'No assertion ran: there was no output to grade.' : 'No assertions.')); return; }
     body.appendChild(el('h3', '', 'assertions'));
     const table = el('table'); const head = el('tr');
     ['assertion', 'verdict', 'score', 'weight', 'checks'].forEach(h => head.appendChild(el('th', '', h)));
@@ -100,6 +149,8 @@ data.tests.forEach(o => {
       tr.appendChild(el('td', 'score', String(sc.weight)));
       const checks = el('td');
       (sc.assertions || []).forEach(c => { checks.appendChild(el('div', c.passed ? 'ok' : 'no', c.text)); if (c.evidence) checks.appendChild(el('div', 'evidence', c.evidence)); });
+      if (sc.error && !(sc.assertions || []).length) checks.appendChild(el('div', 'no', sc.error));
+      if (sc.expected !== undefined && sc.expected !== null) diff(checks, sc.expected.trim(), (r.output || '').trim());
       if (sc.plugin_output) checks.appendChild(el('pre', '', sc.plugin_output));
       tr.appendChild(checks);
       table.appendChild(tr);
@@ -112,10 +163,13 @@ data.tests.forEach(o => {
 });
 let filter = 'all';
 const search = document.getElementById('search');
+const tagSelect = document.getElementById('tag');
+[...allTags].sort().forEach(g => { const o = el('option', '', g); o.value = g; tagSelect.appendChild(o); });
+if (!allTags.size) tagSelect.style.display = 'none';
 function apply() {
-  const q = search.value.toLowerCase(); let shown = 0;
+  const q = search.value.toLowerCase(); const tag = tagSelect.value; let shown = 0;
   list.querySelectorAll('details.test').forEach(d => {
-    const ok = (filter === 'all' || (filter === 'failing' ? !['passed', 'expected-failed'].includes(d.dataset.status) : d.dataset.status === filter)) && d.dataset.id.includes(q);
+    const ok = (filter === 'all' || (filter === 'failing' ? !['passed', 'expected-failed'].includes(d.dataset.status) : d.dataset.status === filter)) && d.dataset.text.includes(q) && (!tag || JSON.parse(d.dataset.tags).includes(tag));
     d.style.display = ok ? '' : 'none'; if (ok) shown++;
   });
   document.getElementById('empty').style.display = shown ? 'none' : '';
@@ -124,6 +178,7 @@ document.querySelectorAll('.bar button').forEach(b => b.addEventListener('click'
   document.querySelectorAll('.bar button').forEach(x => x.classList.remove('on')); b.classList.add('on'); filter = b.dataset.filter; apply();
 }));
 search.addEventListener('input', apply);
+tagSelect.addEventListener('change', apply);
 if (failingCount) document.querySelector('[data-filter=failing]').click(); else apply();
 "#;
 
@@ -195,7 +250,8 @@ impl<'a> Page<'a> {
 <header><h1 id="title">evalhost</h1><div class="meta" id="meta"></div><div class="counts" id="counts"></div></header>
 <div class="bar">
 <button data-filter="all" class="on">All</button><button data-filter="failing">Failing</button><button data-filter="passed">Passed</button><button data-filter="failed">Failed</button><button data-filter="error">Errors</button><button data-filter="expected-failed">Expected failures</button><button data-filter="unexpected-passed">Unexpected passes</button>
-<input id="search" type="search" placeholder="Filter by test id">
+<select id="tag" aria-label="Tag"><option value="">All tags</option></select>
+<input id="search" type="search" placeholder="Search ids, inputs and outputs">
 </div>
 <main><div id="tests"></div><div class="empty" id="empty" style="display:none">No test matches.</div><div class="empty" id="unlisted" style="display:none"></div></main>
 <script type="application/json" id="data">"#
