@@ -20,7 +20,7 @@ fn main() {
         .to_path_buf();
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
 
-    for watched in ["plugins", "plugin-sdk", "wit", "Cargo.lock", "Cargo.toml"] {
+    for watched in ["plugins", "plugin-sdk", "Cargo.lock", "Cargo.toml"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     println!("cargo:rerun-if-env-changed=EVALHOST_PLUGIN_TARGET_DIR");

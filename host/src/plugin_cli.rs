@@ -101,6 +101,10 @@ fn indent(text: &str, n: usize) -> String {
         .join("\n")
 }
 
+/// The plugin-sdk version `plugin new` depends on: the WIT package's
+/// major.minor (see plugin-sdk/Cargo.toml's version policy).
+pub const SDK_VERSION: &str = "0.2";
+
 fn scaffold(
     name: &str,
     dir: Option<&Path>,
@@ -124,16 +128,22 @@ fn scaffold(
     if root.exists() {
         return Err(format!("{} already exists", root.display()));
     }
-    let sdk = match sdk {
-        Some(p) => p.to_path_buf(),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugin-sdk"),
+    // The published SDK by version, or a local copy with --sdk.
+    let dependency = match sdk {
+        Some(p) => {
+            let path = p
+                .canonicalize()
+                .map_err(|e| format!("the plugin SDK is not at {}: {e}", p.display()))?;
+            if !path.join("Cargo.toml").is_file() || !path.join("wit").is_dir() {
+                return Err(format!(
+                    "{} is not a copy of evalhost's plugin-sdk (no Cargo.toml and wit/)",
+                    path.display()
+                ));
+            }
+            format!("{{ path = {:?} }}", path.display().to_string())
+        }
+        None => format!("\"{SDK_VERSION}\""),
     };
-    let sdk = sdk.canonicalize().map_err(|e| {
-        format!(
-            "the plugin SDK is not at {}: {e} (pass --sdk PATH)",
-            sdk.display()
-        )
-    })?;
     let crate_name = name.replace('-', "_");
     let type_name = name.to_owned();
     let struct_name: String = name
@@ -166,7 +176,7 @@ edition = "2024"
 crate-type = ["cdylib", "rlib"]   # cdylib: the plugin (.wasm); rlib: native unit tests
 
 [dependencies]
-evalhost-plugin-sdk = {{ path = "{sdk}" }}
+evalhost-plugin-sdk = {dependency}
 
 # Small components; the same settings as evalhost's built-in graders.
 [profile.release]
@@ -175,7 +185,6 @@ debug = false
 strip = "debuginfo"
 codegen-units = 1
 "#,
-                sdk = sdk.display()
             ),
         ),
         (
@@ -276,9 +285,33 @@ pub enum PluginCommand {
         /// Where to create it (default: the current directory).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
-        /// The plugin-sdk to depend on (default: the one this evalhost was
-        /// built from).
+        /// A local copy of plugin-sdk to depend on by path (default: the
+        /// published `evalhost-plugin-sdk` of this evalhost's WIT version).
         #[arg(long, value_name = "PATH")]
         sdk: Option<PathBuf>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    /// `plugin new` writes the SDK version the SDK crate has, which is the
+    /// WIT version this host runs (the SDK's version policy).
+    #[test]
+    fn the_scaffold_depends_on_the_sdk_of_this_hosts_wit() {
+        let manifest = include_str!("../../plugin-sdk/Cargo.toml");
+        let version = manifest
+            .lines()
+            .find_map(|l| l.strip_prefix("version = \""))
+            .and_then(|v| v.strip_suffix('"'))
+            .expect("plugin-sdk has its own version");
+        assert!(
+            version.starts_with(&format!("{}.", super::SDK_VERSION)),
+            "{version}"
+        );
+        assert!(
+            crate::plugin::API_VERSION.starts_with(&format!("{}.", super::SDK_VERSION)),
+            "{}",
+            crate::plugin::API_VERSION
+        );
+    }
 }

@@ -166,7 +166,7 @@ pub mod __private {
     pub mod bindings {
         wit_bindgen::generate!({
             world: "plugin",
-            path: "../wit",
+            path: "wit",
             pub_export_macro: true,
             export_macro_name: "__export_plugin",
             default_bindings_module: "evalhost_plugin_sdk::__private::bindings",

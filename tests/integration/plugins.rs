@@ -357,6 +357,117 @@ fn a_rust_grader_scaffolded_by_plugin_new_builds_tests_and_grades() {
     assert!(r.stderr.contains("already exists"), "{}", r.stderr);
 }
 
+/// Issue 16.11: a plugin builds without an evalhost checkout. `plugin new`
+/// depends on the published SDK by version; the SDK packages (with its WIT
+/// world inside), and the scaffold builds and grades against the packaged
+/// crate (standing in for crates.io through `[patch]`).
+#[test]
+fn a_scaffold_depends_on_the_sdk_by_version_and_builds_from_its_package() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_in(dir.path(), &["plugin", "new", "word-check"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let manifest = std::fs::read_to_string(dir.path().join("word-check/Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("evalhost-plugin-sdk = \"0.2\"\n"),
+        "{manifest}"
+    );
+    assert!(
+        !manifest.contains("path ="),
+        "no path from the machine evalhost was built on: {manifest}"
+    );
+    let sdk_manifest = std::fs::read_to_string(root().join("plugin-sdk/Cargo.toml")).unwrap();
+    assert!(
+        sdk_manifest.contains("version = \"0.2."),
+        "the SDK's version is the one `plugin new` writes"
+    );
+
+    // The package cargo would publish.
+    let package_dir = tempfile::tempdir().unwrap();
+    let status = Command::new("cargo")
+        .current_dir(root())
+        .args([
+            "package",
+            "-p",
+            "evalhost-plugin-sdk",
+            "--no-verify",
+            "--allow-dirty",
+        ])
+        .env("CARGO_TARGET_DIR", package_dir.path())
+        .env("RUSTUP_TOOLCHAIN", toolchain())
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "cargo package failed");
+    let crate_file = std::fs::read_dir(package_dir.path().join("package"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "crate"))
+        .expect("a .crate");
+    let unpacked = tempfile::tempdir().unwrap();
+    let status = Command::new("tar")
+        .arg("xzf")
+        .arg(&crate_file)
+        .arg("-C")
+        .arg(unpacked.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let sdk = std::fs::read_dir(unpacked.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(
+        sdk.join("wit/grader.wit").is_file(),
+        "the WIT world is in the package"
+    );
+    std::fs::write(
+        dir.path().join("word-check/Cargo.toml"),
+        format!(
+            "{manifest}\n[patch.crates-io]\nevalhost-plugin-sdk = {{ path = {:?} }}\n",
+            sdk.display().to_string()
+        ),
+    )
+    .unwrap();
+    let crate_dir = dir.path().join("word-check");
+    cargo(&crate_dir, &["test", "--quiet"]);
+    cargo(
+        &crate_dir,
+        &["build", "--target", "wasm32-wasip2", "--release"],
+    );
+    let wasm = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("test-plugins/wasm32-wasip2/release/word_check.wasm");
+    let project = Project::with_mock("Hello, World");
+    project.write(
+        "EVAL.yaml",
+        &format!(
+            "plugins: ['{}']\ntests:\n  - {{id: yes, input: q, assertions: [{{type: word-check, value: WORLD}}]}}\n",
+            wasm.display()
+        ),
+    );
+    let r = project.run(&[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(project.row("yes")["scores"][0]["score"], 1.0);
+
+    // --sdk PATH must be a copy of the SDK.
+    let r = run_in(
+        dir.path(),
+        &[
+            "plugin",
+            "new",
+            "other",
+            "--sdk",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is not a copy of evalhost's plugin-sdk"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// Builds `tests/plugins/python-grader` with componentize-py against the
 /// repository's WIT world.
 fn python_grader() -> PathBuf {
@@ -367,7 +478,7 @@ fn python_grader() -> PathBuf {
     let status = crate::support::python()
         .current_dir(root())
         .args(["-c", "import sys; from componentize_py import script; sys.argv[0] = 'componentize-py'; sys.exit(script())"])
-        .args(["-d", "wit", "-w", "plugin", "componentize", "-p"])
+        .args(["-d", "plugin-sdk/wit", "-w", "plugin", "componentize", "-p"])
         .arg("tests/plugins/python-grader")
         .arg("app")
         .arg("-o")

@@ -1,9 +1,9 @@
 //! The only `bindgen!` of the host: Rust types for the `evalhost:grader`
-//! WIT package in `wit/`. Every other module imports from here.
+//! WIT package in `plugin-sdk/wit/`. Every other module imports from here.
 
 wasmtime::component::bindgen!({
     world: "plugin",
-    path: "../wit",
+    path: "../plugin-sdk/wit",
 });
 
 /// The WIT package version this host implements.

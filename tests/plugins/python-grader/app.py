@@ -1,5 +1,5 @@
 """A grader plugin written in Python, built with componentize-py against
-evalhost's WIT world (`wit/grader.wit`, world `plugin`):
+evalhost's WIT world (`plugin-sdk/wit/grader.wit`, world `plugin`):
 
     componentize-py -d ../../../wit -w plugin componentize app -o word_limit.wasm
 
