@@ -108,7 +108,32 @@ pub fn parse_with_positions(text: &str) -> Result<(Value, SourceMap), YamlError>
 fn two_pass(text: &str) -> Result<Value, yaml_serde::Error> {
     let mut value: yaml_serde::Value = yaml_serde::from_str(text)?;
     value.apply_merge()?;
+    string_keys(&mut value);
     yaml_serde::from_value(value)
+}
+
+/// Scalar mapping keys as JavaScript makes them strings (`0:` is "0"), as
+/// the one-pass reader reads them.
+fn string_keys(value: &mut yaml_serde::Value) {
+    use yaml_serde::Value as Y;
+    match value {
+        Y::Mapping(map) => {
+            let entries = std::mem::take(map);
+            for (key, mut item) in entries {
+                string_keys(&mut item);
+                let key = match key {
+                    Y::Number(n) => Y::String(n.to_string()),
+                    Y::Bool(b) => Y::String(b.to_string()),
+                    Y::Null => Y::String("null".to_owned()),
+                    other => other,
+                };
+                map.insert(key, item);
+            }
+        }
+        Y::Sequence(items) => items.iter_mut().for_each(string_keys),
+        Y::Tagged(tagged) => string_keys(&mut tagged.value),
+        _ => {}
+    }
 }
 
 /// From how many bytes a file is parsed on two threads.
@@ -401,8 +426,13 @@ impl Builder {
                 ..
             } => match key.take() {
                 None => {
+                    // A scalar key is a string as JavaScript makes it one
+                    // (`0:` is "0", as AgentV reads `score_ranges`).
                     let name = match value {
                         Value::String(s) => s,
+                        Value::Number(n) => n.to_string(),
+                        Value::Bool(b) => b.to_string(),
+                        Value::Null => "null".to_owned(),
                         other => return Err(non_string_key(&other, pos)),
                     };
                     let key_path = path.key(&name);

@@ -178,7 +178,11 @@ fn a_merge_inside_an_anchor_is_applied_before_the_alias_copies_it() {
 fn errors_name_their_line() {
     let cases = [
         ("a: 1\na: 2\n", "duplicate entry with key \"a\"", 2),
-        ("x: 1\n1: x\n", "a mapping key is the number `1`", 2),
+        (
+            "x: 1\n[1]: x\n",
+            "a mapping key is a sequence or a mapping",
+            2,
+        ),
         ("x: 1\ny: !foo bar\n", "the tag `!foo` is not supported", 2),
         ("x:\n  <<: 1\n", "expected a mapping or list of mappings", 2),
         ("a: 1\n--- \nb: 2\n", "a second YAML document", 2),
@@ -299,4 +303,20 @@ fn a_quoted_string_continued_at_its_keys_indentation_reads_as_before() {
         map.exact(&crate::source_map::KeyPath::default().key("x")),
         Some(Pos { line: 1, col: 1 })
     );
+}
+
+/// AgentV's `score_ranges` shorthand writes integer keys (`0:` … `10:`):
+/// both readers make scalar keys strings as JavaScript does, with the line
+/// of each key kept.
+#[test]
+fn scalar_keys_are_strings_as_in_javascript() {
+    let text = "score_ranges:\n  0: bad\n  10: good\n  true: yes\n  ~: none\n";
+    let want = serde_json::json!({"score_ranges": {"0": "bad", "10": "good", "true": "yes", "null": "none"}});
+    assert_eq!(parse(text).unwrap(), want);
+    assert_eq!(two_pass(text).unwrap(), want);
+    let (_, map) = parse_with_positions(text).unwrap();
+    let at = crate::source_map::KeyPath::default()
+        .key("score_ranges")
+        .key("10");
+    assert_eq!(map.locate(&at).map(|p| p.line), Some(3));
 }
