@@ -158,7 +158,19 @@ pub fn grade_assertion(
                     }
                 }
             }
-            let passed = reaches(score, info.default_threshold);
+            let details: Option<serde_json::Value> = grade
+                .details_json
+                .and_then(|d| serde_json::from_str(&d).ok());
+            // `details.verdict: "fail"`: the plugin fails the assertion
+            // whatever its score (AgentV's failed required rubric item,
+            // which keeps its weighted score). Negation does not make it
+            // a pass.
+            let failed_by_plugin = details
+                .as_ref()
+                .and_then(|d| d.get("verdict"))
+                .and_then(serde_json::Value::as_str)
+                == Some("fail");
+            let passed = reaches(score, info.default_threshold) && !failed_by_plugin;
             ScoreRow {
                 name: assertion.name.to_string(),
                 kind: assertion.kind.to_string(),
@@ -173,9 +185,7 @@ pub fn grade_assertion(
                 plugin: plugin.name.clone(),
                 plugin_digest: plugin.digest.clone(),
                 plugin_output: None,
-                details: grade
-                    .details_json
-                    .and_then(|d| serde_json::from_str(&d).ok()),
+                details,
                 // An `equals` that failed: what it wanted, for a diff.
                 expected: (!passed && !assertion.negate && &*assertion.kind == "equals")
                     .then(|| assertion.config.get("value").and_then(|v| v.as_str()))

@@ -279,14 +279,47 @@ fn judge_samples_report_mean_spread_and_agreement() {
 }
 
 #[test]
-fn a_required_criterion_that_fails_zeroes_the_rubric() {
-    let server = FakeServer::start(vec![checklist(&[("rubric-1", true), ("rubric-2", false)])]);
-    let suite = "tests:\n  - id: strict\n    input: q\n    assertions:\n      - Names Paris\n      - Cites a source\n";
+fn a_failed_required_criterion_scores_as_in_agentv_and_zeroes_only_on_request() {
+    // AgentV's example: weights 5 and 3 (checklist items are required by
+    // default), the 3 unmet: the rubric keeps 0.625 and fails its verdict.
+    let server =
+        FakeServer::start_fn(|_| checklist(&[("names-paris", true), ("cites-source", false)]));
+    let suite = "tests:\n  - id: weighted\n    input: q\n    assertions:\n      - type: rubrics\n        criteria:\n          - {id: names-paris, outcome: Names Paris, weight: 5}\n          - {id: cites-source, outcome: Cites a source, weight: 3}\n  - id: strict\n    input: q\n    assertions:\n      - type: rubrics\n        zero_on_required_failure: true\n        criteria:\n          - {id: names-paris, outcome: Names Paris, weight: 5}\n          - {id: cites-source, outcome: Cites a source, weight: 3}\n";
     let (project, cache) = judged(&server, "Paris.", suite);
     assert_eq!(run(&project, &cache, "out", &[]).code, 1);
-    let s = score(&rows(&project, "out")[0], "rubrics").clone();
-    assert_eq!(s["score"], 0.0);
-    assert_eq!(s["details"]["failed_required"], json!(["rubric-2"]));
+    let rows = rows(&project, "out");
+    let weighted = rows.iter().find(|r| r["test_id"] == "weighted").unwrap();
+    let s = score(weighted, "rubrics").clone();
+    assert_eq!(s["score"], 0.625);
+    assert_eq!(
+        s["verdict"], "fail",
+        "a failed required item fails the verdict: {s}"
+    );
+    assert_eq!(s["details"]["failed_required"], json!(["cites-source"]));
+    assert_eq!(weighted["score"], 0.625);
+    let strict = rows.iter().find(|r| r["test_id"] == "strict").unwrap();
+    assert_eq!(score(strict, "rubrics")["score"], 0.0, "{strict}");
+}
+
+/// A rubric that scores at least 0.8 with a failed required item still
+/// fails its verdict (`details.verdict`), as in AgentV, though the test
+/// score keeps the weighted mean.
+#[test]
+fn a_failed_required_item_fails_the_verdict_above_the_threshold() {
+    let server = FakeServer::start_fn(|_| checklist(&[("a", true), ("b", false)]));
+    let suite = "tests:\n  - id: t\n    input: q\n    assertions:\n      - type: rubrics\n        criteria:\n          - {id: a, outcome: A, weight: 9, required: false}\n          - {id: b, outcome: B, weight: 1}\n";
+    let (project, cache) = judged(&server, "Paris.", suite);
+    let r = run(&project, &cache, "out", &[]);
+    let row = &rows(&project, "out")[0];
+    let s = score(row, "rubrics");
+    assert_eq!(s["score"], 0.9);
+    assert_eq!(s["verdict"], "fail", "{s}");
+    assert_eq!(row["score"], 0.9);
+    assert_eq!(
+        row["status"], "passed",
+        "the test score is the weighted mean: {}",
+        r.stderr
+    );
 }
 
 #[test]

@@ -121,7 +121,10 @@ fn grade_rubrics(request: &Request) -> Result<Grade, GradeError> {
     for sample in 0..n {
         runs.push(rubric::judge_once(request, &criteria, sample)?);
     }
-    Ok(rubric::combine(&criteria, &runs))
+    let zero = config
+        .optional_bool("zero_on_required_failure")?
+        .unwrap_or(false);
+    Ok(rubric::combine(&criteria, &runs, zero))
 }
 
 fn grade_free_form(request: &Request) -> Result<Grade, GradeError> {
@@ -183,6 +186,8 @@ impl Grader for LlmJudge {
             "target": {"type": "string"},
             "prompt": {"type": "string"},
         });
+        let mut common = common;
+        common["zero_on_required_failure"] = json!({"type": "boolean", "description": "evalhost's stricter rule: a failed required criterion zeroes the score (AgentV keeps the weighted score and fails the verdict)"});
         let mut rubric_props = common.clone();
         rubric_props["criteria"] = json!({"type": "array", "minItems": 1});
         rubric_props["rubrics"] = json!({"type": "array", "minItems": 1});
@@ -209,6 +214,7 @@ impl Grader for LlmJudge {
 
     fn check_config(assertion_type: &str, config: &Config) -> Result<(), String> {
         samples(config)?;
+        config.optional_bool("zero_on_required_failure")?;
         config.optional_f64("temperature")?;
         config.optional_str("target")?;
         config.optional_str("prompt")?;

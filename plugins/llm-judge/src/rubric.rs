@@ -1,11 +1,14 @@
 //! Rubric criteria (AgentV §5.4) and their scoring.
 //!
-//! Checklist items score Σ weight of satisfied / Σ weight of all items; an
-//! item the judge did not answer counts as not satisfied. Score-range items
+//! As AgentV 4.42 scores them (`calculateRubricScore`,
+//! `calculateScoreRangeResult`): checklist items score Σ weight of satisfied
+//! / Σ weight of the items the judge answered (an item it left out counts
+//! for nothing, and is shown as a failed check saying so). Score-range items
 //! (0–10, normalised /10) score their weighted mean; an item passes when its
 //! normalised score reaches its gate and the raw score is at least 7. A
-//! required item that fails zeroes the rubric's score (AgentV only fails
-//! the grader's verdict, which its test score ignores).
+//! required item that fails fails the grader's verdict (`details.verdict`)
+//! and keeps its score; `zero_on_required_failure: true` opts into
+//! evalhost's stricter rule, which zeroes the score.
 
 use evalhost_plugin_sdk::{Check, Config, Grade, GradeError, Request, Value, json};
 
@@ -308,34 +311,52 @@ pub fn judge_once(
     ask(&request.config, &system, &user, &schema, sample, read)
 }
 
-fn score_of(criteria: &[Criterion], run: &Run) -> (f64, Vec<String>) {
-    let total: f64 = criteria.iter().map(|c| c.weight).sum();
-    let got: f64 = criteria
-        .iter()
-        .zip(run)
-        .map(|(c, v)| c.weight * v.score)
-        .sum();
-    let failed_required: Vec<String> = criteria
-        .iter()
-        .zip(run)
-        .filter(|(c, v)| (c.required || c.min_score.is_some()) && !v.passed)
+/// One sample's score and the gated items it failed. Only the items the
+/// judge answered count, as in AgentV; a gate fails below its `min_score`
+/// (score ranges) or when a required checklist item is not satisfied.
+fn score_of(
+    criteria: &[Criterion],
+    run: &Run,
+    zero_on_required_failure: bool,
+) -> (f64, Vec<String>) {
+    let answered = || criteria.iter().zip(run).filter(|(_, v)| v.answered);
+    let total: f64 = answered().map(|(c, _)| c.weight).sum();
+    let got: f64 = answered().map(|(c, v)| c.weight * v.score).sum();
+    let failed_required: Vec<String> = answered()
+        .filter(|(c, v)| match (c.min_score, v.raw) {
+            // Score ranges: below the gate (AgentV: min_score, else
+            // required_min_score/10, else required → 1.0).
+            (_, Some(_)) => {
+                let gate = c.min_score.unwrap_or(if c.required { 1.0 } else { 0.0 });
+                (c.required || c.min_score.is_some()) && v.score + 1e-9 < gate
+            }
+            (_, None) => c.required && !v.passed,
+        })
         .map(|(c, _)| c.id.clone())
         .collect();
-    let score = if total > 0.0 { got / total } else { 0.0 };
+    let score = if total > 0.0 {
+        (got / total).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     (
-        if failed_required.is_empty() {
-            score
-        } else {
+        if zero_on_required_failure && !failed_required.is_empty() {
             0.0
+        } else {
+            score
         },
         failed_required,
     )
 }
 
 /// Combines the samples into a grade: the mean score, the spread, and per
-/// criterion the majority verdict.
-pub fn combine(criteria: &[Criterion], runs: &[Run]) -> Grade {
-    let scored: Vec<(f64, Vec<String>)> = runs.iter().map(|r| score_of(criteria, r)).collect();
+/// criterion the majority verdict. A failed gate sets `details.verdict` to
+/// `fail` (the host fails the assertion whatever its score).
+pub fn combine(criteria: &[Criterion], runs: &[Run], zero_on_required_failure: bool) -> Grade {
+    let scored: Vec<(f64, Vec<String>)> = runs
+        .iter()
+        .map(|r| score_of(criteria, r, zero_on_required_failure))
+        .collect();
     let scores: Vec<f64> = scored.iter().map(|(s, _)| *s).collect();
     let (mean, sd) = spread(&scores);
     let n = runs.len();
@@ -372,6 +393,16 @@ pub fn combine(criteria: &[Criterion], runs: &[Run]) -> Grade {
         && !failed.is_empty()
     {
         details["failed_required"] = json!(failed);
+        details["verdict"] = json!("fail");
+    }
+    let unanswered: Vec<&str> = criteria
+        .iter()
+        .zip(&runs[0])
+        .filter(|(_, v)| !v.answered)
+        .map(|(c, _)| c.id.as_str())
+        .collect();
+    if !unanswered.is_empty() {
+        details["unanswered"] = json!(unanswered);
     }
     if criteria.iter().any(|c| !c.score_ranges.is_empty()) {
         details["raw_scores"] = json!(runs[0].iter().map(|v| v.raw).collect::<Vec<_>>());
@@ -471,16 +502,53 @@ mod tests {
             {"id": "b", "outcome": "B", "weight": 1, "required": false},
         ]})))
         .unwrap();
-        assert_eq!(combine(&c, &[vec![v(true), v(false)]]).score, 0.75);
+        assert_eq!(combine(&c, &[vec![v(true), v(false)]], false).score, 0.75);
         let strict =
             parse_criteria(&config(json!({"criteria": ["A", "B", "C", "D", "E"]}))).unwrap();
-        // 4 of 5 satisfied, but every string criterion is required: 0.
-        let g = combine(
-            &strict,
-            &[vec![v(true), v(true), v(true), v(true), v(false)]],
-        );
-        assert_eq!(g.score, 0.0);
-        assert_eq!(g.details.unwrap()["failed_required"], json!(["rubric-5"]));
+        // 4 of 5 satisfied; every string criterion is required: AgentV keeps
+        // 0.8 and fails the verdict; the opt-in zeroes it.
+        let run = [vec![v(true), v(true), v(true), v(true), v(false)]];
+        let g = combine(&strict, &run, false);
+        assert!((g.score - 0.8).abs() < 1e-12, "{}", g.score);
+        let details = g.details.unwrap();
+        assert_eq!(details["failed_required"], json!(["rubric-5"]));
+        assert_eq!(details["verdict"], "fail");
+        assert_eq!(combine(&strict, &run, true).score, 0.0);
+    }
+
+    /// AgentV's rubric example: weights 5 and 3, the 3 unmet (and required
+    /// by default): 0.625, verdict fail.
+    #[test]
+    fn a_failed_required_criterion_keeps_its_weighted_score_as_in_agentv() {
+        let c = parse_criteria(&config(json!({"criteria": [
+            {"id": "a", "outcome": "A", "weight": 5},
+            {"id": "b", "outcome": "B", "weight": 3},
+        ]})))
+        .unwrap();
+        let g = combine(&c, &[vec![v(true), v(false)]], false);
+        assert_eq!(g.score, 0.625);
+        assert_eq!(g.details.unwrap()["verdict"], "fail");
+    }
+
+    /// An item the judge left out counts for nothing (AgentV), and says so.
+    #[test]
+    fn an_unanswered_item_is_left_out_of_the_score_and_named() {
+        let c = parse_criteria(&config(json!({"criteria": [
+            {"id": "a", "outcome": "A", "required": false},
+            {"id": "b", "outcome": "B", "required": false},
+        ]})))
+        .unwrap();
+        let unanswered = Verdict {
+            passed: false,
+            score: 0.0,
+            raw: None,
+            reasoning: "the judge did not answer for this criterion".into(),
+            answered: false,
+        };
+        let g = combine(&c, &[vec![v(true), unanswered]], false);
+        assert_eq!(g.score, 1.0);
+        assert!(!g.checks[1].passed);
+        assert_eq!(g.details.unwrap()["unanswered"], json!(["b"]));
     }
 
     #[test]
@@ -493,6 +561,7 @@ mod tests {
                 vec![v(true), v(false)],
                 vec![v(true), v(false)],
             ],
+            false,
         );
         assert!((g.score - (1.0 + 0.5 + 0.5) / 3.0).abs() < 1e-12);
         assert!(
