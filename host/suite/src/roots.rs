@@ -115,25 +115,35 @@ impl Roots {
         dirs
     }
 
-    /// Finds `value` through the search roots (an absolute path is taken as
-    /// it is) and checks it stays inside the project root.
+    /// Finds `value` through the search roots and checks it stays inside
+    /// the project root. As AgentV resolves it: an absolute value is tried
+    /// as it is, then (leading `/` stripped) under each search root, so
+    /// `/plugins/x.md` names `<repo>/plugins/x.md`. An absolute path that
+    /// exists outside the project is passed over for the roots, and refused
+    /// only when no root has the file either.
     pub fn find(&self, value: &str, first: Option<&Path>) -> Result<PathBuf, PathError> {
         let path = Path::new(value);
-        let candidates: Vec<PathBuf> = if path.is_absolute() {
-            vec![path.to_path_buf()]
-        } else {
-            let trimmed = value.trim_start_matches(['/', '\\']);
-            self.search_dirs(first)
-                .into_iter()
-                .map(|d| d.join(trimmed))
-                .collect()
-        };
+        let trimmed = value.trim_start_matches(['/', '\\']);
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        if path.is_absolute() {
+            candidates.push(path.to_path_buf());
+        }
+        candidates.extend(self.search_dirs(first).into_iter().map(|d| d.join(trimmed)));
+        let mut outside = None;
         for candidate in &candidates {
             if candidate.exists() {
-                return self.contain(candidate);
+                match self.contain(candidate) {
+                    Ok(found) => return Ok(found),
+                    Err(e @ PathError::Outside { .. })
+                        if path.is_absolute() && outside.is_none() =>
+                    {
+                        outside = Some(e);
+                    }
+                    Err(e) => return Err(e),
+                }
             }
         }
-        Err(PathError::NotFound { tried: candidates })
+        Err(outside.unwrap_or(PathError::NotFound { tried: candidates }))
     }
 
     /// `value` relative to `base` (no search), checked to stay inside the
@@ -220,6 +230,17 @@ mod tests {
         assert!(matches!(
             roots.find("missing.txt", None),
             Err(PathError::NotFound { .. })
+        ));
+        // AgentV's `/plugins/...`: a leading `/` is tried under each root.
+        assert_eq!(
+            roots.find("/shared.txt", None).unwrap(),
+            root.join("repo/shared.txt")
+        );
+        // An absolute path outside with no file of that name in a root:
+        // still refused, never read.
+        assert!(matches!(
+            roots.find("/etc/passwd", None),
+            Err(PathError::Outside { .. })
         ));
         assert!(matches!(
             roots.relative("../../../nope", &roots.eval_dir),
