@@ -34,6 +34,9 @@ pub enum FailureClass {
     Judge,
     /// The case has `expected_fail: true` but passed.
     UnexpectedPass,
+    /// A test it `depends_on` ended in an execution error, so it was not
+    /// run (`on_dependency_failure: skip` or `fail`).
+    DependencyFailed,
 }
 
 impl FailureClass {
@@ -52,6 +55,7 @@ impl FailureClass {
             Self::Workspace => "workspace",
             Self::Judge => "judge",
             Self::UnexpectedPass => "unexpected_pass",
+            Self::DependencyFailed => "dependency_failed",
         }
     }
 

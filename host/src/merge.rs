@@ -146,16 +146,17 @@ fn check_row(
             row.test_id, row.test_index, row.target
         ));
     };
-    if position as u32 % shard.count != shard.index - 1 {
+    let entry = &plan.tests[position];
+    let key = entry.shard_key_at(position) as u32;
+    if key % shard.count != shard.index - 1 {
         return Err(format!(
             "test `{}` on target `{}` belongs to shard {}/{}, not to this shard ({shard})",
             row.test_id,
             row.target,
-            position as u32 % shard.count + 1,
+            key % shard.count + 1,
             shard.count
         ));
     }
-    let entry = &plan.tests[position];
     if let Some(threshold) = entry.threshold
         && (row.threshold - threshold).abs() > 1e-12
     {

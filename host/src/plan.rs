@@ -26,6 +26,10 @@ pub struct PlannedTest {
     /// Whether to stop after the first passing trial (`pass_at_k`, not
     /// `--repeat`).
     pub stop_at_first_pass: bool,
+    /// What `--shard` slices by: the entry's position in the plan, or for a
+    /// test in a `depends_on` group, the position of the group's first
+    /// entry on the same target, so that a shard holds whole groups.
+    pub shard_key: usize,
 }
 
 /// `--shard K/N`.
@@ -165,9 +169,11 @@ pub fn plan(
                     trials: count,
                     strategy: (count > 1).then_some(strategy),
                     stop_at_first_pass: stop && count > 1,
+                    shard_key: 0,
                 })
         })
         .collect();
+    let mut selected = order_by_dependencies(suite, selected, &globs, &options.tags)?;
     if selected.is_empty() && (!options.test_ids.is_empty() || !options.tags.is_empty()) {
         let mut what = Vec::new();
         if !options.test_ids.is_empty() {
@@ -183,15 +189,136 @@ pub fn plan(
             suggestions(suite, options)
         ));
     }
+    assign_shard_keys(suite, &mut selected);
     Ok(match options.shard {
         Some(shard) => selected
             .into_iter()
-            .enumerate()
-            .filter(|(i, _)| *i as u32 % shard.count == shard.index - 1)
-            .map(|(_, p)| p)
+            .filter(|p| p.shard_key as u32 % shard.count == shard.index - 1)
             .collect(),
         None => selected,
     })
+}
+
+/// The index of every test a test depends on (ids the loader checked).
+pub fn dependency_indices(suite: &Suite) -> Vec<Vec<usize>> {
+    if suite.tests.iter().all(|t| t.depends_on.is_none()) {
+        return vec![Vec::new(); suite.tests.len()];
+    }
+    let index: std::collections::HashMap<&str, usize> = suite
+        .tests
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.as_str(), i))
+        .collect();
+    suite
+        .tests
+        .iter()
+        .map(|t| {
+            t.depends_on.as_ref().map_or_else(Vec::new, |d| {
+                d.ids
+                    .iter()
+                    .filter_map(|id| index.get(id.as_str()).copied())
+                    .collect()
+            })
+        })
+        .collect()
+}
+
+/// Puts every test after the tests it depends on (stable: otherwise in
+/// suite order), so that workers taking the plan in order never wait on a
+/// test no one has started. A dependency that `--test-id` or `--tag` leaves
+/// out is an error (AgentV refuses it too); one left out by
+/// `--rerun-failed` passed before and is not waited for.
+fn order_by_dependencies(
+    suite: &Suite,
+    selected: Vec<PlannedTest>,
+    globs: &[GlobMatcher],
+    tags: &[String],
+) -> Result<Vec<PlannedTest>, String> {
+    let deps = dependency_indices(suite);
+    if deps.iter().all(Vec::is_empty) {
+        return Ok(selected);
+    }
+    let filtered = |t: &crate::suite::TestCase| {
+        (globs.is_empty() || globs.iter().any(|g| g.is_match(&t.id)))
+            && (tags.is_empty() || tags.iter().any(|tag| t.tags.contains(tag)))
+    };
+    let planned: std::collections::BTreeSet<usize> = selected.iter().map(|p| p.index).collect();
+    for &i in &planned {
+        for &j in &deps[i] {
+            if !filtered(&suite.tests[j]) {
+                return Err(format!(
+                    "test `{}` depends on `{}`, which --test-id/--tag leave out: select it too",
+                    suite.tests[i].id, suite.tests[j].id
+                ));
+            }
+        }
+    }
+    // Kahn's algorithm over the planned tests, smallest suite index first.
+    let mut waiting: std::collections::HashMap<usize, usize> = planned
+        .iter()
+        .map(|&i| (i, deps[i].iter().filter(|j| planned.contains(j)).count()))
+        .collect();
+    let mut ready: std::collections::BTreeSet<usize> = waiting
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(i, _)| *i)
+        .collect();
+    let mut dependents: std::collections::HashMap<usize, Vec<usize>> = Default::default();
+    for &i in &planned {
+        for &j in deps[i].iter().filter(|j| planned.contains(j)) {
+            dependents.entry(j).or_default().push(i);
+        }
+    }
+    let mut order = Vec::with_capacity(planned.len());
+    while let Some(i) = ready.pop_first() {
+        order.push(i);
+        for &k in dependents.get(&i).into_iter().flatten() {
+            let n = waiting.get_mut(&k).expect("planned");
+            *n -= 1;
+            if *n == 0 {
+                ready.insert(k);
+            }
+        }
+    }
+    let rank: std::collections::HashMap<usize, usize> =
+        order.iter().enumerate().map(|(r, &i)| (i, r)).collect();
+    let mut selected = selected;
+    // Stable: a test's targets stay in their order.
+    selected.sort_by_key(|p| rank.get(&p.index).copied().unwrap_or(usize::MAX));
+    Ok(selected)
+}
+
+/// Sets each entry's `shard_key`: its position, or the position of the first
+/// entry on the same target of its `depends_on` group.
+fn assign_shard_keys(suite: &Suite, plan: &mut [PlannedTest]) {
+    let deps = dependency_indices(suite);
+    if deps.iter().all(Vec::is_empty) {
+        for (i, p) in plan.iter_mut().enumerate() {
+            p.shard_key = i;
+        }
+        return;
+    }
+    // Union-find over tests: a group is a connected part of the graph.
+    let mut parent: Vec<usize> = (0..suite.tests.len()).collect();
+    fn root(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    for (i, ds) in deps.iter().enumerate() {
+        for &j in ds {
+            let (a, b) = (root(&mut parent, i), root(&mut parent, j));
+            parent[a] = b;
+        }
+    }
+    let mut first: std::collections::HashMap<(usize, usize), usize> = Default::default();
+    for (position, p) in plan.iter_mut().enumerate() {
+        let group = root(&mut parent, p.index);
+        p.shard_key = *first.entry((group, p.target)).or_insert(position);
+    }
 }
 
 #[cfg(test)]

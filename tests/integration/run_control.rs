@@ -1022,3 +1022,118 @@ fn run_directories_and_annotations_do_not_depend_on_the_current_directory() {
         r.stdout
     );
 }
+
+/// Issue 17.2: `depends_on` runs a test after its dependencies (even when
+/// written before them, on 4 workers); a dependency that ends in an
+/// execution error makes its dependents `dependency_failed` rows without
+/// running them (`skip`, `fail`), or runs them anyway (`run`); a low score
+/// is not a failure; shards keep a dependency group together and merge.
+#[test]
+fn depends_on_orders_tests_and_a_failed_dependency_is_not_run() {
+    let project = Project::with_mock("unused");
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - name: default\n    provider: cli\n    command: \"echo start {EVAL_ID} >> log.txt; case {EVAL_ID} in broken) exit 3;; setup) sleep 0.3;; esac; echo end {EVAL_ID} >> log.txt; echo Paris > {OUTPUT_FILE}\"\n    max_retries: 0\n",
+    )
+    .unwrap();
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - {id: summary, depends_on: [setup], input: q, assertions: [{type: contains, value: Paris}]}\n  - {id: setup, input: q, assertions: [{type: contains, value: Paris}]}\n  - {id: broken, input: q, assertions: [{type: contains, value: Paris}]}\n  - {id: skipped, depends_on: [broken], input: q, assertions: [{type: contains, value: Paris}]}\n  - {id: failed, depends_on: [skipped], on_dependency_failure: fail, input: q, assertions: [{type: contains, value: Paris}]}\n  - {id: anyway, depends_on: [broken], on_dependency_failure: run, input: q, assertions: [{type: contains, value: Paris}]}\n  - {id: low, input: q, assertions: [{type: contains, value: Lyon}]}\n  - {id: after-low, depends_on: [low], input: q, assertions: [{type: contains, value: Paris}]}\n",
+    );
+    let r = run(&project, "out", &["-j", "4"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let log = std::fs::read_to_string(project.path().join("log.txt")).unwrap();
+    let at = |line: &str| {
+        log.lines()
+            .position(|l| l == line)
+            .unwrap_or_else(|| panic!("{line} in {log}"))
+    };
+    assert!(at("end setup") < at("start summary"), "{log}");
+    assert!(
+        !log.contains("start skipped") && !log.contains("start failed"),
+        "not run: {log}"
+    );
+    assert!(log.contains("start anyway"), "{log}");
+    let all = rows(&project, "out");
+    let row = |id: &str| all.iter().find(|r| r["test_id"] == id).unwrap().clone();
+    assert_eq!(row("summary")["status"], "passed");
+    assert_eq!(row("skipped")["failure_class"], "dependency_failed");
+    assert_eq!(
+        row("skipped")["error"],
+        "Skipped: dependency failed (broken)"
+    );
+    assert_eq!(row("skipped")["status"], "error");
+    assert_eq!(
+        row("failed")["error"],
+        "Failed: dependency failed (skipped)"
+    );
+    assert_eq!(row("anyway")["status"], "passed");
+    assert_eq!(
+        row("after-low")["status"],
+        "passed",
+        "a low score is not a failed dependency"
+    );
+    // Rows stay in suite order.
+    let ids: Vec<&str> = all.iter().map(|r| r["test_id"].as_str().unwrap()).collect();
+    assert_eq!(ids[..3], ["summary", "setup", "broken"]);
+
+    // Shards: each dependency group lands in one shard; merge accepts them.
+    for k in 1..=3 {
+        let r = run(
+            &project,
+            &format!("shard-{k}"),
+            &["--shard", &format!("{k}/3")],
+        );
+        assert!(r.code <= 1, "{}{}", r.stdout, r.stderr);
+    }
+    let m = run_in(
+        project.path(),
+        &["merge", "shard-1", "shard-2", "shard-3", "-o", "merged"],
+    );
+    assert_eq!(m.code, 1, "{}{}", m.stdout, m.stderr);
+    let merged = rows(&project, "merged");
+    assert_eq!(merged.len(), 8);
+    let status = |id: &str| merged.iter().find(|r| r["test_id"] == id).unwrap()["status"].clone();
+    assert_eq!(status("summary"), "passed");
+    assert_eq!(status("skipped"), "error");
+    assert_eq!(status("failed"), "error");
+}
+
+/// Issue 17.2: a cycle is refused at load with every place in it named; a
+/// dependency left out by `--test-id` is refused before anything runs.
+#[test]
+fn a_dependency_cycle_is_refused_with_its_places() {
+    let project = Project::with_mock("Paris");
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: a\n    depends_on: [b]\n    input: q\n    assertions: [{type: contains, value: Paris}]\n  - id: b\n    depends_on: [a]\n    input: q\n    assertions: [{type: contains, value: Paris}]\n  - id: c\n    depends_on: [setpu]\n    input: q\n    assertions: [{type: contains, value: Paris}]\n  - id: setup\n    input: q\n    assertions: [{type: contains, value: Paris}]\n",
+    );
+    let r = run_in(project.path(), &["validate", "EVAL.yaml"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("EVAL.yaml:3:5: error: circular dependency: a → b → a")
+            && r.stderr
+                .contains("the other `depends_on` in the cycle: `b` at EVAL.yaml:7"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("EVAL.yaml:11:5: error: test `c` depends on `setpu`, but no test of this suite has that id")
+            && r.stderr.contains("did you mean `setup`?"),
+        "{}",
+        r.stderr
+    );
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - {id: a, depends_on: [b], input: q, assertions: [{type: contains, value: Paris}]}\n  - {id: b, input: q, assertions: [{type: contains, value: Paris}]}\n",
+    );
+    let r = run(&project, "out", &["--test-id", "a"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("test `a` depends on `b`, which --test-id/--tag leave out"),
+        "{}",
+        r.stderr
+    );
+}

@@ -145,7 +145,10 @@ pub fn row_lines(row: &ResultRow, full_output: bool) -> Vec<String> {
                 lines.extend(diff_lines(expected, &row.output));
             }
         }
-        if !row.output.is_empty() || row.scores.is_empty() {
+        // (A test not run for a failed dependency has no output to show.)
+        if (!row.output.is_empty() || row.scores.is_empty())
+            && row.failure_class != Some(crate::failure::FailureClass::DependencyFailed)
+        {
             lines.extend(output_lines(&row.output, full_output));
         }
     }

@@ -19,6 +19,89 @@ pub(super) struct Ctx<'a> {
     pub(super) cache: Option<crate::response_cache::ResponseCache>,
     /// The scope of cached answers (suite and sandbox mode).
     pub(super) cache_scope: String,
+    /// `depends_on`, as test indices, and what has finished.
+    pub(super) dependencies: Dependencies,
+}
+
+/// The `depends_on` graph of a run and the (test, target) entries that have
+/// finished, with whether each ended in an execution error. A worker whose
+/// test depends on others waits here; the plan puts dependencies first, so
+/// what it waits on has been started by another worker.
+pub(super) struct Dependencies {
+    /// The tests each test depends on, by index.
+    of: Vec<Vec<usize>>,
+    /// The (test, target) entries of this run's plan.
+    planned: std::collections::HashSet<(usize, usize)>,
+    finished: std::sync::Mutex<HashMap<(usize, usize), bool>>,
+    changed: std::sync::Condvar,
+}
+
+impl Dependencies {
+    pub(super) fn new(suite: &Suite, plan: &[PlannedTest]) -> Self {
+        let of = crate::plan::dependency_indices(suite);
+        let planned = if of.iter().any(|d| !d.is_empty()) {
+            plan.iter().map(|p| (p.index, p.target)).collect()
+        } else {
+            Default::default()
+        };
+        Self {
+            of,
+            planned,
+            finished: Default::default(),
+            changed: Default::default(),
+        }
+    }
+
+    /// Waits for the dependencies of `planned` (on its target) that this
+    /// run plans (one left out by `--rerun-failed` passed before), and
+    /// returns the ids of those that ended in an execution error; `None`
+    /// when the run is stopping first.
+    fn wait(&self, ctx: &Ctx<'_>, planned: &PlannedTest) -> Option<Vec<String>> {
+        let deps: Vec<usize> = self.of[planned.index]
+            .iter()
+            .copied()
+            .filter(|j| self.planned.contains(&(*j, planned.target)))
+            .collect();
+        let mut finished = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if deps
+                .iter()
+                .all(|j| finished.contains_key(&(*j, planned.target)))
+            {
+                return Some(
+                    deps.iter()
+                        .filter(|j| finished[&(**j, planned.target)])
+                        .map(|&j| ctx.suite.tests[j].id.clone())
+                        .collect(),
+                );
+            }
+            if ctx.stopping() {
+                return None;
+            }
+            finished = self
+                .changed
+                .wait_timeout(finished, Duration::from_millis(100))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Records that `planned` finished, failed when every trial ended in
+    /// an execution error.
+    fn finish(&self, planned: &PlannedTest, rows: &[RowBrief]) {
+        if self.planned.is_empty() {
+            return;
+        }
+        let failed = !rows.is_empty()
+            && rows
+                .iter()
+                .all(|r| r.execution_status() == ExecutionStatus::ExecutionError);
+        self.finished
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((planned.index, planned.target), failed);
+        self.changed.notify_all();
+    }
 }
 
 /// A target of this run, with its matrix hooks and its judge.
@@ -86,6 +169,21 @@ pub(super) fn run_planned(
     let test = &ctx.suite.tests[planned.index];
     let mut finished: Vec<RowBrief> = Vec::new();
     let suite: Arc<str> = ctx.suite.name.as_str().into();
+    // `depends_on`: wait for the dependencies; when one ended in an
+    // execution error, an error row per trial instead of running (unless
+    // `on_dependency_failure: run`).
+    let mut failed_dependencies = Vec::new();
+    if let Some(deps) = &test.depends_on {
+        match ctx.dependencies.wait(ctx, planned) {
+            Some(failed) => failed_dependencies = failed,
+            None => return true,
+        }
+        if !failed_dependencies.is_empty()
+            && deps.on_failure == crate::suite::model::DependencyPolicy::Run
+        {
+            failed_dependencies.clear();
+        }
+    }
     for trial in 1..=planned.trials {
         let key = (
             test.id.clone(),
@@ -98,9 +196,20 @@ pub(super) fn run_planned(
             if ctx.stopping() {
                 return true;
             }
-            let row = run_trial(ctx, test, planned, trial);
+            let row = match &test.depends_on {
+                Some(deps) if !failed_dependencies.is_empty() => trial::dependency_failed_row(
+                    ctx,
+                    test,
+                    planned,
+                    trial,
+                    &failed_dependencies,
+                    deps.on_failure,
+                ),
+                _ => run_trial(ctx, test, planned, trial),
+            };
             finished.push(RowBrief::of(&row, &suite, &suite));
             if tx.send(row).is_err() {
+                ctx.stop.store(true, Ordering::SeqCst);
                 return false;
             }
         }
@@ -112,6 +221,7 @@ pub(super) fn run_planned(
             break;
         }
     }
+    ctx.dependencies.finish(planned, &finished);
     if ctx.fail_fast {
         let refs: Vec<&RowBrief> = finished.iter().collect();
         if !refs.is_empty() && !outcome::combine(&refs).status.is_success() {

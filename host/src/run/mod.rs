@@ -761,6 +761,7 @@ pub fn run(
         run_id: run_id.clone(),
         cache: response_cache,
         cache_scope,
+        dependencies: execute::Dependencies::new(&suite, &plan),
     };
     let mut progress =
         report::terminal::Progress::new(plan.len(), options.quiet, options.full_output);

@@ -87,6 +87,17 @@ pub struct PlannedEntry {
     /// The test is expected to fail.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expected_fail: bool,
+    /// What `--shard` slices by when it is not the entry's position (a
+    /// test in a `depends_on` group goes with its group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard_key: Option<usize>,
+}
+
+impl PlannedEntry {
+    /// The key `--shard K/N` assigns this entry by (`key % N == K - 1`).
+    pub fn shard_key_at(&self, position: usize) -> usize {
+        self.shard_key.unwrap_or(position)
+    }
 }
 
 /// The largest `run.json` read.
@@ -202,7 +213,8 @@ pub(super) fn recorded_plan(
         strategy: whole.first().and_then(|p| p.strategy),
         tests: whole
             .iter()
-            .map(|p| {
+            .enumerate()
+            .map(|(position, p)| {
                 let test = &suite.tests[p.index];
                 PlannedEntry {
                     index: p.index,
@@ -214,6 +226,7 @@ pub(super) fn recorded_plan(
                         suite.threshold,
                     )),
                     expected_fail: test.expected_fail,
+                    shard_key: (p.shard_key != position).then_some(p.shard_key),
                 }
             })
             .collect(),

@@ -16,13 +16,56 @@ pub(super) fn run_trial(
     trial: u32,
 ) -> ResultRow {
     let started = Instant::now();
-    let run_target = &ctx.run_targets[planned.target];
     // A deadline past what the clock can hold is no deadline.
     let deadline = test
         .timeout_ms
         .and_then(|ms| started.checked_add(Duration::from_millis(ms)));
+    let row = base_row(ctx, test, planned, trial);
+    let finish = |mut row: ResultRow| {
+        row.timestamp = jiff::Timestamp::now().to_string();
+        row.wall_ms = started.elapsed().as_millis() as u64;
+        row.status = Status::of(row.execution_status, row.expected_fail);
+        if row.status == Status::UnexpectedPassed {
+            row.failure_class = Some(FailureClass::UnexpectedPass);
+        }
+        row
+    };
+    run_trial_into(ctx, test, planned, trial, deadline, row, finish)
+}
+
+/// The row of a test that was not run because a test it depends on ended
+/// in an execution error: AgentV's `Skipped: dependency failed (a, b)` (or
+/// `Failed: …` under `on_dependency_failure: fail`), an execution error
+/// with `failure_class: dependency_failed`.
+pub(super) fn dependency_failed_row(
+    ctx: &Ctx<'_>,
+    test: &TestCase,
+    planned: &PlannedTest,
+    trial: u32,
+    failed: &[String],
+    policy: crate::suite::model::DependencyPolicy,
+) -> ResultRow {
+    let mut row = base_row(ctx, test, planned, trial);
+    let prefix = match policy {
+        crate::suite::model::DependencyPolicy::Fail => "Failed",
+        _ => "Skipped",
+    };
+    row.error = Some(format!(
+        "{prefix}: dependency failed ({})",
+        failed.join(", ")
+    ));
+    row.failure_class = Some(FailureClass::DependencyFailed);
+    row.timestamp = jiff::Timestamp::now().to_string();
+    row.status = Status::of(row.execution_status, row.expected_fail);
+    row
+}
+
+/// A row before anything ran: an execution error until the trial says
+/// otherwise.
+fn base_row(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) -> ResultRow {
+    let run_target = &ctx.run_targets[planned.target];
     let threshold = effective_threshold(test.threshold, ctx.cli_threshold, ctx.suite.threshold);
-    let mut row = ResultRow {
+    ResultRow {
         timestamp: String::new(),
         test_id: test.id.clone(),
         suite: ctx.suite.name.clone(),
@@ -70,16 +113,21 @@ pub(super) fn run_trial(
         metadata: test.metadata.clone(),
         output: String::new(),
         scores: Vec::new(),
-    };
-    let finish = |mut row: ResultRow| {
-        row.timestamp = jiff::Timestamp::now().to_string();
-        row.wall_ms = started.elapsed().as_millis() as u64;
-        row.status = Status::of(row.execution_status, row.expected_fail);
-        if row.status == Status::UnexpectedPassed {
-            row.failure_class = Some(FailureClass::UnexpectedPass);
-        }
-        row
-    };
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_trial_into(
+    ctx: &Ctx<'_>,
+    test: &TestCase,
+    planned: &PlannedTest,
+    trial: u32,
+    deadline: Option<Instant>,
+    mut row: ResultRow,
+    finish: impl Fn(ResultRow) -> ResultRow,
+) -> ResultRow {
+    let run_target = &ctx.run_targets[planned.target];
+    let threshold = row.threshold;
     let mut case_ws = None;
     if let Some(lifecycle) = &ctx.lifecycle {
         match lifecycle.for_case(test, trial) {

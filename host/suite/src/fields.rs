@@ -100,6 +100,9 @@ fn message_schema() -> Value {
         },
     })
 }
+fn dependency_policy() -> Value {
+    json!({"enum": ["skip", "fail", "run"]})
+}
 fn input_schema() -> Value {
     json!({"anyOf": [
         {"type": "string"},
@@ -309,17 +312,15 @@ pub const CASE: &[Field] = &[
         string,
         "give assertions explicitly",
     ),
-    unsupported(
+    field(
         "depends_on",
-        "Tests that must run first",
+        "Ids of tests of this suite that must finish first (on the same target)",
         strings,
-        "dependencies are not scheduled by this version",
     ),
-    unsupported(
+    field(
         "on_dependency_failure",
-        "skip, fail or run",
-        string,
-        "dependencies are not scheduled by this version",
+        "When a dependency ends in an execution error: skip (default) or fail (an error row without running), or run anyway",
+        dependency_policy,
     ),
     unsupported(
         "mode",

@@ -230,6 +230,33 @@ pub struct TestCase {
     pub workspace: Option<Box<crate::workspace::Spec>>,
     /// Where the test was written.
     pub loc: Loc,
+    /// `depends_on`: ids of tests that must finish first, on the same
+    /// target (boxed: most tests have none).
+    pub depends_on: Option<Box<Dependencies>>,
+}
+
+/// A test's `depends_on` and what to do when one of them fails.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dependencies {
+    /// The ids, in order.
+    pub ids: Vec<String>,
+    /// Where `depends_on` was written.
+    pub loc: Loc,
+    /// `on_dependency_failure`.
+    pub on_failure: DependencyPolicy,
+}
+
+/// `on_dependency_failure`: what a test does when a dependency ended in an
+/// execution error (a low score is not a failure, as in AgentV).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DependencyPolicy {
+    /// An execution-error row "Skipped: dependency failed (…)", not run.
+    #[default]
+    Skip,
+    /// The same row, "Failed: dependency failed (…)".
+    Fail,
+    /// Run anyway.
+    Run,
 }
 
 impl TestCase {
@@ -255,6 +282,7 @@ impl TestCase {
                 pos: None,
                 key: KeyPath::default(),
             },
+            depends_on: None,
         }
     }
 

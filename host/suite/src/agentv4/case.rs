@@ -457,6 +457,43 @@ impl Loader {
                 None
             }
         };
+        let depends_on = match test.get("depends_on") {
+            None | Some(Value::Null) => None,
+            Some(v) => {
+                let ids = self.string_list(doc, v, &at.key("depends_on"));
+                let on_failure = match test.get("on_dependency_failure") {
+                    None | Some(Value::Null) => crate::model::DependencyPolicy::Skip,
+                    Some(Value::String(p)) if p == "skip" => crate::model::DependencyPolicy::Skip,
+                    Some(Value::String(p)) if p == "fail" => crate::model::DependencyPolicy::Fail,
+                    Some(Value::String(p)) if p == "run" => crate::model::DependencyPolicy::Run,
+                    Some(other) => {
+                        self.error(
+                            doc,
+                            &at.key("on_dependency_failure"),
+                            format!(
+                                "`on_dependency_failure` must be skip, fail or run, got {}",
+                                show(other)
+                            ),
+                        );
+                        crate::model::DependencyPolicy::Skip
+                    }
+                };
+                (!ids.is_empty()).then(|| {
+                    Box::new(crate::model::Dependencies {
+                        ids,
+                        loc: doc.loc(&at.key("depends_on")),
+                        on_failure,
+                    })
+                })
+            }
+        };
+        if depends_on.is_none() && test.contains_key("on_dependency_failure") {
+            self.warning(
+                doc,
+                &at.key("on_dependency_failure"),
+                "`on_dependency_failure` without `depends_on` does nothing",
+            );
+        }
         let workspace = match test.get("workspace") {
             Some(w) => self.workspace(doc, w, &at.key("workspace")),
             None => workspace_dir.map(|d| crate::workspace::Spec {
@@ -484,6 +521,7 @@ impl Loader {
             targets: test_targets,
             workspace: workspace.map(Box::new),
             loc: doc.loc(at),
+            depends_on,
         })
     }
 }

@@ -156,6 +156,7 @@ impl Loader {
             self.error(&doc, tests_path, "the suite has no test cases")
                 .hint = Some("add at least one test case".into());
         }
+        self.check_dependencies(&tests);
         Some(Suite {
             file: self.eval_display.clone(),
             dir: self.roots.eval_dir.clone(),
@@ -341,4 +342,112 @@ pub(super) fn suite_name_from_file(file: &Path) -> String {
         }
     }
     if name.is_empty() { "eval".into() } else { name }
+}
+
+impl Loader {
+    /// `depends_on` names tests of this suite, not the test itself, and
+    /// makes no cycle (AgentV checks this when a run starts; here it is a
+    /// load error at the `depends_on` that closes the cycle, naming the
+    /// other places).
+    fn check_dependencies(&mut self, tests: &[TestCase]) {
+        let index: HashMap<&str, usize> = tests
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.as_str(), i))
+            .collect();
+        let at = |loc: &Loc| {
+            format!(
+                "{}{}",
+                loc.file.display(),
+                loc.pos.map_or(String::new(), |p| format!(":{}", p.line))
+            )
+        };
+        let mut edges: Vec<Vec<usize>> = vec![Vec::new(); tests.len()];
+        for (i, test) in tests.iter().enumerate() {
+            let Some(deps) = &test.depends_on else {
+                continue;
+            };
+            for id in &deps.ids {
+                let d = Diagnostic::error(&deps.loc.file, String::new())
+                    .at(deps.loc.pos)
+                    .key(deps.loc.key.clone());
+                if *id == test.id {
+                    self.diags.push(Diagnostic {
+                        message: format!("test `{}` depends on itself", test.id),
+                        ..d
+                    });
+                } else if let Some(&j) = index.get(id.as_str()) {
+                    edges[i].push(j);
+                } else {
+                    let hint = nearest(id, tests.iter().map(|t| t.id.as_str()))
+                        .map(|n| format!("did you mean `{n}`?"));
+                    let mut d = Diagnostic {
+                        message: format!(
+                            "test `{}` depends on `{id}`, but no test of this suite has that id",
+                            test.id
+                        ),
+                        ..d
+                    };
+                    d.hint = hint;
+                    self.diags.push(d);
+                }
+            }
+        }
+        // Depth-first, in suite order: each cycle is reported once.
+        let mut state = vec![0u8; tests.len()]; // 0 new, 1 on the path, 2 done
+        let mut path: Vec<usize> = Vec::new();
+        fn visit(
+            i: usize,
+            edges: &[Vec<usize>],
+            state: &mut [u8],
+            path: &mut Vec<usize>,
+            cycles: &mut Vec<Vec<usize>>,
+        ) {
+            state[i] = 1;
+            path.push(i);
+            for &j in &edges[i] {
+                match state[j] {
+                    0 => visit(j, edges, state, path, cycles),
+                    1 => {
+                        let from = path.iter().position(|&p| p == j).unwrap_or(0);
+                        let mut cycle = path[from..].to_vec();
+                        cycle.push(j);
+                        cycles.push(cycle);
+                    }
+                    _ => {}
+                }
+            }
+            path.pop();
+            state[i] = 2;
+        }
+        let mut cycles = Vec::new();
+        for i in 0..tests.len() {
+            if state[i] == 0 {
+                visit(i, &edges, &mut state, &mut path, &mut cycles);
+            }
+        }
+        for cycle in cycles {
+            let names: Vec<&str> = cycle.iter().map(|&i| tests[i].id.as_str()).collect();
+            let first = &tests[cycle[0]];
+            let Some(deps) = &first.depends_on else {
+                continue;
+            };
+            let others: Vec<String> = cycle[1..cycle.len() - 1]
+                .iter()
+                .filter_map(|&i| tests[i].depends_on.as_ref().map(|d| (i, d)))
+                .map(|(i, d)| format!("`{}` at {}", tests[i].id, at(&d.loc)))
+                .collect();
+            let mut d = Diagnostic::error(
+                &deps.loc.file,
+                format!("circular dependency: {}", names.join(" → ")),
+            )
+            .at(deps.loc.pos)
+            .key(deps.loc.key.clone());
+            d.hint = Some(format!(
+                "the other `depends_on` in the cycle: {}; remove one of them",
+                others.join(", ")
+            ));
+            self.diags.push(d);
+        }
+    }
 }
