@@ -532,7 +532,7 @@ fn agentv_differences(prepared: &run::Prepared) -> Vec<crate::diag::Diagnostic> 
     for assertion in suite
         .tests
         .iter()
-        .flat_map(|t| &t.assertions)
+        .flat_map(|t| t.every_assertion())
         .flat_map(crate::suite::Assertion::walk)
         .filter(|a| a.wasm.is_none() && a.group.is_none())
     {

@@ -379,3 +379,34 @@ fn the_rubric_example_runs_against_an_openai_compatible_endpoint() {
         "the second run asks the model again but not the judge"
     );
 }
+
+/// Issue 17.1: a conversation turn's string criteria go to the judge as one
+/// `turn-rubrics` (ids `criterion-<n>`, not required), with the turn's
+/// history; the judge's checklist scores the turn.
+#[test]
+fn a_conversation_turns_criteria_go_to_the_judge_with_the_history() {
+    let server =
+        FakeServer::start_fn(|_| checklist(&[("criterion-1", true), ("criterion-2", false)]));
+    let suite = "tests:\n  - id: chat\n    mode: conversation\n    input: [{role: system, content: You are a tutor.}]\n    turns:\n      - input: What is 15% of 200?\n        assertions:\n          - Correctly calculates 30\n          - Shows the steps\n";
+    let (project, cache) = judged(&server, "It is 30.", suite);
+    let r = run(&project, &cache, "out", &[]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let row = &rows(&project, "out")[0];
+    let turn = &row["scores"][0];
+    assert_eq!(turn["name"], "turn-1");
+    assert_eq!(turn["scores"][0]["name"], "turn-rubrics");
+    assert_eq!(
+        turn["score"], 0.5,
+        "1 of 2 criteria, neither required: {turn}"
+    );
+    assert_eq!(row["score"], 0.5);
+    let asked = &server.requests()[0].body;
+    assert!(
+        asked.contains("criterion-1") && asked.contains("Correctly calculates 30"),
+        "{asked}"
+    );
+    assert!(
+        asked.contains("What is 15% of 200?") && asked.contains("It is 30."),
+        "{asked}"
+    );
+}

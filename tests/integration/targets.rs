@@ -641,3 +641,130 @@ fn retries_are_shown_as_they_happen_and_recorded_in_the_row() {
     );
     assert_eq!(second["target_used"], "default");
 }
+
+/// Issue 17.1: `mode: conversation` calls the target once per turn with the
+/// history so far (a scripted cli target counts the user messages it was
+/// given), grades each turn (`turn-<n>`), the test's own assertions grade
+/// the transcript (`conversation`), scores combine by `aggregation`;
+/// `on_turn_failure: stop` scores later turns 0 without calling the
+/// target; `window_size` trims what the target sees.
+#[test]
+fn a_conversation_calls_the_target_per_turn_with_its_history() {
+    let targets = "targets:\n  - name: default\n    provider: cli\n    command: \"echo call >> calls.txt; n=$(printf '%s' {PROMPT} | grep -c '^@\\\\[User\\\\]:'); printf 'turn %s: %s' \\\"$n\\\" \\\"$(printf '%s' {PROMPT} | tail -1)\\\" > {OUTPUT_FILE}\"\n";
+    let suite = r#"tests:
+  - id: math
+    mode: conversation
+    input:
+      - {role: system, content: You are a tutor.}
+    turns:
+      - input: What is 15% of 200?
+        assertions: [{type: contains, value: "turn 1: What is 15% of 200?"}]
+      - input: Now double that.
+        assertions:
+          - {type: contains, value: "turn 2"}
+          - {type: contains, value: "nope"}
+      - input: Thanks
+  - id: weakest
+    mode: conversation
+    aggregation: min
+    input: hi
+    turns:
+      - input: a
+        assertions: [{type: contains, value: "turn 2"}]
+      - input: b
+        assertions: [{type: contains, value: "turn 1"}]
+  - id: stops
+    mode: conversation
+    on_turn_failure: stop
+    input: hi
+    turns:
+      - input: first
+        assertions: [{type: contains, value: zzz}]
+      - input: second
+        assertions: [{type: contains, value: turn}]
+    assertions:
+      - {type: contains, value: "user: first"}
+  - id: windowed
+    mode: conversation
+    window_size: 1
+    input:
+      - {role: system, content: Be brief.}
+    turns:
+      - input: one
+      - input: two
+      - input: three
+        assertions: [{type: contains, value: "turn 1: three"}]
+"#;
+    let project = project_with_targets(targets, suite);
+    let r = project.run(&[]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let names = |row: &Value| -> Vec<(String, f64)> {
+        row["scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["name"].as_str().unwrap().to_owned(),
+                    s["score"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let math = row(&project, "math");
+    assert_eq!(
+        names(&math),
+        [
+            ("turn-1".into(), 1.0),
+            ("turn-2".into(), 0.5),
+            ("turn-3".into(), 1.0)
+        ]
+    );
+    assert!(
+        (math["score"].as_f64().unwrap() - 2.5 / 3.0).abs() < 1e-9,
+        "mean: {math}"
+    );
+    assert_eq!(math["status"], "passed");
+    assert_eq!(math["output"], "turn 3: Thanks");
+    // The history: the system message, then each user message and reply.
+    let messages = math["output_messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 7, "{math}");
+    assert_eq!(messages[2]["content"], "turn 1: What is 15% of 200?");
+    let weakest = row(&project, "weakest");
+    assert_eq!(weakest["score"], 0.0, "min of 0 and 1... {weakest}");
+    let stops = row(&project, "stops");
+    assert_eq!(
+        names(&stops),
+        [
+            ("turn-1".into(), 0.0),
+            ("turn-2".into(), 0.0),
+            ("conversation".into(), 1.0)
+        ]
+    );
+    assert_eq!(
+        stops["scores"][1]["assertions"][0]["text"],
+        "Skipped due to previous turn failure"
+    );
+    let windowed = row(&project, "windowed");
+    assert_eq!(
+        windowed["score"], 1.0,
+        "the third call saw one user message: {windowed}"
+    );
+    // 3 + 2 + 1 (stopped) + 3 target calls.
+    let calls = std::fs::read_to_string(project.path().join("calls.txt")).unwrap();
+    assert_eq!(calls.lines().count(), 3 + 2 + 1 + 3);
+
+    // `turns` without `mode: conversation` is refused, not ignored.
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t\n    input: q\n    turns: [{input: a}]\n    assertions: [{type: contains, value: a}]\n",
+    );
+    let r = run_in(project.path(), &["validate", "EVAL.yaml"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("EVAL.yaml:4:5: error: test `t` has `turns` but no `mode: conversation`"),
+        "{}",
+        r.stderr
+    );
+}

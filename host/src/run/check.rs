@@ -34,8 +34,7 @@ pub fn check_assertions(
         // Groups (`composite`, `assert-set`) are the host's; their members
         // are checked like any assertion.
         let leaves = test
-            .assertions
-            .iter()
+            .every_assertion()
             .flat_map(Assertion::walk)
             .filter(|a| a.group.is_none());
         for assertion in leaves {

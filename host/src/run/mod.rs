@@ -35,6 +35,7 @@ use crate::suite::{self, Suite, TestCase};
 use crate::target::{self, Target, Targets};
 
 mod check;
+mod conversation;
 mod execute;
 mod prepare;
 mod record;

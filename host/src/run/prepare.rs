@@ -75,7 +75,7 @@ pub fn prepare(
         let wasm_paths = suite
             .tests
             .iter()
-            .flat_map(|t| &t.assertions)
+            .flat_map(|t| t.every_assertion())
             .flat_map(suite::Assertion::walk)
             .filter_map(|a| a.wasm.as_deref().map(|(p, _)| (p.clone(), a.loc.clone())));
         let plugin_paths = suite
@@ -171,7 +171,7 @@ pub fn prepare(
     for assertion in suite
         .tests
         .iter()
-        .flat_map(|t| &t.assertions)
+        .flat_map(|t| t.every_assertion())
         .flat_map(crate::suite::Assertion::walk)
     {
         let Some((path, pinned)) = assertion.wasm.as_deref() else {

@@ -182,7 +182,7 @@ pub(super) fn suite_digest(suite: &Suite) -> String {
             "{}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}{}\u{0}",
             test.id, test.input, test.expected, test.criteria, test.threshold, test.expected_fail
         ));
-        for a in test.assertions.iter().flat_map(|a| a.walk()) {
+        for a in test.every_assertion().flat_map(|a| a.walk()) {
             text.push_str(&format!(
                 "{}\u{0}{}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}",
                 a.kind, a.config_json, a.weight, a.required, a.min_score, a.negate

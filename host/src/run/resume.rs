@@ -91,6 +91,21 @@ fn agrees_with_suite(row: &ResultRow, suite: &Suite, cli_threshold: Option<f64>)
     if row.expected_fail != test.expected_fail || (row.threshold - threshold).abs() > 1e-12 {
         return false;
     }
+    if let Some(conversation) = &test.conversation {
+        // One score per turn, then `conversation` when the test has its own.
+        let mut names: Vec<String> = (1..=conversation.turns.len())
+            .map(|n| format!("turn-{n}"))
+            .collect();
+        if !test.assertions.is_empty() {
+            names.push("conversation".into());
+        }
+        return row.execution_status == ExecutionStatus::ExecutionError && row.scores.is_empty()
+            || row
+                .scores
+                .iter()
+                .map(|s| s.name.as_str())
+                .eq(names.iter().map(String::as_str));
+    }
     if row.scores.is_empty() {
         return row.execution_status == ExecutionStatus::ExecutionError
             || test.assertions.is_empty();

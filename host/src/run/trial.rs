@@ -185,75 +185,6 @@ fn run_trial_into(
         attempt: 0,
         trial,
     };
-    let cache_key = match (&ctx.cache, workspace_path.is_none() && planned.trials == 1) {
-        (Some(cache), true) => run_target
-            .target
-            .cache_identity(cache.sampled, &ctx.suite.dir)
-            .map(|identity| {
-                crate::response_cache::ResponseCache::key(&identity, &ctx.cache_scope, test)
-            }),
-        _ => None,
-    };
-    let cached = cache_key
-        .as_ref()
-        .and_then(|key| ctx.cache.as_ref().and_then(|c| c.get(key)));
-    row.cached = cached.is_some();
-    let invoked = match cached {
-        Some(output) => Ok(output),
-        None => ctx.targets.invoke(
-            &run_target.target,
-            test,
-            &invocation,
-            &mut |retry: target::RetryRecord| {
-                // Said as it happens: a slow target retried is no silent wait.
-                let mut err = crate::text::Terminal::new(std::io::stderr().lock());
-                let _ = writeln!(
-                    err,
-                    "  retry  {} on `{}`: attempt {} failed ({}){}",
-                    test.id,
-                    retry.target,
-                    retry.attempt,
-                    crate::text::shown(&retry.error),
-                    if retry.wait_ms > 0 {
-                        format!("; trying again in {:.1} s", retry.wait_ms as f64 / 1000.0)
-                    } else {
-                        String::new()
-                    }
-                );
-                row.retries.push(retry);
-            },
-        ),
-    };
-    if let (Ok(output), Some(key), Some(cache), false) =
-        (&invoked, &cache_key, &ctx.cache, row.cached)
-    {
-        cache.put(key, output);
-    }
-    let output = match invoked {
-        Ok(output) => output,
-        Err(failure) => {
-            row.failure_class = Some(failure.class);
-            row.error = Some(failure.message);
-            // The hooks that ran before the target failed stay on record.
-            row.hooks = std::mem::take(&mut target_hooks);
-            if let Some(case) = case_ws {
-                row.hooks.extend(case.hooks.clone());
-                row.workspace_path = case.finish(false).map(|p| p.display().to_string());
-            }
-            return finish(row);
-        }
-    };
-    if let Some(hook) = &run_target.hooks.after_each {
-        let run = crate::workspace::run_hook(hook, &hook_context, crate::workspace::AFTER_TIMEOUT);
-        target_hooks.insert(
-            "target_after_each".to_owned(),
-            crate::lifecycle::HookRow::from(run),
-        );
-    }
-    let file_changes = case_ws.as_mut().and_then(|c| c.after_agent(test));
-    let mut request = grade::base_request(test, &output);
-    request.trace.file_changes = file_changes.clone();
-    request.workspace_path = workspace_path.as_ref().map(|p| p.display().to_string());
     let leaf =
         |assertion: &crate::suite::Assertion,
          request: &mut crate::plugin::bindings::evalhost::grader::types::GradeRequest| {
@@ -288,6 +219,99 @@ fn run_trial_into(
             }
             score
         };
+    if let Some(conversation) = &test.conversation {
+        let talk = super::conversation::run(
+            ctx,
+            test,
+            conversation,
+            run_target,
+            &invocation,
+            &leaf,
+            threshold,
+        );
+        row.retries = talk.retries;
+        if let Some(hook) = &run_target.hooks.after_each {
+            let run =
+                crate::workspace::run_hook(hook, &hook_context, crate::workspace::AFTER_TIMEOUT);
+            target_hooks.insert(
+                "target_after_each".to_owned(),
+                crate::lifecycle::HookRow::from(run),
+            );
+        }
+        row.file_changes = case_ws.as_mut().and_then(|c| c.after_agent(test));
+        row.score = talk.score;
+        row.execution_status = talk.status;
+        row.failure_class = talk.failure_class;
+        row.error = talk.error;
+        row.token_usage = talk.token_usage;
+        row.cost_usd = talk.cost_usd;
+        row.llm_calls = talk.llm_calls;
+        row.output = talk.output;
+        row.output_messages = talk.messages;
+        row.scores = talk.scores;
+        row.hooks = target_hooks;
+        if let Some(case) = case_ws {
+            row.hooks.extend(case.hooks.clone());
+            let passed = Status::of(row.execution_status, row.expected_fail).is_success();
+            row.workspace_path = case.finish(passed).map(|p| p.display().to_string());
+        }
+        return finish(row);
+    }
+    let cache_key = match (&ctx.cache, workspace_path.is_none() && planned.trials == 1) {
+        (Some(cache), true) => run_target
+            .target
+            .cache_identity(cache.sampled, &ctx.suite.dir)
+            .map(|identity| {
+                crate::response_cache::ResponseCache::key(&identity, &ctx.cache_scope, test)
+            }),
+        _ => None,
+    };
+    let cached = cache_key
+        .as_ref()
+        .and_then(|key| ctx.cache.as_ref().and_then(|c| c.get(key)));
+    row.cached = cached.is_some();
+    let invoked = match cached {
+        Some(output) => Ok(output),
+        None => ctx.targets.invoke(
+            &run_target.target,
+            test,
+            &invocation,
+            &mut |retry: target::RetryRecord| {
+                say_retry(&test.id, &retry);
+                row.retries.push(retry);
+            },
+        ),
+    };
+    if let (Ok(output), Some(key), Some(cache), false) =
+        (&invoked, &cache_key, &ctx.cache, row.cached)
+    {
+        cache.put(key, output);
+    }
+    let output = match invoked {
+        Ok(output) => output,
+        Err(failure) => {
+            row.failure_class = Some(failure.class);
+            row.error = Some(failure.message);
+            // The hooks that ran before the target failed stay on record.
+            row.hooks = std::mem::take(&mut target_hooks);
+            if let Some(case) = case_ws {
+                row.hooks.extend(case.hooks.clone());
+                row.workspace_path = case.finish(false).map(|p| p.display().to_string());
+            }
+            return finish(row);
+        }
+    };
+    if let Some(hook) = &run_target.hooks.after_each {
+        let run = crate::workspace::run_hook(hook, &hook_context, crate::workspace::AFTER_TIMEOUT);
+        target_hooks.insert(
+            "target_after_each".to_owned(),
+            crate::lifecycle::HookRow::from(run),
+        );
+    }
+    let file_changes = case_ws.as_mut().and_then(|c| c.after_agent(test));
+    let mut request = grade::base_request(test, &output);
+    request.trace.file_changes = file_changes.clone();
+    request.workspace_path = workspace_path.as_ref().map(|p| p.display().to_string());
     let scores: Vec<_> = test
         .assertions
         .iter()
@@ -332,4 +356,23 @@ fn run_trial_into(
         row.workspace_path = case.finish(passed).map(|p| p.display().to_string());
     }
     finish(row)
+}
+
+/// A retried target call, said as it happens: a slow target retried is no
+/// silent wait.
+pub(super) fn say_retry(test_id: &str, retry: &target::RetryRecord) {
+    let mut err = crate::text::Terminal::new(std::io::stderr().lock());
+    let _ = writeln!(
+        err,
+        "  retry  {} on `{}`: attempt {} failed ({}){}",
+        test_id,
+        retry.target,
+        retry.attempt,
+        crate::text::shown(&retry.error),
+        if retry.wait_ms > 0 {
+            format!("; trying again in {:.1} s", retry.wait_ms as f64 / 1000.0)
+        } else {
+            String::new()
+        }
+    );
 }

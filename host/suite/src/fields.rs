@@ -100,6 +100,22 @@ fn message_schema() -> Value {
         },
     })
 }
+fn conversation_mode() -> Value {
+    json!({"enum": ["conversation"]})
+}
+fn turns_schema() -> Value {
+    json!({"type": "array", "minItems": 1, "items": {"type": "object", "required": ["input"], "properties": {
+        "input": {"anyOf": [{"type": "string"}, {"type": "array"}, {"type": "object"}]},
+        "expected_output": {},
+        "assertions": {"type": "array"},
+    }, "additionalProperties": false}})
+}
+fn aggregation_schema() -> Value {
+    json!({"enum": ["mean", "min", "max"]})
+}
+fn turn_failure_schema() -> Value {
+    json!({"enum": ["continue", "stop"]})
+}
 fn dependency_policy() -> Value {
     json!({"enum": ["skip", "fail", "run"]})
 }
@@ -322,35 +338,30 @@ pub const CASE: &[Field] = &[
         "When a dependency ends in an execution error: skip (default) or fail (an error row without running), or run anyway",
         dependency_policy,
     ),
-    unsupported(
+    field(
         "mode",
-        "`conversation` for multi-turn tests",
-        string,
-        "conversation mode is not run by this version",
+        "`conversation`: the target is called once per turn of `turns`",
+        conversation_mode,
     ),
-    unsupported(
+    field(
         "turns",
-        "Conversation turns",
-        any,
-        "conversation mode is not run by this version",
+        "Conversation turns: each {input, expected_output?, assertions?}",
+        turns_schema,
     ),
-    unsupported(
+    field(
         "aggregation",
-        "Conversation score aggregation",
-        string,
-        "conversation mode is not run by this version",
+        "How turn scores combine: mean (default), min or max",
+        aggregation_schema,
     ),
-    unsupported(
+    field(
         "on_turn_failure",
-        "continue or stop",
-        string,
-        "conversation mode is not run by this version",
+        "continue (default), or stop: later turns score 0 once a turn is below the threshold",
+        turn_failure_schema,
     ),
-    unsupported(
+    field(
         "window_size",
-        "Conversation window",
+        "Conversation window: the target sees the system messages and the last N exchanges",
         positive_int,
-        "conversation mode is not run by this version",
     ),
     unsupported(
         "suite",

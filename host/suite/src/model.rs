@@ -233,6 +233,48 @@ pub struct TestCase {
     /// `depends_on`: ids of tests that must finish first, on the same
     /// target (boxed: most tests have none).
     pub depends_on: Option<Box<Dependencies>>,
+    /// `mode: conversation`: the turns (the test's own `assertions` grade
+    /// the whole transcript once at the end).
+    pub conversation: Option<Box<Conversation>>,
+}
+
+/// A conversation test (AgentV §2.10): the target is called once per turn
+/// with the history so far, each turn graded on its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conversation {
+    /// The turns, in order.
+    pub turns: Vec<Turn>,
+    /// How the turn scores (and the conversation's) combine.
+    pub aggregation: TurnAggregation,
+    /// `on_turn_failure: stop`: once a turn scores below the threshold, the
+    /// rest score 0 without calling the target.
+    pub stop_on_failure: bool,
+    /// `window_size`: the target sees the system messages and the last N
+    /// exchanges.
+    pub window_size: Option<usize>,
+}
+
+/// One turn of a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    /// The user's message.
+    pub input: String,
+    /// `expected_output`, for graders.
+    pub expected: Option<String>,
+    /// What grades this turn (string criteria as one `turn-rubrics`).
+    pub assertions: Vec<Assertion>,
+}
+
+/// `aggregation` of a conversation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TurnAggregation {
+    /// The mean (AgentV's default).
+    #[default]
+    Mean,
+    /// The weakest turn.
+    Min,
+    /// The best turn.
+    Max,
 }
 
 /// A test's `depends_on` and what to do when one of them fails.
@@ -260,6 +302,16 @@ pub enum DependencyPolicy {
 }
 
 impl TestCase {
+    /// Every assertion the test grades with: its own, then each turn's of a
+    /// conversation (for checks that look at all of them).
+    pub fn every_assertion(&self) -> impl Iterator<Item = &Assertion> {
+        self.assertions.iter().chain(
+            self.conversation
+                .iter()
+                .flat_map(|c| c.turns.iter().flat_map(|t| t.assertions.iter())),
+        )
+    }
+
     /// A test with only an id and input messages (for judge calls through a
     /// target).
     pub fn synthetic(id: &str, input: Vec<Message>) -> Self {
@@ -283,6 +335,7 @@ impl TestCase {
                 key: KeyPath::default(),
             },
             depends_on: None,
+            conversation: None,
         }
     }
 

@@ -328,6 +328,7 @@ impl Loader {
         merge_metadata(&mut metadata, &defaults.metadata);
 
         let what = format!("test `{id}`");
+        let conversation = self.conversation(doc, &test, at, &id);
         let mut assertions = Vec::new();
         if let Some(rubrics) = test.get("rubrics") {
             let mut config = Map::new();
@@ -377,28 +378,15 @@ impl Loader {
         let listed = test.get("assertions").or(test.get("assert")).is_some();
         if assertions.is_empty()
             && !listed
+            && conversation.is_none()
             && criteria.as_deref().is_some_and(|c| !c.trim().is_empty())
         {
             // AgentV's implicit default grader: an LLM judge of the criteria.
-            let config = Map::new();
-            assertions.push(Assertion {
-                name: "llm-grader".into(),
-                kind: "llm-grader".into(),
-                negate: false,
-                weight: 1.0,
-                required: Required::No,
-                min_score: None,
-                limits: LimitOverrides::default(),
-                config_json: Value::Object(config.clone()).to_string().into(),
-                config: Arc::new(config),
-                loc: doc.loc(at),
-                key_positions: KeyPositions::default(),
-                group: None,
-                wasm: None,
-                from_suite: false,
-            });
+            // (A conversation's turns grade it; its own `assertions`, if any,
+            // grade the transcript.)
+            assertions.push(implicit_llm_grader(doc.loc(at)));
         }
-        if assertions.is_empty() {
+        if assertions.is_empty() && conversation.is_none() {
             let message = if listed {
                 format!("test `{id}` has an empty assertion list, so nothing would grade it")
             } else {
@@ -522,6 +510,7 @@ impl Loader {
             workspace: workspace.map(Box::new),
             loc: doc.loc(at),
             depends_on,
+            conversation,
         })
     }
 }

@@ -26,6 +26,7 @@ use crate::source_map::{KeyPath, Pos, SourceMap};
 
 mod assertions;
 mod case;
+mod conversation;
 mod execution;
 mod group;
 mod messages;
@@ -47,7 +48,9 @@ use crate::load::{MAX_FILE_BYTES, MAX_INCLUDE_DEPTH, MAX_INPUT_FILE_BYTES};
 use crate::load::host_assertion_keys;
 use crate::vars::substitute_vars;
 use assertions::rubric_assertion;
+use conversation::implicit_llm_grader;
 use node::show;
+use serde_json::json;
 
 /// One file of the suite: its path as shown, its directory, its positions.
 #[derive(Debug)]
