@@ -37,6 +37,8 @@ pub enum FailureClass {
     /// A test it `depends_on` ended in an execution error, so it was not
     /// run (`on_dependency_failure: skip` or `fail`).
     DependencyFailed,
+    /// The suite's `budget_usd` was spent before the test started.
+    BudgetExceeded,
 }
 
 impl FailureClass {
@@ -56,6 +58,7 @@ impl FailureClass {
             Self::Judge => "judge",
             Self::UnexpectedPass => "unexpected_pass",
             Self::DependencyFailed => "dependency_failed",
+            Self::BudgetExceeded => "budget_exceeded",
         }
     }
 

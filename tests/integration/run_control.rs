@@ -1137,3 +1137,68 @@ fn a_dependency_cycle_is_refused_with_its_places() {
         r.stderr
     );
 }
+
+/// Issue 17.8: the suite's `execution.workers` is honoured, and `-j`
+/// overrides it.
+#[test]
+fn execution_workers_is_honoured_and_j_overrides_it() {
+    let project = Project::with_mock("unused");
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - name: default\n    provider: cli\n    command: \"echo start >> log.txt; sleep 0.3; echo end >> log.txt; echo ok > {OUTPUT_FILE}\"\n",
+    )
+    .unwrap();
+    project.write(
+        "EVAL.yaml",
+        "execution: {workers: 1}\ntests:\n  - {id: a, input: q, assertions: [{type: contains, value: ok}]}\n  - {id: b, input: q, assertions: [{type: contains, value: ok}]}\n  - {id: c, input: q, assertions: [{type: contains, value: ok}]}\n",
+    );
+    let overlapped = |project: &Project| {
+        let log = std::fs::read_to_string(project.path().join("log.txt")).unwrap();
+        std::fs::remove_file(project.path().join("log.txt")).unwrap();
+        log.contains("start\nstart")
+    };
+    let r = run(&project, "one", &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        !r.stderr.contains("workers"),
+        "no longer ignored: {}",
+        r.stderr
+    );
+    assert!(!overlapped(&project), "workers: 1 runs one test at a time");
+    let r = run(&project, "three", &["-j", "3"]);
+    assert_eq!(r.code, 0);
+    assert!(overlapped(&project), "-j 3 overrides the suite");
+}
+
+/// Issue 17.8: `execution.budget_usd` stops starting tests once the
+/// targets' reported cost reaches it; the rest are `budget_exceeded` rows
+/// saying how much was spent.
+#[test]
+fn budget_usd_stops_starting_tests_once_spent() {
+    let project = Project::with_mock("unused");
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - name: default\n    provider: cli\n    command: \"echo call >> calls.txt; printf '%s' '{\\\"text\\\": \\\"ok\\\", \\\"cost_usd\\\": 0.6}' > {OUTPUT_FILE}\"\n",
+    )
+    .unwrap();
+    project.write(
+        "EVAL.yaml",
+        "execution: {budget_usd: 1.0, workers: 1}\ntests:\n  - {id: a, input: q, assertions: [{type: contains, value: ok}]}\n  - {id: b, input: q, assertions: [{type: contains, value: ok}]}\n  - {id: c, input: q, assertions: [{type: contains, value: ok}]}\n  - {id: d, input: q, assertions: [{type: contains, value: ok}]}\n",
+    );
+    let r = run(&project, "out", &[]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let all = rows(&project, "out");
+    let class: Vec<Value> = all.iter().map(|r| r["failure_class"].clone()).collect();
+    assert_eq!(
+        class,
+        [
+            Value::Null,
+            Value::Null,
+            "budget_exceeded".into(),
+            "budget_exceeded".into()
+        ]
+    );
+    assert_eq!(all[2]["error"], "Suite budget exceeded ($1.2000 / $1.0000)");
+    let calls = std::fs::read_to_string(project.path().join("calls.txt")).unwrap();
+    assert_eq!(calls.lines().count(), 2);
+}

@@ -21,6 +21,8 @@ pub(super) struct Ctx<'a> {
     pub(super) cache_scope: String,
     /// `depends_on`, as test indices, and what has finished.
     pub(super) dependencies: Dependencies,
+    /// The targets' reported cost so far, in USD (for `budget_usd`).
+    pub(super) spent: std::sync::Mutex<f64>,
 }
 
 /// The `depends_on` graph of a run and the (test, target) entries that have
@@ -184,6 +186,11 @@ pub(super) fn run_planned(
             failed_dependencies.clear();
         }
     }
+    // `budget_usd`: once the reported cost reaches it, no test starts.
+    let over_budget = ctx.suite.budget_usd.and_then(|budget| {
+        let spent = *ctx.spent.lock().unwrap_or_else(|e| e.into_inner());
+        (spent >= budget).then(|| format!("Suite budget exceeded (${spent:.4} / ${budget:.4})"))
+    });
     for trial in 1..=planned.trials {
         let key = (
             test.id.clone(),
@@ -197,6 +204,14 @@ pub(super) fn run_planned(
                 return true;
             }
             let row = match &test.depends_on {
+                _ if over_budget.is_some() => trial::not_started_row(
+                    ctx,
+                    test,
+                    planned,
+                    trial,
+                    FailureClass::BudgetExceeded,
+                    over_budget.clone().unwrap_or_default(),
+                ),
                 Some(deps) if !failed_dependencies.is_empty() => trial::dependency_failed_row(
                     ctx,
                     test,
@@ -208,6 +223,9 @@ pub(super) fn run_planned(
                 _ => run_trial(ctx, test, planned, trial),
             };
             finished.push(RowBrief::of(&row, &suite, &suite));
+            if let Some(cost) = row.cost_usd.filter(|c| c.is_finite() && *c > 0.0) {
+                *ctx.spent.lock().unwrap_or_else(|e| e.into_inner()) += cost;
+            }
             if tx.send(row).is_err() {
                 ctx.stop.store(true, Ordering::SeqCst);
                 return false;

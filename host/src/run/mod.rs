@@ -312,15 +312,17 @@ pub fn run(
         plan_options.only = Some(failed);
     }
 
-    let workers = options
-        .workers
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
-        .max(1);
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
     let grader_workers = options
         .grader_workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
         .max(1);
-    let engine = engine(options.no_compile_cache, workers.max(grader_workers))?;
+    // Plugin calls are bounded by the grader workers; the engine is sized
+    // before the suite (and its `execution.workers`) is read.
+    let engine = engine(
+        options.no_compile_cache,
+        options.workers.unwrap_or(cpus).max(grader_workers),
+    )?;
     let prepared = match prepare(&eval, &engine, options.sandbox_strict) {
         Ok(p) => p,
         Err(e) => return Ok(Err(e)),
@@ -335,6 +337,8 @@ pub fn run(
         plugins_time,
         ..
     } = prepared;
+    // Tests at once: -j, else the suite's `execution.workers`, else the CPUs.
+    let workers = options.workers.or(suite.workers).unwrap_or(cpus).max(1);
 
     let roots = suite::roots::Roots::for_eval(&eval);
     let targets = match targets::load(&suite, &eval, targets_file.as_ref(), options.sandbox_strict)
@@ -763,6 +767,7 @@ pub fn run(
         cache: response_cache,
         cache_scope,
         dependencies: execute::Dependencies::new(&suite, &plan),
+        spent: std::sync::Mutex::new(0.0),
     };
     let mut progress =
         report::terminal::Progress::new(plan.len(), options.quiet, options.full_output);

@@ -60,6 +60,24 @@ pub(super) fn dependency_failed_row(
     row
 }
 
+/// The row of a test that was not started (`budget_exceeded`): an
+/// execution error with `message`.
+pub(super) fn not_started_row(
+    ctx: &Ctx<'_>,
+    test: &TestCase,
+    planned: &PlannedTest,
+    trial: u32,
+    class: FailureClass,
+    message: String,
+) -> ResultRow {
+    let mut row = base_row(ctx, test, planned, trial);
+    row.error = Some(message);
+    row.failure_class = Some(class);
+    row.timestamp = jiff::Timestamp::now().to_string();
+    row.status = Status::of(row.execution_status, row.expected_fail);
+    row
+}
+
 /// A row before anything ran: an execution error until the trial says
 /// otherwise.
 fn base_row(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) -> ResultRow {

@@ -100,6 +100,9 @@ fn message_schema() -> Value {
         },
     })
 }
+fn positive_number() -> Value {
+    json!({"type": "number", "exclusiveMinimum": 0})
+}
 fn conversation_mode() -> Value {
     json!({"enum": ["conversation"]})
 }
@@ -379,11 +382,10 @@ pub const EXECUTION: &[Field] = &[
         "Run every test against each target: names, or {name, use_target, hooks}; on a test, the subset it runs on",
         any,
     ),
-    unsupported(
+    field(
         "workers",
-        "Concurrency (use -j)",
+        "Tests run at once (-j/--workers overrides it)",
         positive_int,
-        "use -j/--workers",
     ),
     field("threshold", "Pass threshold in [0, 1]", unit),
     field(
@@ -391,11 +393,10 @@ pub const EXECUTION: &[Field] = &[
         "Run each test several times: {count, strategy: pass_at_k | mean | confidence_interval}",
         trials_schema,
     ),
-    unsupported(
+    field(
         "budget_usd",
-        "Suite cost cap",
-        any,
-        "cost budgets are not enforced by this version",
+        "Suite cost cap in USD: once the targets' reported cost reaches it, no more tests start (budget_exceeded)",
+        positive_number,
     ),
     unsupported(
         "fail_on_error",

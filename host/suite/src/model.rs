@@ -376,6 +376,11 @@ pub struct Suite {
     pub matrix: Vec<MatrixTarget>,
     /// `execution.cache`: use the response cache.
     pub cache: bool,
+    /// `execution.workers`: tests run at once (the command line overrides).
+    pub workers: Option<usize>,
+    /// `execution.budget_usd`: no test starts once the targets' reported
+    /// cost reaches it.
+    pub budget_usd: Option<f64>,
     /// evalhost features the suite uses that AgentV 4.42 reads differently
     /// (`evalhost validate --agentv` lists them), once per place.
     pub extensions: Vec<Extension>,

@@ -114,6 +114,27 @@ impl Loader {
             Some(list) => self.matrix(&doc, list, &exec_path.key("targets")),
             None => Vec::new(),
         };
+        let budget_usd = match execution.as_ref().and_then(|e| e.get("budget_usd")) {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) if n.as_f64().is_some_and(|x| x > 0.0 && x.is_finite()) => {
+                n.as_f64()
+            }
+            Some(other) => {
+                self.error(
+                    &doc,
+                    &exec_path.key("budget_usd"),
+                    format!(
+                        "`budget_usd` must be a positive number of US dollars, got {}",
+                        show(other)
+                    ),
+                );
+                None
+            }
+        };
+        let workers = execution
+            .as_ref()
+            .and_then(|e| self.positive_int(&doc, e.get("workers"), &exec_path, "workers"))
+            .map(|n| n as usize);
         let mut suite = self.finish(
             doc,
             name,
@@ -128,6 +149,8 @@ impl Loader {
         suite.exec_allow = exec_allow;
         suite.workspace = defaults.workspace.clone();
         suite.matrix = matrix;
+        suite.workers = workers;
+        suite.budget_usd = budget_usd;
         suite.cache = matches!(
             execution.as_ref().and_then(|e| e.get("cache")),
             Some(Value::Bool(true))
@@ -172,6 +195,8 @@ impl Loader {
             workspace: None,
             matrix: Vec::new(),
             cache: false,
+            workers: None,
+            budget_usd: None,
             extensions: std::mem::take(&mut self.extensions),
             cache_path: None,
         })
