@@ -47,3 +47,5 @@ mod review_bugs;
 mod support;
 // report.html rendered in headless Chromium: reasons, tags, search, diffs.
 mod report_page;
+// AgentV's example suites on recorded outputs, scored as AgentV scored them.
+mod conformance;

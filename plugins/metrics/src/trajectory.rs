@@ -11,6 +11,8 @@ const ARG_MODES: &[&str] = &["exact", "superset", "subset", "ignore"];
 const ITEM_KEYS: &[&str] = &[
     "tool",
     "args",
+    "input",
+    "output",
     "args_match",
     "argsMatch",
     "max_duration_ms",
@@ -43,6 +45,13 @@ pub enum Args {
 struct Expected {
     tool: String,
     args: Args,
+    /// `output`: what the tool's result must contain (beyond AgentV, which
+    /// reads but ignores it).
+    output: Option<Value>,
+    /// Written as `input`: without an `args_match`, the call must have
+    /// these arguments and may have more (AgentV's example writes the ones
+    /// that matter, expecting a match).
+    from_input: bool,
     args_match: Option<ArgsMatch>,
     max_duration_ms: Option<f64>,
 }
@@ -160,20 +169,30 @@ fn spec(config: &Config) -> Result<Spec, String> {
                 };
                 if let Some(unknown) = o.keys().find(|k| !ITEM_KEYS.contains(&k.as_str())) {
                     return Err(format!(
-                        "`{at}.{unknown}` is not a key of an expected tool call (known: tool, args, args_match, max_duration_ms)"
+                        "`{at}.{unknown}` is not a key of an expected tool call (known: tool, args or input, output, args_match, max_duration_ms)"
                     ));
                 }
                 let tool = match o.get("tool") {
                     Some(Value::String(t)) if !t.is_empty() => t.clone(),
                     _ => return Err(format!("`{at}.tool` must be the tool's name")),
                 };
-                let args = match o.get("args") {
+                if o.contains_key("args") && o.contains_key("input") {
+                    return Err(format!(
+                        "`{at}` has both `args` and `input`; they are the same: keep one"
+                    ));
+                }
+                let args_key = if o.contains_key("input") {
+                    "input"
+                } else {
+                    "args"
+                };
+                let args = match o.get(args_key) {
                     None | Some(Value::Null) => Args::Unset,
                     Some(Value::String(s)) if s == "any" => Args::Any,
                     Some(v @ Value::Object(_)) => Args::Value(v.clone()),
                     Some(other) => {
                         return Err(format!(
-                            "`{at}.args` must be a mapping of arguments or `any`, got {}",
+                            "`{at}.{args_key}` must be a mapping of arguments or `any`, got {}",
                             crate::show(other)
                         ));
                     }
@@ -207,6 +226,8 @@ fn spec(config: &Config) -> Result<Spec, String> {
                 expected.push(Expected {
                     tool,
                     args,
+                    output: o.get("output").filter(|v| !v.is_null()).cloned(),
+                    from_input: args_key == "input",
                     args_match: item_args,
                     max_duration_ms,
                 });
@@ -278,7 +299,28 @@ fn args_ok(expected: &Args, actual: Option<&Value>, mode: &ArgsMatch) -> bool {
 struct Call<'a> {
     name: &'a str,
     args: Option<&'a Value>,
+    output: Option<&'a Value>,
     duration_ms: Option<u64>,
+}
+
+/// True when `actual` contains `expected`: every key of an expected mapping
+/// with a value it contains, every item of an expected list contained in
+/// some item of the actual one, equal scalars. A tool result given as JSON
+/// text is read as JSON.
+fn contains(expected: &Value, actual: &Value) -> bool {
+    if let Value::String(text) = actual
+        && !expected.is_string()
+        && let Ok(parsed) = serde_json::from_str::<Value>(text)
+    {
+        return contains(expected, &parsed);
+    }
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => e
+            .iter()
+            .all(|(k, v)| a.get(k).is_some_and(|w| contains(v, w))),
+        (Value::Array(e), Value::Array(a)) => e.iter().all(|v| a.iter().any(|w| contains(v, w))),
+        _ => deep_equal(expected, actual),
+    }
 }
 
 /// Latency check of a matched expected call: `Some(passed check)`, or
@@ -327,6 +369,7 @@ pub fn grade(request: &Request) -> Result<Grade, String> {
         .map(|c| Call {
             name: c.tool.as_str(),
             args: c.input.as_ref(),
+            output: c.output.as_ref(),
             duration_ms: c.duration_ms,
         })
         .collect();
@@ -334,10 +377,19 @@ pub fn grade(request: &Request) -> Result<Grade, String> {
         item.args_match
             .clone()
             .or_else(|| spec.args_match.clone())
-            .unwrap_or(ArgsMatch::Exact)
+            .unwrap_or(if item.from_input {
+                ArgsMatch::Superset
+            } else {
+                ArgsMatch::Exact
+            })
     };
     let matches = |item: &Expected, call: &Call<'_>| {
-        call.name == item.tool && args_ok(&item.args, call.args, &mode_of(item))
+        call.name == item.tool
+            && args_ok(&item.args, call.args, &mode_of(item))
+            && item
+                .output
+                .as_ref()
+                .is_none_or(|e| call.output.is_some_and(|a| contains(e, a)))
     };
     let grade = match spec.mode.as_str() {
         "any_order" => {
@@ -541,5 +593,47 @@ mod tests {
             Some(&json!({"deep": {"x": [9, 2]}})),
             &fields
         ));
+    }
+
+    /// `output` on an expected call: the tool's result must contain it
+    /// (keys with contained values, list items found in the actual list),
+    /// also when the result is JSON text.
+    #[test]
+    fn an_expected_output_is_contained_in_the_result() {
+        let e = json!({"results": [{"link": "https://a"}], "title": "T"});
+        let actual = json!({"results": [{"link": "https://b"}, {"link": "https://a", "snippet": "s"}], "title": "T", "more": 1});
+        assert!(contains(&e, &actual));
+        assert!(
+            contains(&e, &json!(actual.to_string())),
+            "JSON text is read"
+        );
+        assert!(!contains(
+            &e,
+            &json!({"results": [{"link": "https://b"}], "title": "T"})
+        ));
+        assert!(!contains(
+            &e,
+            &json!({"results": [{"link": "https://a"}], "title": "U"})
+        ));
+        assert!(!contains(&json!("x"), &json!("y")));
+    }
+
+    /// `input` is `args`, matched as a superset by default (the call may
+    /// have more arguments); both at once is an error.
+    #[test]
+    fn input_is_args_and_may_not_repeat_them() {
+        let config = |v: Value| evalhost_plugin_sdk::Config::from_value(v).unwrap();
+        let s = spec(&config(
+            json!({"mode": "in_order", "expected": [{"tool": "t", "input": {"q": 1}}]}),
+        ))
+        .unwrap();
+        assert!(s.expected[0].from_input);
+        assert_eq!(s.expected[0].args, Args::Value(json!({"q": 1})));
+        let err = spec(&config(
+            json!({"mode": "in_order", "expected": [{"tool": "t", "input": {}, "args": {}}]}),
+        ))
+        .err()
+        .unwrap();
+        assert!(err.contains("both `args` and `input`"), "{err}");
     }
 }
