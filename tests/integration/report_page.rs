@@ -125,3 +125,22 @@ fn the_report_answers_why_at_a_glance() {
         "{dom}"
     );
 }
+
+/// A conversation's page shows every message of it, the replies included,
+/// not only the last reply.
+#[test]
+fn a_conversation_shows_its_messages() {
+    let project = Project::with_mock("Thirty.");
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: chat\n    mode: conversation\n    input: [{role: system, content: Be brief.}]\n    turns:\n      - input: What is 15% of 200?\n        assertions: [{type: contains, value: Sixty}]\n      - input: Double it.\n",
+    );
+    let r = project.run(&[]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let Some(browser) = chromium() else { return };
+    let dom = rendered(&browser, &project.path().join("out/report.html"));
+    assert!(
+        dom.contains("<h3>conversation</h3><div class=\"role\">system</div><pre>Be brief.</pre><div class=\"role\">user</div><pre>What is 15% of 200?</pre><div class=\"role\">assistant</div><pre>Thirty.</pre><div class=\"role\">user</div><pre>Double it.</pre>"),
+        "{dom}"
+    );
+}

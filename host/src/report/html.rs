@@ -128,8 +128,9 @@ data.tests.forEach(o => {
     messages(body, 'input', r.input);
     if (r.criteria) { body.appendChild(el('h3', '', 'criteria')); body.appendChild(el('pre', '', r.criteria)); }
     if (r.expected_output) { body.appendChild(el('h3', '', 'expected output')); body.appendChild(el('pre', '', r.expected_output)); }
-    body.appendChild(el('h3', '', 'output'));
-    body.appendChild(el('pre', '', r.output || '(no output)'));
+    // A conversation (or any multi-message output): every message, replies included.
+    if ((r.output_messages || []).length > 1 && (r.scores || []).some(sc => sc.type === 'conversation-turn')) messages(body, 'conversation', r.output_messages.filter(m => m.content));
+    else { body.appendChild(el('h3', '', 'output')); body.appendChild(el('pre', '', r.output || '(no output)')); }
     // (An `equals` shows its own diff in its row.)
     if (r.expected_output && r.output && !['passed', 'expected-failed'].includes(r.status) && r.expected_output.trim() !== r.output.trim() && !(r.scores || []).some(sc => sc.expected != null)) { body.appendChild(el('h3', '', 'expected output → output')); diff(body, r.expected_output.trim(), r.output.trim()); }
     if ((r.retries || []).length) { body.appendChild(el('h3', '', 'retries')); r.retries.forEach(x => body.appendChild(el('div', 'role', x.target + ' attempt ' + x.attempt + ' failed: ' + x.error + (x.wait_ms ? ' (waited ' + (x.wait_ms / 1000).toFixed(1) + ' s)' : '')))); }
