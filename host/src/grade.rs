@@ -250,7 +250,148 @@ where
                 .collect()
         }),
     };
+    if matches!(
+        group.aggregate,
+        Aggregate::Code { .. } | Aggregate::Llm { .. }
+    ) {
+        return aggregate_with_plugin(assertion, group, members, request, leaf, start);
+    }
     aggregate(assertion, group, members, start)
+}
+
+/// AgentV's default prompt of an `llm-grader` aggregator.
+pub const DEFAULT_AGGREGATOR_PROMPT: &str = "Review the following evaluation results:
+{{EVALUATOR_RESULTS_JSON}}
+
+Decide the final score and verdict based on all grader results.
+Return a JSON object with: score (0.0-1.0), verdict (pass/fail), and reasoning.";
+
+/// A member's result as AgentV hands it to an aggregator (its internal
+/// `EvaluationScore`, camelCase).
+fn member_json(m: &ScoreRow, child: bool) -> serde_json::Value {
+    let mut o = serde_json::json!({
+        "score": m.score,
+        "verdict": m.verdict,
+        "assertions": m.assertions.iter().map(|c| {
+            let mut a = serde_json::json!({"text": c.text, "passed": c.passed});
+            if let Some(e) = &c.evidence {
+                a["evidence"] = e.clone().into();
+            }
+            a
+        }).collect::<Vec<_>>(),
+    });
+    if child {
+        o["name"] = m.name.clone().into();
+        o["type"] = m.kind.clone().into();
+        o["weight"] = m.weight.into();
+    } else {
+        o["expectedAspectCount"] = m.assertions.len().max(1).into();
+    }
+    if let Some(d) = &m.details {
+        o["details"] = d.clone();
+    }
+    if !m.scores.is_empty() {
+        o["scores"] = m.scores.iter().map(|c| member_json(c, true)).collect();
+    }
+    o
+}
+
+/// A `code-grader` or `llm-grader` aggregator: the members' results go to
+/// the built-in code-grader (a command, through `exec`) or LLM judge plugin,
+/// whose grade is the group's. Every member counts, skipped or not (as
+/// AgentV).
+fn aggregate_with_plugin<F>(
+    assertion: &Assertion,
+    group: &Group,
+    members: Vec<ScoreRow>,
+    request: &mut wit::GradeRequest,
+    leaf: &F,
+    start: Instant,
+) -> ScoreRow
+where
+    F: Fn(&Assertion, &mut wit::GradeRequest) -> ScoreRow + Sync,
+{
+    let results: serde_json::Map<String, serde_json::Value> = members
+        .iter()
+        .map(|m| (m.name.clone(), member_json(m, false)))
+        .collect();
+    let mut config = serde_json::Map::new();
+    let kind = match &group.aggregate {
+        Aggregate::Code { command, cwd } => {
+            config.insert("command".into(), command.clone().into());
+            config.insert("cwd".into(), cwd.display().to_string().into());
+            config.insert(
+                "aggregate_results".into(),
+                serde_json::Value::Object(results),
+            );
+            "code-grader"
+        }
+        Aggregate::Llm { prompt } => {
+            let json = serde_json::to_string_pretty(&results).unwrap_or_default();
+            let prompt = prompt
+                .as_deref()
+                .unwrap_or(DEFAULT_AGGREGATOR_PROMPT)
+                .replace("{{EVALUATOR_RESULTS_JSON}}", &json);
+            config.insert("prompt".into(), prompt.into());
+            config.insert("prompt_is_template".into(), true.into());
+            "llm-grader"
+        }
+        _ => unreachable!("only external aggregators come here"),
+    };
+    let mut synthetic = assertion.clone();
+    synthetic.kind = kind.into();
+    synthetic.negate = false;
+    synthetic.wasm = None;
+    synthetic.group = None;
+    synthetic.preprocessors = std::sync::Arc::from([]);
+    synthetic.config_json = serde_json::Value::Object(config.clone()).to_string().into();
+    synthetic.config = std::sync::Arc::new(config);
+    let graded = leaf(&synthetic, request);
+    let verdict_said = graded
+        .details
+        .as_ref()
+        .and_then(|d| d.get("verdict"))
+        .and_then(serde_json::Value::as_str)
+        .map(|v| v == "pass");
+    let mut score = graded.score;
+    let mut passed = graded.failure_class.is_none_or(|c| !c.is_infrastructure())
+        && verdict_said.unwrap_or(graded.verdict == Verdict::Pass);
+    let mut checks = graded.assertions;
+    if kind == "llm-grader" {
+        checks.truncate(8);
+    }
+    if assertion.negate {
+        score = 1.0 - score;
+        passed = !passed && graded.failure_class.is_none_or(|c| !c.is_infrastructure());
+        for check in &mut checks {
+            check.passed = !check.passed;
+        }
+    }
+    let failure_class = match graded.failure_class {
+        Some(c) if c.is_infrastructure() => Some(c),
+        _ if passed => None,
+        _ => Some(FailureClass::Assertion),
+    };
+    ScoreRow {
+        name: assertion.name.to_string(),
+        kind: assertion.kind.to_string(),
+        score,
+        weight: assertion.weight,
+        verdict: if passed { Verdict::Pass } else { Verdict::Fail },
+        assertions: checks,
+        negate: assertion.negate,
+        required: assertion.required != Required::No,
+        failure_class,
+        error: graded.error.map(|e| format!("{kind} aggregator: {e}")),
+        plugin: graded.plugin,
+        plugin_digest: graded.plugin_digest,
+        plugin_output: graded.plugin_output,
+        details: graded.details,
+        expected: None,
+        duration_us: start.elapsed().as_micros() as u64,
+        judge: graded.judge,
+        scores: members,
+    }
 }
 
 /// Combines a group's member scores (AgentV's composite aggregators,
@@ -322,6 +463,8 @@ fn aggregate(
                 checks.extend(prefixed(&counted));
                 (score, Some(pass), checks)
             }
+            // Graded by a plugin (`aggregate_with_plugin`), never here.
+            Aggregate::Code { .. } | Aggregate::Llm { .. } => (0.0, Some(false), Vec::new()),
             Aggregate::AssertSet { threshold } => {
                 let score = weighted(&|m: &ScoreRow| m.weight);
                 // promptfoo: a member of weight 0 always passes.
@@ -430,6 +573,20 @@ pub fn case_timeout_row(assertion: &Assertion, timeout_ms: u64) -> ScoreRow {
         "",
         FailureClass::CaseTimeout,
         format!("the case ran past its timeout_ms of {timeout_ms} before this assertion"),
+        None,
+        Instant::now(),
+    )
+}
+
+/// The score of an assertion the run's policy refused to grade (a
+/// preprocessor command under `--sandbox strict`).
+pub fn refused_row(assertion: &Assertion, message: String) -> ScoreRow {
+    failed_row(
+        assertion,
+        "",
+        "",
+        FailureClass::PluginError,
+        message,
         None,
         Instant::now(),
     )

@@ -190,6 +190,10 @@ pub fn shell_quote(text: &str) -> String {
 pub enum ShellRef<'a> {
     /// An environment variable holding the value.
     Var(&'a str),
+    /// An environment variable holding a value evalhost made of plain path
+    /// characters: inside `'…'` it is spliced in (`'"$VAR"'`), as AgentV
+    /// splices its quoted value, so a nested shell reads it as one word.
+    Spliced(&'a str),
     /// The positional parameters: one word each when bare (`"$@"`), joined
     /// by spaces inside quotes (`$*`).
     Args,
@@ -199,13 +203,14 @@ pub enum ShellRef<'a> {
 /// ([`evalhost_suite::shell_template::Place`]).
 pub fn shell_ref(reference: ShellRef<'_>, place: Place) -> String {
     let expansion = match reference {
-        ShellRef::Var(name) => format!("${{{name}}}"),
+        ShellRef::Var(name) | ShellRef::Spliced(name) => format!("${{{name}}}"),
         ShellRef::Args => "$*".to_owned(),
     };
     match (reference, place) {
         (ShellRef::Args, Place::Bare) => "\"$@\"".to_owned(),
         (_, Place::Bare) => format!("\"{expansion}\""),
         (_, Place::Double | Place::Heredoc) => expansion,
+        (ShellRef::Spliced(_), Place::Single) => format!("'\"{expansion}\"'"),
         // Refused when the template was read (`shell_template::check`); if
         // it gets here, the reference stays text this shell does not
         // expand, and a nested shell expands it as data.

@@ -3,6 +3,7 @@
 //! (`run/check.rs`): the reader runs nothing.
 
 pub use evalhost_suite::{
-    Aggregate, Assertion, Group, LimitOverrides, Loc, MatrixTarget, Message, PluginRef, Required,
-    Suite, TestCase, Trials, discover_eval_files, env, fields, load, model, roots, source_map,
+    Aggregate, Assertion, Group, LimitOverrides, Loc, MatrixTarget, Message, PluginRef,
+    Preprocessor, PromptScript, Required, Suite, TestCase, Trials, discover_eval_files, env,
+    fields, load, model, normalize_media_type, roots, source_map,
 };

@@ -410,3 +410,285 @@ fn a_conversation_turns_criteria_go_to_the_judge_with_the_history() {
         "{asked}"
     );
 }
+
+/// A target that answers with a file block: `generated/report.xlsx`
+/// (binary) in the directory it runs in.
+fn file_answering(server: &FakeServer, suite: &str) -> (Project, tempfile::TempDir) {
+    let project = Project::with_mock("unused");
+    let targets = format!(
+        "targets:\n  - {{name: default, provider: cli, command: 'sh ./agent.sh {{OUTPUT_FILE}}', cwd: '..', grader_target: judge}}\n  - {{name: judge, provider: openai, base_url: '{}/v1', model: judge-model, api_key: '${{{{ EVALHOST_JUDGE_KEY }}}}', temperature: 0, retry_initial_delay_ms: 10}}\n",
+        server.url
+    );
+    std::fs::write(project.path().join(".evalhost/targets.yaml"), targets).unwrap();
+    project.write(
+        "agent.sh",
+        "mkdir -p generated\nprintf '\\000\\237\\222' > generated/report.xlsx\nprintf 'col\\n1\\n' > generated/notes.md\n\
+         printf '%s' '{\"output\": [{\"role\": \"assistant\", \"content\": [{\"type\": \"text\", \"text\": \"Report attached.\"}, \
+         {\"type\": \"file\", \"media_type\": \"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet\", \"path\": \"generated/report.xlsx\"}, \
+         {\"type\": \"file\", \"media_type\": \"text/markdown\", \"path\": \"generated/notes.md\"}]}]}' > \"$1\"\n",
+    );
+    project.write(
+        "scripts/xlsx-to-csv.sh",
+        "payload=$(cat)\ncase \"$payload\" in *'\"path\":'*report.xlsx*) ;; *) echo \"no path in $payload\" >&2; exit 3;; esac\necho 'spreadsheet: revenue,total'\necho 'Q1,42'\n",
+    );
+    project.write("EVAL.yaml", suite);
+    (project, tempfile::tempdir().unwrap())
+}
+
+const PREPROCESSED_SUITE: &str = "preprocessors:\n  - type: xlsx\n    command: [sh, /scripts/xlsx-to-csv.sh]\ntests:\n  - id: spreadsheet\n    input: Generate the spreadsheet report\n    assertions:\n      - Output contains the revenue rows\n";
+
+#[test]
+fn preprocessors_turn_file_output_into_text_before_the_judge_sees_it() {
+    let server = FakeServer::start_fn(|r| checklist(&[("rubric-1", r.body.contains("Q1,42"))]));
+    let (project, cache) = file_answering(&server, PREPROCESSED_SUITE);
+    let r = run(&project, &cache, "out", &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let asked = &server.requests()[0].body;
+    for part in [
+        "Report attached.",
+        "[[ file: generated/report.xlsx ]]",
+        "spreadsheet: revenue,total",
+        "[[ file: generated/notes.md ]]",
+    ] {
+        assert!(
+            asked.contains(&part.replace('"', "\\\"")),
+            "{part} not in {asked}"
+        );
+    }
+    let row = &rows(&project, "out")[0];
+    assert_eq!(row["score"], 1.0, "{row}");
+}
+
+#[test]
+fn without_a_preprocessor_a_binary_file_reaches_the_judge_as_a_warning() {
+    let server = FakeServer::start_fn(|r| checklist(&[("rubric-1", r.body.contains("Q1,42"))]));
+    let suite = PREPROCESSED_SUITE.replace("type: xlsx", "type: pdf");
+    let (project, cache) = file_answering(&server, &suite);
+    let r = run(&project, &cache, "out", &[]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let asked = &server.requests()[0].body;
+    assert!(
+        asked.contains("[file preprocessing warning] generated/report.xlsx")
+            && asked.contains("configure a preprocessor"),
+        "{asked}"
+    );
+    assert_eq!(rows(&project, "out")[0]["score"], 0.0);
+}
+
+#[test]
+fn a_failing_preprocessor_is_a_warning_the_judge_sees_and_strict_refuses_it() {
+    let server = FakeServer::start_fn(|r| checklist(&[("rubric-1", r.body.contains("Q1,42"))]));
+    let (project, cache) = file_answering(&server, PREPROCESSED_SUITE);
+    project.write(
+        "scripts/xlsx-to-csv.sh",
+        "echo 'cannot parse the workbook' >&2\nexit 4\n",
+    );
+    let r = run(&project, &cache, "out", &[]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let asked = &server.requests()[0].body;
+    assert!(asked.contains("cannot parse the workbook"), "{asked}");
+
+    let targets = project.path().join(".evalhost/targets.yaml");
+    let r = run(
+        &project,
+        &cache,
+        "strict",
+        &[
+            "--sandbox",
+            "strict",
+            "--targets",
+            targets.to_str().unwrap(),
+        ],
+    );
+    assert_ne!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let row = &rows(&project, "strict")[0];
+    let score = &row["scores"][0];
+    assert_eq!(
+        (&score["verdict"], &score["score"]),
+        (&json!("fail"), &json!(0.0)),
+        "{row}"
+    );
+    assert!(
+        score["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("`--sandbox strict` refuses the preprocessor command `sh ")),
+        "{row}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the judge is not asked under strict"
+    );
+}
+
+const AGGREGATED_SUITE: &str = r#"tests:
+  - id: capital
+    input: What is the capital of France?
+    assertions:
+      - name: gate
+        type: composite
+        assertions:
+          - {name: names-paris, type: contains, value: Paris}
+          - {name: names-lyon, type: contains, value: Lyon}
+        aggregator:
+          type: code-grader
+          path: sh ./aggregate.sh
+"#;
+
+#[test]
+fn a_code_grader_aggregator_reads_the_members_results_and_its_verdict_stands() {
+    let server = FakeServer::start(vec![]);
+    let (project, cache) = judged(&server, "Paris.", AGGREGATED_SUITE);
+    // Passes on its own say, below 0.8, as AgentV lets it; the members'
+    // results arrive as AgentV's `{"results": {<name>: {score, verdict,
+    // assertions}}}`.
+    project.write(
+        "aggregate.sh",
+        "payload=$(cat)\ncase \"$payload\" in\n  *'\"results\"'*'\"names-lyon\"'*'\"verdict\": \"fail\"'*) echo '{\"score\": 0.5, \"verdict\": \"pass\", \"assertions\": [{\"text\": \"lyon is optional\", \"passed\": true}]}';;\n  *) echo \"unexpected: $payload\" >&2; exit 2;;\nesac\n",
+    );
+    let r = run(&project, &cache, "out", &[]);
+    // The test's score is still 0.5, under its 0.8 threshold (as AgentV).
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let row = &rows(&project, "out")[0];
+    assert_eq!(row["score"], 0.5);
+    let gate = &row["scores"][0];
+    assert_eq!(
+        (&gate["score"], &gate["verdict"]),
+        (&json!(0.5), &json!("pass")),
+        "{gate}"
+    );
+    assert_eq!(gate["assertions"][0]["text"], "lyon is optional");
+    assert_eq!(
+        gate["scores"].as_array().map(Vec::len),
+        Some(2),
+        "members kept: {gate}"
+    );
+
+    // A failing aggregator fails the composite with its reason (AgentV: 0,
+    // "Code aggregator failed").
+    project.write("aggregate.sh", "echo 'no results today' >&2\nexit 3\n");
+    let r = run(&project, &cache, "failing", &[]);
+    assert_eq!(r.code, 3, "an execution error: {}{}", r.stdout, r.stderr);
+    let gate = &rows(&project, "failing")[0]["scores"][0];
+    assert_eq!(
+        (&gate["score"], &gate["verdict"]),
+        (&json!(0.0), &json!("fail")),
+        "{gate}"
+    );
+    assert!(
+        gate["error"].as_str().is_some_and(|e| e.contains("Code aggregator failed") && e.contains("no results today")),
+        "{gate}"
+    );
+
+    // Under --sandbox strict the command does not run.
+    let r = run(
+        &project,
+        &cache,
+        "strict",
+        &[
+            "--sandbox",
+            "strict",
+            "--targets",
+            project
+                .path()
+                .join(".evalhost/targets.yaml")
+                .to_str()
+                .unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let gate = &rows(&project, "strict")[0]["scores"][0];
+    assert_eq!(gate["verdict"], "fail", "{gate}");
+    assert!(
+        gate["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("--sandbox strict")),
+        "{gate}"
+    );
+}
+
+#[test]
+fn an_llm_grader_aggregator_asks_the_judge_with_the_members_results() {
+    let server = FakeServer::start_fn(|_| {
+        Reply::chat(
+            "{\"score\": 0.9, \"assertions\": [{\"text\": \"paris named, lyon irrelevant\", \"passed\": true}]}",
+        )
+    });
+    let suite = AGGREGATED_SUITE.replace(
+        "type: code-grader\n          path: sh ./aggregate.sh",
+        "type: llm-grader\n          prompt: \"Weigh these: {{EVALUATOR_RESULTS_JSON}} Reply with JSON.\"",
+    );
+    let (project, cache) = judged(&server, "Paris.", &suite);
+    let r = run(&project, &cache, "out", &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let gate = &rows(&project, "out")[0]["scores"][0];
+    assert_eq!(
+        (&gate["score"], &gate["verdict"]),
+        (&json!(0.9), &json!("pass")),
+        "{gate}"
+    );
+    let asked = &server.requests()[0].body;
+    assert!(asked.contains("Weigh these: {"), "{asked}");
+    assert!(
+        asked.contains("names-lyon") && asked.contains("Reply with JSON."),
+        "{asked}"
+    );
+    assert!(!asked.contains("{{EVALUATOR_RESULTS_JSON}}"), "{asked}");
+}
+
+#[test]
+fn an_llm_grader_prompt_script_computes_the_whole_prompt() {
+    let server = FakeServer::start_fn(|r| {
+        let ok = r.body.contains("PROMPT FROM SCRIPT") && r.body.contains("strict-mode-on");
+        Reply::chat(&format!("{{\"score\": {}}}", if ok { 1 } else { 0 }))
+    });
+    let suite = "tests:\n  - id: t\n    input: Explain async\n    criteria: Explains promises\n    assertions:\n      - name: custom\n        type: llm-grader\n        prompt:\n          command: [sh, ../prompts/grader.sh]\n          config: {mode: strict-mode-on}\n";
+    let (project, cache) = judged(&server, "Promises resolve later.", suite);
+    std::fs::create_dir_all(project.path().join("sub")).unwrap();
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    std::fs::rename(
+        project.path().join("EVAL.yaml"),
+        project.path().join("sub/EVAL.yaml"),
+    )
+    .unwrap();
+    // Runs in its own directory; the case arrives on stdin.
+    project.write(
+        "prompts/grader.sh",
+        "test -f ./grader.sh || { echo 'not in its directory' >&2; exit 5; }\npayload=$(cat)\necho 'PROMPT FROM SCRIPT'\nprintf '%s\\n' \"$payload\" | grep -o 'strict-mode-on' | head -1\nprintf '%s\\n' \"$payload\" | grep -q '\"answer\": \"Promises resolve later.\"' && echo 'answer seen'\n",
+    );
+    let r = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("EVALHOST_CACHE_DIR", cache.path())
+        .env("EVALHOST_JUDGE_KEY", "k")
+        .args(["run", "sub/EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap();
+    let r: crate::support::Run = r.into();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let asked = &server.requests()[0].body;
+    assert!(asked.contains("answer seen"), "{asked}");
+    assert!(
+        !asked.contains("Explains promises"),
+        "the script's prompt replaces the default template: {asked}"
+    );
+
+    // A script that fails fails the grader, with its reason.
+    project.write("prompts/grader.sh", "echo 'template broke' >&2\nexit 1\n");
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("EVALHOST_CACHE_DIR", cache.path())
+        .env("EVALHOST_JUDGE_KEY", "k")
+        .args(["run", "sub/EVAL.yaml", "-o", "failing"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let score = &rows(&project, "failing")[0]["scores"][0];
+    assert_eq!(score["verdict"], "fail");
+    assert!(
+        score["error"].as_str().is_some_and(
+            |e| e.contains("Prompt template execution failed") && e.contains("template broke")
+        ),
+        "{score}"
+    );
+}

@@ -61,6 +61,34 @@ fn cli_placeholders_are_filled_and_quoted() {
 }
 
 #[test]
+fn host_made_paths_inside_a_nested_shell_work_as_in_agentv_and_values_do_not() {
+    // AgentV's own targets write `bash -c '… > {OUTPUT_FILE}'`: the paths
+    // evalhost makes (plain characters) are spliced in as AgentV does.
+    let targets = "targets:\n  - name: default\n    provider: cli\n    command: >-\n      bash -c '\n      cat {PROMPT_FILE} > got.txt &&\n      printf \"hi from attempt %s\" {ATTEMPT} > {OUTPUT_FILE}\n      '\n";
+    let project = project_with_targets(targets, ONE_TEST);
+    let r = project.run(&[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(row(&project, "t1")["output"], "hi from attempt 0");
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("got.txt")).unwrap(),
+        "Say hi"
+    );
+    // A value from the suite would become code there: still refused.
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: cli, command: \"bash -c 'echo {EVAL_ID} > {OUTPUT_FILE}'\"}\n",
+    )
+    .unwrap();
+    let r = project.run(&[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("the placeholder {EVAL_ID} is inside '…'"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
 fn cli_output_files_carry_messages_tool_calls_tokens_and_cost() {
     let targets = r#"targets:
   - name: default

@@ -215,6 +215,57 @@ fn run_trial_into(
                     capped_by_case = true;
                 }
             }
+            // An LLM grader with preprocessors sees the target's files as
+            // text (AgentV §5.7); the answer is put back after.
+            let mut original_output = None;
+            if !assertion.preprocessors.is_empty() {
+                let base = request
+                    .workspace_path
+                    .as_ref()
+                    .map(std::path::PathBuf::from)
+                    .or_else(|| match &run_target.target.provider {
+                        target::Provider::Cli(c) => c.cwd.clone(),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| ctx.suite.dir.clone());
+                match crate::preprocess::candidate(
+                    &request.output_messages,
+                    &assertion.preprocessors,
+                    &base,
+                    &ctx.policy,
+                ) {
+                    Ok(Some(text)) => {
+                        original_output = Some(std::mem::replace(&mut request.output, text));
+                    }
+                    Ok(None) => {}
+                    Err(refused) => return grade::refused_row(assertion, refused.0),
+                }
+            }
+            // A prompt computed by a command: the grader runs with it as
+            // its whole prompt.
+            let scripted;
+            let assertion = match &assertion.prompt_script {
+                None => assertion,
+                Some(script) => match crate::prompt_script::render(script, request, &ctx.policy) {
+                    Ok(prompt) => {
+                        let mut config = (*assertion.config).clone();
+                        config.insert("prompt".into(), prompt.into());
+                        config.insert("prompt_is_template".into(), true.into());
+                        let mut own = assertion.clone();
+                        own.config_json =
+                            serde_json::Value::Object(config.clone()).to_string().into();
+                        own.config = std::sync::Arc::new(config);
+                        scripted = own;
+                        &scripted
+                    }
+                    Err(why) => {
+                        if let Some(original) = original_output {
+                            request.output = original;
+                        }
+                        return grade::refused_row(assertion, why);
+                    }
+                },
+            };
             let mut score = if limits.timeout.is_zero() {
                 grade::case_timeout_row(assertion, test.timeout_ms.unwrap_or_default())
             } else {
@@ -228,6 +279,9 @@ fn run_trial_into(
                     &run_target.judge,
                 )
             };
+            if let Some(original) = original_output {
+                request.output = original;
+            }
             if capped_by_case && score.failure_class == Some(FailureClass::PluginTimeout) {
                 score.failure_class = Some(FailureClass::CaseTimeout);
                 score.error = Some(format!(

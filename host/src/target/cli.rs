@@ -116,6 +116,7 @@ impl CliConfig {
             "}",
             |n| PLACEHOLDERS.contains(&n),
             |n| env_var(n).to_owned(),
+            |n| SPLICEABLE.contains(&n),
         )
         .map_err(|e| ("command".to_owned(), e))?;
         let unknown: Vec<String> = placeholders(&command)
@@ -332,6 +333,18 @@ pub fn invoke(
     // the values the command uses are set (a long prompt given by file
     // must not fill the environment).
     let line = render_command(&config.command);
+    // A path spliced into `'…'` must be one plain word (a temporary
+    // directory under a TMPDIR with spaces is not).
+    for (name, value) in [
+        ("PROMPT_FILE", prompt_file.display().to_string()),
+        ("OUTPUT_FILE", output_file.display().to_string()),
+    ] {
+        if !splice_safe(&value) && spliced_in_quotes(&config.command, name) {
+            return Err(TargetFailure::fatal(format!(
+                "{{{name}}} stands inside '…' in the command, and its value {value} is not one plain word (set TMPDIR to a path without spaces or special characters, or write the placeholder outside the quotes)"
+            )));
+        }
+    }
     let used = placeholders(&config.command);
     let env: Vec<(String, String)> = [
         ("PROMPT", prompt_text.clone()),
@@ -428,6 +441,14 @@ pub fn invoke(
     Ok(output)
 }
 
+/// True when `{name}` stands inside `'…'` in `template`.
+fn spliced_in_quotes(template: &str, name: &str) -> bool {
+    use evalhost_suite::shell_template::{Piece, Place, scan};
+    scan(template, "{", "}", |n| PLACEHOLDERS.contains(&n))
+        .into_iter()
+        .any(|p| matches!(p, Piece::Placeholder { name: n, place: Place::Single } if n == name))
+}
+
 /// Reads the answer the command wrote, not through a link, and at most
 /// [`MAX_OUTPUT_FILE`] bytes.
 fn read_output_file(path: &Path) -> std::io::Result<String> {
@@ -451,6 +472,19 @@ fn read_output_file(path: &Path) -> std::io::Result<String> {
     String::from_utf8(bytes).map_err(|_| std::io::Error::other("not valid UTF-8"))
 }
 
+/// Placeholders whose values evalhost makes itself, of plain path
+/// characters only ([`splice_safe`]): the temporary files' paths and the
+/// attempt number. Inside `'…'` they are spliced in, as AgentV does.
+pub const SPLICEABLE: &[&str] = &["OUTPUT_FILE", "PROMPT_FILE", "ATTEMPT"];
+
+/// True when `value` can stand in shell code as one plain word.
+pub fn splice_safe(value: &str) -> bool {
+    !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._/-+,:@%".contains(c))
+}
+
 /// The largest output file read.
 pub const MAX_OUTPUT_FILE: u64 = 64 << 20;
 
@@ -462,6 +496,7 @@ pub const MAX_OUTPUT_FILE: u64 = 64 << 20;
 pub fn render_command(template: &str) -> String {
     process::fill_shell_template(template, "{", "}", |name| match name {
         "FILES" => Some(process::ShellRef::Args),
+        n if SPLICEABLE.contains(&n) => Some(process::ShellRef::Spliced(env_var(n))),
         n if PLACEHOLDERS.contains(&n) => Some(process::ShellRef::Var(env_var(n))),
         _ => None,
     })
@@ -528,6 +563,23 @@ mod tests {
         for raw in ["plain text\n", "[1, 2]", "{\"status\": \"ok\"}", "{broken"] {
             assert_eq!(parse_output_file(raw).text, raw);
         }
+    }
+
+    #[test]
+    fn only_plain_paths_are_spliced_into_single_quotes() {
+        assert!(splice_safe("/tmp/.tmpAb12_x/output.json"));
+        for bad in ["/tmp/a b/x", "/tmp/$(id)/x", "/tmp/it's", "", "/tmp/a\nb"] {
+            assert!(!splice_safe(bad), "{bad:?}");
+        }
+        assert!(spliced_in_quotes(
+            "bash -c 'x > {OUTPUT_FILE}'",
+            "OUTPUT_FILE"
+        ));
+        assert!(!spliced_in_quotes("x > {OUTPUT_FILE}", "OUTPUT_FILE"));
+        assert_eq!(
+            render_command("bash -c 'x > {OUTPUT_FILE}'"),
+            "bash -c 'x > '\"${EVALHOST_OUTPUT_FILE}\"''"
+        );
     }
 
     #[test]

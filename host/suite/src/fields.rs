@@ -67,6 +67,11 @@ const fn unsupported(
     }
 }
 
+fn preprocessors_schema() -> Value {
+    json!({"type": "array", "items": {"type": "object", "required": ["type", "command"], "additionalProperties": false,
+        "properties": {"type": {"type": "string", "minLength": 1}, "command": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}}}})
+}
+
 fn any() -> Value {
     json!({})
 }
@@ -231,11 +236,10 @@ pub const SUITE: &[Field] = &[
         string,
         "give assertions explicitly",
     ),
-    unsupported(
+    field(
         "preprocessors",
-        "Content preprocessors for LLM graders",
-        any,
-        "not run by this version",
+        "Commands that turn file-typed output into text for LLM graders: [{type, command}]",
+        preprocessors_schema,
     ),
     field(
         "workspace",
@@ -540,6 +544,11 @@ pub const ASSERTION_HOST: &[Field] = &[
         "wasm",
         "A .wasm grader plugin for this assertion (relative to this file), run fully sandboxed",
         string,
+    ),
+    field(
+        "preprocessors",
+        "LLM graders: commands that turn file-typed output into text (over the suite's, by type)",
+        preprocessors_schema,
     ),
     field(
         "wasm_sha256",

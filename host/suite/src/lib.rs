@@ -38,7 +38,8 @@ pub mod yaml;
 pub use load::load;
 pub use model::{
     Aggregate, Assertion, Group, KeyPositions, LimitOverrides, Loc, MatrixTarget, Message,
-    PluginRef, Required, Strategy, Suite, TestCase, Trials,
+    PluginRef, Preprocessor, PromptScript, Required, Strategy, Suite, TestCase, Trials,
+    normalize_media_type,
 };
 
 /// Eval files under `dir` (recursively, skipping hidden directories and

@@ -116,6 +116,65 @@ pub struct Assertion {
     /// The members of a `composite` or `assert-set`, graded by their own
     /// plugins and combined by the host.
     pub group: Option<Box<Group>>,
+    /// For an LLM grader: the commands that turn file-typed output into
+    /// text before the judge sees it (AgentV §5.7; the suite's list merged
+    /// under the grader's own, by type).
+    pub preprocessors: Arc<[Preprocessor]>,
+    /// For an LLM grader: `prompt: {command, config}`, a script whose output
+    /// is the judge prompt (AgentV §4.4).
+    pub prompt_script: Option<Arc<PromptScript>>,
+}
+
+/// An LLM grader's prompt computed by a command (AgentV §4.4): it reads the
+/// case as snake_case JSON on stdin, runs in its script's directory, and
+/// prints the whole judge prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptScript {
+    /// The command; its last argument, the script, resolved to an absolute
+    /// path through the search roots.
+    pub argv: Vec<String>,
+    /// `config`, passed in the payload.
+    pub config: Option<Value>,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// A content preprocessor (AgentV §5.7): a command that converts one type
+/// of file the target produced into text for an LLM grader. It reads
+/// `{"path", "original_path", "media_type"}` on stdin and prints the text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preprocessor {
+    /// The media type it converts, normalised (`xlsx` is
+    /// `application/vnd.openxmlformats-officedocument.spreadsheetml.sheet`).
+    pub media_type: String,
+    /// The command; its last argument, a script, resolved to an absolute
+    /// path through the search roots.
+    pub argv: Vec<String>,
+    /// Where it was written.
+    pub loc: Loc,
+}
+
+/// A preprocessor `type` as AgentV normalises it: trimmed, lower-case, and
+/// a file extension replaced by its media type.
+pub fn normalize_media_type(value: &str) -> String {
+    let v = value.trim().to_ascii_lowercase();
+    let mime = match v.as_str() {
+        "csv" => "text/csv",
+        "docx" => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "htm" | "html" => "text/html",
+        "json" => "application/json",
+        "markdown" | "md" => "text/markdown",
+        "pdf" => "application/pdf",
+        "sql" => "application/sql",
+        "txt" => "text/plain",
+        "xhtml" => "application/xhtml+xml",
+        "xls" => "application/vnd.ms-excel",
+        "xlsx" => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "xml" => "application/xml",
+        "yaml" | "yml" => "application/yaml",
+        _ => return v,
+    };
+    mime.to_owned()
 }
 
 /// The members of a `composite` (AgentV) or `assert-set` (promptfoo) and
@@ -141,6 +200,22 @@ pub enum Aggregate {
     /// `composite` with `aggregator: {type: threshold, threshold}`: the
     /// fraction of members whose verdict is pass; passes at `threshold`.
     Threshold(f64),
+    /// `composite` with `aggregator: {type: code-grader, path}`: a command
+    /// line reads `{"results": {<member>: <result>}}` on stdin and prints
+    /// `{score, verdict?, assertions?}`.
+    Code {
+        /// The command line (run with `sh -c`).
+        command: String,
+        /// Where it runs (the eval file's directory).
+        cwd: PathBuf,
+    },
+    /// `composite` with `aggregator: {type: llm-grader, prompt}`: the judge
+    /// reads the members' results (`{{EVALUATOR_RESULTS_JSON}}`) and
+    /// answers `{score, assertions}`.
+    Llm {
+        /// The prompt template (AgentV's default when absent).
+        prompt: Option<String>,
+    },
     /// `assert-set`: the weighted mean of the member scores (their own
     /// weights); passes when every member passes, or, with a `threshold`,
     /// when the score reaches it.
@@ -151,6 +226,17 @@ pub enum Aggregate {
 }
 
 impl Assertion {
+    /// Calls `f` on this assertion and, for a group, its members, depth
+    /// first.
+    pub fn walk_mut(&mut self, f: &mut dyn FnMut(&mut Assertion)) {
+        f(self);
+        if let Some(group) = &mut self.group {
+            for m in &mut group.members {
+                m.walk_mut(f);
+            }
+        }
+    }
+
     /// This assertion and, for a group, its members, depth first.
     pub fn walk(&self) -> Vec<&Assertion> {
         let mut out = vec![self];

@@ -272,17 +272,24 @@ pub fn scan<'a>(
 /// expand a reference (inside `'…'`, in a heredoc with a quoted delimiter).
 /// Such text is usually handed to another program as code (`sh -c '…'`),
 /// where a value must not be spliced in; the hint says what to write.
+///
+/// `spliceable` names placeholders whose values the host makes itself out
+/// of plain path characters (a temporary file's path): inside `'…'` they
+/// are spliced in as AgentV does (`'…'"$VAR"'…'`), so `bash -c '… >
+/// {OUTPUT_FILE}'` works; any other value there would become code.
 pub fn check(
     template: &str,
     open: &str,
     close: &str,
     known: impl Fn(&str) -> bool,
     variable: impl Fn(&str) -> String,
+    spliceable: impl Fn(&str) -> bool,
 ) -> Result<(), String> {
     for piece in scan(template, open, close, known) {
         if let Piece::Placeholder { name, place } = piece {
             let var = variable(name);
             match place {
+                Place::Single if spliceable(name) => {}
                 Place::Single => {
                     return Err(format!(
                         "the placeholder {open}{name}{close} is inside '…', where the shell expands nothing: write it without quotes (evalhost passes every value as one word), or, inside a nested shell (sh -c '…'), refer to \"${var}\", which holds the value"
@@ -339,9 +346,17 @@ mod tests {
     #[test]
     fn single_quotes_and_quoted_heredocs_are_refused() {
         let var = |n: &str| format!("EVALHOST_{n}");
-        assert!(check("printf %s {P}", "{", "}", |n| n == "P", var).is_ok());
-        let e = check("sh -c 'claude -p {P}'", "{", "}", |n| n == "P", var).unwrap_err();
+        assert!(check("printf %s {P}", "{", "}", |n| n == "P", var, |_| false).is_ok());
+        let e = check(
+            "sh -c 'claude -p {P}'",
+            "{",
+            "}",
+            |n| n == "P",
+            var,
+            |_| false,
+        )
+        .unwrap_err();
         assert!(e.contains("\"$EVALHOST_P\""), "{e}");
-        assert!(check("cat <<'E'\n{P}\nE", "{", "}", |n| n == "P", var).is_err());
+        assert!(check("cat <<'E'\n{P}\nE", "{", "}", |n| n == "P", var, |_| false).is_err());
     }
 }

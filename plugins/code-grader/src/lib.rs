@@ -317,6 +317,7 @@ impl Grader for CodeGrader {
                         "cwd": {"type": "string"},
                         "config": {"type": "object"},
                         "timeout_ms": {"type": "integer", "minimum": 1},
+                        "aggregate_results": {"type": "object", "description": "set by the host for a composite's code-grader aggregator: the members' results, sent on stdin as {\"results\": ...}"},
                     },
                 })),
         )
@@ -334,6 +335,9 @@ impl Grader for CodeGrader {
 
     fn grade(request: &Request) -> Result<Grade, GradeError> {
         let mut cmd = command(&request.config)?;
+        if let Some(results) = request.config.get("aggregate_results") {
+            return aggregate(&mut cmd, results);
+        }
         let encoded_len = serde_json::to_string(&request.output).map_or(0, |s| s.len());
         let output_path = if encoded_len > MAX_INLINE_OUTPUT {
             let encoded = serde_json::to_vec(&request.output).map_err(|e| e.to_string())?;
@@ -368,6 +372,93 @@ impl Grader for CodeGrader {
         let stderr = String::from_utf8_lossy(&out.stderr);
         score(out.exit_code, &stdout, &stderr)
     }
+}
+
+/// A `composite`'s `code-grader` aggregator (AgentV 4.42): the command
+/// reads `{"results": {<member>: <result>}}` on stdin and prints
+/// `{"score", "verdict"?, "assertions"?}`. A number `score` is clamped to
+/// [0, 1], else 0; `verdict` (`pass`/`fail`), when given, decides the
+/// verdict (returned as `details.verdict`). A command that fails, or prints
+/// no JSON object, is an error (AgentV: 0, `Code aggregator failed`).
+fn aggregate(cmd: &mut Command, results: &Value) -> Result<Grade, GradeError> {
+    cmd.stdin =
+        serde_json::to_vec_pretty(&json!({ "results": results })).map_err(|e| e.to_string())?;
+    let out = match run_command(cmd) {
+        Ok(out) => out,
+        Err(e @ (ExecError::NotGranted(_) | ExecError::Denied(_))) => {
+            return Err(e.to_string().into());
+        }
+        Err(e) => {
+            return Err(GradeError::Failed(format!(
+                "Code aggregator failed: the command could not run: {e}"
+            )));
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.timed_out {
+        return Err(GradeError::Failed(format!(
+            "Code aggregator failed: timed out after {} ms",
+            cmd.timeout_ms.unwrap_or_default()
+        )));
+    }
+    match out.exit_code {
+        Some(0) => {}
+        code => {
+            let err = tail(&stderr);
+            return Err(GradeError::Failed(format!(
+                "Code aggregator failed: Code evaluator exited with code {}{}",
+                code.map_or("(signal)".to_owned(), |c| c.to_string()),
+                if err.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {err}")
+                }
+            )));
+        }
+    }
+    let Ok(Value::Object(reply)) = serde_json::from_str::<Value>(stdout.trim()) else {
+        return Err(GradeError::BadOutput(format!(
+            "the aggregator's output is not one JSON object; it printed: {}",
+            if stdout.trim().is_empty() {
+                "nothing".to_owned()
+            } else {
+                head(&stdout)
+            }
+        )));
+    };
+    let score = reply
+        .get("score")
+        .and_then(Value::as_f64)
+        .filter(|s| s.is_finite())
+        .map_or(0.0, |s| s.clamp(0.0, 1.0));
+    let mut grade = Grade::new(score);
+    if let Some(Value::Array(items)) = reply.get("assertions") {
+        grade.checks = items
+            .iter()
+            .filter_map(|a| {
+                let text = a.get("text")?.as_str()?.to_owned();
+                let passed = match a.get("passed") {
+                    Some(Value::Bool(b)) => *b,
+                    Some(Value::Null) | None => false,
+                    Some(Value::Number(n)) => n.as_f64() != Some(0.0),
+                    Some(Value::String(s)) => !s.is_empty(),
+                    Some(_) => true,
+                };
+                let mut check = Check::new(passed, text);
+                if let Some(e) = a.get("evidence").and_then(Value::as_str) {
+                    check = check.with_evidence(e);
+                }
+                Some(check)
+            })
+            .collect();
+    }
+    if let Some(Value::String(v)) = reply.get("verdict")
+        && matches!(v.as_str(), "pass" | "fail")
+    {
+        grade = grade.with_details(json!({ "verdict": v }));
+    }
+    Ok(grade)
 }
 
 export_grader!(CodeGrader);

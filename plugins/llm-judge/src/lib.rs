@@ -185,6 +185,7 @@ impl Grader for LlmJudge {
             "max_tokens": {"type": "integer", "minimum": 1},
             "target": {"type": "string"},
             "prompt": {"type": "string"},
+            "prompt_is_template": {"type": "boolean", "description": "the prompt is the whole judge prompt (a prompt script's output, an aggregator's prompt), never criteria for the default template"},
         });
         let mut common = common;
         common["zero_on_required_failure"] = json!({"type": "boolean", "description": "evalhost's stricter rule: a failed required criterion zeroes the score (AgentV keeps the weighted score and fails the verdict)"});
@@ -218,6 +219,7 @@ impl Grader for LlmJudge {
         config.optional_f64("temperature")?;
         config.optional_str("target")?;
         config.optional_str("prompt")?;
+        config.optional_bool("prompt_is_template")?;
         match assertion_type {
             "rubrics" => parse_criteria(config).map(|_| ()),
             "llm-grader" => {

@@ -208,8 +208,13 @@ pub fn free_form(request: &Request) -> Result<(String, String), GradeError> {
         .config
         .optional_str("prompt")
         .map_err(GradeError::Failed)?;
+    let whole = request
+        .config
+        .optional_bool("prompt_is_template")
+        .map_err(GradeError::Failed)?
+        .unwrap_or(false);
     let user = match custom {
-        Some(template) if has_known_variable(template) => fill(template, &vars),
+        Some(template) if whole || has_known_variable(template) => fill(template, &vars),
         other => {
             let criteria = other.map(str::to_owned).unwrap_or_else(|| get("criteria"));
             let mut text = String::from("Grade the answer to the question below.\n\n");

@@ -324,6 +324,8 @@ impl Loader {
                 wasm: None,
                 from_suite,
                 group: Some(Box::new(group)),
+                preprocessors: Arc::from([]),
+                prompt_script: None,
             });
         }
         let limits = entry
@@ -364,6 +366,85 @@ impl Loader {
                     }
                 }
                 Err(err) => self.path_error(doc, &at.key("prompt"), path, &err),
+            }
+        }
+        let mut prompt_script = None;
+        if matches!(kind_name.as_str(), "llm-grader" | "rubrics")
+            && let Some(Value::Object(script)) = config.get("prompt").cloned()
+        {
+            config.remove("prompt");
+            let pat = at.key("prompt");
+            for key in script
+                .keys()
+                .filter(|k| !matches!(k.as_str(), "command" | "script" | "config"))
+            {
+                self.error(
+                    doc,
+                    &pat.key(key),
+                    format!("unknown key `{key}` in a prompt script (its keys: command, config)"),
+                );
+            }
+            let (key, words) = match (script.get("command"), script.get("script")) {
+                (Some(c), _) => ("command", Some(c)),
+                (None, Some(s)) => {
+                    self.warning(
+                        doc,
+                        &pat.key("script"),
+                        "`prompt.script` is deprecated; use `prompt.command`",
+                    );
+                    ("script", Some(s))
+                }
+                (None, None) => ("command", None),
+            };
+            let argv: Option<Vec<String>> = match words {
+                Some(Value::Array(items))
+                    if !items.is_empty()
+                        && items
+                            .iter()
+                            .all(|w| w.as_str().is_some_and(|s| !s.is_empty())) =>
+                {
+                    Some(
+                        items
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect(),
+                    )
+                }
+                _ => {
+                    self.error(doc, &pat.key(key), "a prompt script needs `command`, a non-empty list of arguments whose last is the script")
+                        .hint = Some("for example `prompt: {command: [node, ../prompts/grader.js]}`".into());
+                    None
+                }
+            };
+            if let Some(mut argv) = argv {
+                let last = argv.last().cloned().unwrap_or_default();
+                match self.roots.find(&last, Some(&doc.dir.clone())) {
+                    Ok(found) => {
+                        *argv.last_mut().expect("non-empty") = found.display().to_string();
+                        let script_config = match script.get("config") {
+                            None | Some(Value::Null) => None,
+                            Some(v @ Value::Object(_)) => Some(v.clone()),
+                            Some(other) => {
+                                self.error(
+                                    doc,
+                                    &pat.key("config"),
+                                    format!(
+                                        "`config` of a prompt script must be a mapping, got {}",
+                                        kind(other)
+                                    ),
+                                );
+                                None
+                            }
+                        };
+                        prompt_script = Some(Arc::new(crate::model::PromptScript {
+                            argv,
+                            config: script_config,
+                            loc: doc.loc(&pat),
+                        }));
+                    }
+                    Err(err) => self.path_error(doc, &pat.key(key), &last, &err),
+                }
             }
         }
         let wasm = match entry.get("wasm").cloned() {
@@ -434,6 +515,20 @@ impl Loader {
                 kind_name.clone()
             }
         };
+        let preprocessors: Arc<[crate::model::Preprocessor]> = match entry.get("preprocessors") {
+            None | Some(Value::Null) => Arc::from([]),
+            Some(list) => {
+                if !matches!(kind_name.as_str(), "llm-grader" | "rubrics") {
+                    self.warning(
+                        doc,
+                        &at.key("preprocessors"),
+                        format!("`preprocessors` has no effect on a `{kind_name}` grader: only LLM graders (llm-grader, rubrics) read them, as in AgentV"),
+                    );
+                }
+                self.preprocessors(doc, list, &at.key("preprocessors"))
+                    .into()
+            }
+        };
         let key_positions = KeyPositions::new(doc.map.clone(), at.clone());
         let (config, config_json) = self.intern_config(config);
         Some(Assertion {
@@ -451,6 +546,8 @@ impl Loader {
             key_positions,
             from_suite,
             group: None,
+            preprocessors,
+            prompt_script,
         })
     }
 }
@@ -477,6 +574,8 @@ pub(super) fn rubric_assertion(
         group: None,
         wasm: None,
         from_suite,
+        preprocessors: Arc::from([]),
+        prompt_script: None,
     }
 }
 
@@ -503,5 +602,98 @@ pub(super) fn auto_name(kind_name: &str, config: &Map<String, Value>) -> String 
             _ => kind_name.to_owned(),
         },
         _ => kind_name.to_owned(),
+    }
+}
+
+impl Loader {
+    /// A `preprocessors` list (AgentV §5.7): `{type, command}` objects; the
+    /// command's last argument is a script found through the search roots.
+    pub(super) fn preprocessors(
+        &mut self,
+        doc: &Arc<Doc>,
+        value: &Value,
+        at: &KeyPath,
+    ) -> Vec<crate::model::Preprocessor> {
+        let Value::Array(items) = value else {
+            self.error(
+                doc,
+                at,
+                format!("`preprocessors` must be a list, got {}", kind(value)),
+            )
+            .hint =
+                Some("write `preprocessors: [{type: xlsx, command: [node, ./to-csv.js]}]`".into());
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let iat = at.index(i);
+            let Value::Object(entry) = item else {
+                self.error(
+                    doc,
+                    &iat,
+                    format!(
+                        "a preprocessor must be a mapping with `type` and `command`, got {}",
+                        kind(item)
+                    ),
+                );
+                continue;
+            };
+            for key in entry
+                .keys()
+                .filter(|k| !matches!(k.as_str(), "type" | "command"))
+            {
+                self.error(
+                    doc,
+                    &iat.key(key),
+                    format!("unknown key `{key}` in a preprocessor (its keys: type, command)"),
+                );
+            }
+            let media_type = match entry.get("type") {
+                Some(Value::String(t)) if !t.trim().is_empty() => {
+                    crate::model::normalize_media_type(t)
+                }
+                _ => {
+                    self.error(doc, &iat.key("type"), "a preprocessor needs `type`, a media type or a file extension (xlsx, pdf, text/html)");
+                    continue;
+                }
+            };
+            let argv: Vec<String> = match entry.get("command") {
+                Some(Value::Array(words))
+                    if !words.is_empty()
+                        && words
+                            .iter()
+                            .all(|w| w.as_str().is_some_and(|s| !s.is_empty())) =>
+                {
+                    words
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                }
+                _ => {
+                    self.error(
+                        doc,
+                        &iat.key("command"),
+                        "a preprocessor needs `command`, a non-empty list of arguments whose last is the script",
+                    )
+                    .hint = Some("for example `command: [node, ../scripts/xlsx-to-csv.js]`".into());
+                    continue;
+                }
+            };
+            let script = argv.last().cloned().unwrap_or_default();
+            match self.roots.find(&script, Some(&doc.dir.clone())) {
+                Ok(found) => {
+                    let mut argv = argv;
+                    *argv.last_mut().expect("non-empty") = found.display().to_string();
+                    out.push(crate::model::Preprocessor {
+                        media_type,
+                        argv,
+                        loc: doc.loc(&iat),
+                    });
+                }
+                Err(err) => self.path_error(doc, &iat.key("command"), &script, &err),
+            }
+        }
+        out
     }
 }

@@ -204,5 +204,7 @@ pub(super) fn implicit_llm_grader(loc: Loc) -> Assertion {
         group: None,
         wasm: None,
         from_suite: false,
+        preprocessors: Arc::from([]),
+        prompt_script: None,
     }
 }

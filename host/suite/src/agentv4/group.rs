@@ -284,11 +284,86 @@ impl Loader {
                         }
                     }
                 }
-                Some(
-                    t @ ("code-grader" | "code_grader" | "llm-grader" | "llm_grader" | "code-judge"
-                    | "llm-judge"),
-                ) => {
-                    self.error(doc, &agg_at.key("type"), format!("the `{t}` aggregator is not supported by evalhost yet; use weighted_average or threshold"));
+                Some("code-grader" | "code_grader") => {
+                    for key in aggregator
+                        .keys()
+                        .filter(|k| !matches!(k.as_str(), "type" | "path" | "cwd"))
+                    {
+                        self.error(doc, &agg_at.key(key), format!("`{key}` is not a key of a code-grader aggregator (its keys: type, path)"));
+                    }
+                    match aggregator.get("path") {
+                        Some(Value::String(command)) if !command.trim().is_empty() => {
+                            if aggregator.contains_key("cwd") {
+                                self.warning(doc, &agg_at.key("cwd"), "AgentV ignores `cwd` on a code-grader aggregator (it runs in the eval file's directory); so does evalhost");
+                            }
+                            Aggregate::Code {
+                                command: command.clone(),
+                                cwd: self.roots.eval_dir.clone(),
+                            }
+                        }
+                        _ => {
+                            self.error(doc, &agg_at.key("path"), "a code-grader aggregator needs `path`, the command line that reads the members' results on stdin")
+                                .hint = Some("for example `path: node ../scripts/aggregate.js`".into());
+                            return None;
+                        }
+                    }
+                }
+                Some("llm-grader" | "llm_grader") => {
+                    for key in aggregator
+                        .keys()
+                        .filter(|k| !matches!(k.as_str(), "type" | "prompt"))
+                    {
+                        self.error(doc, &agg_at.key(key), format!("`{key}` is not a key of an llm-grader aggregator (its keys: type, prompt)"));
+                    }
+                    let prompt = match aggregator.get("prompt") {
+                        None | Some(Value::Null) => None,
+                        Some(Value::String(p)) => match p.strip_prefix("file://") {
+                            Some(path) => {
+                                let found = match self.roots.find(path, Some(&doc.dir.clone())) {
+                                    Ok(f) => f,
+                                    Err(err) => {
+                                        self.path_error(doc, &agg_at.key("prompt"), path, &err);
+                                        return None;
+                                    }
+                                };
+                                let display = self.display(&found);
+                                let text = self.read_text(
+                                    &found,
+                                    &display,
+                                    Some((doc, &agg_at.key("prompt"))),
+                                    crate::load::MAX_FILE_BYTES,
+                                )?;
+                                self.extension(doc, &agg_at.key("prompt"), format!("`prompt: file://{path}` on an llm-grader aggregator: evalhost sends the file's text; AgentV 4.42 sends the path itself as the prompt"));
+                                Some(text)
+                            }
+                            None => {
+                                if !p.contains(char::is_whitespace) && p.ends_with(".md") {
+                                    self.warning(doc, &agg_at.key("prompt"), format!("the aggregator prompt `{p}` looks like a file path, but it is sent to the judge as the prompt text itself (as AgentV does)"))
+                                        .hint = Some(format!("write `prompt: file://{p}` to send the file's text"));
+                                }
+                                Some(p.clone())
+                            }
+                        },
+                        Some(other) => {
+                            self.error(doc, &agg_at.key("prompt"), format!("an aggregator `prompt` must be text or `file://<path>`, got {}", kind(other)));
+                            return None;
+                        }
+                    };
+                    if let Some(p) = &prompt
+                        && !p.contains("{{EVALUATOR_RESULTS_JSON}}")
+                    {
+                        self.warning(doc, &agg_at.key("prompt"), "the aggregator prompt has no {{EVALUATOR_RESULTS_JSON}}, so the judge does not see the members' results (as in AgentV)")
+                            .hint = Some("add {{EVALUATOR_RESULTS_JSON}} where the results belong".into());
+                    }
+                    Aggregate::Llm { prompt }
+                }
+                Some(t @ ("code-judge" | "llm-judge")) => {
+                    let new = t.replace("judge", "grader");
+                    self.error(
+                        doc,
+                        &agg_at.key("type"),
+                        format!("aggregator type `{t}` is a removed alias; use `{new}`"),
+                    );
                     return None;
                 }
                 other => {
@@ -296,7 +371,7 @@ impl Loader {
                         doc,
                         &agg_at.key("type"),
                         format!(
-                            "aggregator `type` must be weighted_average or threshold, got {}",
+                            "aggregator `type` must be weighted_average, threshold, code-grader or llm-grader, got {}",
                             other.map_or("nothing".to_owned(), |t| format!("`{t}`"))
                         ),
                     );

@@ -126,6 +126,8 @@ struct Loader {
     strings: std::collections::HashSet<Arc<str>>,
     /// evalhost-only features used, for `validate --agentv`.
     extensions: Vec<crate::model::Extension>,
+    /// The suite's `preprocessors`: every LLM grader's defaults.
+    preprocessors: Vec<crate::model::Preprocessor>,
 }
 
 /// Reads the AgentV 4.42 suite at `path` (`.yaml`/`.yml`, or `.jsonl`).
@@ -142,6 +144,7 @@ pub(crate) fn read(
         roots: options.roots,
         eval_display: Arc::new(path.to_path_buf()),
         untrusted: options.untrusted,
+        preprocessors: Vec::new(),
     };
     let extension = path
         .extension()
@@ -175,6 +178,7 @@ impl Loader {
             configs: HashMap::new(),
             strings: std::collections::HashSet::new(),
             extensions: Vec::new(),
+            preprocessors: self.preprocessors.clone(),
         }
     }
 
@@ -274,7 +278,25 @@ impl Loader {
             }
             PathError::NotFound { .. } => "paths are relative to the file that names them",
         };
-        self.error(doc, at, format!("`{value}`: {err}")).hint = Some(hint.into());
+        let mut hint = hint.to_owned();
+        if matches!(err, PathError::NotFound { .. }) {
+            // A file of a near name beside where it was looked for.
+            let wanted = doc.dir.join(value.trim_start_matches('/'));
+            if let (Some(dir), Some(name)) =
+                (wanted.parent(), wanted.file_name().and_then(|n| n.to_str()))
+            {
+                let siblings: Vec<String> = std::fs::read_dir(dir)
+                    .map(|rd| {
+                        rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if let Some(near) = nearest(name, siblings.iter().map(String::as_str)) {
+                    hint = format!("did you mean `{near}`? ({hint})");
+                }
+            }
+        }
+        self.error(doc, at, format!("`{value}`: {err}")).hint = Some(hint);
     }
 
     /// One shared copy of a string (assertion names and types repeat in

@@ -44,6 +44,9 @@ impl Loader {
             .map(|v| self.limits(&doc, v, &exec_path.key("limits")))
             .unwrap_or_default();
 
+        if let Some(list) = root.get("preprocessors") {
+            self.preprocessors = self.preprocessors(&doc, list, &top.key("preprocessors"));
+        }
         let mut defaults = Defaults::default();
         let suite_list = first_present(
             &[
@@ -180,6 +183,8 @@ impl Loader {
                 .hint = Some("add at least one test case".into());
         }
         self.check_dependencies(&tests);
+        let mut tests = tests;
+        self.apply_preprocessors(&mut tests);
         Some(Suite {
             file: self.eval_display.clone(),
             dir: self.roots.eval_dir.clone(),
@@ -307,6 +312,17 @@ impl Loader {
                     }
                 }
             }
+            if side.contains_key("preprocessors") {
+                self.warning(
+                    &side_doc,
+                    &top.key("preprocessors"),
+                    "AgentV ignores `preprocessors` in a JSONL sidecar; evalhost applies them",
+                )
+                .hint = Some("AgentV reads `preprocessors` only in a YAML suite".into());
+                let list = side["preprocessors"].clone();
+                self.preprocessors =
+                    self.preprocessors(&side_doc, &list, &top.key("preprocessors"));
+            }
             if let Some(list) = side.get("assertions") {
                 self.warning(&side_doc, &top.key("assertions"), "AgentV ignores top-level `assertions` in a JSONL sidecar; evalhost applies them")
                     .hint = Some("move them under `execution.assertions` to behave the same under both".into());
@@ -374,6 +390,38 @@ impl Loader {
     /// makes no cycle (AgentV checks this when a run starts; here it is a
     /// load error at the `depends_on` that closes the cycle, naming the
     /// other places).
+    /// Gives every LLM grader the suite's preprocessors, under its own (by
+    /// media type), as AgentV merges them.
+    fn apply_preprocessors(&self, tests: &mut [TestCase]) {
+        let suite = &self.preprocessors;
+        let mut apply = |a: &mut crate::model::Assertion| {
+            if !matches!(&*a.kind, "llm-grader" | "rubrics")
+                || (suite.is_empty() && a.preprocessors.is_empty())
+            {
+                return;
+            }
+            let mut merged: Vec<crate::model::Preprocessor> = suite
+                .iter()
+                .filter(|p| !a.preprocessors.iter().any(|o| o.media_type == p.media_type))
+                .cloned()
+                .collect();
+            merged.extend(a.preprocessors.iter().cloned());
+            a.preprocessors = merged.into();
+        };
+        for test in tests {
+            for a in &mut test.assertions {
+                a.walk_mut(&mut apply);
+            }
+            if let Some(c) = &mut test.conversation {
+                for turn in &mut c.turns {
+                    for a in &mut turn.assertions {
+                        a.walk_mut(&mut apply);
+                    }
+                }
+            }
+        }
+    }
+
     fn check_dependencies(&mut self, tests: &[TestCase]) {
         let index: HashMap<&str, usize> = tests
             .iter()

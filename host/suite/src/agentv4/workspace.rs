@@ -287,6 +287,7 @@ impl Loader {
                     "}}",
                     |n| HOOK_PLACEHOLDERS.contains(&n),
                     |n| format!("EVALHOST_HOOK_{}", n.to_ascii_uppercase()),
+                    |_| false,
                 ) {
                     let key = if map.contains_key("command") {
                         "command"
