@@ -133,6 +133,7 @@ pub fn grade_assertion(
         workspace.as_deref(),
         judge,
         &plugin.digest,
+        crate::judge_proxy::requested_calls(&assertion.kind, &assertion.config),
     );
     let (graded, usage) = plugin.grade(request, limits, grants);
     request.workspace_path = workspace.map(|p| p.display().to_string());

@@ -46,6 +46,10 @@ pub struct Policy {
     pub max_exec: Duration,
     /// The run's judge, for plugins granted `llm`.
     pub judge: Option<std::sync::Arc<crate::judge::Judge>>,
+    /// Variables of evalhost's environment that hold a target's key: no
+    /// command a grader runs sees them (a code grader calls the judge
+    /// through its `target:` proxy instead).
+    pub scrub_env: Vec<String>,
 }
 
 impl Default for Policy {
@@ -56,12 +60,17 @@ impl Default for Policy {
             base_dir: PathBuf::from("."),
             max_exec: Duration::from_secs(600),
             judge: None,
+            scrub_env: Vec::new(),
         }
     }
 }
 
 /// The grants for one assertion (`(name, type)`, for messages): what its type declares, less what the
 /// policy refuses.
+///
+/// `proxy_calls`: a code grader's `target:` — its command gets a judge proxy
+/// ([`crate::judge_proxy`]) allowing that many calls, when the run has a
+/// judge.
 pub fn grants(
     (name, kind): (&str, &str),
     declared: &[String],
@@ -69,6 +78,7 @@ pub fn grants(
     workspace: Option<&Path>,
     judge: &Result<crate::target::Target, String>,
     digest: &str,
+    proxy_calls: Option<u64>,
 ) -> Grants {
     let mut grants = Grants::default();
     if declared.iter().any(|c| c == "exec") {
@@ -83,6 +93,15 @@ pub fn grants(
                 workspace: workspace.map(Path::to_path_buf),
                 max_timeout: policy.max_exec,
                 allow: policy.exec_allow.clone(),
+                scrub_env: policy.scrub_env.clone(),
+                proxy: proxy_calls.and_then(|max_calls| {
+                    Some(crate::judge_proxy::ProxyGrant {
+                        judge: policy.judge.clone()?,
+                        default: judge.clone(),
+                        digest: digest.to_owned(),
+                        max_calls,
+                    })
+                }),
             })
         };
     }
@@ -126,6 +145,7 @@ mod tests {
             Some(ws),
             &NO_JUDGE,
             "d",
+            None,
         );
         assert!(g.exec.unwrap_err().contains("does not declare it"));
         assert!(g.llm.unwrap_err().contains("does not declare it"));
@@ -146,6 +166,7 @@ mod tests {
             None,
             &NO_JUDGE,
             "d",
+            None,
         );
         let err = g.exec.unwrap_err();
         assert!(
@@ -159,6 +180,7 @@ mod tests {
             None,
             &NO_JUDGE,
             "d",
+            None,
         );
         assert!(g.exec.is_ok());
     }
@@ -174,13 +196,22 @@ mod tests {
             Some(ws),
             &NO_JUDGE,
             "d",
+            None,
         );
         assert_eq!(g.workspace.as_deref(), Some(ws));
         assert_eq!(
             visible_workspace(&caps, Some(ws)).as_deref(),
             Some("/workspace")
         );
-        let g = grants(assertion(), &caps, &Policy::default(), None, &NO_JUDGE, "d");
+        let g = grants(
+            assertion(),
+            &caps,
+            &Policy::default(),
+            None,
+            &NO_JUDGE,
+            "d",
+            None,
+        );
         assert_eq!(g.workspace, None);
         // exec sees the host path (its commands run there); no preopen.
         let exec = declared(&["exec"]);
@@ -195,6 +226,7 @@ mod tests {
             Some(ws),
             &NO_JUDGE,
             "d",
+            None,
         );
         assert_eq!(g.workspace, None);
     }
@@ -208,6 +240,7 @@ mod tests {
             None,
             &NO_JUDGE,
             "d",
+            None,
         );
         assert!(g.llm.unwrap_err().contains("no judge is configured"));
     }

@@ -15,6 +15,7 @@ pub mod failure;
 pub mod grade;
 pub mod grants;
 pub mod judge;
+pub mod judge_proxy;
 pub mod lifecycle;
 pub mod merge;
 pub mod outcome;

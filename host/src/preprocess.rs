@@ -197,6 +197,7 @@ fn run(
         timeout: Some(policy.max_exec),
         env: &[],
         shell_args: &[],
+        env_remove: &policy.scrub_env,
     });
     Ok(match outcome {
         Err(e) => Err(format!("`{program}` could not start: {e}")),

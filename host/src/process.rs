@@ -32,6 +32,9 @@ pub struct Spec<'a> {
     /// With `shell`: the positional parameters `$1`, `$2`, … of the shell
     /// line (`$0` is `evalhost`).
     pub shell_args: &'a [String],
+    /// Variables of evalhost's own environment the command must not see
+    /// (the keys the targets use, for grader commands).
+    pub env_remove: &'a [String],
 }
 
 /// What a command did.
@@ -109,6 +112,9 @@ pub fn run(spec: &Spec<'_>) -> std::io::Result<Outcome> {
     };
     if let Some(cwd) = spec.cwd {
         command.current_dir(cwd);
+    }
+    for k in spec.env_remove {
+        command.env_remove(k);
     }
     for (k, v) in spec.env {
         command.env(k, v);
@@ -344,6 +350,7 @@ mod tests {
             shell: Some(&line),
             cwd: Some(dir.path()),
             shell_args: &files,
+            env_remove: &[],
             ..Spec::default()
         })
         .unwrap();

@@ -106,6 +106,7 @@ pub fn render(
         timeout: Some(policy.max_exec),
         env: &[],
         shell_args: &[],
+        env_remove: &policy.scrub_env,
     })
     .map_err(|e| format!("Prompt template execution failed: `{program}` could not start: {e}"))?;
     if outcome.timed_out {

@@ -216,6 +216,30 @@ pub struct Targets {
 }
 
 impl Targets {
+    /// The names of evalhost's environment variables whose values are a
+    /// target's key: grader commands must not see them.
+    pub fn key_variables(&self) -> Vec<String> {
+        let keys: Vec<&str> = self
+            .targets
+            .iter()
+            .filter_map(|t| match &t.provider {
+                Provider::OpenAi(c) => c.api_key.as_deref(),
+                _ => None,
+            })
+            .filter(|k| !k.is_empty())
+            .collect();
+        if keys.is_empty() {
+            return Vec::new();
+        }
+        std::env::vars_os()
+            .filter_map(|(name, value)| {
+                let value = value.to_str()?;
+                keys.contains(&value)
+                    .then(|| name.to_string_lossy().into_owned())
+            })
+            .collect()
+    }
+
     /// The target named `name`, checked to be runnable, with its fallbacks.
     pub fn select(&self, name: &str) -> Result<&Target, String> {
         let Some(target) = self.targets.iter().find(|t| t.name == name) else {

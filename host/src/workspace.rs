@@ -478,6 +478,7 @@ pub fn run_hook(hook: &Hook, ctx: &HookContext<'_>, default_timeout: Duration) -
         timeout: Some(timeout),
         env: &env,
         shell_args: &[],
+        env_remove: &[],
     });
     match outcome {
         Ok(o) => {

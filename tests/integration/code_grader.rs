@@ -123,3 +123,71 @@ fn a_large_output_goes_through_output_path() {
         .to_owned();
     assert!(keys.split(',').any(|k| k == "output_path"), "{keys}");
 }
+
+#[test]
+fn a_custom_assertion_type_from_agentv_assertions_runs_as_agentv_runs_it() {
+    // `.agentv/assertions/<type>.ts` defines `<type>`; AgentV runs it with
+    // `bun run`. A stand-in `bun` on the PATH runs the script with sh.
+    let project = crate::support::Project::with_mock("Hello there friend");
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    let bin = project.path().join("bin");
+    project.write(
+        "bin/bun",
+        "#!/bin/sh\n[ \"$1\" = run ] || exit 9\nshift\nexec sh \"$@\"\n",
+    );
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(bin.join("bun"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    project.write(
+        ".agentv/assertions/min-words.ts",
+        "payload=$(cat)\ncase \"$payload\" in\n  *'\"output\": \"Hello there friend\"'*) echo '{\"score\": 1, \"assertions\": [{\"text\": \"3 words\", \"passed\": true}]}';;\n  *) echo '{\"score\": 0.2}';;\nesac\n",
+    );
+    project.write(
+        "evals/EVAL.yaml",
+        "tests:\n  - id: greet\n    input: Say hello\n    assertions:\n      - type: min-words\n      - {type: min-words, name: with-config, minimum: 3}\n",
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |out: &str, extra: &[&str]| -> crate::support::Run {
+        let mut args = vec!["run", "evals/EVAL.yaml", "-o", out];
+        args.extend_from_slice(extra);
+        crate::support::evalhost()
+            .current_dir(project.path())
+            .env("PATH", &path)
+            .args(&args)
+            .output()
+            .unwrap()
+            .into()
+    };
+    let r = run("out", &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("`min-words` is a custom assertion type (.agentv/assertions/min-words.ts): it runs on the host as `bun run "),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("is not given `minimum`"), "{}", r.stderr);
+    let row = project.row("greet");
+    assert_eq!(row["scores"][0]["type"], "min-words", "{row}");
+    assert_eq!(row["scores"][0]["score"], 1.0, "{row}");
+    assert_eq!(row["scores"][0]["assertions"][0]["text"], "3 words");
+
+    // Under --sandbox strict it does not run.
+    let targets = project.path().join(".evalhost/targets.yaml");
+    let r = run(
+        "strict",
+        &[
+            "--sandbox",
+            "strict",
+            "--targets",
+            targets.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let rows = std::fs::read_to_string(project.path().join("strict/results.jsonl")).unwrap();
+    assert!(rows.contains("--sandbox strict"), "{rows}");
+}

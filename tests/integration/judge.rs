@@ -692,3 +692,95 @@ fn an_llm_grader_prompt_script_computes_the_whole_prompt() {
         "{score}"
     );
 }
+
+/// A grader script that talks HTTP with bash alone (no curl in CI).
+const PROXY_CLIENT: &str = r#"
+call() { # method path body [token]
+  port=${AGENTV_TARGET_PROXY_URL##*:}
+  exec 3<>/dev/tcp/127.0.0.1/$port
+  printf '%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' "$1" "$2" "${4-$AGENTV_TARGET_PROXY_TOKEN}" ${#3} "$3" >&3
+  cat <&3
+  exec 3<&-
+}
+"#;
+
+#[test]
+fn a_code_grader_with_target_calls_the_judge_through_the_loopback_proxy() {
+    let server = FakeServer::start_fn(|r| {
+        Reply::chat(if r.body.contains("capital of France") {
+            "yes, Paris"
+        } else {
+            "no"
+        })
+    });
+    let suite = "tests:\n  - id: t\n    input: What is the capital of France?\n    assertions:\n      - name: asks-judge\n        type: code-grader\n        command: [bash, ./grader.sh]\n        target: {max_calls: 2}\n";
+    let (project, cache) = judged(&server, "Paris.", suite);
+    project.write(
+        "grader.sh",
+        &format!(
+            "{PROXY_CLIENT}\ncat > /dev/null\n\
+             first=$(call POST /invoke '{{\"question\": \"Is Paris the capital of France?\"}}')\n\
+             openai=$(call POST /v1/chat/completions '{{\"model\": \"x\", \"messages\": [{{\"role\": \"user\", \"content\": \"capital of France?\"}}]}}')\n\
+             third=$(call POST /invoke '{{\"question\": \"One more?\"}}')\n\
+             info=$(call GET /info '')\n\
+             stranger=$(call GET /info '' wrong-token)\n\
+             leaked=$(env | grep -c sk-judge-secret)\n\
+             ok() {{ case \"$1\" in *\"$2\"*) echo true;; *) echo false;; esac; }}\n\
+             printf '{{\"assertions\": [{{\"text\": \"invoke\", \"passed\": %s}}, {{\"text\": \"openai\", \"passed\": %s}}, {{\"text\": \"max_calls\", \"passed\": %s}}, {{\"text\": \"info\", \"passed\": %s}}, {{\"text\": \"token\", \"passed\": %s}}, {{\"text\": \"no key: %s\", \"passed\": %s}}]}}' \
+               $(ok \"$first\" '\"rawText\":\"yes, Paris\"') $(ok \"$openai\" '\"content\":\"yes, Paris\"') $(ok \"$third\" '429') \
+               $(ok \"$info\" '\"maxCalls\":2') $(ok \"$stranger\" '401 Unauthorized') \"$leaked\" $( [ \"$leaked\" = 0 ] && echo true || echo false)\n"
+        ),
+    );
+    let r = run(&project, &cache, "out", &[]);
+    let row = &rows(&project, "out")[0];
+    let score = &row["scores"][0];
+    assert_eq!(r.code, 0, "{score}\n{}{}", r.stdout, r.stderr);
+    assert_eq!(score["score"], 1.0, "{score}");
+    // Two calls reached the judge (the third was over max_calls), and they
+    // are the assertion's judge usage.
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(score["judge"]["calls"], 2, "{score}");
+    assert!(
+        server.requests()[0]
+            .body
+            .contains("Is Paris the capital of France?")
+    );
+
+    // Under --sandbox strict the command, and so the proxy, is refused.
+    let targets = project.path().join(".evalhost/targets.yaml");
+    let r = run(
+        &project,
+        &cache,
+        "strict",
+        &[
+            "--sandbox",
+            "strict",
+            "--targets",
+            targets.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let score = &rows(&project, "strict")[0]["scores"][0];
+    assert!(
+        score["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("--sandbox strict")),
+        "{score}"
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[test]
+fn a_code_grader_target_must_be_true_or_max_calls() {
+    let server = FakeServer::start(vec![]);
+    let suite = "tests:\n  - id: t\n    input: hi\n    assertions:\n      - {type: code-grader, command: [bash, ./g.sh], target: judge}\n";
+    let (project, cache) = judged(&server, "hi", suite);
+    project.write("g.sh", "echo '{\"score\": 1}'\n");
+    let r = run(&project, &cache, "out", &[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("`target` must be true or {max_calls: n}"),
+        "{}",
+        r.stderr
+    );
+}

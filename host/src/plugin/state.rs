@@ -74,6 +74,10 @@ pub struct ExecGrant {
     pub max_timeout: Duration,
     /// When set, only commands whose program is in this list may run.
     pub allow: Option<Vec<String>>,
+    /// Variables the command must not see (the targets' keys).
+    pub scrub_env: Vec<String>,
+    /// A code grader's `target:`: each command gets a judge proxy.
+    pub proxy: Option<crate::judge_proxy::ProxyGrant>,
 }
 
 /// Caps memory growth, remembering when the cap was hit so the failure can
@@ -353,6 +357,20 @@ impl exec::Host for HostState {
         let timeout = command.timeout_ms.map_or(grant.max_timeout, |ms| {
             Duration::from_millis(u64::from(ms)).min(grant.max_timeout)
         });
+        let proxy = match &grant.proxy {
+            None => None,
+            Some(p) => match crate::judge_proxy::Proxy::start(p.clone()) {
+                Ok(proxy) => {
+                    env.extend(proxy.env());
+                    Some(proxy)
+                }
+                Err(e) => {
+                    return Err(exec::ExecError::Failed(format!(
+                        "the judge proxy could not start: {e}"
+                    )));
+                }
+            },
+        };
         let started = Instant::now();
         let outcome = crate::process::run(&crate::process::Spec {
             argv: &argv,
@@ -362,8 +380,13 @@ impl exec::Host for HostState {
             timeout: Some(timeout),
             env: &env,
             shell_args: &[],
+            env_remove: &grant.scrub_env,
         });
         self.host_time += started.elapsed();
+        if let Some(proxy) = proxy {
+            let (usage, _) = proxy.finish();
+            self.judge_usage += usage;
+        }
         match outcome {
             Ok(o) => Ok(exec::CommandOutput {
                 exit_code: o.code,

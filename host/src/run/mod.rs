@@ -36,6 +36,7 @@ use crate::target::{self, Target, Targets};
 
 mod check;
 mod conversation;
+mod custom_types;
 mod execute;
 mod prepare;
 mod record;
@@ -760,6 +761,7 @@ pub fn run(
             exec_allow: suite.exec_allow.clone(),
             base_dir: suite.dir.clone(),
             judge: Some(judge.clone()),
+            scrub_env: targets.key_variables(),
             ..crate::grants::Policy::default()
         },
         lifecycle,

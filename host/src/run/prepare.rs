@@ -99,7 +99,7 @@ pub fn prepare(
     let builtins = builtins
         .join()
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-    let Some(suite) = suite else {
+    let Some(mut suite) = suite else {
         return Err(RunError::Invalid(diags));
     };
     let mut registry = builtins.map_err(|e| {
@@ -215,6 +215,7 @@ pub fn prepare(
             }
         }
     }
+    super::custom_types::discover(&mut suite, &mut registry, &mut diags);
     let checked = super::check::check_assertions(&suite, &registry, &unloaded);
     diags.0.extend(checked.0);
     diags.dedup();

@@ -387,6 +387,7 @@ pub fn invoke(
         timeout,
         env: &env,
         shell_args: &files,
+        env_remove: &[],
         ..process::Spec::default()
     });
     let outcome = match outcome {

@@ -20,7 +20,15 @@ pub const MAX_INLINE_OUTPUT: usize = 50_000;
 pub const DEFAULT_TIMEOUT_MS: u64 = 300_000;
 
 /// Keys the plugin reads itself; every other key joins `config`.
-const OWN_KEYS: &[&str] = &["command", "cwd", "config", "timeout_ms", "script"];
+const OWN_KEYS: &[&str] = &[
+    "command",
+    "cwd",
+    "config",
+    "timeout_ms",
+    "script",
+    "target",
+    "aggregate_results",
+];
 
 fn command(config: &Config) -> Result<Command, String> {
     let mut command = match config.get("command") {
@@ -317,6 +325,7 @@ impl Grader for CodeGrader {
                         "cwd": {"type": "string"},
                         "config": {"type": "object"},
                         "timeout_ms": {"type": "integer", "minimum": 1},
+                        "target": {"description": "the command may call the judge through a loopback proxy (AGENTV_TARGET_PROXY_URL/TOKEN): true, or {max_calls: n} (default 50)", "anyOf": [{"const": true}, {"type": "object", "properties": {"max_calls": {"type": "integer", "minimum": 0}}}]},
                         "aggregate_results": {"type": "object", "description": "set by the host for a composite's code-grader aggregator: the members' results, sent on stdin as {\"results\": ...}"},
                     },
                 })),
@@ -324,11 +333,29 @@ impl Grader for CodeGrader {
     }
 
     fn check_config(_assertion_type: &str, config: &Config) -> Result<(), String> {
-        if config.get("target").is_some() {
-            return Err(
-                "`target` (calling the judge from a code grader) is not supported by evalhost yet"
-                    .into(),
-            );
+        match config.get("target") {
+            None | Some(Value::Bool(true)) => {}
+            Some(Value::Object(o)) => {
+                if let Some(key) = o.keys().find(|k| k.as_str() != "max_calls") {
+                    return Err(format!(
+                        "`target.{key}` is not a key of `target` (its key: max_calls)"
+                    ));
+                }
+                match o.get("max_calls") {
+                    None => {}
+                    Some(n) if n.as_f64().is_some_and(|n| n >= 0.0 && n.fract() == 0.0) => {}
+                    Some(other) => {
+                        return Err(format!(
+                            "`target.max_calls` must be a whole number ≥ 0, got {other}"
+                        ));
+                    }
+                }
+            }
+            Some(other) => {
+                return Err(format!(
+                    "`target` must be true or {{max_calls: n}} (the judge proxy the command may call), got {other}"
+                ));
+            }
         }
         command(config).map(|_| ())
     }
@@ -580,10 +607,19 @@ mod tests {
                 .unwrap_err()
                 .contains("`command[1]`")
         );
-        assert!(
-            check(json!({"command": "x", "target": true}))
-                .unwrap_err()
-                .contains("not supported")
-        );
+        assert!(check(json!({"command": "x", "target": true})).is_ok());
+        assert!(check(json!({"command": "x", "target": {"max_calls": 3}})).is_ok());
+        for bad in [
+            json!(false),
+            json!("judge"),
+            json!({"max_calls": -1}),
+            json!({"max_calls": 1.5}),
+            json!({"calls": 2}),
+        ] {
+            assert!(
+                check(json!({"command": "x", "target": bad.clone()})).is_err(),
+                "{bad}"
+            );
+        }
     }
 }
