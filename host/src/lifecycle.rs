@@ -78,7 +78,16 @@ impl Lifecycle {
             counter: AtomicU64::new(0),
         };
         if let Some(spec) = &suite.workspace {
-            let prepared = if spec.needs_directory() {
+            let prepared = if let Some(dir) = &spec.static_path {
+                match Workspace::open_static(spec, dir, &lifecycle.root.join("static.baseline.git"))
+                {
+                    Ok(ws) => Some(ws),
+                    Err(e) => {
+                        lifecycle.setup_error = Some(format!("workspace setup failed: {}", e.0));
+                        None
+                    }
+                }
+            } else if spec.needs_directory() {
                 let dir = lifecycle.root.join(if spec.isolation == Isolation::Shared {
                     "shared"
                 } else {

@@ -26,6 +26,9 @@ pub struct PlannedTest {
     /// Whether to stop after the first passing trial (`pass_at_k`, not
     /// `--repeat`).
     pub stop_at_first_pass: bool,
+    /// `trials.cost_limit_usd`: no further trial starts once the test's
+    /// trials cost this much.
+    pub cost_limit_usd: Option<f64>,
     /// What `--shard` slices by: the entry's position in the plan, or for a
     /// test in a `depends_on` group, the position of the group's first
     /// entry on the same target, so that a shard holds whole groups.
@@ -169,6 +172,10 @@ pub fn plan(
                     trials: count,
                     strategy: (count > 1).then_some(strategy),
                     stop_at_first_pass: stop && count > 1,
+                    cost_limit_usd: suite
+                        .trials
+                        .and_then(|t| t.cost_limit_usd)
+                        .filter(|_| count > 1),
                     shard_key: 0,
                 })
         })

@@ -174,7 +174,13 @@ fn materialise(repo: &Repo, root: &Path) -> Result<(), SetupError> {
                 "+refs/heads/*:refs/remotes/origin/*",
             ],
             &dest,
-        )?;
+        )
+        .map_err(|e| {
+            SetupError(format!(
+                "cannot fetch repo `{}` from {}: {}",
+                repo.path, repo.url, e.0
+            ))
+        })?;
         git(&["checkout", "-q", "--detach", &wanted], &dest).map_err(|e| {
             SetupError(format!(
                 "cannot check out `{wanted}` of {}: {}",
@@ -192,6 +198,9 @@ pub struct Workspace {
     pub path: PathBuf,
     repos: Vec<String>,
     snapshot: Option<PathBuf>,
+    /// A static workspace: the user's directory, never removed; its
+    /// baseline lives here instead of beside it.
+    static_baseline: Option<PathBuf>,
 }
 
 impl Workspace {
@@ -217,7 +226,40 @@ impl Workspace {
             path: path.to_path_buf(),
             repos: spec.repos.iter().map(|r| r.path.clone()).collect(),
             snapshot: None,
+            static_baseline: None,
         })
+    }
+
+    /// A static workspace (`mode: static`, `path`): `dir` itself, made from
+    /// the template and repos when missing or empty, else used as it is
+    /// (a repo whose directory is missing is cloned, as AgentV does). Its
+    /// change baseline is kept at `baseline`, not beside it.
+    pub fn open_static(spec: &Spec, dir: &Path, baseline: &Path) -> Result<Self, SetupError> {
+        let empty = match std::fs::read_dir(dir) {
+            Ok(mut entries) => entries.next().is_none(),
+            Err(_) => true,
+        };
+        if empty {
+            let mut ws = Self::create(spec, dir)?;
+            ws.static_baseline = Some(baseline.to_path_buf());
+            return Ok(ws);
+        }
+        for repo in &spec.repos {
+            if !dir.join(&repo.path).exists() {
+                materialise(repo, dir)?;
+            }
+        }
+        Ok(Self {
+            path: dir.to_path_buf(),
+            repos: spec.repos.iter().map(|r| r.path.clone()).collect(),
+            snapshot: None,
+            static_baseline: Some(baseline.to_path_buf()),
+        })
+    }
+
+    /// True for a static workspace (the user's directory).
+    pub fn is_static(&self) -> bool {
+        self.static_baseline.is_some()
     }
 
     /// A copy of `base` at `path` (for per-test isolation of a prepared
@@ -229,10 +271,14 @@ impl Workspace {
             path: path.to_path_buf(),
             repos: base.repos.clone(),
             snapshot: None,
+            static_baseline: None,
         })
     }
 
     fn snapshot_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.static_baseline {
+            return dir.clone();
+        }
         let name = self
             .path
             .file_name()
@@ -341,7 +387,9 @@ impl Workspace {
 
     /// Removes the workspace and its baseline.
     pub fn remove(&self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        if !self.is_static() {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
         let _ = std::fs::remove_dir_all(self.snapshot_dir());
     }
 }

@@ -1202,3 +1202,38 @@ fn budget_usd_stops_starting_tests_once_spent() {
     let calls = std::fs::read_to_string(project.path().join("calls.txt")).unwrap();
     assert_eq!(calls.lines().count(), 2);
 }
+
+#[test]
+fn trials_cost_limit_usd_stops_a_tests_trials_once_spent() {
+    let project = Project::with_mock("unused");
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - name: default\n    provider: cli\n    command: \"echo {EVAL_ID} >> calls.txt; printf '%s' '{\\\"text\\\": \\\"nope\\\", \\\"cost_usd\\\": 0.4}' > {OUTPUT_FILE}\"\n",
+    )
+    .unwrap();
+    // 5 trials each; at $0.40 a trial, the third reaches $1.00.
+    project.write(
+        "EVAL.yaml",
+        "execution: {trials: {count: 5, strategy: mean, cost_limit_usd: 1.0}, workers: 1}\ntests:\n  - {id: a, input: q, assertions: [{type: contains, value: ok}]}\n  - {id: b, input: q, assertions: [{type: contains, value: ok}]}\n",
+    );
+    let r = run(&project, "out", &[]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let calls = std::fs::read_to_string(project.path().join("calls.txt")).unwrap();
+    assert_eq!(
+        calls, "a\na\na\nb\nb\nb\n",
+        "each test stops after 3 trials"
+    );
+
+    project.write(
+        "EVAL.yaml",
+        "execution: {trials: {count: 2, cost_limit_usd: -1}}\ntests:\n  - {id: a, input: q, assertions: [{type: contains, value: ok}]}\n",
+    );
+    let r = run(&project, "bad", &[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("`cost_limit_usd` must be a positive number"),
+        "{}",
+        r.stderr
+    );
+}

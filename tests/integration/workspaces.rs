@@ -173,6 +173,155 @@ fn a_repo_from_a_local_git_source_is_checked_out_at_its_ref() {
 }
 
 #[test]
+fn a_github_shorthand_repo_is_cloned_from_github_as_agentv_resolves_it() {
+    // Offline: git's `url.<base>.insteadOf` sends https://github.com/ to a
+    // directory holding a bundle named as GitHub's URL would be.
+    let p = project(LOGGING_AGENT, "");
+    let origin = p.path().join("origin");
+    std::fs::create_dir_all(&origin).unwrap();
+    let sh = |cmd: &str, dir: &std::path::Path| {
+        let ok = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .current_dir(dir)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "{cmd}");
+    };
+    sh(
+        "git init -q -b main && git config user.email t@t && git config user.name t && echo 'widgets v3' > README && git add -A && git commit -qm one",
+        &origin,
+    );
+    let mirror = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(mirror.path().join("acme")).unwrap();
+    sh(
+        &format!(
+            "git bundle create -q {}/acme/widgets.git --all",
+            mirror.path().display()
+        ),
+        &origin,
+    );
+    let gitconfig = mirror.path().join("gitconfig");
+    std::fs::write(
+        &gitconfig,
+        format!(
+            "[url \"{}/\"]\n\tinsteadOf = https://github.com/\n",
+            mirror.path().display()
+        ),
+    )
+    .unwrap();
+    let targets = "targets:\n  - {name: default, provider: cli, command: \"cat widgets/README > {OUTPUT_FILE}\"}\n";
+    std::fs::write(p.path().join(".evalhost/targets.yaml"), targets).unwrap();
+    p.write(
+        "EVAL.yaml",
+        "workspace:\n  repos:\n    - {path: widgets, repo: acme/widgets}\ntests:\n  - {id: t, input: q, assertions: [{type: contains, value: widgets v3}]}\n",
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(p.path())
+        .env("GIT_CONFIG_GLOBAL", &gitconfig)
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(p.row("t")["output"], "widgets v3\n");
+
+    // Without the mirror the URL is GitHub's, which names the repository.
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(p.path())
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_ALLOW_PROTOCOL", "file")
+        .args(["run", "EVAL.yaml", "-o", "offline"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("https://github.com/acme/widgets.git")
+            || r.stderr.contains("https://github.com/acme/widgets.git"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+}
+
+#[test]
+fn a_static_workspace_is_one_directory_kept_across_cases_and_runs() {
+    let suite = "workspace: {path: ./ws, template: ./template}\ntests:\n  - {id: a, input: q, assertions: [{type: contains, value: seed}]}\n  - {id: b, input: q, assertions: [{type: contains, value: seed}]}\n";
+    let p = project(LOGGING_AGENT, suite);
+    let r = p.run(&["-j", "2"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let log = std::fs::read_to_string(p.path().join("ws/log.txt")).unwrap();
+    assert_eq!(
+        log, "a\nb\n",
+        "both cases wrote to the one directory, one at a time"
+    );
+    assert!(
+        p.path().join("ws/seed.txt").is_file(),
+        "built from the template"
+    );
+    // Nothing is written beside it, and the next run reuses it as it is.
+    let siblings: Vec<String> = std::fs::read_dir(p.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("baseline"))
+        .collect();
+    assert!(siblings.is_empty(), "{siblings:?}");
+    std::fs::remove_file(p.path().join("ws/seed.txt")).unwrap();
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(p.path())
+        .args(["run", "EVAL.yaml", "-o", "again"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(
+        r.code, 1,
+        "seed.txt is gone and the template is not copied again: {}",
+        r.stderr
+    );
+    let log = std::fs::read_to_string(p.path().join("ws/log.txt")).unwrap();
+    assert_eq!(log, "a\nb\na\nb\n");
+}
+
+#[test]
+fn static_workspace_mistakes_are_errors_at_their_key() {
+    let cases = [
+        (
+            "{path: ./ws, mode: temp}",
+            "workspace.path requires workspace.mode=static",
+        ),
+        (
+            "{path: ./ws, isolation: per_test}",
+            "static workspace mode is incompatible with isolation: per_test",
+        ),
+        (
+            "{mode: static, repos: [{path: r, repo: a/b}]}",
+            "workspace.mode=static requires workspace.path",
+        ),
+        (
+            "{path: ../../elsewhere}",
+            "outside the suite's project root",
+        ),
+        (
+            "{mode: fast}",
+            "workspace `mode` must be pooled, temp or static",
+        ),
+    ];
+    for (workspace, message) in cases {
+        let p = project(
+            LOGGING_AGENT,
+            &format!(
+                "workspace: {workspace}\ntests:\n  - {{id: a, input: q, assertions: [{{type: contains, value: x}}]}}\n"
+            ),
+        );
+        std::fs::create_dir_all(p.path().join(".git")).unwrap();
+        let r = p.run(&[]);
+        assert_eq!(r.code, 2, "{workspace}: {}", r.stderr);
+        assert!(r.stderr.contains(message), "{workspace}: {}", r.stderr);
+    }
+}
+
+#[test]
 fn the_swe_style_example_passes_end_to_end_and_its_control_fails() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("run");

@@ -191,6 +191,8 @@ pub(super) fn run_planned(
         let spent = *ctx.spent.lock().unwrap_or_else(|e| e.into_inner());
         (spent >= budget).then(|| format!("Suite budget exceeded (${spent:.4} / ${budget:.4})"))
     });
+    // `trials.cost_limit_usd`: what this test's trials have cost so far.
+    let mut spent_on_test = 0.0;
     for trial in 1..=planned.trials {
         let key = (
             test.id.clone(),
@@ -225,11 +227,18 @@ pub(super) fn run_planned(
             finished.push(RowBrief::of(&row, &suite, &suite));
             if let Some(cost) = row.cost_usd.filter(|c| c.is_finite() && *c > 0.0) {
                 *ctx.spent.lock().unwrap_or_else(|e| e.into_inner()) += cost;
+                spent_on_test += cost;
             }
             if tx.send(row).is_err() {
                 ctx.stop.store(true, Ordering::SeqCst);
                 return false;
             }
+        }
+        if planned
+            .cost_limit_usd
+            .is_some_and(|limit| spent_on_test >= limit)
+        {
+            break;
         }
         if planned.stop_at_first_pass
             && finished

@@ -593,17 +593,15 @@ pub const WORKSPACE: &[Field] = &[
         "per_test (default: each case its own copy) or shared",
         string,
     ),
-    unsupported(
+    field(
         "mode",
-        "pooled, temp or static",
-        string,
-        "workspace modes are not supported by this version",
+        "pooled (the default) or temp: a fresh workspace each run; static: the directory `path`",
+        || json!({"enum": ["pooled", "temp", "static"]}),
     ),
-    unsupported(
+    field(
         "path",
-        "An existing directory (static mode)",
+        "The directory of a static workspace (implies mode: static): shared by every case, never removed; built from the template and repos when missing or empty",
         string,
-        "static workspaces are not supported by this version",
     ),
     unsupported(
         "docker",

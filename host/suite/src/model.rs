@@ -505,6 +505,9 @@ pub struct Trials {
     pub count: u32,
     /// How they combine.
     pub strategy: Strategy,
+    /// `cost_limit_usd`: no further trial of a test starts once its trials'
+    /// reported cost reaches it.
+    pub cost_limit_usd: Option<f64>,
 }
 
 /// A third-party plugin named by the suite.

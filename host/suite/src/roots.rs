@@ -170,6 +170,47 @@ impl Roots {
         }
     }
 
+    /// A directory the run may create (a static workspace's `path`):
+    /// `value` against `base`, existing or not, refused when it (or its
+    /// nearest existing ancestor, links resolved) leaves the project root.
+    pub fn relative_dir(&self, value: &str, base: &Path) -> Result<PathBuf, PathError> {
+        let path = base.join(value);
+        if path.exists() {
+            return self.contain(&path);
+        }
+        let absolute = if path.is_absolute() {
+            path
+        } else {
+            self.cwd.join(&path)
+        };
+        let lexical = normalize(&absolute);
+        let mut existing = lexical.as_path();
+        let mut rest = Vec::new();
+        while !existing.exists() {
+            match (existing.parent(), existing.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_owned());
+                    existing = parent;
+                }
+                _ => break,
+            }
+        }
+        let mut resolved = existing
+            .canonicalize()
+            .unwrap_or_else(|_| existing.to_path_buf());
+        for name in rest.iter().rev() {
+            resolved.push(name);
+        }
+        if resolved.starts_with(&self.project_root) {
+            Ok(resolved)
+        } else {
+            Err(PathError::Outside {
+                resolved,
+                root: self.project_root.clone(),
+            })
+        }
+    }
+
     /// The canonical form of an existing `path`, if inside the project root.
     pub fn contain(&self, path: &Path) -> Result<PathBuf, PathError> {
         let resolved = path.canonicalize().map_err(|_| PathError::NotFound {

@@ -104,6 +104,10 @@ pub struct Spec {
     pub hooks: Hooks,
     /// Sharing.
     pub isolation: Isolation,
+    /// `mode: static` with `path`: this existing directory is the
+    /// workspace, shared by every case and never removed (made from the
+    /// template and repos when missing or empty).
+    pub static_path: Option<PathBuf>,
 }
 
 impl Spec {
@@ -119,6 +123,7 @@ impl Spec {
             },
             hooks: self.hooks.over(&suite.hooks),
             isolation: self.isolation,
+            static_path: suite.static_path.clone(),
         }
     }
 

@@ -483,7 +483,13 @@ impl Loader {
             );
         }
         let workspace = match test.get("workspace") {
-            Some(w) => self.workspace(doc, w, &at.key("workspace")),
+            Some(w) => self.workspace(doc, w, &at.key("workspace")).map(|mut spec| {
+                if spec.static_path.take().is_some() {
+                    self.warning(doc, &at.key("workspace").key("path"), "a static workspace is the whole suite's: set `path` in the suite's `workspace`; it is ignored on one test")
+                        .hint = Some("AgentV, too, takes the static path from the suite's workspace".into());
+                }
+                spec
+            }),
             None => workspace_dir.map(|d| crate::workspace::Spec {
                 template: Some(d),
                 ..crate::workspace::Spec::default()

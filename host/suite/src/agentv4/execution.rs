@@ -122,24 +122,38 @@ impl Loader {
                 return None;
             }
         };
-        if o.contains_key("cost_limit_usd") {
-            self.warning(
-                doc,
-                &at.key("cost_limit_usd"),
-                "`cost_limit_usd` is ignored: targets in this version report no cost",
-            );
-        }
-        for key in o
-            .keys()
-            .filter(|k| !["count", "strategy", "cost_limit_usd"].contains(&k.as_str()))
-        {
+        let cost_limit_usd = match o.get("cost_limit_usd").or(o.get("costLimitUsd")) {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_f64() {
+                Some(c) if c.is_finite() && c > 0.0 => Some(c),
+                _ => {
+                    self.error(
+                        doc,
+                        &at.key("cost_limit_usd"),
+                        format!(
+                            "`cost_limit_usd` must be a positive number, got {}",
+                            show(v)
+                        ),
+                    )
+                    .hint = Some("AgentV warns and ignores it; evalhost does not guess".into());
+                    None
+                }
+            },
+        };
+        for key in o.keys().filter(|k| {
+            !["count", "strategy", "cost_limit_usd", "costLimitUsd"].contains(&k.as_str())
+        }) {
             self.warning(
                 doc,
                 &at.key(key),
                 format!("unknown key `{key}` in `trials`; it is ignored"),
             );
         }
-        Some(Trials { count, strategy })
+        Some(Trials {
+            count,
+            strategy,
+            cost_limit_usd,
+        })
     }
 
     pub(super) fn plugins(

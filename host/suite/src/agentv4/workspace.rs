@@ -163,8 +163,20 @@ impl Loader {
                     self.error(doc, &rat, "a repo needs `source: {type: git, url: ...}` or `{type: local, path: ...}`");
                     continue;
                 };
-                let Some(url) = self.repo_source(doc, &url_at, given, &base) else {
-                    continue;
+                let shorthand = r.get("repo").and_then(Value::as_str) == Some(given.as_str())
+                    && is_github_shorthand(given);
+                let url = if shorthand {
+                    // AgentV's GitHub shorthand: `owner/name`.
+                    if base.join(given).is_dir() {
+                        self.warning(doc, &url_at, format!("`{given}` is read as GitHub's {given} (https://github.com/{given}.git), as AgentV reads it, not as the local directory of that name"))
+                            .hint = Some(format!("write `./{given}` for the local directory"));
+                    }
+                    format!("https://github.com/{}.git", given.trim())
+                } else {
+                    let Some(url) = self.repo_source(doc, &url_at, given, &base) else {
+                        continue;
+                    };
+                    url
                 };
                 let reference = r
                     .get("checkout")
@@ -201,11 +213,88 @@ impl Loader {
             }
         }
         let hooks = self.hooks(doc, map.get("hooks"), &at.key("hooks"));
+        let mode = match map.get("mode") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(m)) if matches!(m.as_str(), "pooled" | "temp" | "static") => {
+                Some(m.as_str())
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("mode"),
+                    format!(
+                        "workspace `mode` must be pooled, temp or static, got {}",
+                        show(other)
+                    ),
+                );
+                None
+            }
+        };
+        let path = match map.get("path") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(p)) if !p.trim().is_empty() => {
+                match self.roots.relative_dir(p, &base) {
+                    Ok(dir) if dir.exists() && !dir.is_dir() => {
+                        self.error(
+                            doc,
+                            &at.key("path"),
+                            format!("workspace `path` {} is not a directory", dir.display()),
+                        );
+                        None
+                    }
+                    Ok(dir) => Some(dir),
+                    Err(err) => {
+                        self.path_error(doc, &at.key("path"), p, &err);
+                        None
+                    }
+                }
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("path"),
+                    format!("workspace `path` must be a directory, got {}", show(other)),
+                );
+                None
+            }
+        };
+        let static_path = match (mode, path) {
+            (Some("pooled" | "temp"), Some(_)) => {
+                self.error(
+                    doc,
+                    &at.key("path"),
+                    "workspace.path requires workspace.mode=static",
+                )
+                .hint = Some("remove `mode`, or write `mode: static`".into());
+                None
+            }
+            (Some("static") | None, Some(dir)) => Some(dir),
+            (Some("static"), None) if !repos.is_empty() => {
+                self.error(
+                    doc,
+                    &at.key("mode"),
+                    "workspace.mode=static requires workspace.path",
+                )
+                .hint = Some("name the directory to use with `path:`".into());
+                None
+            }
+            // `static` without a path or repos runs as `temp`, as in AgentV.
+            _ => None,
+        };
+        let mut isolation = isolation;
+        if static_path.is_some() {
+            if map.get("isolation").and_then(Value::as_str) == Some("per_test") {
+                self.error(doc, &at.key("isolation"), "static workspace mode is incompatible with isolation: per_test")
+                    .hint = Some("a static workspace is one directory every case shares: remove `isolation`, or use `mode: temp`".into());
+            }
+            isolation = Isolation::Shared;
+        }
         Some(Spec {
             template,
             repos,
             hooks,
             isolation,
+            static_path,
         })
     }
 
@@ -388,6 +477,19 @@ impl Loader {
             }
         }
     }
+}
+
+/// AgentV's GitHub shorthand, `owner/name` (letters, digits, `_`, `.`,
+/// `-`; not `.` or `..`).
+fn is_github_shorthand(value: &str) -> bool {
+    let part = |p: &str| {
+        !p.is_empty()
+            && p != "."
+            && p != ".."
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+    };
+    matches!(value.trim().split_once('/'), Some((owner, name)) if part(owner) && part(name))
 }
 
 /// The placeholders of a hook's command.
