@@ -130,3 +130,128 @@ fn tool_trajectory_advanced_scores_as_agentv() {
     }
     assert_eq!(compared, 7);
 }
+
+/// Copies `from` to `to`, writable (the corpus is read-only).
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else if entry.file_type().is_file() {
+            std::fs::copy(entry.path(), &dest).unwrap();
+            let mut perms = std::fs::metadata(&dest).unwrap().permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            perms.set_readonly(false);
+            std::fs::set_permissions(&dest, perms).unwrap();
+        }
+    }
+}
+
+/// Every deterministic suite of the corpus that needs nothing but the
+/// answer, run unchanged on the answers recorded in
+/// `tests/data/agentv-conformance/` (each test's expected output, a wrong
+/// answer, an answer built to meet its assertions), scores as AgentV 4.42.4
+/// scored the same answers (`scripts/conformance-agentv.py` ran AgentV and
+/// wrote its rows there): every test, every grader.
+#[test]
+fn deterministic_suites_score_as_agentv_on_the_same_answers() {
+    let Some(corpus) = corpus() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let copy = work.path().join("corpus");
+    copy_tree(corpus.parent().unwrap(), &copy);
+    // AgentV's repository root: file references search up to it.
+    std::fs::create_dir_all(copy.join(".git")).unwrap();
+    let targets = work.path().join("replay.yaml");
+    std::fs::write(
+        &targets,
+        "targets:\n  - name: replay\n    provider: cli\n    command: cat \"$REPLAY_DIR\"/{EVAL_ID}.txt > {OUTPUT_FILE}\n",
+    )
+    .unwrap();
+    let fixtures = crate::support::root().join("tests/data/agentv-conformance");
+    let mut runs: Vec<std::path::PathBuf> = walkdir::WalkDir::new(&fixtures)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name() == "agentv.json")
+        .map(|e| e.path().parent().unwrap().to_path_buf())
+        .collect();
+    runs.sort();
+    assert!(runs.len() >= 21, "{} recorded runs", runs.len());
+    let (mut suites, mut rows, mut scores, mut differ) =
+        (std::collections::BTreeSet::new(), 0, 0, Vec::new());
+    for run in &runs {
+        let recorded: Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("agentv.json")).unwrap())
+                .unwrap();
+        let suite_rel = recorded["suite"].as_str().unwrap();
+        suites.insert(suite_rel.to_owned());
+        let suite = copy.join(suite_rel.trim_start_matches("agentv-4.42.4/"));
+        let out = work
+            .path()
+            .join("runs")
+            .join(run.strip_prefix(&fixtures).unwrap());
+        let r: crate::support::Run = crate::support::evalhost()
+            .current_dir(suite.parent().unwrap())
+            .env("REPLAY_DIR", run.join("answers"))
+            .args(["run", suite.to_str().unwrap(), "--targets"])
+            .arg(&targets)
+            .args(["--target", "replay", "-o"])
+            .arg(&out)
+            .output()
+            .unwrap()
+            .into();
+        assert!(
+            r.code == 0 || r.code == 1,
+            "{}: {}{}",
+            run.display(),
+            r.stdout,
+            r.stderr
+        );
+        let ours: Vec<Value> = std::fs::read_to_string(out.join("results.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let where_ = run.strip_prefix(&fixtures).unwrap().display().to_string();
+        for want in recorded["rows"].as_array().unwrap() {
+            rows += 1;
+            let id = &want["test_id"];
+            let Some(got) = ours.iter().find(|r| r["test_id"] == *id) else {
+                differ.push(format!("{where_} {id}: no row"));
+                continue;
+            };
+            let same = |a: &Value, b: &Value| match (a.as_f64(), b.as_f64()) {
+                (Some(a), Some(b)) => (a - b).abs() < 1e-9,
+                _ => false,
+            };
+            if !same(&got["score"], &want["score"]) {
+                differ.push(format!(
+                    "{where_} {id}: evalhost {} agentv {}",
+                    got["score"], want["score"]
+                ));
+            }
+            for (i, ws) in want["scores"].as_array().unwrap().iter().enumerate() {
+                scores += 1;
+                match got["scores"].get(i) {
+                    Some(gs) if gs["name"] == ws["name"] && same(&gs["score"], &ws["score"]) => {}
+                    other => differ.push(format!(
+                        "{where_} {id} #{i} {}: evalhost {} agentv {}",
+                        ws["name"],
+                        other.map_or("nothing".to_owned(), |g| format!(
+                            "{} {}",
+                            g["name"], g["score"]
+                        )),
+                        ws["score"]
+                    )),
+                }
+            }
+        }
+    }
+    eprintln!(
+        "conformance: {} suites, {} runs, {rows} rows, {scores} grader scores compared with AgentV 4.42.4; {} differ",
+        suites.len(),
+        runs.len(),
+        differ.len()
+    );
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
