@@ -41,13 +41,57 @@ SUITES = [
     "tool-trajectory-simple/evals/dataset.eval.yaml",
 ]
 
+# Suites with LLM graders, run with a mock judge that gives both tools the
+# same reply (a free-form verdict and a checklist in one JSON object).
+JUDGED = [
+    "default-graders/evals/dataset.eval.yaml",
+    "autoresearch/EVAL.yaml",
+    "experiments/evals/coding-ability.eval.yaml",
+    "basic-jsonl/evals/dataset.eval.yaml",
+    "suite-level-input/evals/dataset.eval.yaml",
+    "input-files-shorthand/evals/dataset.eval.yaml",
+    "test-vars-templating/evals/dataset.eval.yaml",
+    "external-datasets/evals/dataset.eval.yaml",
+    "trials/evals/dataset.eval.yaml",
+    "weighted-graders/evals/dataset.eval.yaml",
+    "threshold-grader/evals/dataset.eval.yaml",
+    "composite/evals/dataset.eval.yaml",
+    "multi-turn-conversation/evals/dataset.eval.yaml",
+    "tool-calls-template/evals/eval.yaml",
+    "rubric/evals/operators.eval.yaml",
+    "benchmark-tooling/evals/benchmark.eval.yaml",
+    "suite-level-input-files/evals/dataset.eval.yaml",
+    "multi-turn-conversation-live/evals/dataset.eval.yaml",
+    "agent-skills-evals/csv-analyzer.EVAL.yaml",
+    "agent-skills-evals/multi-provider-skill-trigger.EVAL.yaml",
+    "langfuse-export/evals/eval.yaml",
+    "local-cli/evals/dataset.eval.yaml",
+    "env-interpolation/evals/dataset.eval.yaml",
+    "matrix-evaluation/evals/dataset.eval.yaml",
+]
+
+JUDGE_REPLY = json.dumps({
+    "score": 0.75,
+    "assertions": [{"text": "judged", "passed": True}, {"text": "missed a point", "passed": False}],
+    "checks": [
+        {"id": "rubric-1", "satisfied": True, "score": 8, "reasoning": "met"},
+        {"id": "rubric-2", "satisfied": False, "score": 3, "reasoning": "not met"},
+        {"id": "rubric-3", "satisfied": True, "score": 6, "reasoning": "met"},
+    ],
+    "overall_reasoning": "mock judge",
+})
+
 WRONG = "I am not sure."
 
 REPLAY = """targets:
   - name: replay
     provider: cli
     command: cat "$REPLAY_DIR"/{EVAL_ID}.txt > {OUTPUT_FILE}
-"""
+    grader_target: judge
+  - name: judge
+    provider: mock
+    response: '%s'
+""" % JUDGE_REPLY.replace("'", "''")
 
 
 def text_of(value):
@@ -81,14 +125,20 @@ def load_tests(suite_path):
         return [json.loads(l) for l in suite_path.read_text().splitlines() if l.strip()]
     doc = yaml.safe_load(suite_path.read_text())
     tests = doc.get("tests")
-    if isinstance(tests, str):
-        ref = suite_path.parent / tests.removeprefix("file://")
+
+    def read(ref):
+        ref = suite_path.parent / ref.removeprefix("file://")
         if ref.suffix == ".jsonl":
             return [json.loads(l) for l in ref.read_text().splitlines() if l.strip()]
-        tests = yaml.safe_load(ref.read_text())
-        if isinstance(tests, dict):
-            tests = tests.get("tests", [])
-    return tests or []
+        found = yaml.safe_load(ref.read_text())
+        return found.get("tests", []) if isinstance(found, dict) else found or []
+
+    if isinstance(tests, str):
+        return read(tests)
+    out = []
+    for t in tests or []:
+        out.extend(read(t) if isinstance(t, str) else [t])
+    return out
 
 
 def from_assertions(assertions):
@@ -173,12 +223,16 @@ def main():
         for p in work.rglob("*"):
             p.chmod(0o755 if p.is_dir() else 0o644)
         subprocess.run(["git", "init", "-q", "."], cwd=work, check=True)
-        targets = pathlib.Path(tmp) / "replay.yaml"
+        # The targets AgentV runs with, kept for evalhost's side.
+        OUT.mkdir(parents=True, exist_ok=True)
+        targets = OUT / "targets.yaml"
         targets.write_text(REPLAY)
-        for rel in SUITES:
+        for rel in SUITES + JUDGED:
             suite = work / "features" / rel
             slug = rel.split("/")[0] + "--" + pathlib.Path(rel).stem.replace(".eval", "")
             variants = answers(load_tests(suite))
+            if rel in JUDGED:
+                variants.pop("wrong")
             for variant, by_id in variants.items():
                 dest = OUT / slug / variant
                 if dest.exists():
@@ -195,12 +249,14 @@ def main():
                 )
                 index = run_dir / "index.jsonl"
                 if not index.exists():
-                    print(f"{slug}/{variant}: AgentV wrote no results (exit {proc.returncode})\n{proc.stdout}\n{proc.stderr}", file=sys.stderr)
-                    sys.exit(1)
+                    print(f"{slug}/{variant}: AgentV wrote no results (exit {proc.returncode})\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}", file=sys.stderr)
+                    shutil.rmtree(OUT / slug)
+                    break
                 rows = [brief(json.loads(l)) for l in index.read_text().splitlines() if l.strip()]
                 rows.sort(key=lambda r: r["test_id"])
                 (dest / "agentv.json").write_text(json.dumps({
-                    "agentv": version, "suite": f"agentv-4.42.4/features/{rel}", "variant": variant, "rows": rows,
+                    "agentv": version, "suite": f"agentv-4.42.4/features/{rel}", "variant": variant,
+                    "judged": rel in JUDGED, "rows": rows,
                 }, indent=1) + "\n")
                 print(f"{slug}/{variant}: {len(rows)} rows")
 

@@ -148,14 +148,15 @@ fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
     }
 }
 
-/// Every deterministic suite of the corpus that needs nothing but the
-/// answer, run unchanged on the answers recorded in
-/// `tests/data/agentv-conformance/` (each test's expected output, a wrong
-/// answer, an answer built to meet its assertions), scores as AgentV 4.42.4
-/// scored the same answers (`scripts/conformance-agentv.py` ran AgentV and
-/// wrote its rows there): every test, every grader.
+/// Every suite of the corpus that needs nothing but the answer (and, for
+/// its LLM graders, a judge), run unchanged on the answers recorded in
+/// `tests/data/agentv-conformance/` (each test's expected output, an answer
+/// built to meet its assertions, and for deterministic suites a wrong
+/// answer), with a mock judge whose one reply both tools read, scores as
+/// AgentV 4.42.4 scored the same answers (`scripts/conformance-agentv.py`
+/// ran AgentV and wrote its rows there): every test, every grader.
 #[test]
-fn deterministic_suites_score_as_agentv_on_the_same_answers() {
+fn corpus_suites_score_as_agentv_on_the_same_answers() {
     let Some(corpus) = corpus() else { return };
     let work = tempfile::tempdir().unwrap();
     let copy = work.path().join("corpus");
@@ -163,11 +164,14 @@ fn deterministic_suites_score_as_agentv_on_the_same_answers() {
     // AgentV's repository root: file references search up to it.
     std::fs::create_dir_all(copy.join(".git")).unwrap();
     let targets = work.path().join("replay.yaml");
-    std::fs::write(
+    // The targets AgentV ran with: the replay, and a mock judge whose one
+    // reply (a free-form verdict and a checklist) both tools read.
+    std::fs::copy(
+        crate::support::root().join("tests/data/agentv-conformance/targets.yaml"),
         &targets,
-        "targets:\n  - name: replay\n    provider: cli\n    command: cat \"$REPLAY_DIR\"/{EVAL_ID}.txt > {OUTPUT_FILE}\n",
     )
     .unwrap();
+    let cache = tempfile::tempdir().unwrap();
     let fixtures = crate::support::root().join("tests/data/agentv-conformance");
     let mut runs: Vec<std::path::PathBuf> = walkdir::WalkDir::new(&fixtures)
         .into_iter()
@@ -176,7 +180,7 @@ fn deterministic_suites_score_as_agentv_on_the_same_answers() {
         .map(|e| e.path().parent().unwrap().to_path_buf())
         .collect();
     runs.sort();
-    assert!(runs.len() >= 21, "{} recorded runs", runs.len());
+    assert!(runs.len() >= 69, "{} recorded runs", runs.len());
     let (mut suites, mut rows, mut scores, mut differ) =
         (std::collections::BTreeSet::new(), 0, 0, Vec::new());
     for run in &runs {
@@ -193,6 +197,7 @@ fn deterministic_suites_score_as_agentv_on_the_same_answers() {
         let r: crate::support::Run = crate::support::evalhost()
             .current_dir(suite.parent().unwrap())
             .env("REPLAY_DIR", run.join("answers"))
+            .env("EVALHOST_CACHE_DIR", cache.path())
             .args(["run", suite.to_str().unwrap(), "--targets"])
             .arg(&targets)
             .args(["--target", "replay", "-o"])
@@ -200,13 +205,15 @@ fn deterministic_suites_score_as_agentv_on_the_same_answers() {
             .output()
             .unwrap()
             .into();
-        assert!(
-            r.code == 0 || r.code == 1,
-            "{}: {}{}",
-            run.display(),
-            r.stdout,
-            r.stderr
-        );
+        if !out.join("results.jsonl").is_file() {
+            differ.push(format!(
+                "{}: no results ({}): {}",
+                run.display(),
+                r.code,
+                r.stderr
+            ));
+            continue;
+        }
         let ours: Vec<Value> = std::fs::read_to_string(out.join("results.jsonl"))
             .unwrap()
             .lines()
