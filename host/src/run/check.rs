@@ -283,7 +283,11 @@ fn unknown_keys(
                 assertion.name,
                 assertion.kind,
                 ty.name,
-                if builtin { "; it is ignored" } else { "" }
+                if builtin {
+                    "; it is ignored (as AgentV ignores it)"
+                } else {
+                    ""
+                }
             );
             if builtin {
                 Diagnostic::warning(&assertion.loc.file, message)

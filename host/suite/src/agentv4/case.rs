@@ -179,7 +179,7 @@ impl Loader {
                     self.warning(
                         doc,
                         &at.key("execution").key(key),
-                        format!("`{key}` applies to the whole suite, not to one test; it is ignored here"),
+                        format!("`{key}` applies to the whole suite, not to one test; it is ignored here (as AgentV 4.42 ignores it)"),
                     )
                     .hint = Some("set it in the suite's `execution`".into());
                 } else {

@@ -52,6 +52,37 @@ use conversation::implicit_llm_grader;
 use node::show;
 use serde_json::json;
 
+/// True when `object[key]` holds text that also appears elsewhere in
+/// `object`: the key holds YAML anchors the file uses through aliases
+/// (expanded when the file was read, so the copies are equal). Only text
+/// of 16 characters or more counts, so that short words shared by chance
+/// do not.
+fn anchors_used_elsewhere(key: &str, object: &Map<String, Value>) -> bool {
+    fn texts<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+        match v {
+            Value::String(s) if s.chars().count() >= 16 => out.push(s),
+            Value::Array(items) => items.iter().for_each(|i| texts(i, out)),
+            Value::Object(m) => m.values().for_each(|i| texts(i, out)),
+            _ => {}
+        }
+    }
+    let Some(held) = object.get(key) else {
+        return false;
+    };
+    let mut mine = Vec::new();
+    texts(held, &mut mine);
+    if mine.is_empty() {
+        return false;
+    }
+    let mut rest = Vec::new();
+    for (k, v) in object {
+        if k != key {
+            texts(v, &mut rest);
+        }
+    }
+    mine.iter().all(|t| rest.contains(t))
+}
+
 /// One file of the suite: its path as shown, its directory, its positions.
 #[derive(Debug)]
 struct Doc {
@@ -234,6 +265,11 @@ impl Loader {
     ) {
         for key in object.keys() {
             match fields::get(table, key) {
+                // A key that only holds YAML anchors the rest of the file
+                // uses (`defaults: {prompt: &p ...}`): its values are in
+                // use, so nothing the user wrote is lost.
+                None if nearest(key, fields::names(table)).is_none()
+                    && anchors_used_elsewhere(key, object) => {}
                 None => {
                     let hint = match nearest(key, fields::names(table)) {
                         Some(near) => format!("did you mean `{near}`?"),

@@ -199,3 +199,24 @@ fn a_dollar_written_as_an_escape_still_interpolates() {
         assert_eq!(input[0].content, "world", "{spelled}");
     }
 }
+
+#[test]
+fn a_key_that_only_holds_anchors_the_file_uses_is_not_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = "defaults:\n  prompt: &p \"Classify the incident into P0, P1, P2 or P3.\"\ntests:\n  - id: t\n    input: [{role: system, content: *p}, {role: user, content: hi}]\n    assertions: [{type: contains, value: P0}]\n";
+    std::fs::write(dir.path().join("EVAL.yaml"), suite).unwrap();
+    let (_, diags) = crate::load(&dir.path().join("EVAL.yaml"));
+    assert!(diags.0.is_empty(), "{:?}", diags.0);
+    // Unused, it is an unknown key like any other.
+    let unused = suite.replace("content: *p}", "content: other}");
+    std::fs::write(dir.path().join("EVAL.yaml"), unused).unwrap();
+    let (_, diags) = crate::load(&dir.path().join("EVAL.yaml"));
+    assert!(
+        diags
+            .0
+            .iter()
+            .any(|d| d.message.contains("unknown key `defaults`")),
+        "{:?}",
+        diags.0
+    );
+}
