@@ -104,6 +104,12 @@ impl Lifecycle {
                 None
             };
             if lifecycle.setup_error.is_none()
+                && let Some(preflight) = &spec.preflight
+                && let Err(missing) = crate::workspace::preflight(preflight)
+            {
+                lifecycle.setup_error = Some(missing);
+            }
+            if lifecycle.setup_error.is_none()
                 && let Some(hook) = &spec.hooks.before_all
             {
                 let run = run_hook(

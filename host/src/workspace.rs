@@ -191,6 +191,57 @@ fn materialise(repo: &Repo, root: &Path) -> Result<(), SetupError> {
     Ok(())
 }
 
+/// AgentV's preflight checks (`workspace.env`): each command must be on
+/// the PATH (looked up without a shell) and each Python module importable
+/// by `python3 -I` (isolated: no module from the current directory or
+/// `PYTHONPATH` is run). `Err` is AgentV's message listing what is missing.
+pub fn preflight(checks: &evalhost_suite::workspace::Preflight) -> Result<(), String> {
+    let on_path = |program: &str| {
+        if program.contains('/') {
+            return Path::new(program).is_file();
+        }
+        std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+    };
+    let mut missing: Vec<String> = checks
+        .commands
+        .iter()
+        .filter(|c| !on_path(c))
+        .map(|c| format!("command: {c}"))
+        .collect();
+    let neutral = std::env::temp_dir();
+    for module in &checks.python_modules {
+        let argv = [
+            "python3".to_owned(),
+            "-I".to_owned(),
+            "-c".to_owned(),
+            "import importlib, sys; importlib.import_module(sys.argv[1])".to_owned(),
+            module.clone(),
+        ];
+        let ok = process::run(&process::Spec {
+            argv: &argv,
+            cwd: Some(&neutral),
+            timeout: Some(Duration::from_secs(60)),
+            ..process::Spec::default()
+        })
+        .is_ok_and(|o| o.success());
+        if !ok {
+            missing.push(format!("python module: {module}"));
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "Preflight checks failed — missing dependencies:\n{}\n\nInstall the missing dependencies before running this eval.",
+        missing
+            .iter()
+            .map(|m| format!("  • {m}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    ))
+}
+
 /// A materialised workspace with its change baseline.
 #[derive(Debug)]
 pub struct Workspace {

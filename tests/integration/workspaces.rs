@@ -383,3 +383,63 @@ fn the_swe_style_example_passes_end_to_end_and_its_control_fails() {
         }
     }
 }
+
+#[test]
+fn preflight_checks_fail_every_case_naming_what_is_missing() {
+    let suite = "workspace:\n  env:\n    required_commands: [sh, evalhost-no-such-tool]\n    required_python_modules: [evalhost_no_such_module]\ntests:\n  - {id: a, input: q, assertions: [{type: contains, value: seed}]}\n  - {id: b, input: q, assertions: [{type: contains, value: seed}]}\n";
+    let p = project(LOGGING_AGENT, suite);
+    let r = p.run(&[]);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    for id in ["a", "b"] {
+        let row = p.row(id);
+        assert_eq!(row["failure_class"], "workspace", "{row}");
+        let error = row["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("Preflight checks failed — missing dependencies:"),
+            "{error}"
+        );
+        assert!(
+            error.contains("• command: evalhost-no-such-tool"),
+            "{error}"
+        );
+        assert!(
+            error.contains("• python module: evalhost_no_such_module"),
+            "{error}"
+        );
+        assert!(!error.contains("command: sh\n"), "{error}");
+    }
+    assert!(!p.path().join("log.txt").exists(), "the agent never ran");
+    // What passes lets the run go on; a name that could be an option is an
+    // error at its key.
+    p.write(
+        "EVAL.yaml",
+        &suite
+            .replace(", evalhost-no-such-tool", "")
+            .replace("[evalhost_no_such_module]", "[]")
+            .replace("value: seed", "value: log.txt"),
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(p.path())
+        .args(["run", "EVAL.yaml", "-o", "ok"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    p.write(
+        "EVAL.yaml",
+        &suite.replace("[sh, evalhost-no-such-tool]", "[--version]"),
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(p.path())
+        .args(["validate", "EVAL.yaml"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("each of `required_commands` must be a program name"),
+        "{}",
+        r.stderr
+    );
+}

@@ -609,11 +609,10 @@ pub const WORKSPACE: &[Field] = &[
         any,
         "containers are not supported by this version",
     ),
-    unsupported(
+    field(
         "env",
-        "Preflight checks",
+        "Preflight checks before anything runs: {required_commands: [...], required_python_modules: [...]}",
         any,
-        "preflight checks are not supported by this version",
     ),
 ];
 

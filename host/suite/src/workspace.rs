@@ -108,6 +108,18 @@ pub struct Spec {
     /// workspace, shared by every case and never removed (made from the
     /// template and repos when missing or empty).
     pub static_path: Option<PathBuf>,
+    /// `env`: what the machine must have before anything runs (checked
+    /// once, before `before_all`).
+    pub preflight: Option<Preflight>,
+}
+
+/// `workspace.env` (AgentV's preflight checks).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Preflight {
+    /// Programs that must be on the PATH.
+    pub commands: Vec<String>,
+    /// Python modules `python3` must import.
+    pub python_modules: Vec<String>,
 }
 
 impl Spec {
@@ -124,6 +136,7 @@ impl Spec {
             hooks: self.hooks.over(&suite.hooks),
             isolation: self.isolation,
             static_path: suite.static_path.clone(),
+            preflight: suite.preflight.clone(),
         }
     }
 

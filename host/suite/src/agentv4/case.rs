@@ -484,6 +484,10 @@ impl Loader {
         }
         let workspace = match test.get("workspace") {
             Some(w) => self.workspace(doc, w, &at.key("workspace")).map(|mut spec| {
+                if spec.preflight.take().is_some() {
+                    self.warning(doc, &at.key("workspace").key("env"), "preflight checks (`env`) are the whole suite's: set them in the suite's `workspace`; they are ignored on one test")
+                        .hint = Some("AgentV, too, checks only the suite's workspace".into());
+                }
                 if spec.static_path.take().is_some() {
                     self.warning(doc, &at.key("workspace").key("path"), "a static workspace is the whole suite's: set `path` in the suite's `workspace`; it is ignored on one test")
                         .hint = Some("AgentV, too, takes the static path from the suite's workspace".into());

@@ -289,12 +289,87 @@ impl Loader {
             }
             isolation = Isolation::Shared;
         }
+        let preflight = match map.get("env") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(env)) => {
+                for key in env.keys().filter(|k| {
+                    !matches!(k.as_str(), "required_commands" | "required_python_modules")
+                }) {
+                    self.warning(
+                        doc,
+                        &at.key("env").key(key),
+                        format!("unknown key `{key}` in `env`; it is ignored"),
+                    )
+                    .hint = Some("its keys: required_commands, required_python_modules".into());
+                }
+                let mut list = |key: &str, valid: fn(&str) -> bool, what: &str| -> Vec<String> {
+                    match env.get(key) {
+                        None | Some(Value::Null) => Vec::new(),
+                        Some(Value::Array(items)) => items
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(i, item)| match item.as_str() {
+                                Some(s) if valid(s) => Some(s.to_owned()),
+                                _ => {
+                                    self.error(
+                                        doc,
+                                        &at.key("env").key(key).index(i),
+                                        format!(
+                                            "each of `{key}` must be {what}, got {}",
+                                            show(item)
+                                        ),
+                                    );
+                                    None
+                                }
+                            })
+                            .collect(),
+                        Some(other) => {
+                            self.error(
+                                doc,
+                                &at.key("env").key(key),
+                                format!("`{key}` must be a list, got {}", kind(other)),
+                            );
+                            Vec::new()
+                        }
+                    }
+                };
+                let commands = list(
+                    "required_commands",
+                    |s| !s.is_empty() && !s.starts_with('-') && !s.contains(char::is_whitespace),
+                    "a program name",
+                );
+                let python_modules = list(
+                    "required_python_modules",
+                    |s| {
+                        !s.is_empty()
+                            && s.split('.').all(|p| {
+                                p.chars()
+                                    .next()
+                                    .is_some_and(|c| c.is_alphabetic() || c == '_')
+                                    && p.chars().all(|c| c.is_alphanumeric() || c == '_')
+                            })
+                    },
+                    "a module name (`yaml`, `pandas.io`)",
+                );
+                (!commands.is_empty() || !python_modules.is_empty()).then_some(
+                    crate::workspace::Preflight {
+                        commands,
+                        python_modules,
+                    },
+                )
+            }
+            Some(other) => {
+                self.error(doc, &at.key("env"), format!("`env` must be a mapping with `required_commands` and `required_python_modules`, got {}", kind(other)));
+                None
+            }
+        };
         Some(Spec {
             template,
             repos,
             hooks,
             isolation,
             static_path,
+            preflight,
         })
     }
 
