@@ -123,6 +123,10 @@ pub struct RunArgs {
     /// Target to run (default: the suite's `execution.target`, else `default`).
     #[arg(long)]
     pub target: Option<String>,
+    /// The suite's dialect: agentv4, agentv5 or promptfoo (default: told
+    /// from the file's keys, name and `$schema` comment).
+    #[arg(long, value_name = "DIALECT", value_parser = parse_dialect)]
+    pub dialect: Option<evalhost_suite::dialect::Dialect>,
     /// Targets file (default: `.evalhost/targets.yaml` or `.agentv/targets.yaml`,
     /// searched upwards from the eval file).
     #[arg(long, value_name = "FILE")]
@@ -256,6 +260,10 @@ pub struct ValidateArgs {
     /// `eval.yaml` and `*.eval.yaml`.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
+    /// The suite's dialect: agentv4, agentv5 or promptfoo (default: told
+    /// from the file's keys, name and `$schema` comment).
+    #[arg(long, value_name = "DIALECT", value_parser = parse_dialect)]
+    pub dialect: Option<evalhost_suite::dialect::Dialect>,
     /// The targets file a run would be given (default: the one found
     /// walking up from each suite).
     #[arg(long, value_name = "FILE")]
@@ -328,6 +336,7 @@ fn run_command(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         rerun_failed: args.rerun_failed.clone(),
         reporters: reporters(&args.junit, &args.reporter),
         sandbox_strict: args.sandbox == SandboxKind::Strict,
+        dialect: args.dialect,
         keep_workspaces: args.keep_workspaces,
         cache: if args.no_cache {
             Some(false)
@@ -415,7 +424,7 @@ fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {
     }
     let (mut tests, mut ok) = (0usize, 0usize);
     for path in &files {
-        match run::prepare(path, &engine, false) {
+        match run::prepare(path, &engine, false, args.dialect) {
             Ok(prepared) => {
                 for d in prepared.warnings.iter() {
                     let _ = writeln!(err, "{d}");
@@ -713,4 +722,10 @@ fn trace_command(args: &TraceArgs, err: &mut dyn Write) -> u8 {
             exit_codes::EXECUTION_ERROR
         }
     }
+}
+
+/// `--dialect`: one of the dialect names.
+fn parse_dialect(value: &str) -> Result<evalhost_suite::dialect::Dialect, String> {
+    evalhost_suite::dialect::Dialect::parse(value)
+        .ok_or_else(|| format!("`{value}` is not a dialect: agentv4, agentv5 or promptfoo"))
 }

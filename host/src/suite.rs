@@ -4,6 +4,6 @@
 
 pub use evalhost_suite::{
     Aggregate, Assertion, Group, LimitOverrides, Loc, MatrixTarget, Message, PluginRef,
-    Preprocessor, PromptScript, Required, Suite, TestCase, Trials, discover_eval_files, env,
-    fields, load, model, normalize_media_type, roots, source_map,
+    Preprocessor, PromptScript, Required, Suite, TestCase, Trials, dialect, discover_eval_files,
+    env, fields, load, model, normalize_media_type, roots, source_map,
 };

@@ -49,3 +49,6 @@ mod support;
 mod report_page;
 // AgentV's example suites on recorded outputs, scored as AgentV scored them.
 mod conformance;
+// Dialect detection: AgentV 4, AgentV 5 and promptfoo told apart, forced
+// with --dialect, recorded in run.json.
+mod dialects;

@@ -86,6 +86,8 @@ pub struct RunOptions {
     pub reporters: Reporters,
     /// `--sandbox strict`: refuse `exec` to every plugin.
     pub sandbox_strict: bool,
+    /// `--dialect`: read the suite in this dialect.
+    pub dialect: Option<evalhost_suite::dialect::Dialect>,
     /// `--keep-workspaces`: keep every case's workspace, not only failed ones.
     pub keep_workspaces: bool,
     /// `--cache` (true), `--no-cache` (false), else the suite's
@@ -324,7 +326,15 @@ pub fn run(
         options.no_compile_cache,
         options.workers.unwrap_or(cpus).max(grader_workers),
     )?;
-    let prepared = match prepare(&eval, &engine, options.sandbox_strict) {
+    // A resumed run reads the suite in the dialect it was started with.
+    let dialect = options.dialect.or_else(|| {
+        previous
+            .as_ref()
+            .filter(|_| options.resume.is_some())
+            .and_then(|p| p.dialect.as_deref())
+            .and_then(evalhost_suite::dialect::Dialect::parse)
+    });
+    let prepared = match prepare(&eval, &engine, options.sandbox_strict, dialect) {
         Ok(p) => p,
         Err(e) => return Ok(Err(e)),
     };
@@ -601,6 +611,7 @@ pub fn run(
                 threshold,
             )),
             started_at: jiff::Timestamp::now().to_string(),
+            dialect: Some(suite.dialect.name().to_owned()),
         };
         // Atomically: a kill leaves either no run.json (nothing to resume)
         // or a whole one, never a torn one.
@@ -663,6 +674,16 @@ pub fn run(
             String::new()
         } else {
             format!(" · resuming: {} row(s) already done", done.len())
+        }
+    )?;
+    writeln!(
+        header,
+        "  dialect {} ({})",
+        suite.dialect.title(),
+        if dialect.is_some() {
+            "as given with --dialect"
+        } else {
+            "told from the file"
         }
     )?;
     if let Some(file) = &targets.file {

@@ -46,6 +46,7 @@ pub fn prepare(
     eval: &Path,
     engine: &Arc<PluginEngine>,
     strict: bool,
+    dialect: Option<suite::dialect::Dialect>,
 ) -> Result<Prepared, RunError> {
     let started = Instant::now();
     // The built-in plugins load (from the compile cache, or compiled) on
@@ -57,11 +58,7 @@ pub fn prepare(
             .spawn(move || Registry::with_builtins(&engine))
             .expect("a thread to load the built-in plugins")
     };
-    let (suite, mut diags) = if strict {
-        suite::load::load_untrusted(eval)
-    } else {
-        suite::load(eval)
-    };
+    let (suite, mut diags) = suite::load::load_as(eval, strict, dialect);
     let load_time = started.elapsed();
     // Plugin paths refused under strict are never read.
     let mut refused_paths: std::collections::HashSet<std::path::PathBuf> = Default::default();

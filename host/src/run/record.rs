@@ -57,6 +57,9 @@ pub struct RunRecord {
     pub plan: Option<RecordedPlan>,
     /// When the run started.
     pub started_at: String,
+    /// The suite's dialect (`agentv4`, `agentv5`, `promptfoo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<String>,
 }
 
 /// The plan of a run before `--shard` sliced it: every (test, target) in

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::diag::Diagnostics;
+use crate::diag::{Diagnostic, Diagnostics};
 use crate::dialect::{Dialect, ReadOptions};
 use crate::env::Env;
 use crate::fields;
@@ -43,6 +43,29 @@ pub fn load_untrusted(path: &Path) -> (Option<Suite>, Diagnostics) {
     load_with(path, roots, env, true)
 }
 
+/// [`load`] (or [`load_untrusted`]) in the dialect `forced`, when given.
+pub fn load_as(
+    path: &Path,
+    untrusted: bool,
+    forced: Option<Dialect>,
+) -> (Option<Suite>, Diagnostics) {
+    let roots = Roots::for_eval(path);
+    let env = if untrusted {
+        Env::load_files_only(&roots.eval_dir, &roots.project_root, &roots.cwd)
+    } else {
+        Env::load(&roots.eval_dir, &roots.project_root, &roots.cwd)
+    };
+    load_dialect(
+        path,
+        ReadOptions {
+            roots,
+            env,
+            untrusted,
+        },
+        forced,
+    )
+}
+
 /// [`load`] with explicit roots and environment; `untrusted` as
 /// [`load_untrusted`]. The dialect is chosen by [`Dialect::of`], and its
 /// reader produces the suite.
@@ -57,11 +80,37 @@ pub fn load_with(
         env,
         untrusted,
     };
-    let (mut suite, mut diags) = match Dialect::of(path) {
+    load_dialect(path, options, None)
+}
+
+/// [`load_with`] in the dialect `forced` (`--dialect`), else the one
+/// [`Dialect::of`] tells.
+pub fn load_dialect(
+    path: &Path,
+    options: ReadOptions,
+    forced: Option<Dialect>,
+) -> (Option<Suite>, Diagnostics) {
+    let dialect = match forced {
+        Some(d) => Ok(d),
+        None => Dialect::of(path),
+    };
+    let chosen = dialect.as_ref().ok().copied();
+    let (mut suite, mut diags) = match dialect {
         Ok(Dialect::AgentV4) => crate::agentv4::read(path, options),
+        Ok(other) => (
+            None,
+            Diagnostics(vec![
+                Diagnostic::error(
+                    path,
+                    format!("this is a {} suite, which this version of evalhost does not read yet", other.title()),
+                )
+                .hint("only AgentV 4.42 suites run today; if the file is one, run with --dialect agentv4"),
+            ]),
+        ),
         Err(diagnostic) => (None, Diagnostics(vec![*diagnostic])),
     };
     if let Some(suite) = &mut suite {
+        suite.dialect = chosen.unwrap_or(Dialect::AgentV4);
         suite.tests.shrink_to_fit();
     }
     diags.dedup();

@@ -472,6 +472,8 @@ pub struct Suite {
     pub extensions: Vec<Extension>,
     /// `execution.cache_path`: where.
     pub cache_path: Option<PathBuf>,
+    /// The dialect it was written in.
+    pub dialect: crate::dialect::Dialect,
 }
 
 /// A use of a feature AgentV 4.42 does not have, so that AgentV would score

@@ -203,6 +203,7 @@ impl Loader {
             workers: None,
             budget_usd: None,
             extensions: std::mem::take(&mut self.extensions),
+            dialect: crate::dialect::Dialect::AgentV4,
             cache_path: None,
         })
     }
