@@ -565,6 +565,47 @@ fn aggregate(
     }
 }
 
+/// promptfoo's rule without a threshold: score = Σ score·w / Σ w (0 when
+/// Σ w = 0; 1 with no assertion), pass = no assertion failed, where an
+/// assertion of weight 0 never fails.
+fn all_pass(scores: &[ScoreRow]) -> TestScore {
+    let infra = scores
+        .iter()
+        .filter_map(|s| s.failure_class)
+        .find(|c| c.is_infrastructure());
+    if let Some(class) = infra {
+        return TestScore {
+            score: 0.0,
+            status: ExecutionStatus::ExecutionError,
+            failure_class: Some(class),
+            gated: None,
+        };
+    }
+    let (sum, total) = scores.iter().fold((0.0, 0.0), |(s, t), r| {
+        (s + r.score * r.weight, t + r.weight)
+    });
+    let score = match (scores.is_empty(), total > 0.0) {
+        (true, _) => 1.0,
+        (false, true) => sum / total,
+        (false, false) => 0.0,
+    };
+    let failed = scores
+        .iter()
+        .filter(|s| s.weight != 0.0 && s.verdict == Verdict::Fail)
+        .map(|s| s.failure_class.unwrap_or(FailureClass::Assertion))
+        .min();
+    TestScore {
+        score,
+        status: if failed.is_some() {
+            ExecutionStatus::QualityFailure
+        } else {
+            ExecutionStatus::Ok
+        },
+        failure_class: failed,
+        gated: None,
+    }
+}
+
 /// The score of an assertion that never ran because the case's deadline had
 /// passed.
 pub fn case_timeout_row(assertion: &Assertion, timeout_ms: u64) -> ScoreRow {
@@ -648,7 +689,15 @@ pub struct TestScore {
 /// is 0), forced to 0 when a `required` assertion scores below its gate
 /// (`min_score`, else a numeric `required`, else the test threshold). A test
 /// passes when its score reaches the threshold and no plugin failed.
-pub fn score_test(assertions: &[Assertion], scores: &[ScoreRow], threshold: f64) -> TestScore {
+pub fn score_test(
+    assertions: &[Assertion],
+    scores: &[ScoreRow],
+    threshold: f64,
+    rule: crate::suite::PassRule,
+) -> TestScore {
+    if rule == crate::suite::PassRule::AllPass {
+        return all_pass(scores);
+    }
     let mut score = crate::results::weighted_mean(scores);
     let mut gated = None;
     for (assertion, s) in assertions.iter().zip(scores) {
@@ -688,5 +737,59 @@ pub fn score_test(assertions: &[Assertion], scores: &[ScoreRow], threshold: f64)
         status,
         failure_class,
         gated,
+    }
+}
+
+#[cfg(test)]
+mod pass_rule_tests {
+    use super::*;
+    use crate::suite::PassRule;
+
+    fn row(score: f64, weight: f64, pass: bool) -> ScoreRow {
+        ScoreRow {
+            name: "a".into(),
+            kind: "contains".into(),
+            score,
+            weight,
+            verdict: if pass { Verdict::Pass } else { Verdict::Fail },
+            assertions: Vec::new(),
+            negate: false,
+            required: false,
+            failure_class: (!pass).then_some(FailureClass::Assertion),
+            error: None,
+            plugin: String::new(),
+            plugin_digest: String::new(),
+            plugin_output: None,
+            details: None,
+            expected: None,
+            duration_us: 0,
+            judge: None,
+            scores: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn promptfoo_passes_when_every_assertion_passes() {
+        let all = |rows: &[ScoreRow]| score_test(&[], rows, 0.8, PassRule::AllPass);
+        // 0.9 mean, one failure: fails (AgentV's mean would pass it).
+        let rows = [
+            row(1.0, 1.0, true),
+            row(1.0, 1.0, true),
+            row(0.7, 1.0, false),
+        ];
+        let t = all(&rows);
+        assert_eq!(t.status, ExecutionStatus::QualityFailure);
+        assert!((t.score - 0.9).abs() < 1e-9);
+        assert_eq!(
+            score_test(&[], &rows, 0.8, PassRule::WeightedMean).status,
+            ExecutionStatus::Ok
+        );
+        // A failing assertion of weight 0 never fails the test.
+        let t = all(&[row(1.0, 1.0, true), row(0.0, 0.0, false)]);
+        assert_eq!((t.status, t.score), (ExecutionStatus::Ok, 1.0));
+        // No assertion: pass, score 1; only weight 0: score 0, pass.
+        assert_eq!(all(&[]).score, 1.0);
+        let t = all(&[row(1.0, 0.0, true)]);
+        assert_eq!((t.status, t.score), (ExecutionStatus::Ok, 0.0));
     }
 }

@@ -3,7 +3,7 @@
 //! (`run/check.rs`): the reader runs nothing.
 
 pub use evalhost_suite::{
-    Aggregate, Assertion, Group, LimitOverrides, Loc, MatrixTarget, Message, PluginRef,
+    Aggregate, Assertion, Group, LimitOverrides, Loc, MatrixTarget, Message, PassRule, PluginRef,
     Preprocessor, PromptScript, Required, Suite, TestCase, Trials, dialect, discover_eval_files,
     env, fields, load, model, normalize_media_type, roots, source_map,
 };

@@ -176,7 +176,7 @@ impl Registry {
                     .or_else(|| (plugin.types.len() == 1).then(|| &plugin.types[0]))?;
                 Some((plugin, ty))
             }
-            None => self.resolve(&assertion.kind),
+            None => self.resolve(assertion.plugin_type.as_deref().unwrap_or(&assertion.kind)),
         }
     }
 

@@ -120,7 +120,10 @@ where
         .iter()
         .map(|a| grade::grade_tree(a, &mut request, leaf))
         .collect();
-    (grade::score_test(assertions, &scores, threshold), scores)
+    (
+        grade::score_test(assertions, &scores, threshold, test.pass_rule),
+        scores,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]

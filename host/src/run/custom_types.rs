@@ -123,7 +123,7 @@ pub(super) fn discover(suite: &mut Suite, registry: &mut Registry, diags: &mut D
         .iter()
         .flat_map(|t| t.every_assertion())
         .flat_map(Assertion::walk)
-        .filter(|a| a.group.is_none() && a.wasm.is_none())
+        .filter(|a| a.group.is_none() && a.wasm.is_none() && a.plugin_type.is_none())
     {
         if registry.resolve(&a.kind).is_none() {
             unknown.entry(a.kind.clone()).or_insert(a);

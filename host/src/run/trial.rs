@@ -394,7 +394,7 @@ fn run_trial_into(
         status,
         failure_class,
         gated,
-    } = grade::score_test(&test.assertions, &scores, threshold);
+    } = grade::score_test(&test.assertions, &scores, threshold, test.pass_rule);
     row.gated = gated;
     row.error = (status == ExecutionStatus::ExecutionError)
         .then(|| {

@@ -38,7 +38,7 @@ pub mod yaml;
 pub use load::load;
 pub use model::{
     Aggregate, Assertion, Group, KeyPositions, LimitOverrides, Loc, MatrixTarget, Message,
-    PluginRef, Preprocessor, PromptScript, Required, Strategy, Suite, TestCase, Trials,
+    PassRule, PluginRef, Preprocessor, PromptScript, Required, Strategy, Suite, TestCase, Trials,
     normalize_media_type,
 };
 

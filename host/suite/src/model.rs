@@ -123,6 +123,10 @@ pub struct Assertion {
     /// For an LLM grader: `prompt: {command, config}`, a script whose output
     /// is the judge prompt (AgentV §4.4).
     pub prompt_script: Option<Arc<PromptScript>>,
+    /// The plugin type that grades it, when not `kind` (a dialect's own
+    /// meaning of a shared name: promptfoo's `equals` is graded by
+    /// `promptfoo-equals`); results still show `kind`.
+    pub plugin_type: Option<Arc<str>>,
 }
 
 /// An LLM grader's prompt computed by a command (AgentV §4.4): it reads the
@@ -322,6 +326,22 @@ pub struct TestCase {
     /// `mode: conversation`: the turns (the test's own `assertions` grade
     /// the whole transcript once at the end).
     pub conversation: Option<Box<Conversation>>,
+    /// How the test's verdict follows from its assertions.
+    pub pass_rule: PassRule,
+}
+
+/// How a test's verdict follows from its assertions' scores: a dialect's
+/// rule, carried in the model so that nothing downstream asks the dialect.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PassRule {
+    /// AgentV: the weighted mean of the scores reaches the threshold
+    /// (0.8 unless set); `required` gates can zero it.
+    #[default]
+    WeightedMean,
+    /// promptfoo without a `threshold`: every assertion passes (one of
+    /// weight 0 always counts as passing); no assertion at all passes with
+    /// score 1.
+    AllPass,
 }
 
 /// A conversation test (AgentV §2.10): the target is called once per turn
@@ -422,6 +442,7 @@ impl TestCase {
             },
             depends_on: None,
             conversation: None,
+            pass_rule: PassRule::WeightedMean,
         }
     }
 

@@ -326,6 +326,7 @@ impl Loader {
                 group: Some(Box::new(group)),
                 preprocessors: Arc::from([]),
                 prompt_script: None,
+                plugin_type: None,
             });
         }
         let limits = entry
@@ -548,6 +549,7 @@ impl Loader {
             group: None,
             preprocessors,
             prompt_script,
+            plugin_type: None,
         })
     }
 }
@@ -576,6 +578,7 @@ pub(super) fn rubric_assertion(
         from_suite,
         preprocessors: Arc::from([]),
         prompt_script: None,
+        plugin_type: None,
     }
 }
 

@@ -521,6 +521,7 @@ impl Loader {
             loc: doc.loc(at),
             depends_on,
             conversation,
+            pass_rule: crate::model::PassRule::WeightedMean,
         })
     }
 }

@@ -206,5 +206,6 @@ pub(super) fn implicit_llm_grader(loc: Loc) -> Assertion {
         from_suite: false,
         preprocessors: Arc::from([]),
         prompt_script: None,
+        plugin_type: None,
     }
 }
