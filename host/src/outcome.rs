@@ -468,6 +468,7 @@ mod tests {
             expected_output: None,
             criteria: None,
             metadata: serde_json::Map::new(),
+            prompt: None,
             output: String::new(),
             scores: Vec::new(),
         }

@@ -141,6 +141,16 @@ pub struct CheckRow {
     pub evidence: Option<String>,
 }
 
+/// The prompt template a row's test was rendered from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptRow {
+    /// Its label.
+    pub label: String,
+    /// Its id (a `file://` path), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
 /// One assertion's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScoreRow {
@@ -315,6 +325,9 @@ pub struct ResultRow {
     /// The test's metadata (suite metadata merged in).
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub metadata: serde_json::Map<String, Value>,
+    /// For a test made from a prompt template (promptfoo): which prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<PromptRow>,
     /// The candidate output that was graded.
     pub output: String,
     /// Per-assertion results.

@@ -64,6 +64,10 @@ pub enum Provider {
         /// exercising timeouts and interruption).
         delay_ms: u64,
     },
+    /// promptfoo's `echo`: the output is the prompt itself (the text of the
+    /// test's input messages; a promptfoo prompt is one message). Offline,
+    /// for testing suites.
+    Echo,
     /// A command.
     Cli(cli::CliConfig),
     /// An OpenAI-compatible endpoint.
@@ -78,6 +82,19 @@ pub enum Provider {
     /// an error when a run selects it, not before (AgentV resolves only
     /// the targets it runs).
     Unavailable(String),
+}
+
+/// What `echo` answers: the prompt as a promptfoo-style suite rendered it,
+/// else the input messages' text, one per line.
+pub fn echo_text(test: &TestCase) -> String {
+    if let Some(prompt) = &test.prompt {
+        return prompt.raw.clone();
+    }
+    test.input
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Retry policy of a target.
@@ -427,6 +444,7 @@ impl Target {
                 // AgentV's mock reports no duration.
                 Ok(TargetOutput::text(response.clone()))
             }
+            Provider::Echo => Ok(TargetOutput::text(echo_text(test))),
             Provider::Cli(config) => cli::invoke(config, self, test, inv),
             Provider::OpenAi(config) => openai::invoke(config, test, inv),
             Provider::Replay(config) => replay::invoke(config, test, inv.trial),

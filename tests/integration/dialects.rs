@@ -58,9 +58,13 @@ fn an_ambiguous_file_is_refused_and_dialect_forces_one() {
         r.stderr
     );
     let r = run(&["--dialect", "promptfoo"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = run(&["--dialect", "agentv5"]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(
-        r.stderr.contains("this is a promptfoo 0.121 suite"),
+        r.stderr.contains(
+            "this is a AgentV 5 (next) suite, which this version of evalhost does not read yet"
+        ),
         "{}",
         r.stderr
     );
@@ -100,4 +104,140 @@ fn a_file_mixing_dialects_names_the_markers_with_their_lines() {
         "{}",
         r.stderr
     );
+}
+
+/// Vars as promptfoo's results file shows them: a string holding a JSON
+/// object or list is shown re-serialized, so both sides compare parsed.
+fn normal_vars(vars: &serde_json::Value) -> serde_json::Value {
+    match vars {
+        serde_json::Value::Object(m) => serde_json::Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        serde_json::Value::String(s) => {
+                            match serde_json::from_str::<serde_json::Value>(s) {
+                                Ok(
+                                    j
+                                    @ (serde_json::Value::Object(_) | serde_json::Value::Array(_)),
+                                ) => j,
+                                _ => v.clone(),
+                            }
+                        }
+                        other => other.clone(),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// A row's assertion scores, an `assert-set` followed by its members, as
+/// promptfoo lists its component results.
+fn flat_scores(scores: &serde_json::Value, out: &mut Vec<f64>) {
+    for s in scores.as_array().into_iter().flatten() {
+        out.push(s["score"].as_f64().unwrap_or(f64::NAN));
+        if s["type"] == "assert-set" {
+            flat_scores(&s["scores"], out);
+        }
+    }
+}
+
+/// promptfoo configs on the `echo` provider, run by promptfoo 0.121.20
+/// (`scripts/conformance-promptfoo.py` recorded its rows beside each
+/// config) and by evalhost: every row's pass, score and assertion scores
+/// are the same.
+#[test]
+fn promptfoo_configs_score_as_promptfoo() {
+    let dir = crate::support::root().join("tests/data/promptfoo-conformance");
+    let mut configs: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("promptfoo.json").is_file())
+        .collect();
+    configs.sort();
+    assert!(configs.len() >= 3);
+    let (mut rows, mut components, mut differ) = (0, 0, Vec::new());
+    for config in &configs {
+        let work = tempfile::tempdir().unwrap();
+        for entry in std::fs::read_dir(config).unwrap() {
+            let p = entry.unwrap().path();
+            std::fs::copy(&p, work.path().join(p.file_name().unwrap())).unwrap();
+        }
+        let r: crate::support::Run = crate::support::evalhost()
+            .current_dir(work.path())
+            .env("EVALHOST_CACHE_DIR", work.path().join("cache"))
+            .args(["run", "promptfooconfig.yaml", "-o", "out"])
+            .output()
+            .unwrap()
+            .into();
+        assert!(
+            r.code == 0 || r.code == 1,
+            "{}: {}{}",
+            config.display(),
+            r.stdout,
+            r.stderr
+        );
+        let ours: Vec<serde_json::Value> =
+            std::fs::read_to_string(work.path().join("out/results.jsonl"))
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+        let recorded: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(config.join("promptfoo.json")).unwrap())
+                .unwrap();
+        let name = config.file_name().unwrap().to_string_lossy().into_owned();
+        for want in recorded["rows"].as_array().unwrap() {
+            rows += 1;
+            let Some(got) = ours.iter().find(|g| {
+                g["target"] == want["provider"]
+                    && g["output"] == want["output"]
+                    && normal_vars(&g["metadata"]["vars"]) == normal_vars(&want["vars"])
+            }) else {
+                differ.push(format!(
+                    "{name}: no row for {} {}",
+                    want["provider"], want["output"]
+                ));
+                continue;
+            };
+            let id = got["test_id"].as_str().unwrap_or_default();
+            let passed = got["status"] == "passed";
+            if Some(passed) != want["success"].as_bool() {
+                differ.push(format!(
+                    "{name} {id}: evalhost {} promptfoo success {}",
+                    got["status"], want["success"]
+                ));
+            }
+            let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+            let (g, w) = (
+                got["score"].as_f64().unwrap(),
+                want["score"].as_f64().unwrap(),
+            );
+            if !close(g, w) {
+                differ.push(format!("{name} {id}: score evalhost {g} promptfoo {w}"));
+            }
+            let mut flat = Vec::new();
+            flat_scores(&got["scores"], &mut flat);
+            let theirs: Vec<f64> = want["components"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["score"].as_f64().unwrap_or(f64::NAN))
+                .collect();
+            components += theirs.len();
+            if flat.len() != theirs.len() || flat.iter().zip(&theirs).any(|(a, b)| !close(*a, *b)) {
+                differ.push(format!(
+                    "{name} {id}: assertion scores evalhost {flat:?} promptfoo {theirs:?}"
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "promptfoo conformance: {} configs, {rows} rows, {components} assertion scores compared with promptfoo 0.121.20; {} differ",
+        configs.len(),
+        differ.len()
+    );
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
 }

@@ -176,17 +176,33 @@ impl Registry {
                     .or_else(|| (plugin.types.len() == 1).then(|| &plugin.types[0]))?;
                 Some((plugin, ty))
             }
-            None => self.resolve(assertion.plugin_type.as_deref().unwrap_or(&assertion.kind)),
+            None => match &assertion.plugin_type {
+                Some(t) => self.resolve(t),
+                // A dialect's own types are reached only through its
+                // reader (`plugin_type`), never by name in a suite.
+                None if is_dialect_type(&assertion.kind) => None,
+                None => self.resolve(&assertion.kind),
+            },
         }
     }
 
-    /// Every known type name, sorted.
+    /// Every type name a suite may write, sorted (a dialect's own types,
+    /// `promptfoo-*`, are left out: its reader names them).
     pub fn type_names(&self) -> impl Iterator<Item = &str> {
-        self.types.keys().map(String::as_str)
+        self.types
+            .keys()
+            .map(String::as_str)
+            .filter(|t| !is_dialect_type(t))
     }
 
     /// Every loaded plugin.
     pub fn plugins(&self) -> &[Arc<LoadedPlugin>] {
         &self.plugins
     }
+}
+
+/// A type only a dialect's reader names (`promptfoo-contains` grades
+/// promptfoo's `contains`).
+pub fn is_dialect_type(name: &str) -> bool {
+    name.starts_with("promptfoo-")
 }

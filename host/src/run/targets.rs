@@ -22,6 +22,19 @@ pub fn load(
     given: Option<&PathBuf>,
     sandbox_strict: bool,
 ) -> Result<Targets, Diagnostics> {
+    let file = from_file(suite, eval, given, sandbox_strict)?;
+    if suite.inline_targets.is_empty() {
+        return Ok(file);
+    }
+    target::with_inline(file, &suite.inline_targets, &suite.dir)
+}
+
+fn from_file(
+    suite: &Suite,
+    eval: &Path,
+    given: Option<&PathBuf>,
+    sandbox_strict: bool,
+) -> Result<Targets, Diagnostics> {
     let roots = suite::roots::Roots::for_eval(eval);
     let env = suite::env::Env::load(&roots.eval_dir, &roots.project_root, &roots.cwd);
     match given {
@@ -97,7 +110,7 @@ pub fn check_names(
 ) -> Diagnostics {
     let mut diags = Diagnostics::default();
     let validate = check == Check::Validate;
-    if targets.file.is_none() && validate {
+    if targets.file.is_none() && validate && suite.inline_targets.is_empty() {
         let names: Vec<String> = chosen
             .iter()
             .map(|m| format!("`{}`", m.use_target))

@@ -129,6 +129,10 @@ fn base_row(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) -
         expected_output: test.expected_text().map(str::to_owned),
         criteria: test.criteria.clone(),
         metadata: test.metadata.clone(),
+        prompt: test.prompt.as_ref().map(|p| crate::results::PromptRow {
+            label: p.label.clone(),
+            id: p.id.clone(),
+        }),
         output: String::new(),
         scores: Vec::new(),
     }

@@ -233,6 +233,41 @@ pub fn load_targets(path: &Path, env: &Env) -> Result<Targets, Diagnostics> {
     })
 }
 
+/// The targets a suite defines itself (promptfoo's `providers`), over
+/// `file`'s: a name the suite defines hides the file's entry of that name.
+pub fn with_inline(
+    mut file: Targets,
+    inline: &[evalhost_suite::InlineTarget],
+    base_dir: &Path,
+) -> Result<Targets, Diagnostics> {
+    let mut diags = Diagnostics::default();
+    let mut own = Vec::new();
+    for t in inline {
+        let name = t
+            .entry
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        match parse_target(&name, &t.entry, base_dir) {
+            Ok(target) => own.push(target),
+            Err((key, message)) => diags.push(
+                Diagnostic::error(&t.loc.file, message)
+                    .at(t.loc.pos)
+                    .key(t.loc.key.key(&key)),
+            ),
+        }
+    }
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    file.targets
+        .retain(|t| !own.iter().any(|o| o.name == t.name));
+    own.append(&mut file.targets);
+    file.targets = own;
+    Ok(file)
+}
+
 pub(super) fn is_env_reference(value: &str) -> bool {
     let v = value.trim();
     v.starts_with("${{") && v.ends_with("}}")
@@ -339,6 +374,7 @@ pub(super) fn parse_target(
                 }
             },
         },
+        "echo" => Provider::Echo,
         "cli" => Provider::Cli(cli::CliConfig::parse(entry, base_dir)?),
         "openai" | "azure" | "azure-openai" | "openrouter" | "vllm" | "ollama" => {
             Provider::OpenAi(openai::OpenAiConfig::parse(&provider_name, entry)?)

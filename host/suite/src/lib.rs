@@ -27,6 +27,7 @@ pub mod env;
 pub mod fields;
 pub mod load;
 pub mod model;
+mod promptfoo;
 pub mod roots;
 pub mod shell_template;
 pub mod source_map;
@@ -37,9 +38,9 @@ pub mod yaml;
 
 pub use load::load;
 pub use model::{
-    Aggregate, Assertion, Group, KeyPositions, LimitOverrides, Loc, MatrixTarget, Message,
-    PassRule, PluginRef, Preprocessor, PromptScript, Required, Strategy, Suite, TestCase, Trials,
-    normalize_media_type,
+    Aggregate, Assertion, Group, InlineTarget, KeyPositions, LimitOverrides, Loc, MatrixTarget,
+    Message, PassRule, PluginRef, Preprocessor, PromptScript, RenderedPrompt, Required, Strategy,
+    Suite, TestCase, Trials, normalize_media_type,
 };
 
 /// Eval files under `dir` (recursively, skipping hidden directories and

@@ -97,6 +97,7 @@ pub fn load_dialect(
     let chosen = dialect.as_ref().ok().copied();
     let (mut suite, mut diags) = match dialect {
         Ok(Dialect::AgentV4) => crate::agentv4::read(path, options),
+        Ok(Dialect::Promptfoo) => crate::promptfoo::read(path, options),
         Ok(other) => (
             None,
             Diagnostics(vec![

@@ -328,6 +328,20 @@ pub struct TestCase {
     pub conversation: Option<Box<Conversation>>,
     /// How the test's verdict follows from its assertions.
     pub pass_rule: PassRule,
+    /// For a test made from a prompt template (promptfoo, AgentV 5): the
+    /// prompt as rendered, and which one it was.
+    pub prompt: Option<Box<RenderedPrompt>>,
+}
+
+/// A prompt template of a promptfoo-style suite, rendered for one test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderedPrompt {
+    /// The rendered text (a chat prompt: its JSON).
+    pub raw: String,
+    /// Its label (the template itself for an inline prompt).
+    pub label: String,
+    /// Its id (a file path for a prompt from a file).
+    pub id: Option<String>,
 }
 
 /// How a test's verdict follows from its assertions' scores: a dialect's
@@ -443,6 +457,7 @@ impl TestCase {
             depends_on: None,
             conversation: None,
             pass_rule: PassRule::WeightedMean,
+            prompt: None,
         }
     }
 
@@ -495,6 +510,19 @@ pub struct Suite {
     pub cache_path: Option<PathBuf>,
     /// The dialect it was written in.
     pub dialect: crate::dialect::Dialect,
+    /// Targets the suite defines itself (promptfoo's `providers`), as
+    /// targets-file entries (`name`, `provider`, settings); they come
+    /// before a targets file's of the same name.
+    pub inline_targets: Vec<InlineTarget>,
+}
+
+/// A target a suite defines itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InlineTarget {
+    /// The entry, as a targets file would write it.
+    pub entry: Map<String, Value>,
+    /// Where it was written.
+    pub loc: Loc,
 }
 
 /// A use of a feature AgentV 4.42 does not have, so that AgentV would score

@@ -522,6 +522,7 @@ impl Loader {
             depends_on,
             conversation,
             pass_rule: crate::model::PassRule::WeightedMean,
+            prompt: None,
         })
     }
 }

@@ -204,6 +204,7 @@ impl Loader {
             budget_usd: None,
             extensions: std::mem::take(&mut self.extensions),
             dialect: crate::dialect::Dialect::AgentV4,
+            inline_targets: Vec::new(),
             cache_path: None,
         })
     }

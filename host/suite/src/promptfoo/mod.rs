@@ -1,0 +1,1492 @@
+//! The promptfoo 0.121 reader: a `promptfooconfig.yaml` (`prompts` ×
+//! `providers` × `tests`) read into the canonical [`Suite`]. Each test row
+//! (after `vars` lists expand into their cartesian product) is rendered
+//! with each prompt into one canonical test; each provider becomes a target
+//! the suite defines itself, and every test runs on each. promptfoo's pass
+//! rule (every assertion passes, unless the test sets a `threshold`) and
+//! its meaning of each assertion type (the `promptfoo-*` plugin types) are
+//! carried in the model. `reference/dialects.md` §2-§3 is the catalogue.
+//!
+//! What promptfoo silently ignores (unknown keys, a top-level `assert`) is
+//! a warning here; what evalhost does not run yet (prompt functions,
+//! script and HTTP providers, model-graded and code assertions) is an
+//! error naming the place, never a row that quietly passes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::dialect::{Dialect, ReadOptions};
+use crate::model::{
+    Aggregate, Assertion, Group, InlineTarget, KeyPositions, LimitOverrides, Loc, MatrixTarget,
+    Message, PassRule, RenderedPrompt, Required, Suite, TestCase,
+};
+use crate::source_map::{KeyPath, SourceMap};
+
+mod render;
+#[cfg(test)]
+mod tests;
+
+use render::Renderer;
+
+/// Top-level keys promptfoo reads, and what evalhost does with them.
+const TOP_KEYS: &[&str] = &[
+    "description",
+    "tags",
+    "providers",
+    "targets",
+    "prompts",
+    "tests",
+    "defaultTest",
+    "scenarios",
+    "evaluateOptions",
+    "outputPath",
+    "env",
+    "derivedMetrics",
+    "extensions",
+    "nunjucksFilters",
+    "metadata",
+    "commandLineOptions",
+    "redteam",
+    "tracing",
+    "sharing",
+    "writeLatestResults",
+    "providerPromptMap",
+];
+
+/// Test keys promptfoo reads.
+const TEST_KEYS: &[&str] = &[
+    "description",
+    "vars",
+    "assert",
+    "threshold",
+    "options",
+    "metadata",
+    "provider",
+    "providers",
+    "prompts",
+    "providerOutput",
+    "assertScoringFunction",
+];
+
+/// Assertion types graded with promptfoo's meaning by the `promptfoo-*`
+/// plugin types.
+pub const DETERMINISTIC: &[&str] = &[
+    "equals",
+    "contains",
+    "icontains",
+    "contains-any",
+    "contains-all",
+    "icontains-any",
+    "icontains-all",
+    "starts-with",
+    "regex",
+    "is-json",
+    "contains-json",
+    "word-count",
+    "levenshtein",
+];
+
+/// One prompt of the config.
+#[derive(Debug, Clone)]
+struct Prompt {
+    raw: String,
+    label: String,
+    id: Option<String>,
+}
+
+/// One test row before rendering: its vars, assertions and settings.
+#[derive(Debug, Clone)]
+struct Row {
+    description: Option<String>,
+    vars: Map<String, Value>,
+    assert: Vec<(Value, KeyPath)>,
+    threshold: Option<f64>,
+    metadata: Map<String, Value>,
+    provider_output: Option<Value>,
+    at: KeyPath,
+    file: Arc<PathBuf>,
+}
+
+struct Reader {
+    diags: Diagnostics,
+    options: ReadOptions,
+    file: Arc<PathBuf>,
+    map: Arc<SourceMap>,
+    dir: PathBuf,
+}
+
+impl Reader {
+    fn loc(&self, at: &KeyPath) -> Loc {
+        Loc {
+            file: self.file.clone(),
+            pos: self.map.locate(at),
+            key: at.clone(),
+        }
+    }
+
+    fn error(&mut self, at: &KeyPath, message: impl Into<String>) -> &mut Diagnostic {
+        let d = Diagnostic::error(&self.file, message)
+            .at(self.map.locate(at))
+            .key(at.clone());
+        self.diags.push(d);
+        self.diags.0.last_mut().expect("just pushed")
+    }
+
+    fn warning(&mut self, at: &KeyPath, message: impl Into<String>) -> &mut Diagnostic {
+        let d = Diagnostic::warning(&self.file, message)
+            .at(self.map.locate(at))
+            .key(at.clone());
+        self.diags.push(d);
+        self.diags.0.last_mut().expect("just pushed")
+    }
+}
+
+/// Reads the promptfoo config at `path`.
+pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnostics) {
+    let display = Arc::new(path.to_path_buf());
+    let mut diags = Diagnostics::default();
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            diags.push(Diagnostic::error(
+                path,
+                format!("cannot read the config: {e}"),
+            ));
+            return (None, diags);
+        }
+    };
+    let (root, map) = match crate::yaml::parse_with_positions(&text) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            diags.push(
+                Diagnostic::error(path, format!("invalid YAML: {}", err.message)).at(err.pos),
+            );
+            return (None, diags);
+        }
+    };
+    let dir = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let mut reader = Reader {
+        diags,
+        options,
+        file: display,
+        map: Arc::new(map),
+        dir,
+    };
+    let suite = match root {
+        Value::Object(root) => reader.suite(path, &root),
+        _ => {
+            reader
+                .error(&KeyPath::default(), "a promptfoo config must be a mapping")
+                .hint = Some("start with `prompts:`, `providers:` and `tests:`".into());
+            None
+        }
+    };
+    (suite, reader.diags)
+}
+
+impl Reader {
+    fn suite(&mut self, path: &Path, root: &Map<String, Value>) -> Option<Suite> {
+        let top = KeyPath::default();
+        for key in root.keys() {
+            if !TOP_KEYS.contains(&key.as_str()) {
+                let hint = crate::diag::nearest(key, TOP_KEYS.iter().copied())
+                    .map(|n| format!("did you mean `{n}`?"));
+                let message = if key == "assert" {
+                    "a top-level `assert` has no effect in promptfoo (it is ignored); put shared assertions under `defaultTest.assert`".to_owned()
+                } else {
+                    format!("unknown key `{key}`; promptfoo ignores it, and so does evalhost")
+                };
+                self.warning(&top.key(key), message).hint = hint;
+            }
+        }
+        for key in [
+            "scenarios",
+            "extensions",
+            "derivedMetrics",
+            "nunjucksFilters",
+            "redteam",
+        ] {
+            if root.contains_key(key) {
+                self.error(&top.key(key), format!("`{key}` is not read by this version of evalhost"))
+                    .hint = Some("remove it to run the rest of the config; it is part of the promptfoo dialect still being built".into());
+            }
+        }
+        let renderer = Renderer::new(&self.config_env(root));
+        let prompts = self.prompts(root.get("prompts"), &top.key("prompts"), &renderer);
+        let (providers, inline_targets) = self.providers(root, &renderer);
+        let default_test = match root.get("defaultTest") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(d)) => Some(self.row(d, &top.key("defaultTest"), true)),
+            Some(Value::String(s)) if s.starts_with("file://") => {
+                self.error(&top.key("defaultTest"), "`defaultTest: file://…` is not read by this version of evalhost; write the default test inline");
+                None
+            }
+            Some(other) => {
+                self.error(
+                    &top.key("defaultTest"),
+                    format!(
+                        "`defaultTest` must be a mapping, got {}",
+                        crate::agentv4::kind(other)
+                    ),
+                );
+                None
+            }
+        };
+        let rows = self.tests(root.get("tests"), &top.key("tests"));
+        // With no usable prompt (already an error), the tests are still
+        // read, so that every problem is reported at once.
+        let prompts = if prompts.is_empty() {
+            vec![Prompt {
+                raw: String::new(),
+                label: String::new(),
+                id: None,
+            }]
+        } else {
+            prompts
+        };
+        let mut tests = Vec::new();
+        let mut ids = std::collections::HashSet::new();
+        for (n, row) in rows.into_iter().enumerate() {
+            let row = match &default_test {
+                Some(d) => merge_default(d, row),
+                None => row,
+            };
+            let combos = expand_vars(&row.vars);
+            for (k, vars) in combos.iter().enumerate() {
+                for (p, prompt) in prompts.iter().enumerate() {
+                    let base = row
+                        .description
+                        .clone()
+                        .unwrap_or_else(|| format!("test-{}", n + 1));
+                    let mut id = base.clone();
+                    if combos.len() > 1 {
+                        id.push_str(&format!(" #{}", k + 1));
+                    }
+                    if prompts.len() > 1 {
+                        // A prompt's own label when it was given one.
+                        if prompt.label != prompt.raw && !prompt.label.starts_with("file://") {
+                            id.push_str(&format!(" @{}", prompt.label));
+                        } else {
+                            id.push_str(&format!(" @prompt-{}", p + 1));
+                        }
+                    }
+                    let mut unique = id.clone();
+                    let mut i = 2;
+                    while !ids.insert(unique.clone()) {
+                        unique = format!("{id} ~{i}");
+                        i += 1;
+                    }
+                    if let Some(test) = self.test(&row, vars, prompt, unique, &renderer) {
+                        tests.push(test);
+                    }
+                }
+            }
+        }
+        if tests.is_empty() && !self.diags.has_errors() {
+            self.error(&top.key("tests"), "the config has no tests")
+                .hint = Some("add `tests:` with `vars` and `assert`".into());
+        }
+        let name = root
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| {
+                path.file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or("promptfoo")
+                    .to_owned()
+            });
+        Some(Suite {
+            file: self.file.clone(),
+            dir: self.dir.clone(),
+            name,
+            tests,
+            target: None,
+            target_loc: None,
+            threshold: None,
+            limits: LimitOverrides::default(),
+            plugins: Vec::new(),
+            trials: None,
+            exec_allow: None,
+            workspace: None,
+            matrix: providers,
+            cache: false,
+            workers: root
+                .get("evaluateOptions")
+                .and_then(|o| o.get("maxConcurrency"))
+                .and_then(Value::as_u64)
+                .map(|n| n.max(1) as usize),
+            budget_usd: None,
+            extensions: Vec::new(),
+            cache_path: None,
+            dialect: Dialect::Promptfoo,
+            inline_targets,
+        })
+    }
+
+    /// The config's `env:` over the environment evalhost sees, for
+    /// `{{ env.NAME }}`.
+    fn config_env(&mut self, root: &Map<String, Value>) -> Map<String, Value> {
+        let mut env: Map<String, Value> = std::env::vars()
+            .filter(|_| !self.options.untrusted)
+            .map(|(k, v)| (k, Value::String(v)))
+            .collect();
+        if let Some(Value::Object(own)) = root.get("env") {
+            for (k, v) in own {
+                let v = match v {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    Value::Bool(b) => b.to_string(),
+                    other => other.to_string(),
+                };
+                env.insert(k.clone(), Value::String(v));
+            }
+        }
+        env
+    }
+
+    fn prompts(&mut self, value: Option<&Value>, at: &KeyPath, renderer: &Renderer) -> Vec<Prompt> {
+        let _ = renderer;
+        let items: Vec<(Value, KeyPath)> = match value {
+            None | Some(Value::Null) => {
+                return vec![Prompt {
+                    raw: "{{prompt}}".into(),
+                    label: "{{prompt}}".into(),
+                    id: None,
+                }];
+            }
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.clone(), at.index(i)))
+                .collect(),
+            Some(Value::Object(map)) => map
+                .iter()
+                .map(|(path, label)| (json!({"id": path, "label": label}), at.key(path)))
+                .collect(),
+            Some(other) => vec![(other.clone(), at.clone())],
+        };
+        let mut out = Vec::new();
+        for (item, iat) in items {
+            match item {
+                Value::String(s) => out.extend(self.prompt_source(&s, None, &iat)),
+                Value::Object(o) => {
+                    let label = o.get("label").and_then(Value::as_str).map(str::to_owned);
+                    match (
+                        o.get("raw").and_then(Value::as_str),
+                        o.get("id").and_then(Value::as_str),
+                    ) {
+                        (Some(raw), id) => out.push(Prompt {
+                            raw: raw.to_owned(),
+                            label: label.unwrap_or_else(|| raw.to_owned()),
+                            id: id.map(str::to_owned),
+                        }),
+                        (None, Some(id)) => out.extend(self.prompt_source(id, label, &iat)),
+                        (None, None) => {
+                            self.error(
+                                &iat,
+                                "a prompt object needs `raw` (the template) or `id` (a file://)",
+                            );
+                        }
+                    }
+                }
+                Value::Array(_) => {
+                    self.error(&iat, "a chat prompt cannot be written as a nested list in promptfoo (\"Invalid prompt\")")
+                        .hint = Some("put the messages in a JSON or YAML file and write `file://chat.json`".into());
+                }
+                other => {
+                    self.error(
+                        &iat,
+                        format!(
+                            "a prompt must be text, an object or a file://, got {}",
+                            crate::agentv4::kind(&other)
+                        ),
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    /// A prompt string: inline text, or (when it looks like a path, as
+    /// promptfoo's `maybeFilePath` decides) the prompts of a file or glob.
+    fn prompt_source(&mut self, value: &str, label: Option<String>, at: &KeyPath) -> Vec<Prompt> {
+        if !maybe_file_path(value) {
+            return vec![Prompt {
+                raw: value.to_owned(),
+                label: label.unwrap_or_else(|| value.to_owned()),
+                id: None,
+            }];
+        }
+        let spec = value.strip_prefix("file://").unwrap_or(value);
+        let (spec, function) = match spec.rsplit_once(':') {
+            Some((p, f))
+                if !f.contains('/')
+                    && (p.ends_with(".js")
+                        || p.ends_with(".py")
+                        || p.ends_with(".ts")
+                        || p.ends_with(".mjs")
+                        || p.ends_with(".cjs")) =>
+            {
+                (p, Some(f))
+            }
+            _ => (spec, None),
+        };
+        let ext = Path::new(spec)
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if matches!(ext.as_str(), "js" | "ts" | "mjs" | "cjs" | "py") || function.is_some() {
+            self.error(at, format!("the prompt `{value}` is a prompt function, which this version of evalhost does not run"))
+                .hint = Some("use a text, JSON or YAML prompt file; prompt functions will run in the sandbox with inline code".into());
+            return Vec::new();
+        }
+        let files = match self.glob(spec, at) {
+            Some(f) => f,
+            None => return Vec::new(),
+        };
+        if files.is_empty() {
+            self.error(at, format!("There are no prompts in `{value}`: no file matches"))
+                .hint = Some("a one-line prompt with `/` or a file-like ending is read as a path, as in promptfoo; give it as `{raw: ...}`".into());
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for file in files {
+            let Some(text) = self.read_file(&file, at) else {
+                continue;
+            };
+            let shown = file
+                .strip_prefix(&self.dir)
+                .map_or_else(|_| file.display().to_string(), |p| p.display().to_string());
+            let id = format!("file://{shown}");
+            let fext = file
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            let parts: Vec<String> = match fext.as_str() {
+                "json" => vec![text.trim().to_owned()],
+                "yaml" | "yml" => match crate::yaml::parse(&text) {
+                    Ok(v) => vec![match v {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    }],
+                    Err(e) => {
+                        self.error(
+                            at,
+                            format!("{}: invalid YAML: {}", file.display(), e.message),
+                        );
+                        continue;
+                    }
+                },
+                "jsonl" => text
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                "md" | "j2" => vec![text.clone()],
+                _ => split_prompts(&text),
+            };
+            let many = parts.len() > 1;
+            for (i, raw) in parts.into_iter().enumerate() {
+                let label = match (&label, many) {
+                    (Some(l), _) => l.clone(),
+                    (None, true) => format!("{id}: {}", first_line(&raw)),
+                    (None, false) => id.clone(),
+                };
+                let _ = i;
+                out.push(Prompt {
+                    raw,
+                    label,
+                    id: Some(id.clone()),
+                });
+            }
+        }
+        out
+    }
+
+    /// The files a path or glob names, inside the project root.
+    fn glob(&mut self, spec: &str, at: &KeyPath) -> Option<Vec<PathBuf>> {
+        if !spec.contains(['*', '?', '[', '{']) {
+            return match self.options.roots.relative(spec, &self.dir) {
+                Ok(p) => Some(vec![p]),
+                Err(crate::roots::PathError::NotFound { .. }) => Some(Vec::new()),
+                Err(e) => {
+                    self.error(at, format!("`{spec}`: {e}"));
+                    None
+                }
+            };
+        }
+        let matcher = match globset::Glob::new(spec) {
+            Ok(g) => g.compile_matcher(),
+            Err(e) => {
+                self.error(at, format!("`{spec}` is not a valid glob: {e}"));
+                return None;
+            }
+        };
+        let base = self.dir.clone();
+        let mut found: Vec<PathBuf> = walkdir::WalkDir::new(&base)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+            .filter(|e| {
+                e.path()
+                    .strip_prefix(&base)
+                    .is_ok_and(|rel| matcher.is_match(rel))
+            })
+            .filter_map(|e| self.options.roots.contain(e.path()).ok())
+            .collect();
+        found.sort();
+        Some(found)
+    }
+
+    fn read_file(&mut self, file: &Path, at: &KeyPath) -> Option<String> {
+        match std::fs::metadata(file) {
+            Ok(m) if m.len() > crate::load::MAX_FILE_BYTES => {
+                self.error(
+                    at,
+                    format!(
+                        "{} is larger than {} MiB",
+                        file.display(),
+                        crate::load::MAX_FILE_BYTES >> 20
+                    ),
+                );
+                return None;
+            }
+            _ => {}
+        }
+        match std::fs::read_to_string(file) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.error(at, format!("cannot read {}: {e}", file.display()));
+                None
+            }
+        }
+    }
+
+    /// `providers` (or `targets`): the matrix and the targets the suite
+    /// defines.
+    fn providers(
+        &mut self,
+        root: &Map<String, Value>,
+        renderer: &Renderer,
+    ) -> (Vec<MatrixTarget>, Vec<InlineTarget>) {
+        let top = KeyPath::default();
+        let (key, value) = match (root.get("providers"), root.get("targets")) {
+            (Some(p), None) => ("providers", p),
+            (None, Some(t)) => ("targets", t),
+            (Some(_), Some(_)) => {
+                self.error(
+                    &top.key("targets"),
+                    "`providers` and `targets` are the same key; give one",
+                );
+                return (Vec::new(), Vec::new());
+            }
+            (None, None) => {
+                self.error(&top, "the config has no `providers`")
+                    .hint = Some("add `providers: [echo]` to check the config offline, or a model such as `openai:gpt-4.1-mini`".into());
+                return (Vec::new(), Vec::new());
+            }
+        };
+        let at = top.key(key);
+        let items: Vec<(Value, KeyPath)> = match value {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.clone(), at.index(i)))
+                .collect(),
+            Value::String(_) | Value::Object(_) => vec![(value.clone(), at.clone())],
+            other => {
+                self.error(
+                    &at,
+                    format!(
+                        "`{key}` must be a list, got {}",
+                        crate::agentv4::kind(other)
+                    ),
+                );
+                return (Vec::new(), Vec::new());
+            }
+        };
+        let mut matrix = Vec::new();
+        let mut inline = Vec::new();
+        for (item, iat) in items {
+            let (id, label, config) = match &item {
+                Value::String(id) => (id.clone(), None, Map::new()),
+                Value::Object(o) if o.contains_key("id") => (
+                    o.get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    o.get("label").and_then(Value::as_str).map(str::to_owned),
+                    o.get("config")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default(),
+                ),
+                Value::Object(o) if o.len() == 1 => {
+                    let (id, opts) = o.iter().next().expect("one entry");
+                    (
+                        id.clone(),
+                        opts.get("label").and_then(Value::as_str).map(str::to_owned),
+                        opts.get("config")
+                            .and_then(Value::as_object)
+                            .cloned()
+                            .unwrap_or_default(),
+                    )
+                }
+                other => {
+                    self.error(
+                        &iat,
+                        format!(
+                            "a provider must be an id or `{{id, label, config}}`, got {}",
+                            crate::agentv4::kind(other)
+                        ),
+                    );
+                    continue;
+                }
+            };
+            let name = label.clone().unwrap_or_else(|| id.clone());
+            let Some(mut entry) = self.provider_entry(&id, &config, &iat, renderer) else {
+                continue;
+            };
+            entry.insert("name".into(), Value::String(name.clone()));
+            inline.push(InlineTarget {
+                entry,
+                loc: self.loc(&iat),
+            });
+            matrix.push(MatrixTarget {
+                name: name.clone(),
+                use_target: name,
+                hooks: Default::default(),
+                loc: Some(self.loc(&iat)),
+            });
+        }
+        (matrix, inline)
+    }
+
+    /// A provider id as a targets-file entry.
+    fn provider_entry(
+        &mut self,
+        id: &str,
+        config: &Map<String, Value>,
+        at: &KeyPath,
+        renderer: &Renderer,
+    ) -> Option<Map<String, Value>> {
+        let mut entry = Map::new();
+        if id == "echo" {
+            entry.insert("provider".into(), "echo".into());
+            return Some(entry);
+        }
+        let model = id
+            .strip_prefix("openai:chat:")
+            .or_else(|| id.strip_prefix("openai:responses:"))
+            .or_else(|| id.strip_prefix("openai:"));
+        if let Some(model) = model {
+            let env = |name: &str| renderer.env_value(name);
+            let key_var = config
+                .get("apiKeyEnvar")
+                .and_then(Value::as_str)
+                .unwrap_or("OPENAI_API_KEY");
+            let base_url = config
+                .get("apiBaseUrl")
+                .or(config.get("apiHost").filter(|_| false))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .or_else(|| env("OPENAI_BASE_URL"))
+                .or_else(|| env("OPENAI_API_BASE_URL"))
+                .unwrap_or_else(|| "https://api.openai.com/v1".to_owned());
+            entry.insert("provider".into(), "openai".into());
+            entry.insert("model".into(), model.into());
+            entry.insert("base_url".into(), base_url.into());
+            if let Some(key) = config.get("apiKey").and_then(Value::as_str) {
+                self.warning(at, "`config.apiKey` is written in the config; evalhost uses it, but keep keys in the environment (`apiKeyEnvar`)");
+                entry.insert("api_key".into(), key.into());
+            } else if let Some(key) = env(key_var) {
+                entry.insert("api_key".into(), key.into());
+            }
+            for (from, to) in [
+                ("temperature", "temperature"),
+                ("max_tokens", "max_output_tokens"),
+            ] {
+                if let Some(v) = config.get(from) {
+                    entry.insert(to.into(), v.clone());
+                }
+            }
+            return Some(entry);
+        }
+        self.error(at, format!("the provider `{id}` is not run by this version of evalhost"))
+            .hint = Some("supported so far: echo, openai:<model>, openai:chat:<model> (any OpenAI-compatible endpoint with config.apiBaseUrl)".into());
+        None
+    }
+
+    /// `tests`: inline rows, or files of rows.
+    fn tests(&mut self, value: Option<&Value>, at: &KeyPath) -> Vec<Row> {
+        let mut rows = Vec::new();
+        let items: Vec<(Value, KeyPath)> = match value {
+            None | Some(Value::Null) => return rows,
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.clone(), at.index(i)))
+                .collect(),
+            Some(other) => vec![(other.clone(), at.clone())],
+        };
+        for (item, iat) in items {
+            match item {
+                Value::Object(t) => rows.push(self.row(&t, &iat, false)),
+                Value::String(spec) => rows.extend(self.test_file(&spec, &iat)),
+                other => {
+                    self.error(
+                        &iat,
+                        format!(
+                            "a test must be a mapping or a file://, got {}",
+                            crate::agentv4::kind(&other)
+                        ),
+                    );
+                }
+            }
+        }
+        rows
+    }
+
+    /// Rows from `file://tests.yaml|json|jsonl|csv` (globs allowed).
+    fn test_file(&mut self, spec: &str, at: &KeyPath) -> Vec<Row> {
+        let path = spec.strip_prefix("file://").unwrap_or(spec);
+        let Some(files) = self.glob(path, at) else {
+            return Vec::new();
+        };
+        if files.is_empty() {
+            self.error(at, format!("`{spec}`: no file matches"));
+            return Vec::new();
+        }
+        let mut rows = Vec::new();
+        for file in files {
+            let Some(text) = self.read_file(&file, at) else {
+                continue;
+            };
+            let ext = file
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            let values: Vec<Value> = match ext.as_str() {
+                "csv" => match csv_rows(&text) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        self.error(at, format!("{}: {e}", file.display()));
+                        continue;
+                    }
+                },
+                "jsonl" => {
+                    let mut v = Vec::new();
+                    for (i, line) in text
+                        .lines()
+                        .enumerate()
+                        .filter(|(_, l)| !l.trim().is_empty())
+                    {
+                        match serde_json::from_str(line) {
+                            Ok(x) => v.push(x),
+                            Err(e) => {
+                                self.error(
+                                    at,
+                                    format!("{}:{}: not JSON: {e}", file.display(), i + 1),
+                                );
+                            }
+                        }
+                    }
+                    v
+                }
+                "json" | "yaml" | "yml" => match crate::yaml::parse(&text) {
+                    Ok(Value::Array(v)) => v,
+                    Ok(v @ Value::Object(_)) => vec![v],
+                    Ok(other) => {
+                        self.error(
+                            at,
+                            format!(
+                                "{}: a tests file holds a test or a list of tests, got {}",
+                                file.display(),
+                                crate::agentv4::kind(&other)
+                            ),
+                        );
+                        continue;
+                    }
+                    Err(e) => {
+                        self.error(
+                            at,
+                            format!(
+                                "{}: invalid {}: {}",
+                                file.display(),
+                                ext.to_uppercase(),
+                                e.message
+                            ),
+                        );
+                        continue;
+                    }
+                },
+                other => {
+                    self.error(at, format!("{}: tests from `.{other}` files are not read (yaml, json, jsonl, csv are)", file.display()));
+                    continue;
+                }
+            };
+            let shown = Arc::new(file.clone());
+            for (i, v) in values.into_iter().enumerate() {
+                let Value::Object(t) = v else {
+                    self.error(
+                        at,
+                        format!(
+                            "{} item {}: a test must be a mapping",
+                            file.display(),
+                            i + 1
+                        ),
+                    );
+                    continue;
+                };
+                let mut row = self.row(&t, at, false);
+                row.file = shown.clone();
+                if row.description.is_none() && ext == "csv" {
+                    row.description = Some(format!("Row #{}", i + 1));
+                }
+                rows.push(row);
+            }
+        }
+        rows
+    }
+
+    /// One test mapping (or `defaultTest`).
+    fn row(&mut self, t: &Map<String, Value>, at: &KeyPath, default: bool) -> Row {
+        for key in t.keys() {
+            if !TEST_KEYS.contains(&key.as_str()) {
+                self.warning(
+                    &at.key(key),
+                    format!("unknown test key `{key}`; promptfoo ignores it, and so does evalhost"),
+                )
+                .hint = crate::diag::nearest(key, TEST_KEYS.iter().copied())
+                    .map(|n| format!("did you mean `{n}`?"));
+            }
+        }
+        if !default
+            && ![
+                "assert",
+                "vars",
+                "options",
+                "metadata",
+                "provider",
+                "providerOutput",
+                "threshold",
+            ]
+            .iter()
+            .any(|k| t.contains_key(*k))
+        {
+            self.error(at, "a test needs at least one of assert, vars, options, metadata, provider, providerOutput, threshold (promptfoo refuses it too)");
+        }
+        for key in ["provider", "providers", "prompts", "assertScoringFunction"] {
+            if t.contains_key(key) {
+                self.error(
+                    &at.key(key),
+                    format!("a test's `{key}` is not read by this version of evalhost"),
+                );
+            }
+        }
+        if let Some(Value::Object(options)) = t.get("options") {
+            for key in options.keys() {
+                self.error(&at.key("options").key(key), format!("test option `{key}` is not read by this version of evalhost"))
+                    .hint = Some("transforms run with inline JavaScript in the sandbox, which a later version adds".into());
+            }
+        }
+        let vars = match t.get("vars") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(v)) => v.clone(),
+            Some(_) => {
+                self.error(&at.key("vars"), "`vars` as a file list is not read by this version of evalhost; write the vars inline");
+                Map::new()
+            }
+        };
+        let assert = match t.get("assert") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.clone(), at.key("assert").index(i)))
+                .collect(),
+            Some(other) => {
+                self.error(
+                    &at.key("assert"),
+                    format!(
+                        "`assert` must be a list, got {}",
+                        crate::agentv4::kind(other)
+                    ),
+                );
+                Vec::new()
+            }
+        };
+        let threshold = match t.get("threshold") {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_f64() {
+                Some(x) if x.is_finite() => Some(x),
+                _ => {
+                    self.error(
+                        &at.key("threshold"),
+                        format!("`threshold` must be a number, got {v}"),
+                    );
+                    None
+                }
+            },
+        };
+        Row {
+            description: t
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            vars,
+            assert,
+            threshold,
+            metadata: t
+                .get("metadata")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+            provider_output: t.get("providerOutput").cloned(),
+            at: at.clone(),
+            file: self.file.clone(),
+        }
+    }
+
+    /// One canonical test: `row` with `vars`, rendered with `prompt`.
+    fn test(
+        &mut self,
+        row: &Row,
+        vars: &Map<String, Value>,
+        prompt: &Prompt,
+        id: String,
+        renderer: &Renderer,
+    ) -> Option<TestCase> {
+        if row.provider_output.is_some() {
+            self.error(
+                &row.at.key("providerOutput"),
+                "`providerOutput` is not read by this version of evalhost",
+            )
+            .hint = Some("use the `echo` provider, or a replay target".into());
+            return None;
+        }
+        let vars = renderer.render_vars(vars);
+        let raw = match renderer.render_prompt(&prompt.raw, &vars) {
+            Ok(r) => r,
+            Err(e) => {
+                self.error(
+                    &row.at,
+                    format!(
+                        "the prompt `{}` does not render: {e}",
+                        first_line(&prompt.label)
+                    ),
+                );
+                return None;
+            }
+        };
+        let input = vec![Message {
+            role: "user".into(),
+            content: raw.clone(),
+            content_json: None,
+        }];
+        let mut assertions = Vec::new();
+        for (a, at) in &row.assert {
+            if let Some(assertion) = self.assertion(a, at, &vars, renderer, &row.file) {
+                assertions.push(assertion);
+            }
+        }
+        let mut metadata = row.metadata.clone();
+        metadata.insert("vars".into(), Value::Object(vars));
+        if let Some(d) = &row.description {
+            metadata.insert("description".into(), Value::String(d.clone()));
+        }
+        Some(TestCase {
+            id,
+            input,
+            expected: Vec::new(),
+            criteria: None,
+            metadata,
+            assertions,
+            threshold: row.threshold,
+            tags: Vec::new(),
+            timeout_ms: None,
+            expected_fail: false,
+            conversation_id: None,
+            targets: None,
+            workspace: None,
+            loc: Loc {
+                file: row.file.clone(),
+                pos: self.map.locate(&row.at),
+                key: row.at.clone(),
+            },
+            depends_on: None,
+            conversation: None,
+            pass_rule: if row.threshold.is_some() {
+                PassRule::WeightedMean
+            } else {
+                PassRule::AllPass
+            },
+            prompt: Some(Box::new(RenderedPrompt {
+                raw,
+                label: prompt.label.clone(),
+                id: prompt.id.clone(),
+            })),
+        })
+    }
+
+    /// One assertion, with promptfoo's meaning.
+    fn assertion(
+        &mut self,
+        a: &Value,
+        at: &KeyPath,
+        vars: &Map<String, Value>,
+        renderer: &Renderer,
+        file: &Arc<PathBuf>,
+    ) -> Option<Assertion> {
+        let Value::Object(a) = a else {
+            self.error(at, format!("Expected an object, but got {} (promptfoo assertions are mappings with `type`)", crate::agentv4::kind(a)))
+                .hint = Some("write `- type: contains\n  value: ...`".into());
+            return None;
+        };
+        let Some(Value::String(raw_type)) = a.get("type") else {
+            self.error(at, "an assertion needs a `type`");
+            return None;
+        };
+        let (base, negate) = match raw_type.strip_prefix("not-") {
+            Some(b) => (b.to_owned(), true),
+            None => (raw_type.clone(), false),
+        };
+        let weight = match a.get("weight") {
+            None | Some(Value::Null) => 1.0,
+            Some(v) => match v.as_f64() {
+                Some(w) if w.is_finite() && w >= 0.0 => w,
+                _ => {
+                    self.error(
+                        &at.key("weight"),
+                        format!("`weight` must be a number ≥ 0, got {v}"),
+                    );
+                    1.0
+                }
+            },
+        };
+        let threshold = a.get("threshold").and_then(Value::as_f64);
+        let metric = a.get("metric").and_then(Value::as_str).map(|m| {
+            renderer
+                .render_text(m, vars)
+                .unwrap_or_else(|_| m.to_owned())
+        });
+        if base == "assert-set" {
+            if negate {
+                self.error(&at.key("type"), "`not-assert-set` is not a type");
+                return None;
+            }
+            let Some(Value::Array(children)) = a.get("assert") else {
+                self.error(at, "an `assert-set` needs `assert`, a list of assertions");
+                return None;
+            };
+            let members: Vec<Assertion> = children
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| {
+                    self.assertion(c, &at.key("assert").index(i), vars, renderer, file)
+                })
+                .collect();
+            let name: Arc<str> = metric.unwrap_or_else(|| "assert-set".into()).into();
+            return Some(Assertion {
+                name,
+                kind: "assert-set".into(),
+                negate: false,
+                weight,
+                required: Required::No,
+                min_score: None,
+                limits: LimitOverrides::default(),
+                config: Arc::new(Map::new()),
+                config_json: "{}".into(),
+                loc: Loc {
+                    file: file.clone(),
+                    pos: self.map.locate(at),
+                    key: at.clone(),
+                },
+                key_positions: KeyPositions::default(),
+                wasm: None,
+                from_suite: false,
+                group: Some(Box::new(Group {
+                    members,
+                    aggregate: Aggregate::AssertSet { threshold },
+                })),
+                preprocessors: Arc::from([]),
+                prompt_script: None,
+                plugin_type: None,
+            });
+        }
+        if !DETERMINISTIC.contains(&base.as_str()) {
+            let why = match base.as_str() {
+                "javascript" | "python" | "ruby" => {
+                    "code assertions run in the sandbox with inline code, which a later version of evalhost adds"
+                }
+                "llm-rubric"
+                | "g-eval"
+                | "factuality"
+                | "model-graded-closedqa"
+                | "model-graded-factuality"
+                | "answer-relevance"
+                | "context-faithfulness"
+                | "context-recall"
+                | "context-relevance"
+                | "similar"
+                | "moderation"
+                | "classifier" => "model-graded assertions are not run by this version of evalhost",
+                _ => "this version of evalhost does not grade it",
+            };
+            self.error(
+                &at.key("type"),
+                format!("assertion type `{raw_type}`: {why}"),
+            );
+            return None;
+        }
+        let mut config = Map::new();
+        for (k, v) in a {
+            match k.as_str() {
+                "type" | "weight" | "metric" => {}
+                "value" => {
+                    config.insert("value".into(), renderer.render_value(v, vars));
+                }
+                "transform" | "provider" | "rubricPrompt" | "contextTransform" => {
+                    self.error(
+                        &at.key(k),
+                        format!("assertion key `{k}` is not read by this version of evalhost"),
+                    );
+                }
+                _ => {
+                    config.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        // promptfoo's handlers apply `not-` themselves, each its own way.
+        if negate {
+            config.insert("inverse".into(), Value::Bool(true));
+        }
+        let name = metric.unwrap_or_else(|| raw_type.clone());
+        let config_json: Arc<str> = Value::Object(config.clone()).to_string().into();
+        Some(Assertion {
+            name: name.into(),
+            kind: base.as_str().into(),
+            negate: false,
+            weight,
+            required: Required::No,
+            min_score: None,
+            limits: LimitOverrides::default(),
+            config: Arc::new(config),
+            config_json,
+            loc: Loc {
+                file: file.clone(),
+                pos: self.map.locate(at),
+                key: at.clone(),
+            },
+            key_positions: KeyPositions::new(self.map.clone(), at.clone()),
+            wasm: None,
+            from_suite: false,
+            group: None,
+            preprocessors: Arc::from([]),
+            prompt_script: None,
+            plugin_type: Some(format!("promptfoo-{base}").into()),
+        })
+    }
+}
+
+/// `defaultTest` merged into a test, as promptfoo does: vars, metadata
+/// shallow (the test's win), the default's assertions first, its threshold
+/// when the test has none.
+fn merge_default(d: &Row, mut row: Row) -> Row {
+    let mut vars = d.vars.clone();
+    vars.extend(std::mem::take(&mut row.vars));
+    row.vars = vars;
+    let mut metadata = d.metadata.clone();
+    metadata.extend(std::mem::take(&mut row.metadata));
+    row.metadata = metadata;
+    let mut assert = d.assert.clone();
+    assert.append(&mut row.assert);
+    row.assert = assert;
+    row.threshold = row.threshold.or(d.threshold);
+    row
+}
+
+/// promptfoo's var expansion: each var whose value is a list starting with
+/// a string takes each of its values; the rows are their cartesian product
+/// (in key order, the first key varying slowest).
+fn expand_vars(vars: &Map<String, Value>) -> Vec<Map<String, Value>> {
+    let mut rows = vec![Map::new()];
+    for (k, v) in vars {
+        match v {
+            Value::Array(items) if items.first().is_some_and(Value::is_string) => {
+                let mut next = Vec::with_capacity(rows.len() * items.len());
+                for row in &rows {
+                    for item in items {
+                        let mut r = row.clone();
+                        r.insert(k.clone(), item.clone());
+                        next.push(r);
+                    }
+                }
+                rows = next;
+            }
+            other => {
+                for r in &mut rows {
+                    r.insert(k.clone(), other.clone());
+                }
+            }
+        }
+    }
+    rows
+}
+
+/// promptfoo's `maybeFilePath`: no newline, and `file://`, a `/`, `\` or
+/// `*`, a dot 3rd or 4th from the end, or a prompt file extension.
+fn maybe_file_path(s: &str) -> bool {
+    if s.contains('\n') {
+        return false;
+    }
+    if s.starts_with("file://") || s.contains(['/', '\\', '*']) {
+        return true;
+    }
+    let chars: Vec<char> = s.chars().collect();
+    let n = chars.len();
+    (n >= 3 && chars[n - 3] == '.') || (n >= 4 && chars[n - 4] == '.')
+}
+
+/// A prompt file's prompts: parts between lines that are exactly `---`.
+fn split_prompts(text: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = Vec::new();
+    for line in text.lines() {
+        if line.trim_end() == "---" {
+            parts.push(current.join("\n"));
+            current.clear();
+        } else {
+            current.push(line);
+        }
+    }
+    parts.push(current.join("\n"));
+    parts
+        .into_iter()
+        .map(|p| p.trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+fn first_line(s: &str) -> String {
+    let line = s.lines().next().unwrap_or("");
+    match line.char_indices().nth(60) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_owned(),
+    }
+}
+
+/// A CSV file's rows as test mappings: columns are vars, except
+/// `__expected[N]` (an assertion in promptfoo's mini-syntax),
+/// `__description`, `__threshold` and `__metric`.
+fn csv_rows(text: &str) -> Result<Vec<Value>, String> {
+    let records = parse_csv(text)?;
+    let Some((header, body)) = records.split_first() else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for record in body {
+        if record.iter().all(|c| c.is_empty()) {
+            continue;
+        }
+        let mut vars = Map::new();
+        let mut assert = Vec::new();
+        let mut test = Map::new();
+        let mut metric = None;
+        for (name, cell) in header.iter().zip(record) {
+            let name = name.trim();
+            if name.starts_with("__expected") {
+                if !cell.trim().is_empty() {
+                    assert.push(assertion_from_string(cell.trim()));
+                }
+            } else if name == "__description" {
+                if !cell.is_empty() {
+                    test.insert("description".into(), Value::String(cell.clone()));
+                }
+            } else if name == "__threshold" {
+                if let Ok(t) = cell.trim().parse::<f64>() {
+                    test.insert("threshold".into(), json!(t));
+                }
+            } else if name == "__metric" {
+                metric = Some(cell.clone());
+            } else if name.starts_with("__") {
+                return Err(format!(
+                    "the CSV column `{name}` is not read by this version of evalhost"
+                ));
+            } else {
+                vars.insert(name.to_owned(), Value::String(cell.clone()));
+            }
+        }
+        if let Some(m) = metric {
+            for a in &mut assert {
+                a["metric"] = Value::String(m.clone());
+            }
+        }
+        test.insert("vars".into(), Value::Object(vars));
+        if !assert.is_empty() {
+            test.insert("assert".into(), Value::Array(assert));
+        }
+        out.push(Value::Object(test));
+    }
+    Ok(out)
+}
+
+/// promptfoo's `assertionFromString` (`src/csv.ts`):
+/// `[not-]<type>[(threshold)]:<value>`, no prefix → `equals`.
+fn assertion_from_string(s: &str) -> Value {
+    let (prefix_type, rest) = match s.split_once(':') {
+        Some((t, v))
+            if !t.is_empty()
+                && t.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_().".contains(c)) =>
+        {
+            (Some(t), v)
+        }
+        _ => (None, s),
+    };
+    let Some(t) = prefix_type else {
+        return json!({"type": "equals", "value": s});
+    };
+    let (t, threshold) = match t.split_once('(') {
+        Some((name, th)) => (name, th.trim_end_matches(')').parse::<f64>().ok()),
+        None => (t, None),
+    };
+    let (negate, base) = match t.strip_prefix("not-") {
+        Some(b) => (true, b),
+        None => (false, t),
+    };
+    let known = [
+        "contains",
+        "icontains",
+        "contains-any",
+        "contains-all",
+        "icontains-any",
+        "icontains-all",
+        "starts-with",
+        "regex",
+        "is-json",
+        "contains-json",
+        "equals",
+        "levenshtein",
+        "word-count",
+        "javascript",
+        "python",
+        "llm-rubric",
+        "similar",
+        "rouge-n",
+        "bleu",
+        "latency",
+        "cost",
+        "perplexity",
+        "perplexity-score",
+        "classifier",
+        "answer-relevance",
+        "context-faithfulness",
+        "context-recall",
+        "context-relevance",
+        "is-xml",
+        "contains-xml",
+        "is-sql",
+        "contains-sql",
+        "is-html",
+        "contains-html",
+    ];
+    let mapped = match base {
+        "javascript" | "fn" | "eval" => "javascript",
+        "grade" | "llm-rubric" => "llm-rubric",
+        "python" => "python",
+        b if known.contains(&b) => b,
+        _ => return json!({"type": "equals", "value": s}),
+    };
+    let ty = if negate {
+        format!("not-{mapped}")
+    } else {
+        mapped.to_owned()
+    };
+    let value: Value = if mapped.ends_with("-any") || mapped.ends_with("-all") {
+        Value::Array(
+            rest.split(',')
+                .map(|v| Value::String(v.trim().to_owned()))
+                .collect(),
+        )
+    } else {
+        Value::String(rest.to_owned())
+    };
+    let mut a = json!({"type": ty, "value": value});
+    let default_threshold = match mapped {
+        "similar" => Some(0.8),
+        "answer-relevance"
+        | "classifier"
+        | "context-faithfulness"
+        | "context-recall"
+        | "context-relevance"
+        | "cost"
+        | "latency"
+        | "levenshtein"
+        | "perplexity"
+        | "perplexity-score"
+        | "rouge-n"
+        | "starts-with" => Some(0.75),
+        _ => None,
+    };
+    if let Some(t) = threshold.or(default_threshold) {
+        a["threshold"] = json!(t);
+    }
+    a
+}
+
+/// RFC 4180 CSV: quoted fields with `""` escapes and line breaks.
+fn parse_csv(text: &str) -> Result<Vec<Vec<String>>, String> {
+    let mut records = Vec::new();
+    let mut record = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = text.chars().peekable();
+    let mut line = 1;
+    while let Some(c) = chars.next() {
+        if quoted {
+            match c {
+                '"' if chars.peek() == Some(&'"') => {
+                    chars.next();
+                    field.push('"');
+                }
+                '"' => quoted = false,
+                '\n' => {
+                    line += 1;
+                    field.push(c);
+                }
+                _ => field.push(c),
+            }
+            continue;
+        }
+        match c {
+            '"' if field.is_empty() => quoted = true,
+            ',' => record.push(std::mem::take(&mut field)),
+            '\r' => {}
+            '\n' => {
+                line += 1;
+                record.push(std::mem::take(&mut field));
+                records.push(std::mem::take(&mut record));
+            }
+            _ => field.push(c),
+        }
+    }
+    if quoted {
+        return Err(format!("a quoted field is not closed (line {line})"));
+    }
+    if !field.is_empty() || !record.is_empty() {
+        record.push(field);
+        records.push(record);
+    }
+    Ok(records)
+}

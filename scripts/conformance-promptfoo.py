@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Records promptfoo 0.121.20's results on the configs in tests/data/promptfoo-conformance/.
+
+Each directory holds a `promptfooconfig.yaml` (with its files) that runs
+offline on the `echo` provider. promptfoo runs it unchanged, and what it
+scored — each row's vars, prompt, provider, pass, score, and each
+assertion's type, pass and score — is written beside it as
+`promptfoo.json`, so that `tests/integration/dialects.rs` can run evalhost
+on the same config and compare row by row without Node.
+
+    scripts/conformance-promptfoo.py     # needs node and npm (offline registry ok)
+
+promptfoo is installed from npm into target/promptfoo on first use.
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "tests" / "data" / "promptfoo-conformance"
+PROMPTFOO = ROOT / "target" / "promptfoo"
+VERSION = "0.121.20"
+
+
+def main():
+    binary = PROMPTFOO / "node_modules" / ".bin" / "promptfoo"
+    if not binary.exists():
+        PROMPTFOO.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["npm", "init", "-y"], cwd=PROMPTFOO, check=True, capture_output=True)
+        subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", f"promptfoo@{VERSION}"],
+                       cwd=PROMPTFOO, check=True)
+    for config_dir in sorted(p for p in CONFIGS.iterdir() if p.is_dir()):
+        with tempfile.TemporaryDirectory() as tmp:
+            work = pathlib.Path(tmp) / "config"
+            shutil.copytree(config_dir, work, ignore=shutil.ignore_patterns("promptfoo.json"))
+            env = dict(os.environ, PROMPTFOO_DISABLE_TELEMETRY="1", PROMPTFOO_DISABLE_UPDATE="1",
+                       PROMPTFOO_CONFIG_DIR=str(pathlib.Path(tmp) / "home"))
+            out = pathlib.Path(tmp) / "out.json"
+            proc = subprocess.run(
+                [str(binary), "eval", "-c", "promptfooconfig.yaml", "-o", str(out), "--no-cache", "--no-table"],
+                cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            )
+            if not out.exists():
+                print(f"{config_dir.name}: promptfoo wrote nothing (exit {proc.returncode})\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}",
+                      file=sys.stderr)
+                sys.exit(1)
+            results = json.loads(out.read_text())["results"]["results"]
+            rows = []
+            for r in results:
+                grading = r.get("gradingResult") or {}
+                rows.append({
+                    "description": (r.get("testCase") or {}).get("description"),
+                    "vars": r.get("vars"),
+                    "prompt": {"raw": r["prompt"]["raw"], "label": r["prompt"].get("label")},
+                    "output": (r.get("response") or {}).get("output"),
+                    "provider": r["provider"].get("label") or r["provider"].get("id"),
+                    "success": r.get("success"),
+                    "score": r.get("score"),
+                    "error": r.get("error"),
+                    "components": [
+                        {"type": c["assertion"]["type"] if c.get("assertion") else None,
+                         "pass": c.get("pass"), "score": c.get("score")}
+                        for c in grading.get("componentResults") or []
+                    ],
+                })
+            rows.sort(key=lambda r: (r["provider"], str(r["output"]), json.dumps(r["vars"], sort_keys=True)))
+            (config_dir / "promptfoo.json").write_text(json.dumps({"promptfoo": VERSION, "rows": rows}, indent=1) + "\n")
+            print(f"{config_dir.name}: {len(rows)} rows")
+
+
+if __name__ == "__main__":
+    main()
