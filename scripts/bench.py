@@ -182,6 +182,59 @@ def layout(work, env, base):
     goal("whole 1,000-case run ≤ 100 ms wall", results["this build"][2] <= 0.100)
 
 
+def versus_promptfoo(work, env, n=1000):
+    """One generated promptfoo config of n tests (echo provider, 4
+    deterministic assertions each), run by promptfoo 0.121.20 and by
+    evalhost in the same sitting; the ratio of their wall times."""
+    pf = os.path.join(ROOT, "target", "promptfoo", "node_modules", ".bin", "promptfoo")
+    if not os.path.exists(pf):
+        sys.exit("promptfoo is not installed: run scripts/conformance-promptfoo.py once (it installs it into target/promptfoo)")
+    d = os.path.join(work, "promptfoo")
+    os.makedirs(d)
+    lines = [
+        "description: bench",
+        "prompts: ['Question {{n}}: what is the capital of {{country}}?']",
+        "providers: [echo]",
+        "defaultTest:",
+        "  assert:",
+        "    - {type: icontains, value: capital}",
+        "tests:",
+    ]
+    for i in range(n):
+        lines.append(f"  - vars: {{n: {i}, country: France}}")
+        lines.append("    assert:")
+        lines.append(f"      - {{type: contains, value: 'Question {i}:'}}")
+        lines.append("      - {type: regex, value: '\\d+'}")
+        lines.append("      - {type: not-equals, value: nothing}")
+    with open(os.path.join(d, "promptfooconfig.yaml"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    pf_env = dict(env, PROMPTFOO_DISABLE_TELEMETRY="1", PROMPTFOO_DISABLE_UPDATE="1",
+                  PROMPTFOO_CONFIG_DIR=os.path.join(work, "pfhome"))
+    out = os.path.join(d, "out")
+    run(["run", "promptfooconfig.yaml", "-o", out, "-q"], d, env)
+    ours, rss = run(["run", "promptfooconfig.yaml", "-o", out, "-q"], d, env, 3)
+    check_rows(out, n)
+    walls = []
+    for _ in range(3):
+        start = time.perf_counter()
+        proc = subprocess.run([pf, "eval", "-c", "promptfooconfig.yaml", "-o", os.path.join(d, "pf.json"),
+                               "--no-cache", "--no-table", "--no-write"],
+                              cwd=d, env=pf_env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        walls.append(time.perf_counter() - start)
+        if proc.returncode not in (0, 100):
+            sys.exit(f"promptfoo exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    walls.sort()
+    theirs = walls[1]
+    with open(os.path.join(d, "pf.json")) as f:
+        rows = len(json.load(f)["results"]["results"])
+    if rows != n:
+        sys.exit(f"promptfoo graded {rows} rows, not {n}")
+    print(f"promptfoo config: {n:,} tests × 4 deterministic assertions, echo provider (median of 3 each)")
+    print(f"  evalhost:  {ours:7.3f} s wall · peak RSS {rss:6.1f} MiB")
+    print(f"  promptfoo: {theirs:7.3f} s wall")
+    print(f"  promptfoo / evalhost = {theirs / ours:.1f}×")
+
+
 def goal(text, ok):
     print(f"    goal {text}: {'met' if ok else 'NOT met'}")
 
@@ -191,7 +244,7 @@ def main():
     p.add_argument("--sizes", default="1000,10000,100000")
     p.add_argument("--no-build", action="store_true")
     p.add_argument("--repeat", type=int, default=3, help="runs per size below 100,000 (median)")
-    p.add_argument("--only", choices=["layout"], help="run only this section")
+    p.add_argument("--only", choices=["layout", "promptfoo"], help="run only this section")
     p.add_argument("--base", help="another evalhost binary to compare with (layout section)")
     args = p.parse_args()
     if not args.no_build:
@@ -204,6 +257,9 @@ def main():
     try:
         if args.only == "layout":
             layout(work, env, args.base)
+            return
+        if args.only == "promptfoo":
+            versus_promptfoo(work, env)
             return
         print("end to end: N cases × 4 deterministic assertions, mock target")
         per_case = {}

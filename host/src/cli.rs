@@ -177,6 +177,10 @@ pub struct RunArgs {
     /// summary.
     #[arg(long, value_enum)]
     pub reporter: Vec<ReporterKind>,
+    /// Also write the run in another tool's format: `--export
+    /// promptfoo-json FILE` (promptfoo's `-o out.json` shape).
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"])]
+    pub export: Vec<String>,
     /// Sandbox policy: `strict` refuses the `exec` capability to every
     /// plugin (for grading untrusted suites in CI).
     #[arg(long, value_enum, default_value = "default")]
@@ -304,7 +308,33 @@ fn reporters(junit: &Option<PathBuf>, kinds: &[ReporterKind]) -> crate::report::
     crate::report::Reporters {
         junit: junit.clone(),
         github: kinds.contains(&ReporterKind::Github),
+        promptfoo_json: None,
     }
+}
+
+/// `--export FORMAT FILE` pairs into the reporters.
+fn exports(
+    mut reporters: crate::report::Reporters,
+    export: &[String],
+) -> Result<crate::report::Reporters, String> {
+    for pair in export.chunks(2) {
+        match pair {
+            [format, file] if format == "promptfoo-json" => {
+                reporters.promptfoo_json = Some(PathBuf::from(file));
+            }
+            [format, _] => {
+                return Err(format!(
+                    "`--export {format}`: the export formats are: promptfoo-json"
+                ));
+            }
+            _ => {
+                return Err(
+                    "`--export` takes a format and a file: --export promptfoo-json out.json".into(),
+                );
+            }
+        }
+    }
+    Ok(reporters)
 }
 
 fn run_command(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
@@ -334,7 +364,10 @@ fn run_command(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         fail_fast: args.fail_fast,
         resume: args.resume.clone(),
         rerun_failed: args.rerun_failed.clone(),
-        reporters: reporters(&args.junit, &args.reporter),
+        reporters: match exports(reporters(&args.junit, &args.reporter), &args.export) {
+            Ok(r) => r,
+            Err(message) => return report_run_error(err, &RunError::Usage(message)),
+        },
         sandbox_strict: args.sandbox == SandboxKind::Strict,
         dialect: args.dialect,
         keep_workspaces: args.keep_workspaces,

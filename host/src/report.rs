@@ -9,6 +9,7 @@
 pub mod github;
 pub mod html;
 pub mod junit;
+pub mod promptfoo_json;
 pub mod terminal;
 
 use std::collections::BTreeMap;
@@ -29,6 +30,8 @@ pub struct Reporters {
     pub junit: Option<PathBuf>,
     /// `--reporter github`.
     pub github: bool,
+    /// `--export promptfoo-json FILE`.
+    pub promptfoo_json: Option<PathBuf>,
 }
 
 /// A plugin as the summary reports it.
@@ -223,6 +226,7 @@ pub fn write_all(
         .collect();
     let mut page_rows = Vec::new();
     let mut details = Details::new();
+    let mut export_rows: Vec<crate::results::ResultRow> = Vec::new();
     if results.is_file() {
         // The page embeds rows as written; only the details of unsuccessful
         // rows, for JUnit and GitHub, need the rows built.
@@ -239,6 +243,11 @@ pub fn write_all(
                         source: row.source.clone(),
                     },
                 );
+            }
+            if reporters.promptfoo_json.is_some()
+                && let Ok(row) = serde_json::from_str::<crate::results::ResultRow>(raw.get())
+            {
+                export_rows.push(row);
             }
             if page.shows(pair) {
                 page_rows.push(raw);
@@ -258,6 +267,12 @@ pub fn write_all(
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     drop(page_rows);
+    if let Some(path) = &reporters.promptfoo_json {
+        let doc = promptfoo_json::render(summary, &export_rows);
+        let text = serde_json::to_string_pretty(&doc)?;
+        crate::safe_fs::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     if let Some(path) = &reporters.junit {
         let xml = junit::render(summary, &details)?;
         std::fs::write(path, xml).with_context(|| format!("cannot write {}", path.display()))?;

@@ -241,3 +241,73 @@ fn promptfoo_configs_score_as_promptfoo() {
     );
     assert!(differ.is_empty(), "{}", differ.join("\n"));
 }
+
+#[test]
+fn a_run_exports_promptfoo_json() {
+    let dir = crate::support::root().join("tests/data/promptfoo-conformance/basics");
+    let work = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        dir.join("promptfooconfig.yaml"),
+        work.path().join("promptfooconfig.yaml"),
+    )
+    .unwrap();
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(work.path())
+        .args([
+            "run",
+            "promptfooconfig.yaml",
+            "-o",
+            "out",
+            "--export",
+            "promptfoo-json",
+            "pf.json",
+        ])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(work.path().join("pf.json")).unwrap())
+            .unwrap();
+    assert_eq!(doc["results"]["version"], 3);
+    let rows = doc["results"]["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    assert_eq!(doc["results"]["stats"]["successes"], 4);
+    let threshold_row = rows
+        .iter()
+        .find(|r| r["testCase"]["description"] == "threshold row")
+        .unwrap();
+    assert_eq!(threshold_row["prompt"]["raw"], "Say hi to Bob");
+    assert_eq!(threshold_row["prompt"]["label"], "Say {{word}} to {{name}}");
+    assert_eq!(threshold_row["provider"]["id"], "echo");
+    assert_eq!(threshold_row["vars"]["name"], "Bob");
+    let components = threshold_row["gradingResult"]["componentResults"]
+        .as_array()
+        .unwrap();
+    assert_eq!(components.len(), 3);
+    assert_eq!(components[2]["pass"], false);
+    assert_eq!(
+        components[2]["reason"],
+        "Expected output to start with \"Nope\""
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(work.path())
+        .args([
+            "run",
+            "promptfooconfig.yaml",
+            "-o",
+            "out2",
+            "--export",
+            "csv",
+            "x.csv",
+        ])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("the export formats are: promptfoo-json"),
+        "{}",
+        r.stderr
+    );
+}
