@@ -444,7 +444,12 @@ impl Target {
                 // AgentV's mock reports no duration.
                 Ok(TargetOutput::text(response.clone()))
             }
-            Provider::Echo => Ok(TargetOutput::text(echo_text(test))),
+            // promptfoo's echo reports its (nil) cost and a duration.
+            Provider::Echo => Ok(TargetOutput {
+                duration_ms: Some(0),
+                cost_usd: Some(0.0),
+                ..TargetOutput::text(echo_text(test))
+            }),
             Provider::Cli(config) => cli::invoke(config, self, test, inv),
             Provider::OpenAi(config) => openai::invoke(config, test, inv),
             Provider::Replay(config) => replay::invoke(config, test, inv.trial),

@@ -52,6 +52,11 @@ const TYPES: &[(&str, &str)] = &[
         "levenshtein",
         "Edit distance to the value is at most the threshold (default 5)",
     ),
+    (
+        "latency",
+        "The target answered within `threshold` milliseconds",
+    ),
+    ("cost", "The answer cost at most `threshold` dollars"),
 ];
 
 fn outcome(pass: bool, reason: String) -> Grade {
@@ -247,6 +252,14 @@ impl Grader for PromptfooGrader {
                 None | Some(Value::Null) => Ok(()),
                 Some(_) => Err(format!(
                     "\"{t}\" with a JSON Schema `value` is not graded by this version of evalhost"
+                )),
+            },
+            "latency" | "cost" => match config.optional_f64("threshold")? {
+                Some(_) => Ok(()),
+                None => Err(format!(
+                    "{} assertion must have a threshold{}",
+                    if t == "cost" { "Cost" } else { "Latency" },
+                    if t == "cost" { "" } else { " in milliseconds" }
                 )),
             },
             "word-count" => match config.get("value") {
@@ -460,9 +473,60 @@ impl Grader for PromptfooGrader {
                     ),
                 )
             }
+            "latency" => {
+                let threshold = config.optional_f64("threshold")?.unwrap_or(f64::NAN);
+                let Some(ms) = request.trace.duration_ms else {
+                    return Err(GradeError::Failed(
+                        "Latency assertion does not support cached results (the target reported no duration)".into(),
+                    ));
+                };
+                outcome(
+                    ((ms as f64) <= threshold) != inverse,
+                    format!(
+                        "Latency {ms}ms is {} threshold {}ms",
+                        if inverse {
+                            "less than or equal to"
+                        } else {
+                            "greater than"
+                        },
+                        js_num(threshold)
+                    ),
+                )
+            }
+            "cost" => {
+                let threshold = config.optional_f64("threshold")?.unwrap_or(f64::NAN);
+                let Some(cost) = request.trace.cost_usd else {
+                    return Err(GradeError::Failed(
+                        "Cost assertion does not support providers that do not return cost".into(),
+                    ));
+                };
+                outcome(
+                    (cost <= threshold) != inverse,
+                    format!(
+                        "Cost {} is {} threshold {}",
+                        to_precision_2(cost),
+                        if inverse {
+                            "less than or equal to"
+                        } else {
+                            "greater than"
+                        },
+                        js_num(threshold)
+                    ),
+                )
+            }
             other => return Err(format!("evalhost-promptfoo does not grade `{other}`").into()),
         })
     }
+}
+
+/// JavaScript's `n.toPrecision(2)` for the costs assertions print.
+fn to_precision_2(n: f64) -> String {
+    if n == 0.0 {
+        return "0.0".into();
+    }
+    let digits = n.abs().log10().floor() as i32;
+    let decimals = (1 - digits).max(0) as usize;
+    format!("{n:.decimals$}")
 }
 
 /// A number as JavaScript prints it.

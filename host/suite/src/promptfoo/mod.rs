@@ -87,6 +87,8 @@ pub const DETERMINISTIC: &[&str] = &[
     "contains-json",
     "word-count",
     "levenshtein",
+    "latency",
+    "cost",
 ];
 
 /// One prompt of the config.
@@ -205,13 +207,7 @@ impl Reader {
                 self.warning(&top.key(key), message).hint = hint;
             }
         }
-        for key in [
-            "scenarios",
-            "extensions",
-            "derivedMetrics",
-            "nunjucksFilters",
-            "redteam",
-        ] {
+        for key in ["extensions", "derivedMetrics", "nunjucksFilters", "redteam"] {
             if root.contains_key(key) {
                 self.error(&top.key(key), format!("`{key}` is not read by this version of evalhost"))
                     .hint = Some("remove it to run the rest of the config; it is part of the promptfoo dialect still being built".into());
@@ -238,7 +234,12 @@ impl Reader {
                 None
             }
         };
-        let rows = self.tests(root.get("tests"), &top.key("tests"));
+        let mut rows = self.tests(root.get("tests"), &top.key("tests"));
+        rows.extend(self.scenarios(root.get("scenarios"), &top.key("scenarios")));
+        if rows.is_empty() && !root.contains_key("tests") && !root.contains_key("scenarios") {
+            // promptfoo runs one empty test: each prompt on each provider.
+            rows.push(self.row(&Map::new(), &top.key("tests"), true));
+        }
         // With no usable prompt (already an error), the tests are still
         // read, so that every problem is reported at once.
         let prompts = if prompts.is_empty() {
@@ -750,6 +751,79 @@ impl Reader {
                             crate::agentv4::kind(&other)
                         ),
                     );
+                }
+            }
+        }
+        rows
+    }
+
+    /// `scenarios`: each `config` row with each of its `tests` (or one empty
+    /// test), merged as promptfoo merges them: vars and metadata shallow
+    /// (the test's win), the config row's assertions first.
+    fn scenarios(&mut self, value: Option<&Value>, at: &KeyPath) -> Vec<Row> {
+        let Some(value) = value else {
+            return Vec::new();
+        };
+        let Value::Array(scenarios) = value else {
+            self.error(at, "`scenarios` must be a list of `{config, tests}`");
+            return Vec::new();
+        };
+        let mut rows = Vec::new();
+        for (i, scenario) in scenarios.iter().enumerate() {
+            let sat = at.index(i);
+            let Value::Object(sc) = scenario else {
+                self.error(&sat, "a scenario must be a mapping with `config` and `tests` (a `file://` scenario is not read by this version of evalhost)");
+                continue;
+            };
+            let configs: Vec<(Map<String, Value>, KeyPath)> = match sc.get("config") {
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(j, v)| {
+                        v.as_object()
+                            .map(|o| (o.clone(), sat.key("config").index(j)))
+                    })
+                    .collect(),
+                _ => {
+                    self.error(
+                        &sat.key("config"),
+                        "a scenario needs `config`, a list of partial tests",
+                    );
+                    continue;
+                }
+            };
+            let tests: Vec<(Map<String, Value>, KeyPath)> = match sc.get("tests") {
+                None => vec![(Map::new(), sat.clone())],
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(j, v)| {
+                        v.as_object()
+                            .map(|o| (o.clone(), sat.key("tests").index(j)))
+                    })
+                    .collect(),
+                Some(_) => {
+                    self.error(&sat.key("tests"), "a scenario's `tests` must be a list");
+                    continue;
+                }
+            };
+            for (data, dat) in &configs {
+                let base = self.row(data, dat, true);
+                for (test, tat) in &tests {
+                    let own = self.row(test, tat, true);
+                    let mut merged = own.clone();
+                    merged.description = own.description.clone().or(base.description.clone());
+                    let mut vars = base.vars.clone();
+                    vars.extend(own.vars.clone());
+                    merged.vars = vars;
+                    let mut metadata = base.metadata.clone();
+                    metadata.extend(own.metadata.clone());
+                    merged.metadata = metadata;
+                    let mut assert = base.assert.clone();
+                    assert.extend(own.assert.clone());
+                    merged.assert = assert;
+                    merged.threshold = own.threshold.or(base.threshold);
+                    rows.push(merged);
                 }
             }
         }
