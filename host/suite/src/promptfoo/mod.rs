@@ -89,6 +89,8 @@ pub const DETERMINISTIC: &[&str] = &[
     "levenshtein",
     "latency",
     "cost",
+    "bleu",
+    "gleu",
 ];
 
 /// One prompt of the config.
