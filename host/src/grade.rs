@@ -166,12 +166,18 @@ pub fn grade_assertion(
             // whatever its score (AgentV's failed required rubric item,
             // which keeps its weighted score). Negation does not make it
             // a pass.
-            let failed_by_plugin = details
+            // `details.verdict: "pass"`: the plugin's own rule passed it
+            // below the type's threshold (an AgentV 5 script's `pass`,
+            // promptfoo's BLEU over its threshold).
+            let said = details
                 .as_ref()
                 .and_then(|d| d.get("verdict"))
-                .and_then(serde_json::Value::as_str)
-                == Some("fail");
-            let passed = reaches(score, info.default_threshold) && !failed_by_plugin;
+                .and_then(serde_json::Value::as_str);
+            let passed = match said {
+                Some("fail") => false,
+                Some("pass") if !assertion.negate => true,
+                _ => reaches(score, info.default_threshold),
+            };
             ScoreRow {
                 name: assertion.name.to_string(),
                 kind: assertion.kind.to_string(),

@@ -21,6 +21,7 @@
 //!   may read.
 
 mod agentv4;
+mod agentv5;
 pub mod diag;
 pub mod dialect;
 pub mod env;

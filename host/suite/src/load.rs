@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::diag::{Diagnostic, Diagnostics};
+use crate::diag::Diagnostics;
 use crate::dialect::{Dialect, ReadOptions};
 use crate::env::Env;
 use crate::fields;
@@ -98,16 +98,7 @@ pub fn load_dialect(
     let (mut suite, mut diags) = match dialect {
         Ok(Dialect::AgentV4) => crate::agentv4::read(path, options),
         Ok(Dialect::Promptfoo) => crate::promptfoo::read(path, options),
-        Ok(other) => (
-            None,
-            Diagnostics(vec![
-                Diagnostic::error(
-                    path,
-                    format!("this is a {} suite, which this version of evalhost does not read yet", other.title()),
-                )
-                .hint("only AgentV 4.42 suites run today; if the file is one, run with --dialect agentv4"),
-            ]),
-        ),
+        Ok(Dialect::AgentV5) => crate::agentv5::read(path, options),
         Err(diagnostic) => (None, Diagnostics(vec![*diagnostic])),
     };
     if let Some(suite) = &mut suite {

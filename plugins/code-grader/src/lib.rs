@@ -28,6 +28,7 @@ const OWN_KEYS: &[&str] = &[
     "script",
     "target",
     "aggregate_results",
+    "protocol",
 ];
 
 fn command(config: &Config) -> Result<Command, String> {
@@ -326,6 +327,7 @@ impl Grader for CodeGrader {
                         "config": {"type": "object"},
                         "timeout_ms": {"type": "integer", "minimum": 1},
                         "target": {"description": "the command may call the judge through a loopback proxy (AGENTV_TARGET_PROXY_URL/TOKEN): true, or {max_calls: n} (default 50)", "anyOf": [{"const": true}, {"type": "object", "properties": {"max_calls": {"type": "integer", "minimum": 0}}}]},
+                        "protocol": {"enum": ["agentv4", "agentv5"], "description": "the stdout protocol: AgentV 4's (score/assertions, the default) or AgentV 5's (pass/score/checks), set by the reader of an AgentV 5 suite"},
                         "aggregate_results": {"type": "object", "description": "set by the host for a composite's code-grader aggregator: the members' results, sent on stdin as {\"results\": ...}"},
                     },
                 })),
@@ -397,8 +399,94 @@ impl Grader for CodeGrader {
         }
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
+        if request.config.optional_str("protocol")? == Some("agentv5") {
+            return score_v5(out.exit_code, &stdout, &stderr);
+        }
         score(out.exit_code, &stdout, &stderr)
     }
+}
+
+/// AgentV 5's `script` protocol (`script-grader.ts`): `{pass?, score?,
+/// reason?, checks?: [{id?, text, pass, score?, reason?, evidence?}],
+/// details?}`. No `score`: the mean of the checks' scores (a check without
+/// one scores 1 when it passes), else 1 or 0 by `pass`; no `pass`: the
+/// score reaches 0.8. `assertions` is not read: a reply with none of
+/// `pass`, `score`, `checks` is an error, as in AgentV 5. What is not a
+/// verdict fails as in the AgentV 4 protocol.
+pub fn score_v5(exit_code: Option<i32>, stdout: &str, stderr: &str) -> Result<Grade, GradeError> {
+    let reply = match score(exit_code, stdout, stderr) {
+        Err(e @ GradeError::Failed(_)) => return Err(e),
+        _ => match serde_json::from_str::<Value>(stdout.trim()) {
+            Ok(Value::Object(reply)) => reply,
+            _ => {
+                return Err(GradeError::BadOutput(format!(
+                    "the script's output is not one JSON object; it printed: {}",
+                    head(stdout)
+                )));
+            }
+        },
+    };
+    let pass = reply.get("pass").and_then(Value::as_bool);
+    let checks: Vec<(bool, f64, String, Option<String>)> = match reply.get("checks") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|c| {
+                let text = c.get("text").and_then(Value::as_str)?.to_owned();
+                let passed = c.get("pass").and_then(Value::as_bool).unwrap_or(false);
+                let score = c.get("score").and_then(Value::as_f64).unwrap_or(if passed {
+                    1.0
+                } else {
+                    0.0
+                });
+                let evidence = c
+                    .get("evidence")
+                    .or(c.get("reason"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                Some((passed, score, text, evidence))
+            })
+            .collect(),
+        Some(_) => return Err(GradeError::BadOutput("`checks` is not a list".into())),
+        None => Vec::new(),
+    };
+    let score = match reply.get("score") {
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(s) if (0.0..=1.0).contains(&s) => s,
+            _ => {
+                return Err(GradeError::BadOutput(format!(
+                    "`score` {n} is outside [0, 1]"
+                )));
+            }
+        },
+        Some(_) => return Err(GradeError::BadOutput("`score` is not a number".into())),
+        None if !checks.is_empty() => checks.iter().map(|c| c.1).sum::<f64>() / checks.len() as f64,
+        None => match pass {
+            Some(p) => f64::from(u8::from(p)),
+            None => {
+                return Err(GradeError::BadOutput(
+                    "Script evaluator JSON must include pass, score, or checks[]".into(),
+                ));
+            }
+        },
+    };
+    let passed = pass.unwrap_or(score >= 0.8);
+    let mut grade = Grade::new(score);
+    for (p, _, text, evidence) in checks {
+        let mut check = Check::new(p, text);
+        if let Some(e) = evidence {
+            check = check.with_evidence(e);
+        }
+        grade.checks.push(check);
+    }
+    if let Some(reason) = reply.get("reason").and_then(Value::as_str) {
+        grade.checks.push(Check::new(passed, reason));
+    }
+    let mut details = match reply.get("details") {
+        Some(Value::Object(d)) => Value::Object(d.clone()),
+        _ => json!({}),
+    };
+    details["verdict"] = Value::String(if passed { "pass" } else { "fail" }.into());
+    Ok(grade.with_details(details))
 }
 
 /// A `composite`'s `code-grader` aggregator (AgentV 4.42): the command

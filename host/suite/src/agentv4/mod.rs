@@ -159,6 +159,10 @@ struct Loader {
     extensions: Vec<crate::model::Extension>,
     /// The suite's `preprocessors`: every LLM grader's defaults.
     preprocessors: Vec<crate::model::Preprocessor>,
+    /// The eval file's document as another dialect's reader rewrote it
+    /// into this one's shape (AgentV 5 → 4), read in place of the file's
+    /// (whose positions still locate what is reported).
+    replace_root: Option<Value>,
 }
 
 /// Reads the AgentV 4.42 suite at `path` (`.yaml`/`.yml`, or `.jsonl`).
@@ -166,7 +170,18 @@ pub(crate) fn read(
     path: &Path,
     options: crate::dialect::ReadOptions,
 ) -> (Option<Suite>, Diagnostics) {
+    read_rewritten(path, options, None)
+}
+
+/// [`read`], with the eval file's document replaced by `root` (another
+/// dialect's reader's rewrite of it).
+pub(crate) fn read_rewritten(
+    path: &Path,
+    options: crate::dialect::ReadOptions,
+    root: Option<Value>,
+) -> (Option<Suite>, Diagnostics) {
     let mut loader = Loader {
+        replace_root: root,
         configs: HashMap::new(),
         strings: std::collections::HashSet::new(),
         extensions: Vec::new(),
@@ -210,6 +225,7 @@ impl Loader {
             strings: std::collections::HashSet::new(),
             extensions: Vec::new(),
             preprocessors: self.preprocessors.clone(),
+            replace_root: None,
         }
     }
 

@@ -7,6 +7,7 @@ use super::*;
 impl Loader {
     pub(super) fn yaml_suite(&mut self, path: &Path) -> Option<Suite> {
         let (root, doc) = self.read_yaml(path, None)?;
+        let root = self.replace_root.take().unwrap_or(root);
         let top = KeyPath::default();
         let Value::Object(mut root) = root else {
             self.error(
