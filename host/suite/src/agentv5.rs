@@ -708,8 +708,7 @@ impl Rewriter {
                     a.insert("assert".into(), Value::Array(list));
                 }
             }
-            "skill-used" | "agent-rubric" | "javascript" | "python" | "webhook" | "similar"
-            | "min-words" => {
+            "skill-used" | "agent-rubric" | "javascript" | "python" | "webhook" | "similar" => {
                 self.error(
                     &at.key("type"),
                     format!(
