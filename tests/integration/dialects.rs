@@ -422,3 +422,29 @@ fn agentv5_corpus_suites_validate() {
         files.len()
     );
 }
+
+#[test]
+fn an_agentv5_host_environment_is_its_workdir_with_setup_run_first() {
+    let project = crate::support::Project::with_mock("unused");
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    project.write(
+        ".agentv/providers.yaml",
+        "- id: cli\n  label: agent\n  command: cat marker > {OUTPUT_FILE}\n",
+    );
+    project.write(
+        "evals/suite.yaml",
+        "environment:\n  type: host\n  workdir: ../wd\n  setup:\n    command: [sh, -c, 'echo ready > marker']\n    cwd: .\nproviders: [agent]\nprompts: ['{{ input }}']\ntests:\n  - id: t\n    vars: {input: go}\n    assert: [{type: contains, value: ready}]\n",
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .args(["run", "evals/suite.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("wd/marker")).unwrap(),
+        "ready\n",
+        "the workdir is the workspace itself, kept"
+    );
+}
