@@ -469,6 +469,7 @@ mod tests {
             criteria: None,
             metadata: serde_json::Map::new(),
             prompt: None,
+            pass_rule: None,
             output: String::new(),
             scores: Vec::new(),
         }

@@ -328,6 +328,10 @@ pub struct ResultRow {
     /// For a test made from a prompt template (promptfoo): which prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<PromptRow>,
+    /// `all-pass` when the test passes only if every assertion passes
+    /// (promptfoo's rule without a threshold), not by its score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_rule: Option<String>,
     /// The candidate output that was graded.
     pub output: String,
     /// Per-assertion results.

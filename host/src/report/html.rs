@@ -104,6 +104,7 @@ function messages(parent, title, msgs) {
   parent.appendChild(el('h3', '', title));
   msgs.forEach(m => { parent.appendChild(el('div', 'role', m.role)); parent.appendChild(el('pre', '', m.content)); });
 }
+const manyTargets = new Set(data.tests.map(t => t.target)).size > 1;
 data.tests.forEach(o => {
   const rows = byTest[o.test_id + '\u0000' + o.target] || [];
   const tags = rows.length ? (rows[0].tags || []) : [];
@@ -113,11 +114,12 @@ data.tests.forEach(o => {
   d.dataset.text = [o.test_id].concat(rows.flatMap(r => (r.input || []).map(m => m.content).concat([r.expected_output || '', r.output || '']))).join('\n').toLowerCase();
   const s = el('summary');
   s.appendChild(el('span', 'badge s-' + o.status, o.status));
-  s.appendChild(el('span', 'id', o.test_id + (o.trials > 1 ? ' ×' + o.trials : '')));
+  s.appendChild(el('span', 'id', o.test_id + (o.trials > 1 ? ' ×' + o.trials : '') + (manyTargets ? ' · ' + o.target : '')));
   if (!['passed', 'expected-failed'].includes(o.status)) { const why = reason(rows); if (why) { const w = el('span', 'reason', why); w.title = why; s.appendChild(w); } }
   tags.forEach(g => s.appendChild(el('span', 'tag', g)));
   if (o.failure_class) s.appendChild(el('span', 'class', o.failure_class));
-  s.appendChild(el('span', 'score', o.score.toFixed(2) + ' / ' + o.threshold.toFixed(2)));
+  const allPass = rows.length && rows[0].pass_rule === 'all-pass';
+  s.appendChild(el('span', 'score', o.score.toFixed(2) + (allPass ? ' · all must pass' : ' / ' + o.threshold.toFixed(2))));
   s.appendChild(el('span', 'ms', o.wall_ms + ' ms'));
   d.appendChild(s);
   const body = el('div', 'body');

@@ -129,6 +129,8 @@ fn base_row(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) -
         expected_output: test.expected_text().map(str::to_owned),
         criteria: test.criteria.clone(),
         metadata: test.metadata.clone(),
+        pass_rule: (test.pass_rule == crate::suite::PassRule::AllPass)
+            .then(|| "all-pass".to_owned()),
         prompt: test.prompt.as_ref().map(|p| crate::results::PromptRow {
             label: p.label.clone(),
             id: p.id.clone(),

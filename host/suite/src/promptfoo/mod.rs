@@ -1217,12 +1217,17 @@ impl Reader {
                 | "similar"
                 | "moderation"
                 | "classifier" => "model-graded assertions are not run by this version of evalhost",
-                _ => "this version of evalhost does not grade it",
+                _ => {
+                    "not a type this version of evalhost grades (promptfoo makes an unknown type an error row at run time)"
+                }
             };
+            let hint = crate::diag::nearest(&base, DETERMINISTIC.iter().copied())
+                .map(|n| format!("did you mean `{n}`?"));
             self.error(
                 &at.key("type"),
                 format!("assertion type `{raw_type}`: {why}"),
-            );
+            )
+            .hint = hint;
             return None;
         }
         let mut config = Map::new();
