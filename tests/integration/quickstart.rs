@@ -75,3 +75,29 @@ fn quickstart_runs_end_to_end_and_writes_agentv_style_rows() {
             .unwrap();
     assert_eq!(summary["passed"], 3);
 }
+
+#[test]
+fn the_promptfoo_example_runs_offline() {
+    let out = tempfile::tempdir().unwrap();
+    let out_dir = out.path().join("run");
+    let run = run_in(
+        &root(),
+        &[
+            "run",
+            "examples/promptfoo/promptfooconfig.yaml",
+            "-o",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("dialect promptfoo 0.121"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("RESULT: PASS  6/6 passed"),
+        "{}",
+        run.stdout
+    );
+}
