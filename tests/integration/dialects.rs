@@ -448,3 +448,42 @@ fn an_agentv5_host_environment_is_its_workdir_with_setup_run_first() {
         "the workdir is the workspace itself, kept"
     );
 }
+
+#[test]
+fn sandbox_strict_refuses_a_command_provider_the_suite_defines() {
+    let project = crate::support::Project::with_mock("unused");
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    project.write(
+        ".agentv/providers.yaml",
+        "- id: cli\n  label: agent\n  command: touch PWNED > {OUTPUT_FILE}\n",
+    );
+    project.write(
+        "evals/suite.yaml",
+        "providers: [agent]\nprompts: ['{{ input }}']\ntests:\n  - id: t\n    vars: {input: go}\n    assert: [{type: contains, value: x}]\n",
+    );
+    let targets = project.path().join(".evalhost/targets.yaml");
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .args([
+            "run",
+            "evals/suite.yaml",
+            "-o",
+            "out",
+            "--sandbox",
+            "strict",
+            "--targets",
+        ])
+        .arg(&targets)
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("`--sandbox strict` refuses the provider `agent` the suite defines itself"),
+        "{}",
+        r.stderr
+    );
+    assert!(!project.path().join("evals/PWNED").exists());
+    assert!(!project.path().join("PWNED").exists());
+}

@@ -26,6 +26,35 @@ pub fn load(
     if suite.inline_targets.is_empty() {
         return Ok(file);
     }
+    // Under --sandbox strict a target the suite defines itself may call a
+    // model or echo, never run a command.
+    if sandbox_strict {
+        let refused: Vec<Diagnostic> = suite
+            .inline_targets
+            .iter()
+            .filter(|t| {
+                !matches!(
+                    t.entry.get("provider").and_then(serde_json::Value::as_str),
+                    Some("echo" | "mock" | "openai" | "azure" | "openrouter" | "vllm" | "ollama")
+                )
+            })
+            .map(|t| {
+                Diagnostic::error(
+                    &t.loc.file,
+                    format!(
+                        "`--sandbox strict` refuses the provider `{}` the suite defines itself: it would run a command on the host",
+                        t.entry.get("name").and_then(serde_json::Value::as_str).unwrap_or("")
+                    ),
+                )
+                .at(t.loc.pos)
+                .key(t.loc.key.clone())
+                .hint("define the target in a targets file you trust, and name it with --targets FILE")
+            })
+            .collect();
+        if !refused.is_empty() {
+            return Err(Diagnostics(refused));
+        }
+    }
     target::with_inline(file, &suite.inline_targets, &suite.dir)
 }
 
