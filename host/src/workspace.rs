@@ -49,6 +49,12 @@ fn git(args: &[&str], cwd: &Path) -> Result<String, SetupError> {
         .collect();
     let env = [
         ("GIT_TERMINAL_PROMPT".to_owned(), "0".to_owned()),
+        // Only transports that move data: never `ext::` (runs a command)
+        // whatever the user's git config says.
+        (
+            "GIT_ALLOW_PROTOCOL".to_owned(),
+            "file:git:http:https:ssh".to_owned(),
+        ),
         ("GIT_AUTHOR_NAME".to_owned(), "evalhost".to_owned()),
         (
             "GIT_AUTHOR_EMAIL".to_owned(),

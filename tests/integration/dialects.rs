@@ -487,3 +487,91 @@ fn sandbox_strict_refuses_a_command_provider_the_suite_defines() {
     assert!(!project.path().join("evals/PWNED").exists());
     assert!(!project.path().join("PWNED").exists());
 }
+
+/// What a hostile suite in either new dialect cannot do: read outside the
+/// project, point a workspace into `.git`, hang the reader on a FIFO or a
+/// template, or expand into billions of tests.
+#[test]
+fn hostile_dialect_files_are_refused_with_a_reason() {
+    let project = crate::support::Project::with_mock("unused");
+    std::fs::create_dir_all(project.path().join("proj/.git/hooks")).unwrap();
+    let validate = |file: &str| -> crate::support::Run {
+        crate::support::evalhost()
+            .current_dir(project.path().join("proj"))
+            .args(["validate", file])
+            .output()
+            .unwrap()
+            .into()
+    };
+    // AgentV 5: tests from a file outside the project root.
+    project.write("outside.yaml", "- vars: {q: secret}\n");
+    project.write(
+        "proj/v5.yaml",
+        "prompts: ['{{q}}']\nproviders: [echo]\ntests: file://../outside.yaml\nassert: [{type: contains, value: x}]\n",
+    );
+    let r = validate("v5.yaml");
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("outside the suite's project root"),
+        "{}",
+        r.stderr
+    );
+    // AgentV 4: a static workspace inside `.git`.
+    project.write(
+        "proj/EVAL.yaml",
+        "workspace: {mode: static, path: .git/hooks}\ntests:\n  - {id: t, input: hi, assertions: [{type: contains, value: hi}]}\n",
+    );
+    let r = validate("EVAL.yaml");
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("inside a `.git` directory"),
+        "{}",
+        r.stderr
+    );
+    // promptfoo: an expected value loaded from a file.
+    project.write(
+        "proj/promptfooconfig.yaml",
+        "prompts: ['{{q}}']\nproviders: [echo]\ntests:\n  - vars: {q: hi}\n    assert: [{type: equals, value: 'file://../outside.yaml'}]\n",
+    );
+    let r = validate("promptfooconfig.yaml");
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("write the value inline"), "{}", r.stderr);
+    // promptfoo: vars whose product is astronomically large.
+    let many: Vec<String> = (0..1000).map(|i| format!("'{i}'")).collect();
+    let list = many.join(", ");
+    project.write(
+        "proj/promptfooconfig.yaml",
+        &format!(
+            "prompts: ['{{{{a}}}}{{{{b}}}}{{{{c}}}}']\nproviders: [echo]\ntests:\n  - vars: {{a: [{list}], b: [{list}], c: [{list}]}}\n    assert: [{{type: contains, value: x}}]\n"
+        ),
+    );
+    let r = validate("promptfooconfig.yaml");
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("expand into more tests"), "{}", r.stderr);
+    // promptfoo: a template that would loop for minutes, and one that
+    // overflows the template engine.
+    project.write(
+        "proj/promptfooconfig.yaml",
+        "prompts: ['{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}', '{{ range(9223372036854775807) }}']\nproviders: [echo]\ntests:\n  - vars: {q: hi}\n    assert: [{type: contains, value: x}]\n",
+    );
+    let r = validate("promptfooconfig.yaml");
+    assert!(r.code == 0 || r.code == 2, "{}{}", r.stdout, r.stderr);
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    // A FIFO as a tests file: refused, not waited on.
+    #[cfg(unix)]
+    {
+        let fifo = project.path().join("proj/cases.yaml");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        project.write(
+            "proj/promptfooconfig.yaml",
+            "prompts: ['{{q}}']\nproviders: [echo]\ntests: file://cases.yaml\n",
+        );
+        let r = validate("promptfooconfig.yaml");
+        assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+    }
+}

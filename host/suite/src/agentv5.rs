@@ -22,6 +22,9 @@ use crate::dialect::{Dialect, ReadOptions};
 use crate::model::{InlineTarget, Loc, Suite};
 use crate::source_map::{KeyPath, SourceMap};
 
+/// The most cases one suite may expand into.
+const MAX_CASES: usize = 1_000_000;
+
 /// Reads the AgentV 5 suite at `path`.
 pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnostics) {
     let mut diags = Diagnostics::default();
@@ -40,6 +43,7 @@ pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnos
         return crate::agentv4::read(path, options);
     };
     let mut rw = Rewriter {
+        roots: options.roots.clone(),
         diags,
         file: Arc::new(path.to_path_buf()),
         map,
@@ -81,6 +85,8 @@ fn env_of(root: &Map<String, Value>, untrusted: bool) -> Map<String, Value> {
 }
 
 struct Rewriter {
+    /// Which files the suite may read.
+    roots: crate::roots::Roots,
     diags: Diagnostics,
     file: Arc<PathBuf>,
     map: SourceMap,
@@ -413,9 +419,15 @@ impl Rewriter {
     /// `.agentv/providers.yaml` found walking up from the suite: a bare
     /// list, or `{providers: [...]}`.
     fn catalog(&mut self) -> Vec<Map<String, Value>> {
-        for dir in self.dir.ancestors() {
+        let root = self.roots.project_root.clone();
+        let dir = self.dir.canonicalize().unwrap_or_else(|_| self.dir.clone());
+        for dir in dir.ancestors().take_while(|d| d.starts_with(&root)) {
             let file = dir.join(".agentv/providers.yaml");
-            let Ok(text) = std::fs::read_to_string(&file) else {
+            if !file.exists() {
+                continue;
+            }
+            let Ok(text) = crate::roots::read_regular_text(&file, crate::load::MAX_FILE_BYTES)
+            else {
                 continue;
             };
             let items = match crate::yaml::parse(&text) {
@@ -568,7 +580,12 @@ impl Rewriter {
             if let Some(Value::Object(v)) = t.get("vars") {
                 vars.extend(v.clone());
             }
-            let combos = expand(&vars);
+            let Some(combos) =
+                expand(&vars).filter(|c| c.len().saturating_mul(prompts.len()) <= MAX_CASES)
+            else {
+                self.error(&tat.key("vars"), format!("these vars expand into more tests than evalhost reads from one suite ({MAX_CASES})"));
+                continue;
+            };
             for (k, combo) in combos.iter().enumerate() {
                 for (pid, template) in prompts {
                     let mut case = Map::new();
@@ -666,10 +683,20 @@ impl Rewriter {
     /// The tests of `file://cases.yaml|json|jsonl` (a list, or one test).
     fn test_file(&mut self, spec: &str, at: &KeyPath) -> Vec<Value> {
         let rel = spec.strip_prefix("file://").unwrap_or(spec);
-        let path = self.dir.join(rel);
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            self.error(at, format!("`{spec}`: cannot read {}", path.display()));
-            return Vec::new();
+        let path = match self.roots.relative(rel, &self.dir.clone()) {
+            Ok(p) => p,
+            Err(e) => {
+                self.error(at, format!("`{spec}`: {e}"))
+                    .hint = Some("a suite may read only files inside its project root (the nearest directory with `.git`)".into());
+                return Vec::new();
+            }
+        };
+        let text = match crate::roots::read_regular_text(&path, crate::load::MAX_FILE_BYTES) {
+            Ok(t) => t,
+            Err(e) => {
+                self.error(at, format!("`{spec}`: cannot read {}: {e}", path.display()));
+                return Vec::new();
+            }
         };
         if rel.ends_with(".jsonl") {
             let mut out = Vec::new();
@@ -843,13 +870,17 @@ fn render(s: &str, vars: &Map<String, Value>, env: &Map<String, Value>) -> Strin
     let mut e = minijinja::Environment::new();
     e.set_undefined_behavior(minijinja::UndefinedBehavior::Lenient);
     e.set_keep_trailing_newline(true);
+    e.set_fuel(Some(crate::promptfoo::TEMPLATE_FUEL));
     let mut ctx = vars.clone();
     ctx.entry("vars")
         .or_insert_with(|| Value::Object(vars.clone()));
     ctx.entry("env")
         .or_insert_with(|| Value::Object(env.clone()));
-    e.render_str(s, Value::Object(ctx))
-        .unwrap_or_else(|_| s.to_owned())
+    crate::promptfoo::guarded(|| {
+        e.render_str(s, Value::Object(ctx))
+            .map_err(|e| e.to_string())
+    })
+    .unwrap_or_else(|_| s.to_owned())
 }
 
 /// A value's strings rendered (objects and lists recursively); a string
@@ -893,11 +924,14 @@ fn render_prompt(template: &Value, vars: &Map<String, Value>, env: &Map<String, 
 
 /// String-list vars expand into their cartesian product (AgentV 5 as
 /// promptfoo: `yaml-parser.ts` 524-554).
-fn expand(vars: &Map<String, Value>) -> Vec<Map<String, Value>> {
+fn expand(vars: &Map<String, Value>) -> Option<Vec<Map<String, Value>>> {
     let mut rows = vec![Map::new()];
     for (k, v) in vars {
         match v {
             Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_string) => {
+                if rows.len().saturating_mul(items.len()) > MAX_CASES {
+                    return None;
+                }
                 let mut next = Vec::new();
                 for row in &rows {
                     for item in items {
@@ -915,5 +949,5 @@ fn expand(vars: &Map<String, Value>) -> Vec<Map<String, Value>> {
             }
         }
     }
-    rows
+    Some(rows)
 }

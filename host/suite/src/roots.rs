@@ -242,6 +242,30 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+/// Reads `path` as text if it is a regular file of at most `cap` bytes
+/// (not a FIFO, a device or `/dev/zero` behind a link, which would block
+/// or never end).
+pub fn read_regular_text(path: &Path, cap: u64) -> Result<String, String> {
+    use std::io::Read as _;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > cap {
+        return Err(format!("larger than {} MiB", cap >> 20));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .map_err(|e| e.to_string())?
+        .take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > cap {
+        return Err(format!("larger than {} MiB", cap >> 20));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -294,7 +294,15 @@ pub fn comma_values(value: &str) -> Vec<String> {
 
 fn list(config: &Config) -> Result<Vec<String>, String> {
     match config.get("value") {
-        Some(Value::String(s)) if !s.is_empty() => Ok(comma_values(s)),
+        Some(Value::String(s)) if !s.is_empty() => {
+            let items = comma_values(s);
+            if items.is_empty() {
+                // promptfoo splits "," into empty strings every output
+                // contains: a vacuous pass evalhost refuses.
+                return Err(format!("the value {s:?} names no strings to look for"));
+            }
+            Ok(items)
+        }
         Some(Value::Array(items)) if !items.is_empty() => Ok(items.iter().map(js_string).collect()),
         _ => Err("must have a value: a list, or a comma-separated string".into()),
     }
@@ -732,6 +740,17 @@ mod tests {
         assert_eq!(comma_values("a, b,c"), ["a", "b", "c"]);
         assert_eq!(comma_values("\"a, b\", c"), ["a, b", "c"]);
         assert_eq!(comma_values("x \\\"y\\\""), ["x \\\"y\\\""]);
+    }
+
+    #[test]
+    fn a_list_value_naming_nothing_is_refused() {
+        let config = |v: &str| Config::from_value(json!({ "value": v })).unwrap();
+        assert!(
+            list(&config(" , ,"))
+                .unwrap_err()
+                .contains("names no strings")
+        );
+        assert_eq!(list(&config("a,b")).unwrap(), ["a", "b"]);
     }
 
     #[test]

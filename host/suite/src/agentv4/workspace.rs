@@ -242,6 +242,20 @@ impl Loader {
                         );
                         None
                     }
+                    Ok(dir) if inside_git_dir(&dir, &self.roots.project_root) => {
+                        self.error(
+                            doc,
+                            &at.key("path"),
+                            format!(
+                                "workspace `path` {} is inside a `.git` directory",
+                                dir.display()
+                            ),
+                        )
+                        .hint = Some(
+                            "a static workspace is where the agent writes; inside `.git` (hooks, config) that would run code on your next git command. Name a directory of the working tree".into(),
+                        );
+                        None
+                    }
                     Ok(dir) => Some(dir),
                     Err(err) => {
                         self.path_error(doc, &at.key("path"), p, &err);
@@ -575,3 +589,10 @@ const HOOK_PLACEHOLDERS: &[&str] = &[
     "case_input",
     "case_metadata",
 ];
+
+/// Whether `dir` is `.git` or inside one, below `root`.
+fn inside_git_dir(dir: &std::path::Path, root: &std::path::Path) -> bool {
+    let rel = dir.strip_prefix(root).unwrap_or(dir);
+    rel.components()
+        .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
+}

@@ -30,6 +30,7 @@ mod render;
 mod tests;
 
 use render::Renderer;
+pub(crate) use render::{TEMPLATE_FUEL, guarded};
 
 /// Top-level keys promptfoo reads, and what evalhost does with them.
 const TOP_KEYS: &[&str] = &[
@@ -92,6 +93,9 @@ pub const DETERMINISTIC: &[&str] = &[
     "bleu",
     "gleu",
 ];
+
+/// The most tests one config may expand into.
+const MAX_ROWS: usize = 1_000_000;
 
 /// One prompt of the config.
 #[derive(Debug, Clone)]
@@ -260,7 +264,12 @@ impl Reader {
                 Some(d) => merge_default(d, row),
                 None => row,
             };
-            let combos = expand_vars(&row.vars);
+            let Some(combos) =
+                expand_vars(&row.vars).filter(|c| c.len() * prompts.len() <= MAX_ROWS)
+            else {
+                self.error(&row.at.key("vars"), format!("these vars expand into more tests than evalhost reads from one config ({MAX_ROWS})"));
+                continue;
+            };
             for (k, vars) in combos.iter().enumerate() {
                 for (p, prompt) in prompts.iter().enumerate() {
                     let base = row
@@ -551,21 +560,7 @@ impl Reader {
     }
 
     fn read_file(&mut self, file: &Path, at: &KeyPath) -> Option<String> {
-        match std::fs::metadata(file) {
-            Ok(m) if m.len() > crate::load::MAX_FILE_BYTES => {
-                self.error(
-                    at,
-                    format!(
-                        "{} is larger than {} MiB",
-                        file.display(),
-                        crate::load::MAX_FILE_BYTES >> 20
-                    ),
-                );
-                return None;
-            }
-            _ => {}
-        }
-        match std::fs::read_to_string(file) {
+        match crate::roots::read_regular_text(file, crate::load::MAX_FILE_BYTES) {
             Ok(t) => Some(t),
             Err(e) => {
                 self.error(at, format!("cannot read {}: {e}", file.display()));
@@ -1005,7 +1000,7 @@ impl Reader {
         let threshold = match t.get("threshold") {
             None | Some(Value::Null) => None,
             Some(v) => match v.as_f64() {
-                Some(x) if x.is_finite() => Some(x),
+                Some(x) if x.is_finite() && (0.0..=1.0).contains(&x) => Some(x),
                 _ => {
                     self.error(
                         &at.key("threshold"),
@@ -1161,8 +1156,11 @@ impl Reader {
                 self.error(&at.key("type"), "`not-assert-set` is not a type");
                 return None;
             }
-            let Some(Value::Array(children)) = a.get("assert") else {
-                self.error(at, "an `assert-set` needs `assert`, a list of assertions");
+            let Some(Value::Array(children)) = a
+                .get("assert")
+                .filter(|c| c.as_array().is_some_and(|c| !c.is_empty()))
+            else {
+                self.error(at, "an `assert-set` needs `assert`, a non-empty list of assertions (an empty set would pass vacuously)");
                 return None;
             };
             let members: Vec<Assertion> = children
@@ -1235,6 +1233,15 @@ impl Reader {
             match k.as_str() {
                 "type" | "weight" | "metric" => {}
                 "value" => {
+                    if let Value::String(sv) = v
+                        && (sv.starts_with("file://") || sv.starts_with("package:"))
+                    {
+                        self.error(
+                            &at.key("value"),
+                            format!("`value: {sv}`: promptfoo loads the file (or runs it) for the expected value, which this version of evalhost does not; write the value inline"),
+                        );
+                        return None;
+                    }
                     config.insert("value".into(), renderer.render_value(v, vars));
                 }
                 "transform" | "provider" | "rubricPrompt" | "contextTransform" => {
@@ -1300,11 +1307,14 @@ fn merge_default(d: &Row, mut row: Row) -> Row {
 /// promptfoo's var expansion: each var whose value is a list starting with
 /// a string takes each of its values; the rows are their cartesian product
 /// (in key order, the first key varying slowest).
-fn expand_vars(vars: &Map<String, Value>) -> Vec<Map<String, Value>> {
+fn expand_vars(vars: &Map<String, Value>) -> Option<Vec<Map<String, Value>>> {
     let mut rows = vec![Map::new()];
     for (k, v) in vars {
         match v {
             Value::Array(items) if items.first().is_some_and(Value::is_string) => {
+                if rows.len().saturating_mul(items.len()) > MAX_ROWS {
+                    return None;
+                }
                 let mut next = Vec::with_capacity(rows.len() * items.len());
                 for row in &rows {
                     for item in items {
@@ -1322,7 +1332,7 @@ fn expand_vars(vars: &Map<String, Value>) -> Vec<Map<String, Value>> {
             }
         }
     }
-    rows
+    Some(rows)
 }
 
 /// promptfoo's `maybeFilePath`: no newline, and `file://`, a `/`, `\` or

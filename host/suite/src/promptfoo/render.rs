@@ -7,6 +7,16 @@
 use minijinja::{Environment, UndefinedBehavior, Value as JValue};
 use serde_json::{Map, Value};
 
+/// The most instructions one template may run.
+pub const TEMPLATE_FUEL: u64 = 5_000_000;
+
+/// `render` with a panic in the template engine (an overflow on absurd
+/// arguments) turned into an error.
+pub fn guarded<T>(render: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(render))
+        .unwrap_or_else(|_| Err("the template engine failed on this template".into()))
+}
+
 /// Renders templates against a test's vars.
 pub struct Renderer {
     env: Environment<'static>,
@@ -20,6 +30,9 @@ impl Renderer {
         e.set_undefined_behavior(UndefinedBehavior::Lenient);
         e.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
         e.set_keep_trailing_newline(true);
+        // A bound on the work one template may do (nested loops over huge
+        // ranges would run for minutes).
+        e.set_fuel(Some(TEMPLATE_FUEL));
         e.add_filter("dump", |v: JValue| -> Result<String, minijinja::Error> {
             serde_json::to_string(&v).map_err(|err| {
                 minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, err.to_string())
@@ -54,9 +67,11 @@ impl Renderer {
         let mut ctx = vars.clone();
         ctx.entry("env")
             .or_insert_with(|| Value::Object(self.vars_env.clone()));
-        self.env
-            .render_str(template, Value::Object(ctx))
-            .map_err(|e| e.to_string())
+        guarded(|| {
+            self.env
+                .render_str(template, Value::Object(ctx))
+                .map_err(|e| e.to_string())
+        })
     }
 
     /// The vars as a prompt sees them: string vars lose a trailing newline
