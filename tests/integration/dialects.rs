@@ -575,3 +575,78 @@ fn hostile_dialect_files_are_refused_with_a_reason() {
         assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
     }
 }
+
+/// AgentV 5's trajectory and skill types grade the agent's tool calls as
+/// AgentV 5 does, each `not-` form with its own rule.
+#[test]
+fn agentv5_trajectory_and_skill_assertions_grade_the_tool_calls() {
+    let project = crate::support::Project::with_mock("unused");
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    project.write(
+        "agent.json",
+        r#"{"output": [{"role": "assistant", "content": "done", "tool_calls": [
+            {"tool": "Skill", "input": {"skill": "acme-deploy"}},
+            {"tool": "search", "input": {"query": "ml", "limit": 10}},
+            {"tool": "search", "input": {"query": "dl"}},
+            {"tool": "fetch", "input": {"url": "x"}}]}]}"#,
+    );
+    project.write(
+        ".agentv/providers.yaml",
+        "- id: cli\n  label: agent\n  command: cp agent.json {OUTPUT_FILE}\n  cwd: ..\n",
+    );
+    project.write(
+        "evals/suite.yaml",
+        r#"providers: [agent]
+prompts: ['{{ input }}']
+tests:
+  - id: t
+    vars: {input: go}
+    assert:
+      - {metric: used, type: trajectory:tool-used, value: {name: search, min: 2}}
+      - {metric: seq, type: trajectory:tool-sequence, value: [search, fetch]}
+      - {metric: exact, type: trajectory:tool-sequence, value: {mode: exact, steps: [Skill, search, fetch]}}
+      - {metric: args, type: trajectory:tool-args-match, value: {name: search, args: {query: ml}}}
+      - {metric: forbidden, type: not-trajectory:tool-used, value: [delete, fetch]}
+      - {metric: skill, type: skill-used, value: acme-deploy}
+      - {metric: no-skill, type: not-skill-used, value: csv-analyzer}
+"#,
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .args(["run", "evals/suite.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert!(r.code == 0 || r.code == 1, "{}{}", r.stdout, r.stderr);
+    let row: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(project.path().join("out/results.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let score = |name: &str| -> f64 {
+        row["scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no score {name}: {row}"))["score"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(score("used"), 1.0, "{row}");
+    assert_eq!(score("seq"), 1.0, "{row}");
+    assert_eq!(score("exact"), 0.0, "{row}");
+    assert_eq!(score("args"), 1.0, "{row}");
+    // One of the forbidden tools was used.
+    assert_eq!(score("forbidden"), 0.0, "{row}");
+    assert_eq!(score("skill"), 1.0, "{row}");
+    assert_eq!(score("no-skill"), 1.0, "{row}");
+    let text = row.to_string();
+    assert!(
+        text.contains("Forbidden tool(s) were used: fetch. Actual tools: tool:Skill, tool:search, tool:search, tool:fetch"),
+        "{text}"
+    );
+}

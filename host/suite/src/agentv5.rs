@@ -816,7 +816,28 @@ impl Rewriter {
                     a.insert("assert".into(), Value::Array(list));
                 }
             }
-            "skill-used" | "agent-rubric" | "javascript" | "python" | "webhook" | "similar" => {
+            "skill-used"
+            | "trajectory:tool-used"
+            | "trajectory:tool-sequence"
+            | "trajectory:tool-args-match"
+            | "trajectory:step-count" => {
+                // Graded by evalhost-metrics with AgentV 5's own inversion
+                // (a forbidden list passes only when none of it was used).
+                let kind = match base.as_str() {
+                    "skill-used" => "agentv5-skill-used".to_owned(),
+                    b => format!("agentv5-trajectory-{}", &b["trajectory:".len()..]),
+                };
+                a.insert("type".into(), kind.into());
+                if t.starts_with("not-") || a.remove("negate") == Some(Value::Bool(true)) {
+                    a.insert("inverse".into(), Value::Bool(true));
+                }
+            }
+            "agent-rubric"
+            | "javascript"
+            | "python"
+            | "webhook"
+            | "similar"
+            | "trajectory:goal-success" => {
                 self.error(
                     &at.key("type"),
                     format!(
@@ -828,12 +849,10 @@ impl Rewriter {
             b if b.starts_with("trajectory:") => {
                 self.error(
                     &at.key("type"),
-                    format!(
-                        "assertion type `{t}` (AgentV 5) is not graded by this version of evalhost"
-                    ),
+                    format!("`{t}` is not an AgentV 5 trajectory type"),
                 )
                 .hint = Some(
-                    "the trajectory types are part of the AgentV 5 dialect still being built"
+                    "AgentV 5 has trajectory:tool-used, tool-sequence, tool-args-match, step-count and goal-success"
                         .into(),
                 );
                 return Value::Null;

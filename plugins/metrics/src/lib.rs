@@ -13,6 +13,7 @@ use evalhost_plugin_sdk::{
     AssertionType, Config, Grade, GradeError, Grader, Plugin, Request, Value, export_grader, json,
 };
 
+mod agentv5;
 mod date;
 mod field;
 mod js;
@@ -102,6 +103,26 @@ fn types() -> Vec<AssertionType> {
                 "should_trigger": {"type": "boolean"},
             },
         })),
+        AssertionType::new(agentv5::TOOL_USED, "AgentV 5's trajectory:tool-used: the agent called these tools (or, inverse, none of them)").schema(json!({
+            "type": "object", "required": ["value"],
+            "properties": {"value": {}, "inverse": {"type": "boolean"}},
+        })),
+        AssertionType::new(agentv5::TOOL_SEQUENCE, "AgentV 5's trajectory:tool-sequence: the tools in this order (in_order or exact)").schema(json!({
+            "type": "object", "required": ["value"],
+            "properties": {"value": {"anyOf": [{"type": "array"}, {"type": "object"}]}, "inverse": {"type": "boolean"}},
+        })),
+        AssertionType::new(agentv5::TOOL_ARGS_MATCH, "AgentV 5's trajectory:tool-args-match: a call of the tool with these arguments").schema(json!({
+            "type": "object", "required": ["value"],
+            "properties": {"value": {"type": "object"}, "inverse": {"type": "boolean"}},
+        })),
+        AssertionType::new(agentv5::STEP_COUNT, "AgentV 5's trajectory:step-count: the number of matching trajectory steps within bounds").schema(json!({
+            "type": "object", "required": ["value"],
+            "properties": {"value": {"type": "object"}, "inverse": {"type": "boolean"}},
+        })),
+        AssertionType::new(agentv5::SKILL_USED, "AgentV 5's skill-used: the agent loaded these skills (or, inverse, none of them)").schema(json!({
+            "type": "object", "required": ["value"],
+            "properties": {"value": {}, "inverse": {"type": "boolean"}},
+        })),
         AssertionType::new("field-accuracy", "Fields of a JSON answer match the expected output's").schema(json!({
             "type": "object",
             "required": ["fields"],
@@ -142,6 +163,7 @@ impl Grader for MetricsGrader {
             "tool-trajectory" => trajectory::check(config),
             "skill-trigger" => skill::check(config),
             "field-accuracy" => field::check(config),
+            t if t.starts_with("agentv5-") => agentv5::check(t, config),
             other => Err(format!("evalhost-metrics does not grade `{other}`")),
         }
     }
@@ -155,6 +177,7 @@ impl Grader for MetricsGrader {
             "tool-trajectory" => trajectory::grade(request),
             "skill-trigger" => skill::grade(request),
             "field-accuracy" => field::grade(request),
+            t if t.starts_with("agentv5-") => agentv5::grade(request),
             other => Err(format!("evalhost-metrics does not grade `{other}`")),
         };
         graded.map_err(GradeError::Failed)
