@@ -650,3 +650,50 @@ tests:
         "{text}"
     );
 }
+
+/// AgentV 5 `extensions`: `agentv:agent-rules` finds the workspace's rules,
+/// a `file://hook.mjs:beforeAll` module runs with AgentV 5's context, both
+/// before the environment's `setup`, as AgentV 5 orders them.
+#[test]
+fn agentv5_extensions_run_before_the_setup() {
+    let have_node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_node {
+        assert!(
+            std::env::var_os("EVALHOST_REQUIRE_NODE").is_none(),
+            "node is required here"
+        );
+        eprintln!("note: node is not installed; the file:// extension is not run");
+        return;
+    }
+    let project = crate::support::Project::with_mock("unused");
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    project.write("ws/AGENTS.md", "be nice\n");
+    project.write(
+        "evals/hook.mjs",
+        "import fs from 'node:fs';\nimport path from 'node:path';\nexport async function beforeAll(ctx) {\n  fs.writeFileSync(path.join(ctx.workspace_path, 'marker'), `${ctx.hook_name} ${path.basename(ctx.eval_dir)}`);\n  return { output: 'hook ran' };\n}\n",
+    );
+    project.write(
+        ".agentv/providers.yaml",
+        "- id: mock\n  label: canned\n  response: ok\n",
+    );
+    project.write(
+        "evals/suite.yaml",
+        "providers: [canned]\nextensions:\n  - agentv:agent-rules\n  - file://hook.mjs:beforeAll\nenvironment:\n  type: host\n  workdir: ../ws\n  setup:\n    command: [sh, -c, 'cp marker setup-saw-marker']\n    cwd: .\nprompts: ['{{ q }}']\ntests:\n  - id: t\n    vars: {q: hi}\n    assert: [{type: contains, value: ok}]\n",
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .args(["run", "evals/suite.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let saw = std::fs::read_to_string(project.path().join("ws/setup-saw-marker")).unwrap();
+    assert_eq!(saw, "beforeAll evals");
+    let run = std::fs::read_to_string(project.path().join("out/summary.json")).unwrap();
+    assert!(run.contains("rules: "), "{run}");
+    assert!(run.contains("AGENTS.md"), "{run}");
+    assert!(run.contains("hook ran"), "{run}");
+}
