@@ -398,11 +398,16 @@ fn agentv5_corpus_suites_validate() {
                 .and_then(|n| n.to_str())
                 .unwrap_or("")
                 .to_ascii_lowercase();
-            n == "suite.yaml" || n.ends_with(".eval.yaml")
+            n == "suite.yaml" || n == "eval.yaml" || n.ends_with(".eval.yaml")
         })
         .collect();
     files.sort();
-    let mut accepted = 0;
+    // Each file: refused, read with something evalhost ignores (that
+    // AgentV 5 reads), or read whole (warnings only about the targets a
+    // run needs, or keys AgentV 5 itself drops).
+    let mut refused = Vec::new();
+    let mut ignoring = Vec::new();
+    let mut whole = 0;
     for f in &files {
         let r: crate::support::Run = crate::support::evalhost()
             .current_dir(f.parent().unwrap())
@@ -410,15 +415,44 @@ fn agentv5_corpus_suites_validate() {
             .output()
             .unwrap()
             .into();
-        accepted += usize::from(r.code == 0);
+        let name = f.strip_prefix(&copy).unwrap().display().to_string();
+        let text = format!("{}{}", r.stdout, r.stderr);
+        let ignores = text.lines().any(|l| {
+            l.contains("warning")
+                && (l.contains("is ignored") || l.contains("not read"))
+                && !l.contains("as AgentV ignores it")
+                && !l.contains("AgentV 5 reads only")
+        });
+        if r.code != 0 {
+            refused.push(name);
+        } else if ignores {
+            ignoring.push(name);
+        } else {
+            whole += 1;
+        }
     }
     eprintln!(
-        "AgentV 5 corpus: {accepted} of {} suites validate",
+        "AgentV 5 corpus: {whole} of {} suites read whole; refused {refused:?}; read with a part ignored {ignoring:?}",
         files.len()
     );
+    // The rest, each with its reason: `options.transform` scripts are not
+    // run yet; prompt-template-sdk names `custom-grader.ts`, a file its
+    // directory does not have (it has `custom-evaluator.ts`); Docker
+    // environments need a container runtime.
+    assert_eq!(
+        refused,
+        [
+            "file-transforms/evals/suite.yaml",
+            "prompt-template-sdk/evals/suite.yaml"
+        ]
+    );
+    assert_eq!(
+        ignoring,
+        ["docker-workspace/evals/docker-example.EVAL.yaml"]
+    );
     assert!(
-        accepted >= 37,
-        "{accepted} of {} suites validate",
+        whole * 100 >= files.len() * 95,
+        "{whole} of {}",
         files.len()
     );
 }

@@ -50,6 +50,8 @@ pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnos
         dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
         env: env_of(&root, options.untrusted),
         inline: Vec::new(),
+        rubric_prompt: None,
+        grader: None,
     };
     let rewritten = rw.suite(&root);
     let inline = std::mem::take(&mut rw.inline);
@@ -93,6 +95,12 @@ struct Rewriter {
     dir: PathBuf,
     env: Map<String, Value>,
     inline: Vec<InlineTarget>,
+    /// `default_test.options.rubric_prompt`: the judge prompt of every
+    /// `llm-rubric` (and plain-string criteria) without its own.
+    rubric_prompt: Option<String>,
+    /// `default_test.options.provider`, else `defaults.grader`: the judge
+    /// of every model-graded assertion without its own `provider`.
+    grader: Option<String>,
 }
 
 /// Top-level keys the rewrite reads; the rest are refused or warned about.
@@ -155,7 +163,8 @@ impl Rewriter {
                 "extensions" => {
                     extensions = self.extensions(value, &top.key(key));
                 }
-                "scenarios" | "derived_metrics" | "nunjucks_filters" | "defaults" => {
+                "scenarios" | "defaults" => {}
+                "derived_metrics" | "nunjucks_filters" => {
                     self.error(
                         &top.key(key),
                         format!("`{key}` (AgentV 5) is not read by this version of evalhost"),
@@ -186,7 +195,23 @@ impl Rewriter {
                 }
             }
         }
+        // AgentV 5's `tags:` map names the suite (promptfoo's shape); a list
+        // selects, as in AgentV 4.
+        if let Some(Value::Object(tags)) = root.get("tags") {
+            let mut meta = match root.get("metadata") {
+                Some(Value::Object(m)) => m.clone(),
+                _ => Map::new(),
+            };
+            meta.insert("tags".into(), Value::Object(tags.clone()));
+            out.insert("metadata".into(), Value::Object(meta));
+        }
         for key in ["name", "description", "tags", "metadata", "governance"] {
+            if key == "tags" && root.get("tags").is_some_and(Value::is_object) {
+                continue;
+            }
+            if key == "metadata" && out.contains_key("metadata") {
+                continue;
+            }
             if let Some(v) = root.get(key) {
                 out.insert(key.into(), v.clone());
             }
@@ -200,6 +225,24 @@ impl Rewriter {
                     }
                     "budget_usd" | "cache" => {
                         execution.insert(k.clone(), v.clone());
+                    }
+                    // AgentV 5's `repeat: N`: N samples, the best scoring
+                    // (`pass_any`, AgentV 4's `pass_at_k`).
+                    "repeat" => {
+                        match v.as_u64() {
+                            Some(n) if n >= 1 => {
+                                execution.insert(
+                                    "trials".into(),
+                                    json!({"count": n, "strategy": "pass_at_k"}),
+                                );
+                            }
+                            _ => {
+                                self.error(
+                                &top.key("evaluate_options").key("repeat"),
+                                format!("`evaluate_options.repeat` must be a positive integer, got {v}"),
+                            );
+                            }
+                        }
                     }
                     other => {
                         self.warning(
@@ -229,14 +272,35 @@ impl Rewriter {
         // Defaults: vars go into each test; assertions after the test's
         // own (the test's, then `default_test.assert`, then `assert`).
         let mut default_vars = Map::new();
+        let mut default_metadata = Map::new();
         let mut suite_assert = Vec::new();
-        if let Some(Value::Object(d)) = root.get("default_test") {
+        let default_test = match root.get("default_test") {
+            Some(Value::String(spec)) => self.default_test_file(spec, &top.key("default_test")),
+            Some(Value::Object(d)) => Some(d.clone()),
+            None | Some(Value::Null) => None,
+            Some(other) => {
+                self.error(
+                    &top.key("default_test"),
+                    format!(
+                        "`default_test` must be a mapping or file://…, got {}",
+                        crate::agentv4::kind(other)
+                    ),
+                );
+                None
+            }
+        };
+        self.defaults(root.get("defaults"), &top.key("defaults"), &mut execution);
+        if let Some(d) = &default_test {
+            let dat = top.key("default_test");
+            if let Some(o) = d.get("options") {
+                self.default_options(o, &dat.key("options"));
+            }
             if let Some(Value::Object(v)) = d.get("vars") {
                 default_vars = v.clone();
             }
             if let Some(Value::Array(a)) = d.get("assert") {
                 for (i, item) in a.iter().enumerate() {
-                    let a = self.assertion(item, &top.key("default_test").key("assert").index(i));
+                    let a = self.assertion(item, &dat.key("assert").index(i));
                     if !a.is_null() {
                         suite_assert.push(a);
                     }
@@ -245,20 +309,20 @@ impl Rewriter {
             if let Some(t) = d.get("threshold") {
                 execution.insert("threshold".into(), t.clone());
             }
-            for key in d
-                .keys()
-                .filter(|k| !matches!(k.as_str(), "vars" | "assert" | "threshold"))
-            {
+            for key in d.keys().filter(|k| {
+                !matches!(
+                    k.as_str(),
+                    "vars" | "assert" | "threshold" | "options" | "metadata"
+                )
+            }) {
                 self.error(
-                    &top.key("default_test").key(key),
+                    &dat.key(key),
                     format!("`default_test.{key}` is not read by this version of evalhost"),
                 );
             }
-        } else if let Some(Value::String(_)) = root.get("default_test") {
-            self.error(
-                &top.key("default_test"),
-                "`default_test: file://…` is not read by this version of evalhost",
-            );
+            if let Some(Value::Object(m)) = d.get("metadata") {
+                default_metadata = m.clone();
+            }
         }
         if let Some(Value::Array(a)) = root.get("assert") {
             for (i, item) in a.iter().enumerate() {
@@ -274,6 +338,7 @@ impl Rewriter {
                 "the top-level `threshold` is AgentV 5's gate on the whole suite, which this version of evalhost does not apply; each test still passes at 0.8 (or its own threshold)",
             );
         }
+        let suite_assert = self.group_criteria(suite_assert);
         if !suite_assert.is_empty() {
             out.insert("assertions".into(), Value::Array(suite_assert));
         }
@@ -281,16 +346,560 @@ impl Rewriter {
             out.insert("execution".into(), Value::Object(execution));
         }
         let prompts = self.prompts(root.get("prompts"), &top.key("prompts"));
-        out.insert(
-            "tests".into(),
-            self.tests(
-                root.get("tests"),
-                &top.key("tests"),
-                &prompts,
-                &default_vars,
-            ),
+        let scenario_rows = match root.get("scenarios") {
+            Some(v) => self.scenarios(v, &top.key("scenarios")),
+            None => Vec::new(),
+        };
+        let mut tests = self.tests(
+            root.get("tests"),
+            &top.key("tests"),
+            &prompts,
+            &default_vars,
+            scenario_rows,
         );
+        if !default_metadata.is_empty()
+            && let Value::Array(cases) = &mut tests
+        {
+            for case in cases.iter_mut().filter_map(Value::as_object_mut) {
+                let mut m = default_metadata.clone();
+                if let Some(Value::Object(own)) = case.get("metadata") {
+                    m.extend(own.clone());
+                }
+                case.insert("metadata".into(), Value::Object(m));
+            }
+        }
+        out.insert("tests".into(), tests);
         out
+    }
+
+    /// A YAML/JSON file the suite names (`file://…`), inside the project
+    /// root, parsed.
+    fn yaml_file(&mut self, spec: &str, at: &KeyPath, what: &str) -> Option<(PathBuf, Value)> {
+        let rel = spec.strip_prefix("file://").unwrap_or(spec);
+        let path = match self.roots.relative(rel, &self.dir.clone()) {
+            Ok(p) => p,
+            Err(e) => {
+                self.error(at, format!("{what} `{spec}`: {e}")).hint = Some(
+                    "a suite may read only files inside its project root (the nearest directory with `.git`)"
+                        .into(),
+                );
+                return None;
+            }
+        };
+        let text = match crate::roots::read_regular_text(&path, crate::load::MAX_FILE_BYTES) {
+            Ok(t) => t,
+            Err(e) => {
+                self.error(
+                    at,
+                    format!("{what} `{spec}`: cannot read {}: {e}", path.display()),
+                );
+                return None;
+            }
+        };
+        match crate::yaml::parse(&text) {
+            Ok(v) => Some((path, render_env_value(&v, &self.env))),
+            Err(e) => {
+                self.error(at, format!("{what} `{spec}`: {}: {e}", path.display()));
+                None
+            }
+        }
+    }
+
+    /// `default_test: file://…` (AgentV 5's `loadDefaultTestFile`): a
+    /// mapping, with neither `description` nor `assertions`.
+    fn default_test_file(&mut self, spec: &str, at: &KeyPath) -> Option<Map<String, Value>> {
+        if !spec.starts_with("file://") {
+            self.error(at, format!("`default_test: {spec}`: use file://…"));
+            return None;
+        }
+        let (path, value) = self.yaml_file(spec, at, "default_test")?;
+        let Value::Object(d) = value else {
+            self.error(
+                at,
+                format!(
+                    "default_test file must contain a YAML object: {}",
+                    path.display()
+                ),
+            );
+            return None;
+        };
+        if d.contains_key("description") {
+            self.error(
+                at,
+                format!(
+                    "default_test file must not define description: {}",
+                    path.display()
+                ),
+            );
+            return None;
+        }
+        if d.contains_key("assertions") {
+            self.error(
+                at,
+                format!(
+                    "default_test file must use assert, not assertions: {}",
+                    path.display()
+                ),
+            );
+            return None;
+        }
+        Some(d)
+    }
+
+    /// `defaults: {provider, grader}` (AgentV 5 reads only these two).
+    fn defaults(
+        &mut self,
+        value: Option<&Value>,
+        at: &KeyPath,
+        execution: &mut Map<String, Value>,
+    ) {
+        let d = match value {
+            None | Some(Value::Null) => return,
+            Some(Value::Object(d)) => d,
+            Some(_) => {
+                self.error(at, "Invalid defaults: expected an object.");
+                return;
+            }
+        };
+        for (k, v) in d {
+            match (k.as_str(), v) {
+                ("provider", Value::String(p)) if !p.trim().is_empty() => {
+                    execution.insert("target".into(), Value::String(p.trim().to_owned()));
+                }
+                ("grader", Value::String(g)) if !g.trim().is_empty() => {
+                    self.grader.get_or_insert_with(|| g.trim().to_owned());
+                }
+                ("provider" | "grader", other) => {
+                    self.error(
+                        &at.key(k),
+                        format!(
+                            "`defaults.{k}` must be a provider label, got {}",
+                            crate::agentv4::kind(other)
+                        ),
+                    );
+                }
+                ("target", _) => {
+                    self.error(&at.key(k), "Invalid defaults.target: defaults.target has been removed. Use defaults.provider.");
+                }
+                (other, _) => {
+                    self.warning(
+                        &at.key(other),
+                        format!("`defaults.{other}` is ignored: AgentV 5 reads only `defaults.provider` and `defaults.grader`, and drops the rest without a word"),
+                    )
+                    .hint = Some(match other {
+                        "system_message" => "to give the model a system message, make it the first message of the prompt: `prompts: [[{role: system, content: ...}, {role: user, content: '{{ input }}'}]]`".into(),
+                        _ => "remove it, or move it where AgentV 5 reads it".into(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// `default_test.options`: `rubric_prompt` and `provider` for the
+    /// model-graded assertions; `transform` needs a JavaScript runtime.
+    fn default_options(&mut self, value: &Value, at: &KeyPath) {
+        let Value::Object(o) = value else {
+            self.error(at, "`default_test.options` must be a mapping");
+            return;
+        };
+        for (k, v) in o {
+            match (k.as_str(), v) {
+                ("rubric_prompt", Value::String(p)) => self.rubric_prompt = Some(p.clone()),
+                ("provider", Value::String(p)) if !p.trim().is_empty() => {
+                    self.grader = Some(p.trim().to_owned());
+                }
+                ("transform", _) => {
+                    self.error(
+                        &at.key(k),
+                        "`options.transform` (a script run over each output before grading) is not run by this version of evalhost",
+                    )
+                    .hint = Some(
+                        "output transforms arrive with the sandboxed inline-code runtime; until then, grade the raw output or convert it in the target".into(),
+                    );
+                }
+                (other, _) => {
+                    self.error(
+                        &at.key(other),
+                        format!(
+                            "`default_test.options.{other}` is not read by this version of evalhost"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// AgentV 5 groups a list's plain-string criteria into one `llm-rubric`
+    /// (weight = their number) at the first one's place; evalhost's AgentV
+    /// 4 reader does the same, so the strings are grouped here only when a
+    /// default judge prompt or provider must reach them.
+    fn group_criteria(&self, list: Vec<Value>) -> Vec<Value> {
+        if self.rubric_prompt.is_none() && self.grader.is_none() {
+            return list;
+        }
+        let criteria: Vec<Value> = list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| Value::String(s.to_owned()))
+            .collect();
+        if criteria.is_empty() {
+            return list;
+        }
+        let mut group = Map::new();
+        group.insert("type".into(), "rubrics".into());
+        group.insert("weight".into(), json!(criteria.len()));
+        group.insert("criteria".into(), Value::Array(criteria));
+        if let Some(p) = &self.rubric_prompt {
+            group.insert("prompt".into(), Value::String(p.clone()));
+        }
+        if let Some(g) = &self.grader {
+            group.insert("target".into(), Value::String(g.clone()));
+        }
+        let mut out = Vec::new();
+        let mut placed = false;
+        for item in list {
+            if item.is_string() {
+                if !placed {
+                    out.push(Value::Object(group.clone()));
+                    placed = true;
+                }
+            } else {
+                out.push(item);
+            }
+        }
+        out
+    }
+
+    /// `environment: file://recipe.yaml`: the recipe, its relative
+    /// `workdir` taken from the recipe's own directory.
+    fn environment_file(&mut self, spec: &str, at: &KeyPath) -> Option<Map<String, Value>> {
+        let (path, value) = self.yaml_file(spec, at, "environment")?;
+        let Value::Object(mut env) = value else {
+            self.error(
+                at,
+                format!(
+                    "environment file must contain a YAML object: {}",
+                    path.display()
+                ),
+            );
+            return None;
+        };
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        if let Some(Value::String(w)) = env.get("workdir").cloned()
+            && !Path::new(&w).is_absolute()
+        {
+            env.insert(
+                "workdir".into(),
+                Value::String(dir.join(w).display().to_string()),
+            );
+        }
+        Some(env)
+    }
+
+    /// The files a path or glob names, below the suite's directory and
+    /// inside the project root, sorted.
+    fn glob(&mut self, spec: &str, at: &KeyPath) -> Vec<PathBuf> {
+        if !spec.contains(['*', '?', '[', '{']) {
+            return match self.roots.relative(spec, &self.dir.clone()) {
+                Ok(p) => vec![p],
+                Err(e) => {
+                    self.error(at, format!("`{spec}`: {e}"));
+                    Vec::new()
+                }
+            };
+        }
+        let matcher = match globset::Glob::new(spec) {
+            Ok(g) => g.compile_matcher(),
+            Err(e) => {
+                self.error(at, format!("`{spec}` is not a valid glob: {e}"));
+                return Vec::new();
+            }
+        };
+        let base = self.abs_dir();
+        let mut found: Vec<PathBuf> = walkdir::WalkDir::new(&base)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+            .filter(|e| {
+                e.path()
+                    .strip_prefix(&base)
+                    .is_ok_and(|rel| matcher.is_match(rel))
+            })
+            .filter_map(|e| self.roots.contain(e.path()).ok())
+            .collect();
+        found.sort();
+        if found.is_empty() {
+            self.warning(at, format!("`{spec}` matches no file"));
+        }
+        found
+    }
+
+    /// `scenarios` lowered into tests as AgentV 5 does
+    /// (`lowerScenariosIntoTests`): each `config` row with each of the
+    /// scenario's `tests`, vars/metadata/options/run merged (the test's
+    /// win), the config row's `assert` first.
+    fn scenarios(&mut self, value: &Value, at: &KeyPath) -> Vec<Value> {
+        let Value::Array(items) = value else {
+            self.error(at, "scenarios must be an array.");
+            return Vec::new();
+        };
+        // `file://…` entries (globs allowed) hold a list of scenarios, or
+        // `{scenarios: [...]}`.
+        let mut scenarios: Vec<(Value, KeyPath)> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let iat = at.index(i);
+            match item {
+                Value::String(spec) if spec.starts_with("file://") => {
+                    for file in self.glob(&spec["file://".len()..], &iat) {
+                        let shown = file.display().to_string();
+                        let Some((_, v)) = self.yaml_file(&shown, &iat, "scenario file") else {
+                            continue;
+                        };
+                        let list = match v {
+                            Value::Array(a) => a,
+                            Value::Object(mut o) => match o.remove("scenarios") {
+                                Some(Value::Array(a)) => a,
+                                _ => {
+                                    self.error(&iat, format!("External scenario file must contain a scenario array or an object with a scenarios array: {shown}"));
+                                    continue;
+                                }
+                            },
+                            Value::Null => Vec::new(),
+                            _ => {
+                                self.error(&iat, format!("External scenario file must contain a scenario array or an object with a scenarios array: {shown}"));
+                                continue;
+                            }
+                        };
+                        scenarios.extend(list.into_iter().map(|s| (s, iat.clone())));
+                    }
+                }
+                other => scenarios.push((other.clone(), iat)),
+            }
+        }
+        let mut out = Vec::new();
+        for (si, (scenario, sat)) in scenarios.iter().enumerate() {
+            let Value::Object(sc) = scenario else {
+                self.error(sat, format!("scenarios[{si}] must be an object."));
+                continue;
+            };
+            let (Some(Value::Array(configs)), Some(Value::Array(tests))) =
+                (sc.get("config"), sc.get("tests"))
+            else {
+                self.error(
+                    sat,
+                    format!("scenarios[{si}] needs `config` and `tests`, each an array."),
+                );
+                continue;
+            };
+            for (ci, config) in configs.iter().enumerate() {
+                let Value::Object(config) = config else {
+                    self.error(
+                        sat,
+                        format!("scenarios[{si}].config[{ci}] must be an object."),
+                    );
+                    continue;
+                };
+                for (ti, test) in tests.iter().enumerate() {
+                    let Value::Object(test) = test else {
+                        self.error(
+                            sat,
+                            format!("scenarios[{si}].tests[{ti}] must be an object."),
+                        );
+                        continue;
+                    };
+                    out.push(Value::Object(merge_scenario_row(
+                        config,
+                        test,
+                        (si, ci, ti),
+                        tests.len(),
+                    )));
+                }
+            }
+        }
+        out
+    }
+
+    /// AgentV 5's CSV test file (`parseCsvCases`).
+    fn csv_tests(&mut self, text: &str, path: &Path, at: &KeyPath) -> Vec<Value> {
+        let records = match crate::promptfoo::parse_csv(text) {
+            Ok(r) => r,
+            Err(e) => {
+                self.error(at, format!("{}: {e}", path.display()));
+                return Vec::new();
+            }
+        };
+        let Some((header, body)) = records.split_first() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (row_index, record) in body.iter().enumerate() {
+            let mut vars = Map::new();
+            let mut metadata = Map::new();
+            let mut asserts: Vec<Map<String, Value>> = Vec::new();
+            let mut configs: Vec<(usize, f64)> = Vec::new();
+            let (mut id, mut input, mut prefix, mut suffix) =
+                (None, None, String::new(), String::new());
+            let (mut criteria, mut metric, mut threshold) = (None, None, None);
+            for (name, cell) in header
+                .iter()
+                .zip(record.iter().chain(std::iter::repeat(&String::new())))
+            {
+                let key = name.trim();
+                if key.is_empty() {
+                    continue;
+                }
+                match key {
+                    "id" => id = Some(cell.clone()),
+                    "input" => input = Some(cell.clone()),
+                    "__prefix" => prefix = cell.clone(),
+                    "__suffix" => suffix = cell.clone(),
+                    "__description" => criteria = Some(cell.clone()),
+                    "__metric" => metric = Some(cell.clone()).filter(|m| !m.is_empty()),
+                    "__threshold" => {
+                        threshold = cell.trim().parse::<f64>().ok().filter(|t| t.is_finite())
+                    }
+                    "__provider_output" | "__providerOutput" => {
+                        self.error(at, format!("{key} has been removed from CSV imports. Use an explicit deterministic target such as provider: cli for fixed outputs, or use a replay/fixture target for captured provider responses."));
+                    }
+                    k if k.starts_with("__expected") => {
+                        if !cell.trim().is_empty() {
+                            match csv_assertion(cell.trim(), path) {
+                                Ok(a) => asserts.push(a),
+                                Err(e) => {
+                                    self.error(
+                                        at,
+                                        format!("{}: row {}: {e}", path.display(), row_index + 2),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                    k if k.starts_with("__metadata:") => {
+                        let mk = &k["__metadata:".len()..];
+                        if !cell.trim().is_empty() {
+                            match mk.strip_suffix("[]") {
+                                Some(list_key) => {
+                                    let items: Vec<Value> = split_unescaped_commas(cell)
+                                        .into_iter()
+                                        .filter(|s| !s.is_empty())
+                                        .map(Value::String)
+                                        .collect();
+                                    metadata.insert(list_key.to_owned(), Value::Array(items));
+                                }
+                                None => {
+                                    metadata.insert(mk.to_owned(), Value::String(cell.clone()));
+                                }
+                            }
+                        }
+                    }
+                    k if k.starts_with("__config:") => {
+                        let rest = &k["__config:".len()..];
+                        let (expected_key, config_key) = rest.split_once(':').unwrap_or((rest, ""));
+                        if config_key != "threshold" {
+                            self.error(
+                                at,
+                                format!(
+                                    "Invalid config key \"{config_key}\" in __config column: {}",
+                                    path.display()
+                                ),
+                            );
+                            continue;
+                        }
+                        let index = if expected_key == "__expected" {
+                            Some(0)
+                        } else {
+                            expected_key
+                                .strip_prefix("__expected")
+                                .and_then(|n| n.parse::<usize>().ok())
+                                .and_then(|n| n.checked_sub(1))
+                        };
+                        let Some(index) = index else {
+                            self.error(at, format!("Invalid expected key \"{expected_key}\" in __config column: {}", path.display()));
+                            continue;
+                        };
+                        match cell.trim().parse::<f64>() {
+                            Ok(t) if t.is_finite() => configs.push((index, t)),
+                            _ => {
+                                self.error(at, format!("Invalid numeric value for threshold in __config column: {}", path.display()));
+                            }
+                        }
+                    }
+                    k => assign_csv_var(&mut vars, k, cell),
+                }
+            }
+            let n = asserts.len();
+            for (i, a) in asserts.iter_mut().enumerate() {
+                if let Some(m) = &metric {
+                    let name = if n == 1 {
+                        m.clone()
+                    } else {
+                        format!("{m}-{}", i + 1)
+                    };
+                    a.insert("metric".into(), Value::String(name));
+                }
+                if let Some((_, t)) = configs.iter().rev().find(|(ix, _)| *ix == i) {
+                    a.insert("min_score".into(), json!(t));
+                    metadata.insert("threshold".into(), json!(t));
+                }
+            }
+            let mut test = Map::new();
+            test.insert(
+                "id".into(),
+                Value::String(
+                    id.filter(|s| !s.trim().is_empty())
+                        .unwrap_or_else(|| format!("row-{}", row_index + 1)),
+                ),
+            );
+            if let Some(i) = input {
+                test.insert(
+                    "input".into(),
+                    Value::String(format!("{prefix}{i}{suffix}")),
+                );
+            }
+            if let Some(c) = criteria.filter(|c| !c.is_empty()) {
+                test.insert("criteria".into(), Value::String(c));
+            }
+            if !asserts.is_empty() {
+                test.insert(
+                    "assert".into(),
+                    Value::Array(asserts.into_iter().map(Value::Object).collect()),
+                );
+            }
+            if let Some(t) = threshold {
+                test.insert("run".into(), json!({ "threshold": t }));
+            }
+            if !vars.is_empty() {
+                test.insert("vars".into(), Value::Object(vars));
+            }
+            if !metadata.is_empty() {
+                test.insert("metadata".into(), Value::Object(metadata));
+            }
+            out.push(Value::Object(test));
+        }
+        out
+    }
+
+    /// A prompt file's text (CRLF → LF), inside the project root.
+    fn prompt_file(&mut self, rel: &str, at: &KeyPath) -> Option<String> {
+        let path = match self.roots.relative(rel, &self.dir.clone()) {
+            Ok(p) => p,
+            Err(e) => {
+                self.error(at, format!("Prompt file `{rel}`: {e}"));
+                return None;
+            }
+        };
+        match crate::roots::read_regular_text(&path, crate::load::MAX_FILE_BYTES) {
+            Ok(t) => Some(t.replace("\r\n", "\n")),
+            Err(e) => {
+                self.error(
+                    at,
+                    format!("Prompt file `{rel}`: cannot read {}: {e}", path.display()),
+                );
+                None
+            }
+        }
     }
 
     /// `extensions`: lifecycle hooks, each a shell snippet for its slot
@@ -392,7 +1001,12 @@ impl Rewriter {
 
     /// The suite's directory, absolute.
     fn abs_dir(&self) -> PathBuf {
-        self.dir.canonicalize().unwrap_or_else(|_| self.dir.clone())
+        let dir = if self.dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &self.dir
+        };
+        dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())
     }
 
     fn hook_slot(&mut self, hook: &str, at: &KeyPath) -> Option<&'static str> {
@@ -569,12 +1183,23 @@ impl Rewriter {
     /// static workspace with a `before_all` hook. `type: docker` stays a
     /// warning, as Docker workspaces do.
     fn environment(&mut self, value: &Value, at: &KeyPath) -> Option<Value> {
-        let Value::Object(env) = value else {
-            self.error(
-                at,
-                "`environment: file://…` is not read by this version of evalhost; write it inline",
-            );
-            return None;
+        let loaded;
+        let env = match value {
+            Value::Object(env) => env,
+            Value::String(spec) if spec.starts_with("file://") => {
+                loaded = self.environment_file(spec, at)?;
+                &loaded
+            }
+            other => {
+                self.error(
+                    at,
+                    format!(
+                        "`environment` must be a mapping or file://…, got {}",
+                        crate::agentv4::kind(other)
+                    ),
+                );
+                return None;
+            }
         };
         match env.get("type").and_then(Value::as_str).unwrap_or("host") {
             "host" => {}
@@ -791,8 +1416,13 @@ impl Rewriter {
             let iat = at.index(i);
             let (id, template) = match item {
                 Value::String(s) if s.starts_with("file://") => {
-                    self.error(&iat, "a prompt from a file is not read by this version of evalhost for AgentV 5 suites; write it inline");
-                    continue;
+                    // AgentV 5's `readPromptFile`: the file's text is the
+                    // template, its path the id.
+                    let shown = s["file://".len()..].to_owned();
+                    let Some(text) = self.prompt_file(&shown, &iat) else {
+                        continue;
+                    };
+                    (shown, Value::String(text))
                 }
                 Value::String(s) => (format!("prompt-{}", i + 1), Value::String(s)),
                 Value::Array(messages) => (format!("chat-{}", i + 1), Value::Array(messages)),
@@ -801,6 +1431,25 @@ impl Rewriter {
                         .get("id")
                         .and_then(Value::as_str)
                         .map_or_else(|| format!("prompt-{}", i + 1), str::to_owned);
+                    if let Some(Value::String(file)) = o.get("file") {
+                        let shown = file.strip_prefix("file://").unwrap_or(file).to_owned();
+                        let Some(text) = self.prompt_file(&shown, &iat) else {
+                            continue;
+                        };
+                        let id = o
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .map_or_else(|| shown.clone(), str::to_owned);
+                        out.push((id, Value::String(text)));
+                        continue;
+                    }
+                    if o.contains_key("function")
+                        || o.contains_key("function_file")
+                        || o.contains_key("command")
+                    {
+                        self.error(&iat, "a prompt computed by a function or command is not run by this version of evalhost; write the prompt, or point `file:` at its text");
+                        continue;
+                    }
                     match o.get("prompt").or(o.get("raw")).or(o.get("messages")) {
                         Some(p) => (id, p.clone()),
                         None => {
@@ -831,9 +1480,10 @@ impl Rewriter {
         at: &KeyPath,
         prompts: &[(String, Value)],
         default_vars: &Map<String, Value>,
+        scenario_rows: Vec<Value>,
     ) -> Value {
         // Tests from files are expanded like inline ones.
-        let inlined;
+        let mut inlined;
         let tests = match value {
             Some(Value::Array(items)) => {
                 let mut all = Vec::new();
@@ -850,8 +1500,18 @@ impl Rewriter {
                 inlined = self.test_file(spec, at);
                 &inlined
             }
+            None | Some(Value::Null) if !scenario_rows.is_empty() => {
+                inlined = Vec::new();
+                &inlined
+            }
             // Nothing: the AgentV 4 reader reports it.
             _ => return value.cloned().unwrap_or(Value::Null),
+        };
+        let tests: &Vec<Value> = if scenario_rows.is_empty() {
+            tests
+        } else {
+            inlined = tests.iter().cloned().chain(scenario_rows).collect();
+            &inlined
         };
         let mut out = Vec::new();
         for (i, test) in tests.iter().enumerate() {
@@ -880,7 +1540,27 @@ impl Rewriter {
                             "turns" => {
                                 case.insert(key.clone(), self.turns(v, &tat.key("turns"), combo));
                             }
-                            "id" | "description" | "criteria" => {
+                            "description" => {
+                                let text = match v {
+                                    Value::String(s) => Value::String(render(s, combo, &self.env)),
+                                    other => other.clone(),
+                                };
+                                let meta = case.entry("metadata").or_insert_with(|| json!({}));
+                                if let Value::Object(m) = meta {
+                                    m.entry("description").or_insert(text);
+                                }
+                            }
+                            "metadata" => {
+                                let meta = case.entry("metadata").or_insert_with(|| json!({}));
+                                if let (Value::Object(m), Value::Object(own)) = (meta, v) {
+                                    for (mk, mv) in own {
+                                        m.insert(mk.clone(), mv.clone());
+                                    }
+                                } else {
+                                    case.insert(key.clone(), v.clone());
+                                }
+                            }
+                            "id" | "criteria" => {
                                 case.insert(
                                     key.clone(),
                                     match v {
@@ -948,6 +1628,7 @@ impl Rewriter {
                             })
                             .filter(|a| !a.is_null())
                             .collect();
+                        let list = self.group_criteria(list);
                         case.insert("assertions".into(), Value::Array(list));
                     }
                     if let Some(Value::Object(exec)) = t.get("execution") {
@@ -997,6 +1678,9 @@ impl Rewriter {
                 }
             }
             return out;
+        }
+        if rel.ends_with(".csv") {
+            return self.csv_tests(&text, &path, at);
         }
         if !(rel.ends_with(".yaml") || rel.ends_with(".yml") || rel.ends_with(".json")) {
             self.error(at, format!("`{spec}`: tests from this kind of file are not read by this version of evalhost (yaml, json, jsonl are)"));
@@ -1065,6 +1749,18 @@ impl Rewriter {
             );
         }
         let base = t.strip_prefix("not-").unwrap_or(&t).to_owned();
+        if base == "llm-rubric" {
+            if let Some(p) = a.remove("provider") {
+                a.insert("target".into(), p);
+            } else if let Some(g) = &self.grader {
+                a.insert("target".into(), Value::String(g.clone()));
+            }
+            if !a.contains_key("prompt")
+                && let Some(p) = &self.rubric_prompt
+            {
+                a.insert("prompt".into(), Value::String(p.clone()));
+            }
+        }
         match base.as_str() {
             "llm-rubric" => match a.remove("value") {
                 Some(Value::Array(items)) => {
@@ -1289,3 +1985,438 @@ process.stdin.on('end', async () => {
   }
 });
 "#;
+
+/// AgentV 5's `mergeScenarioTestRows`.
+fn merge_scenario_row(
+    config: &Map<String, Value>,
+    test: &Map<String, Value>,
+    (si, ci, ti): (usize, usize, usize),
+    test_count: usize,
+) -> Map<String, Value> {
+    let mut row = config.clone();
+    row.extend(test.clone());
+    for key in ["vars", "metadata", "options", "run"] {
+        let mut merged = Map::new();
+        if let Some(Value::Object(c)) = config.get(key) {
+            merged.extend(c.clone());
+        }
+        if let Some(Value::Object(t)) = test.get(key) {
+            merged.extend(t.clone());
+        }
+        if merged.is_empty() {
+            row.remove(key);
+        } else {
+            row.insert(key.into(), Value::Object(merged));
+        }
+    }
+    let as_list = |v: Option<&Value>| -> Vec<Value> {
+        match v {
+            Some(Value::Array(a)) => a.clone(),
+            Some(Value::Null) | None => Vec::new(),
+            Some(other) => vec![other.clone()],
+        }
+    };
+    let asserts: Vec<Value> = as_list(config.get("assert"))
+        .into_iter()
+        .chain(as_list(test.get("assert")))
+        .collect();
+    if asserts.is_empty() {
+        row.remove("assert");
+    } else {
+        row.insert("assert".into(), Value::Array(asserts));
+    }
+    let nonempty = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_owned)
+    };
+    let id = match (nonempty(test.get("id")), nonempty(config.get("id"))) {
+        (Some(id), _) => id,
+        (None, Some(cid)) if test_count > 1 => format!("{cid}__scenario_test_{}", ti + 1),
+        (None, Some(cid)) => cid,
+        (None, None) => format!("scenario-{}-{}-{}", si + 1, ci + 1, ti + 1),
+    };
+    row.insert("id".into(), Value::String(id));
+    row
+}
+
+/// Splits on commas not preceded by a backslash; `\,` becomes `,`.
+fn split_unescaped_commas(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' && chars.peek() == Some(&',') {
+            cur.push(',');
+            chars.next();
+        } else if c == ',' {
+            out.push(cur.trim().to_owned());
+            cur.clear();
+        } else {
+            cur.push(c);
+        }
+    }
+    out.push(cur.trim().to_owned());
+    out
+}
+
+/// A CSV column that is a var: `vars.a.b` nests, anything else is flat.
+fn assign_csv_var(vars: &mut Map<String, Value>, key: &str, value: &str) {
+    let Some(path) = key.strip_prefix("vars.") else {
+        vars.insert(key.to_owned(), Value::String(value.to_owned()));
+        return;
+    };
+    let segments: Vec<&str> = path
+        .split('.')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let Some((last, parents)) = segments.split_last() else {
+        vars.insert(key.to_owned(), Value::String(value.to_owned()));
+        return;
+    };
+    let mut current = vars;
+    for seg in parents {
+        let entry = current
+            .entry((*seg).to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !entry.is_object() {
+            *entry = Value::Object(Map::new());
+        }
+        current = entry.as_object_mut().expect("just made an object");
+    }
+    current.insert((*last).to_owned(), Value::String(value.to_owned()));
+}
+
+/// The assertion types AgentV 5's CSV `__expected` mini-syntax knows.
+const CSV_TYPES: &[&str] = &[
+    "contains",
+    "contains-any",
+    "contains-all",
+    "icontains",
+    "icontains-any",
+    "icontains-all",
+    "starts-with",
+    "ends-with",
+    "regex",
+    "is-json",
+    "equals",
+    "latency",
+    "cost",
+];
+
+/// One `__expected` cell as AgentV 5 reads it (`parseAssertionFromString`).
+fn csv_assertion(expected: &str, path: &Path) -> Result<Map<String, Value>, String> {
+    let obj = |v: Value| match v {
+        Value::Object(o) => o,
+        _ => Map::new(),
+    };
+    for prefix in ["grade:", "llm-rubric:"] {
+        if let Some(rest) = expected.strip_prefix(prefix) {
+            return Ok(obj(json!({
+                "type": "llm-rubric",
+                "value": [rest.trim()],
+            })));
+        }
+    }
+    for prefix in ["javascript:", "fn:", "eval:"] {
+        if expected.starts_with(prefix) {
+            return Err(format!(
+                "`{expected}`: inline JavaScript assertions are not run by this version of evalhost"
+            ));
+        }
+    }
+    if let Some(rest) = expected.strip_prefix("python:") {
+        return Ok(obj(
+            json!({"type": "script", "command": ["uv", "run", "python", rest.trim()]}),
+        ));
+    }
+    if let Some(file) = expected.strip_prefix("file://") {
+        let file = file.trim();
+        if !file.ends_with(".py") {
+            return Err(format!(
+                "Unsupported promptfoo __expected file assertion \"{expected}\". Only file://*.py script graders are supported."
+            ));
+        }
+        let command_path = if Path::new(file).is_absolute() {
+            PathBuf::from(file)
+        } else {
+            path.parent().unwrap_or(Path::new(".")).join(file)
+        };
+        return Ok(obj(
+            json!({"type": "script", "command": ["uv", "run", "python", command_path.display().to_string()]}),
+        ));
+    }
+    // `[not-]type[(threshold)][:value]`
+    let (head, value) = match expected.split_once(':') {
+        Some((h, v)) => (h, Some(v)),
+        None => (expected, None),
+    };
+    let (raw_type, threshold_text) = match head.strip_suffix(')').and_then(|h| h.split_once('(')) {
+        Some((t, th)) => (t, Some(th)),
+        None => (head, None),
+    };
+    let well_formed = raw_type
+        .strip_prefix("not-")
+        .unwrap_or(raw_type)
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase())
+        && raw_type
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && threshold_text.is_none_or(|t| {
+            !t.is_empty()
+                && t.chars().all(|c| c.is_ascii_digit() || c == '.')
+                && t.parse::<f64>().is_ok()
+        });
+    if !well_formed {
+        return Ok(obj(json!({"type": "equals", "value": expected})));
+    }
+    let negate = raw_type.starts_with("not-");
+    let kind = raw_type.strip_prefix("not-").unwrap_or(raw_type);
+    let value = value.map(str::trim);
+    let threshold = threshold_text
+        .and_then(|t| t.parse::<f64>().ok())
+        .or((kind == "starts-with").then_some(0.75));
+    if !CSV_TYPES.contains(&kind) {
+        if value.is_some() || threshold_text.is_some() {
+            return Err(format!(
+                "Unsupported promptfoo __expected assertion \"{kind}\". Supported assertion types: {}",
+                CSV_TYPES.join(", ")
+            ));
+        }
+        return Ok(obj(json!({"type": "equals", "value": expected})));
+    }
+    if matches!(kind, "latency" | "cost") && threshold.is_none() {
+        return Err(format!(
+            "promptfoo __expected {kind} assertion requires a numeric limit, e.g. {kind}(1)"
+        ));
+    }
+    let mut a = Map::new();
+    a.insert("type".into(), Value::String(kind.to_owned()));
+    if negate {
+        a.insert("negate".into(), Value::Bool(true));
+    }
+    if matches!(
+        kind,
+        "contains-any" | "contains-all" | "icontains-any" | "icontains-all"
+    ) {
+        let items: Vec<Value> = value
+            .filter(|v| !v.is_empty())
+            .map(|v| {
+                v.split(',')
+                    .map(|i| Value::String(i.trim().to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        a.insert("value".into(), Value::Array(items));
+    } else if let Some(v) = value {
+        a.insert("value".into(), Value::String(v.to_owned()));
+    }
+    match (kind, threshold) {
+        ("latency", Some(t)) => {
+            a.insert("threshold".into(), json!(t));
+        }
+        ("cost", Some(t)) => {
+            a.insert("budget".into(), json!(t));
+        }
+        (_, Some(t)) => {
+            a.insert("min_score".into(), json!(t));
+        }
+        _ => {}
+    }
+    Ok(a)
+}
+
+/// `{{ env.NAME }}` filled in every string of `v`.
+fn render_env_value(v: &Value, env: &Map<String, Value>) -> Value {
+    match v {
+        Value::String(s) => Value::String(fill_env_refs(s, env)),
+        Value::Array(a) => Value::Array(a.iter().map(|x| render_env_value(x, env)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (k.clone(), render_env_value(x, env)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Only the `{{ env.NAME }}` references of `s` filled; every other
+/// template expression is kept for the per-test rendering.
+fn fill_env_refs(s: &str, env: &Map<String, Value>) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start..].find("}}") else {
+            break;
+        };
+        let inner = rest[start + 2..start + len].trim();
+        out.push_str(&rest[..start]);
+        match inner.strip_prefix("env.") {
+            Some(name) if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+                match env.get(name) {
+                    Some(Value::String(v)) => out.push_str(v),
+                    Some(other) => out.push_str(&other.to_string()),
+                    None => {}
+                }
+            }
+            _ => out.push_str(&rest[start..start + len + 2]),
+        }
+        rest = &rest[start + len + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(files: &[(&str, &str)]) -> (Option<Suite>, Diagnostics) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        for (name, text) in files {
+            let p = dir.path().join(name);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let r = crate::load(&dir.path().join(files[0].0));
+        drop(dir);
+        r
+    }
+
+    fn errors(d: &Diagnostics) -> Vec<String> {
+        d.0.iter()
+            .filter(|x| x.severity == crate::diag::Severity::Error)
+            .map(|x| x.message.clone())
+            .collect()
+    }
+
+    #[test]
+    fn scenarios_cross_config_rows_with_tests_as_agentv5_does() {
+        let (suite, d) = load(&[
+            (
+                "evals/suite.yaml",
+                "prompts: [\"Translate '{{ phrase }}' to {{ language }}.\"]\nscenarios: [file://scenarios/*.yaml]\n",
+            ),
+            (
+                "evals/scenarios/m.yaml",
+                "- config:\n    - {id: es, vars: {language: Spanish, hello: hola}}\n    - {vars: {language: French, hello: bonjour}}\n  tests:\n    - description: greets\n      vars: {phrase: hello}\n      assert: [{type: equals, value: '{{ hello }}'}]\n    - {vars: {phrase: bye}, assert: [{type: contains, value: bye}]}\n",
+            ),
+        ]);
+        assert!(errors(&d).is_empty(), "{:?}", d.0);
+        let suite = suite.unwrap();
+        let ids: Vec<&str> = suite.tests.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "es__scenario_test_1",
+                "es__scenario_test_2",
+                "scenario-1-2-1",
+                "scenario-1-2-2"
+            ]
+        );
+        let t = &suite.tests[0];
+        assert_eq!(t.metadata["description"], "greets");
+        assert_eq!(t.assertions[0].config["value"], "hola");
+        assert_eq!(suite.tests[2].assertions[0].config["value"], "bonjour");
+    }
+
+    #[test]
+    fn csv_tests_read_as_agentv5_reads_them() {
+        let (suite, d) = load(&[
+            (
+                "suite.yaml",
+                "prompts: ['{{ input }} ({{ locale }}, {{ user.name }})']\ntests: file://cases.csv\n",
+            ),
+            (
+                "cases.csv",
+                "id,vars.input,vars.user.name,__expected1,__expected2,__metric,__threshold,__metadata:source,__metadata:tags[],locale,__config:__expected2:threshold\ng1,Say hi,Ada,icontains:hello,\"not-contains-any:x,y\",greeting,0.8,csv,\"a\\,b,c\",en-US,0.5\n,Other,Bob,starts-with:Hi,,,,,,fr,1\n",
+            ),
+        ]);
+        assert!(errors(&d).is_empty(), "{:?}", d.0);
+        let suite = suite.unwrap();
+        let t = &suite.tests[0];
+        assert_eq!(t.id, "g1");
+        assert_eq!(t.input[0].content, "Say hi (en-US, Ada)");
+        assert_eq!(&*t.assertions[0].name, "greeting-1");
+        assert_eq!(&*t.assertions[1].kind, "contains-any");
+        assert!(t.assertions[1].negate);
+        assert_eq!(
+            t.assertions[1].config["value"],
+            serde_json::json!(["x", "y"])
+        );
+        assert_eq!(t.threshold, Some(0.8));
+        assert_eq!(t.metadata["source"], "csv");
+        assert_eq!(t.metadata["tags"], serde_json::json!(["a,b", "c"]));
+        assert_eq!(t.metadata["threshold"], 0.5);
+        // No id: `row-N`; `starts-with` without a threshold gets 0.75.
+        let t = &suite.tests[1];
+        assert_eq!(t.id, "row-2");
+        assert_eq!(t.assertions[0].min_score, Some(0.75));
+    }
+
+    #[test]
+    fn default_test_files_environment_files_defaults_and_repeat() {
+        let (suite, d) = load(&[
+            (
+                "evals/suite.yaml",
+                "defaults: {grader: judge, system_message: hi}\nevaluate_options: {repeat: 3}\ntags: {experiment: a}\nenvironment: file://../env/recipe.yaml\nprompts: [{id: p, file: ./p.txt}]\ndefault_test: file://./dt.yaml\ntests:\n  - id: t\n    vars: {q: x}\n    assert: [crit one, crit two, {type: llm-rubric, value: [c3]}]\n",
+            ),
+            ("evals/p.txt", "Q: {{ q }}\r\n"),
+            (
+                "evals/dt.yaml",
+                "threshold: 0.6\noptions:\n  rubric_prompt: 'Judge {{ output }} by {{ rubrics }}'\n",
+            ),
+            ("env/recipe.yaml", "type: host\nworkdir: ../ws\n"),
+        ]);
+        assert!(errors(&d).is_empty(), "{:?}", d.0);
+        // AgentV 5 drops `defaults.system_message`; evalhost says so.
+        assert!(
+            d.0.iter()
+                .any(|x| x.message.contains("`defaults.system_message` is ignored")),
+            "{:?}",
+            d.0
+        );
+        let suite = suite.unwrap();
+        let t = &suite.tests[0];
+        assert_eq!(t.input[0].content, "Q: x\n");
+        assert_eq!(suite.threshold, Some(0.6));
+        let trials = suite.trials.as_ref().unwrap();
+        assert_eq!(trials.count, 3);
+        assert!(
+            suite
+                .workspace
+                .as_ref()
+                .unwrap()
+                .static_path
+                .as_ref()
+                .unwrap()
+                .ends_with("ws")
+        );
+        // The plain strings are one rubric of weight 2 with the default
+        // prompt and judge, like the explicit llm-rubric.
+        assert_eq!(t.assertions.len(), 2);
+        for a in &t.assertions {
+            assert_eq!(&*a.kind, "rubrics");
+            assert_eq!(a.config["prompt"], "Judge {{ output }} by {{ rubrics }}");
+            assert_eq!(a.config["target"], "judge");
+        }
+        assert_eq!(t.assertions[0].weight, 2.0);
+    }
+
+    #[test]
+    fn a_transform_is_refused_with_its_reason() {
+        let (_, d) = load(&[(
+            "suite.yaml",
+            "prompts: ['{{ q }}']\ndefault_test: {options: {transform: 'file://t.ts'}}\ntests: [{id: t, vars: {q: x}, assert: [{type: contains, value: x}]}]\n",
+        )]);
+        assert!(
+            errors(&d).iter().any(|e| e.contains("`options.transform`")),
+            "{:?}",
+            d.0
+        );
+    }
+}

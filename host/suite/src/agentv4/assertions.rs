@@ -511,7 +511,10 @@ impl Loader {
                 self.error(
                     doc,
                     &at.key("name"),
-                    format!("assertion `name` must be a string, got {}", kind(other)),
+                    format!(
+                        "assertion `name` must be a non-empty string, got {}",
+                        show(other)
+                    ),
                 );
                 kind_name.clone()
             }

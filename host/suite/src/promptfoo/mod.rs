@@ -1537,7 +1537,7 @@ fn assertion_from_string(s: &str) -> Value {
 }
 
 /// RFC 4180 CSV: quoted fields with `""` escapes and line breaks.
-fn parse_csv(text: &str) -> Result<Vec<Vec<String>>, String> {
+pub(crate) fn parse_csv(text: &str) -> Result<Vec<Vec<String>>, String> {
     let mut records = Vec::new();
     let mut record = Vec::new();
     let mut field = String::new();
