@@ -43,11 +43,21 @@ pub enum TraceFormat {
     Codex,
     /// Plain text.
     Text,
+    /// Plain text with ANSI escapes removed and surrounding whitespace
+    /// trimmed, as promptfoo reads an `exec:` provider's stdout.
+    TextTrimmed,
 }
 
 impl TraceFormat {
     /// The names accepted in a targets file and on the command line.
-    pub const NAMES: &'static [&'static str] = &["auto", "agentv", "claude-code", "codex", "text"];
+    pub const NAMES: &'static [&'static str] = &[
+        "auto",
+        "agentv",
+        "claude-code",
+        "codex",
+        "text",
+        "text-trimmed",
+    ];
 
     /// The canonical name.
     pub fn name(self) -> &'static str {
@@ -57,6 +67,7 @@ impl TraceFormat {
             Self::ClaudeCode => "claude-code",
             Self::Codex => "codex",
             Self::Text => "text",
+            Self::TextTrimmed => "text-trimmed",
         }
     }
 }
@@ -71,6 +82,7 @@ impl FromStr for TraceFormat {
             "claude-code" | "claude" | "claude-stream-json" => Ok(Self::ClaudeCode),
             "codex" | "codex-jsonl" => Ok(Self::Codex),
             "text" => Ok(Self::Text),
+            "text-trimmed" => Ok(Self::TextTrimmed),
             other => Err(format!(
                 "unknown trace format `{other}`; use one of {}",
                 Self::NAMES.join(", ")
@@ -157,6 +169,7 @@ pub fn normalize(text: &str, format: TraceFormat) -> Result<TargetOutput, TraceE
         TraceFormat::Auto => normalize(text, detect(text)),
         TraceFormat::AgentV => Ok(agentv(text)),
         TraceFormat::Text => Ok(TargetOutput::text(text)),
+        TraceFormat::TextTrimmed => Ok(TargetOutput::text(strip_ansi(text).trim())),
         TraceFormat::ClaudeCode => claude(text),
         TraceFormat::Codex => codex(text),
     }
@@ -324,6 +337,42 @@ pub fn to_agentv(output: &TargetOutput) -> Value {
         output.llm_call_count().map_or(Value::Null, Value::from),
     );
     Value::Object(doc)
+}
+
+/// `text` without ANSI escape sequences (promptfoo's
+/// `/\x1b(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])/g`).
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            out.push(c);
+            continue;
+        }
+        match chars.peek().copied() {
+            Some('[') => {
+                chars.next();
+                // Parameter bytes, intermediate bytes, one final byte.
+                while chars.peek().is_some_and(|c| ('0'..='?').contains(c)) {
+                    chars.next();
+                }
+                while chars.peek().is_some_and(|c| (' '..='/').contains(c)) {
+                    chars.next();
+                }
+                if chars.peek().is_some_and(|c| ('@'..='~').contains(c)) {
+                    chars.next();
+                } else {
+                    out.push('\x1b');
+                    out.push('[');
+                }
+            }
+            Some(n) if ('@'..='Z').contains(&n) || ('\\'..='_').contains(&n) => {
+                chars.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -515,5 +564,14 @@ mod tests {
         assert!(err.message.contains("no `result` line"), "{err}");
         let err = normalize("{\"type\":\"thread.started\"}\n", TraceFormat::Codex).unwrap_err();
         assert!(err.message.contains("no `turn.completed`"), "{err}");
+    }
+
+    #[test]
+    fn ansi_escapes_are_stripped_as_promptfoo_strips_them() {
+        assert_eq!(
+            super::strip_ansi("  \x1b[1;32mok\x1b[0m \x1b(B"),
+            "  ok \x1b(B"
+        );
+        assert_eq!(super::strip_ansi("a\x1bMb"), "ab");
     }
 }

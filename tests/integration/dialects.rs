@@ -184,9 +184,16 @@ fn promptfoo_configs_score_as_promptfoo() {
         let name = config.file_name().unwrap().to_string_lossy().into_owned();
         for want in recorded["rows"].as_array().unwrap() {
             rows += 1;
+            // An object output (a script provider's) is its JSON text in
+            // evalhost, as promptfoo's assertions read it.
+            let want_output = match &want["output"] {
+                serde_json::Value::String(_) | serde_json::Value::Null => want["output"].clone(),
+                other => serde_json::Value::String(other.to_string()),
+            };
             let Some(got) = ours.iter().find(|g| {
                 g["target"] == want["provider"]
-                    && g["output"] == want["output"]
+                    // An error row has no output in promptfoo's results.
+                    && (g["output"] == want_output || want_output.is_null())
                     && normal_vars(&g["metadata"]["vars"]) == normal_vars(&want["vars"])
             }) else {
                 differ.push(format!(
@@ -210,6 +217,19 @@ fn promptfoo_configs_score_as_promptfoo() {
             );
             if !close(g, w) {
                 differ.push(format!("{name} {id}: score evalhost {g} promptfoo {w}"));
+            }
+            // An assertion that throws makes the whole row an error in
+            // promptfoo (no component results); in evalhost the row is an
+            // error too.
+            if want["components"].as_array().is_some_and(Vec::is_empty) && want["error"].is_string()
+            {
+                if got["status"] != "error" {
+                    differ.push(format!(
+                        "{name} {id}: evalhost {} where promptfoo has an error row",
+                        got["status"]
+                    ));
+                }
+                continue;
             }
             let mut flat = Vec::new();
             flat_scores(&got["scores"], &mut flat);
@@ -730,4 +750,63 @@ fn agentv5_extensions_run_before_the_setup() {
     assert!(run.contains("rules: "), "{run}");
     assert!(run.contains("AGENTS.md"), "{run}");
     assert!(run.contains("hook ran"), "{run}");
+}
+
+/// promptfoo's JavaScript providers (a class with `callApi`, or a
+/// function) run through node, with the prompt, options and context
+/// promptfoo gives them; `--sandbox strict` refuses every script provider.
+#[test]
+fn promptfoo_script_providers_run_and_strict_refuses_them() {
+    let project = crate::support::Project::with_mock("unused");
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    project.write(
+        "provider.js",
+        "module.exports = class {\n  constructor(o) { this.o = o; }\n  async callApi(prompt, ctx) { return { output: `js ${this.o.config.tag} ${prompt} ${ctx.vars.q}`, tokenUsage: { prompt: 2, completion: 5 } }; }\n};\n",
+    );
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts: ['Q {{q}}']\nproviders:\n  - {id: file://provider.js, config: {tag: T}}\ntests:\n  - vars: {q: hi}\n    assert: [{type: equals, value: 'js T Q hi hi'}]\n",
+    );
+    let run = |extra: &[&str]| -> crate::support::Run {
+        let mut args = vec!["run", "promptfooconfig.yaml", "-o", "out"];
+        args.extend_from_slice(extra);
+        crate::support::evalhost()
+            .current_dir(project.path())
+            .args(&args)
+            .output()
+            .unwrap()
+            .into()
+    };
+    let r = run(&["--sandbox", "strict"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("`--sandbox strict` refuses the provider `file://provider.js`"),
+        "{}",
+        r.stderr
+    );
+    let have_node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_node {
+        assert!(
+            std::env::var_os("EVALHOST_REQUIRE_NODE").is_none(),
+            "node is required here"
+        );
+        eprintln!("note: node is not installed; the JavaScript provider is not run");
+        return;
+    }
+    let r = run(&[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let row: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(project.path().join("out/results.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(row["output"], "js T Q hi hi", "{row}");
+    assert_eq!(row["token_usage"]["output"], 5, "{row}");
 }

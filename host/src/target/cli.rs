@@ -37,6 +37,7 @@ pub const PLACEHOLDERS: &[&str] = &[
     "EVAL_ID",
     "ATTEMPT",
     "FILES",
+    "CONTEXT",
 ];
 
 /// A health check run once before the target's first call.
@@ -352,6 +353,7 @@ pub fn invoke(
         ("OUTPUT_FILE", output_file.display().to_string()),
         ("EVAL_ID", test.id.clone()),
         ("ATTEMPT", inv.attempt.to_string()),
+        ("CONTEXT", context_json(test)),
     ]
     .into_iter()
     // Used: through its placeholder, or by name (`"$EVALHOST_PROMPT"` in a
@@ -442,6 +444,31 @@ pub fn invoke(
     Ok(output)
 }
 
+/// `{CONTEXT}`: the test as promptfoo's providers see it (`vars`, the
+/// `prompt` and the `test`), JSON.
+fn context_json(test: &TestCase) -> String {
+    let vars = test
+        .metadata
+        .get("vars")
+        .cloned()
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    let mut context = Map::new();
+    context.insert("vars".into(), vars.clone());
+    if let Some(p) = &test.prompt {
+        context.insert(
+            "prompt".into(),
+            serde_json::json!({"raw": p.raw, "label": p.label}),
+        );
+    }
+    let mut t = Map::new();
+    t.insert("vars".into(), vars);
+    if let Some(d) = test.metadata.get("description") {
+        t.insert("description".into(), d.clone());
+    }
+    context.insert("test".into(), Value::Object(t));
+    Value::Object(context).to_string()
+}
+
 /// True when `{name}` stands inside `'…'` in `template`.
 fn spliced_in_quotes(template: &str, name: &str) -> bool {
     use evalhost_suite::shell_template::{Piece, Place, scan};
@@ -512,6 +539,7 @@ pub fn env_var(placeholder: &str) -> &'static str {
         "OUTPUT_FILE" => "EVALHOST_OUTPUT_FILE",
         "EVAL_ID" => "EVALHOST_EVAL_ID",
         "ATTEMPT" => "EVALHOST_ATTEMPT",
+        "CONTEXT" => "EVALHOST_CONTEXT",
         _ => "@",
     }
 }

@@ -531,6 +531,7 @@ fn skill_spec(config: &Config) -> Result<Skills, String> {
 
 pub fn check(kind: &str, config: &Config) -> Result<(), String> {
     inverse(config)?;
+    config.optional_bool("require_trace")?;
     match kind {
         TOOL_USED => tool_used_spec(config).map(drop),
         TOOL_SEQUENCE => sequence_spec(config).map(drop),
@@ -551,14 +552,19 @@ pub fn grade(request: &Request) -> Result<Grade, String> {
     if kind == SKILL_USED {
         return skill_used(request, inv);
     }
+    let no_trace = format!(
+        "No trace data available for {} assertion",
+        agentv_name(kind)
+    );
+    // promptfoo reads trajectories from trace spans: a target that reported
+    // no tool calls has none, and promptfoo makes that an error row.
+    if request.config.get("require_trace") == Some(&Value::Bool(true))
+        && crate::metrics::tool_calls(request).next().is_none()
+    {
+        return Err(no_trace);
+    }
     if request.output_messages.is_empty() {
-        return Ok(verdict(
-            false,
-            format!(
-                "No trace data available for {} assertion",
-                agentv_name(kind)
-            ),
-        ));
+        return Ok(verdict(false, no_trace));
     }
     let all = steps(request);
     let tools: Vec<&Step> = all.iter().filter(|s| s.kind == "tool").collect();

@@ -105,19 +105,19 @@ fn types() -> Vec<AssertionType> {
         })),
         AssertionType::new(agentv5::TOOL_USED, "AgentV 5's trajectory:tool-used: the agent called these tools (or, inverse, none of them)").schema(json!({
             "type": "object", "required": ["value"],
-            "properties": {"value": {}, "inverse": {"type": "boolean"}},
+            "properties": {"value": {}, "inverse": {"type": "boolean"}, "require_trace": {"type": "boolean"}},
         })),
         AssertionType::new(agentv5::TOOL_SEQUENCE, "AgentV 5's trajectory:tool-sequence: the tools in this order (in_order or exact)").schema(json!({
             "type": "object", "required": ["value"],
-            "properties": {"value": {"anyOf": [{"type": "array"}, {"type": "object"}]}, "inverse": {"type": "boolean"}},
+            "properties": {"value": {"anyOf": [{"type": "array"}, {"type": "object"}]}, "inverse": {"type": "boolean"}, "require_trace": {"type": "boolean"}},
         })),
         AssertionType::new(agentv5::TOOL_ARGS_MATCH, "AgentV 5's trajectory:tool-args-match: a call of the tool with these arguments").schema(json!({
             "type": "object", "required": ["value"],
-            "properties": {"value": {"type": "object"}, "inverse": {"type": "boolean"}},
+            "properties": {"value": {"type": "object"}, "inverse": {"type": "boolean"}, "require_trace": {"type": "boolean"}},
         })),
         AssertionType::new(agentv5::STEP_COUNT, "AgentV 5's trajectory:step-count: the number of matching trajectory steps within bounds").schema(json!({
             "type": "object", "required": ["value"],
-            "properties": {"value": {"type": "object"}, "inverse": {"type": "boolean"}},
+            "properties": {"value": {"type": "object"}, "inverse": {"type": "boolean"}, "require_trace": {"type": "boolean"}},
         })),
         AssertionType::new(agentv5::SKILL_USED, "AgentV 5's skill-used: the agent loaded these skills (or, inverse, none of them)").schema(json!({
             "type": "object", "required": ["value"],

@@ -719,9 +719,132 @@ impl Reader {
             }
             return Some(entry);
         }
+        if let Some(script) = id.strip_prefix("exec:") {
+            return self.exec_provider(id, script, config, at);
+        }
+        let file = id
+            .strip_prefix("file://")
+            .or_else(|| id.strip_prefix("python:"));
+        if let Some(file) = file {
+            return self.script_provider(id, file, config, at);
+        }
         self.error(at, format!("the provider `{id}` is not run by this version of evalhost"))
-            .hint = Some("supported so far: echo, openai:<model>, openai:chat:<model> (any OpenAI-compatible endpoint with config.apiBaseUrl)".into());
+            .hint = Some("supported so far: echo, openai:<model>, openai:chat:<model> (any OpenAI-compatible endpoint with config.apiBaseUrl), exec:<command>, file://provider.py|.js".into());
         None
+    }
+
+    /// The provider options promptfoo hands a script: its id and config,
+    /// with `basePath` the config's directory.
+    fn provider_options(&self, id: &str, config: &Map<String, Value>) -> String {
+        let mut c = config.clone();
+        c.insert(
+            "basePath".into(),
+            Value::String(self.abs_dir().display().to_string()),
+        );
+        json!({"id": id, "config": c}).to_string()
+    }
+
+    fn abs_dir(&self) -> PathBuf {
+        let d = if self.dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &self.dir
+        };
+        d.canonicalize().unwrap_or_else(|_| d.to_path_buf())
+    }
+
+    /// `exec:<command line>`: promptfoo's `ScriptCompletionProvider` — the
+    /// command's words (split on spaces, quotes kept together), then the
+    /// prompt, the provider options and the context as arguments, run in
+    /// the config's directory; trimmed stdout is the output.
+    fn exec_provider(
+        &mut self,
+        id: &str,
+        script: &str,
+        config: &Map<String, Value>,
+        at: &KeyPath,
+    ) -> Option<Map<String, Value>> {
+        let parts = script_parts(script);
+        if parts.is_empty() {
+            self.error(at, format!("`{id}`: no command after `exec:`"));
+            return None;
+        }
+        let words: Vec<String> = parts.iter().map(|p| shell_quote(p)).collect();
+        let command = format!(
+            "{} {{PROMPT}} {} {{CONTEXT}} > {{OUTPUT_FILE}}",
+            words.join(" "),
+            shell_quote(&self.provider_options(id, config))
+        );
+        let mut entry = Map::new();
+        entry.insert("provider".into(), "cli".into());
+        entry.insert("command".into(), Value::String(command));
+        entry.insert(
+            "cwd".into(),
+            Value::String(self.abs_dir().display().to_string()),
+        );
+        entry.insert("trace_format".into(), "text-trimmed".into());
+        Some(entry)
+    }
+
+    /// `file://provider.py[:fn]` (`call_api` by default) or
+    /// `file://provider.js[:fn]`: the script's function called with the
+    /// prompt, the provider options and the context, through a small
+    /// runner on `python3` or `node`, as promptfoo's Python and JavaScript
+    /// providers call it.
+    fn script_provider(
+        &mut self,
+        id: &str,
+        file: &str,
+        config: &Map<String, Value>,
+        at: &KeyPath,
+    ) -> Option<Map<String, Value>> {
+        let (path_part, function) = match file.rsplit_once(':') {
+            Some((p, f)) if !f.contains('/') && !f.contains('\\') && !p.is_empty() => {
+                (p, Some(f.to_owned()))
+            }
+            _ => (file, None),
+        };
+        let lang = if path_part.ends_with(".py") {
+            "python"
+        } else if [".js", ".mjs", ".cjs"]
+            .iter()
+            .any(|e| path_part.ends_with(e))
+        {
+            "node"
+        } else {
+            self.error(at, format!("the provider `{id}` is not run by this version of evalhost"))
+                .hint = Some("script providers run from file://…py and file://…js (Go, Ruby and TypeScript providers are not run)".into());
+            return None;
+        };
+        let path = match self.options.roots.relative(path_part, &self.dir) {
+            Ok(p) => p,
+            Err(e) => {
+                self.error(at, format!("`{id}`: {e}"));
+                return None;
+            }
+        };
+        let (program, runner, default_fn) = if lang == "python" {
+            ("python3", PY_PROVIDER_RUNNER, "call_api")
+        } else {
+            ("node", JS_PROVIDER_RUNNER, "")
+        };
+        let command = format!(
+            "{program} {flag} {runner} {path} {function} {{PROMPT}} {options} {{CONTEXT}} > {{OUTPUT_FILE}}",
+            flag = if lang == "python" { "-c" } else { "-e" },
+            runner = shell_quote(runner),
+            path = shell_quote(&path.display().to_string()),
+            function = shell_quote(function.as_deref().unwrap_or(default_fn)),
+            options = shell_quote(&self.provider_options(id, config)),
+        );
+        let mut entry = Map::new();
+        entry.insert("provider".into(), "cli".into());
+        entry.insert("command".into(), Value::String(command));
+        entry.insert(
+            "cwd".into(),
+            Value::String(self.abs_dir().display().to_string()),
+        );
+        entry.insert("trace_format".into(), "agentv".into());
+        Some(entry)
     }
 
     /// `tests`: inline rows, or files of rows.
@@ -1198,7 +1321,8 @@ impl Reader {
                 plugin_type: None,
             });
         }
-        if !DETERMINISTIC.contains(&base.as_str()) {
+        let trace_type = trace_plugin_type(&base);
+        if !DETERMINISTIC.contains(&base.as_str()) && trace_type.is_none() {
             let why = match base.as_str() {
                 "javascript" | "python" | "ruby" => {
                     "code assertions run in the sandbox with inline code, which a later version of evalhost adds"
@@ -1259,6 +1383,9 @@ impl Reader {
         if negate {
             config.insert("inverse".into(), Value::Bool(true));
         }
+        if trace_type.is_some() && base.starts_with("trajectory:") {
+            config.insert("require_trace".into(), Value::Bool(true));
+        }
         let name = metric.unwrap_or_else(|| raw_type.clone());
         let config_json: Arc<str> = Value::Object(config.clone()).to_string().into();
         Some(Assertion {
@@ -1282,8 +1409,29 @@ impl Reader {
             group: None,
             preprocessors: Arc::from([]),
             prompt_script: None,
-            plugin_type: Some(format!("promptfoo-{base}").into()),
+            plugin_type: Some(
+                trace_type
+                    .unwrap_or_else(|| format!("promptfoo-{base}"))
+                    .into(),
+            ),
         })
+    }
+}
+
+/// promptfoo's trace types, graded by evalhost-metrics (AgentV 5 took them
+/// from promptfoo with the same rules): the tools and skills come from the
+/// tool calls the target reports.
+fn trace_plugin_type(base: &str) -> Option<String> {
+    match base {
+        "skill-used" => Some("agentv5-skill-used".into()),
+        "trajectory:tool-used"
+        | "trajectory:tool-sequence"
+        | "trajectory:tool-args-match"
+        | "trajectory:step-count" => Some(format!(
+            "agentv5-trajectory-{}",
+            &base["trajectory:".len()..]
+        )),
+        _ => None,
     }
 }
 
@@ -1581,3 +1729,108 @@ pub(crate) fn parse_csv(text: &str) -> Result<Vec<Vec<String>>, String> {
     }
     Ok(records)
 }
+
+/// Single-quotes `s` for `sh`.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// promptfoo's `parseScriptParts`: words split on whitespace, `"…"` and
+/// `'…'` kept whole (without their quotes).
+fn script_parts(script: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = script.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+            continue;
+        }
+        if c == '"' || c == '\'' {
+            chars.next();
+            let mut word = String::new();
+            let mut closed = false;
+            for d in chars.by_ref() {
+                if d == c {
+                    closed = true;
+                    break;
+                }
+                word.push(d);
+            }
+            if closed {
+                if !word.is_empty() {
+                    out.push(word);
+                }
+            } else {
+                out.push(format!("{c}{word}"));
+            }
+            continue;
+        }
+        let mut word = String::new();
+        while let Some(&d) = chars.peek() {
+            if d.is_whitespace() || d == '"' || d == '\'' {
+                break;
+            }
+            word.push(d);
+            chars.next();
+        }
+        out.push(word);
+    }
+    out
+}
+
+/// Calls a Python provider's function (`python3 -c RUNNER file fn prompt
+/// options context`) and prints the result in AgentV's output-file shape.
+const PY_PROVIDER_RUNNER: &str = r#"import importlib.util, json, os, sys
+path, fn, prompt, options, context = sys.argv[1:6]
+sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+spec = importlib.util.spec_from_file_location("provider", path)
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+f = getattr(mod, fn, None)
+if not callable(f):
+    sys.exit(f"{path} has no function {fn}")
+r = f(prompt, json.loads(options), json.loads(context))
+if not isinstance(r, dict):
+    sys.exit(f"{fn} must return a dict with `output`, got {type(r).__name__}")
+if r.get("error"):
+    sys.exit(str(r["error"]))
+out = r.get("output")
+text = out if isinstance(out, str) else json.dumps(out, separators=(",", ":"), ensure_ascii=False)
+res = {"text": text}
+tu = r.get("tokenUsage") or {}
+if tu:
+    res["token_usage"] = {"input": tu.get("prompt", 0), "output": tu.get("completion", 0)}
+if isinstance(r.get("cost"), (int, float)):
+    res["cost_usd"] = r["cost"]
+print(json.dumps(res))
+"#;
+
+/// Calls a JavaScript provider (`node -e RUNNER file fn prompt options
+/// context`): a class with `callApi` (constructed with the options), or a
+/// function.
+const JS_PROVIDER_RUNNER: &str = r#"const [file, fn, prompt, options, context] = process.argv.slice(1);
+(async () => {
+  const m = await import(require('node:url').pathToFileURL(file).href);
+  let P = fn ? m[fn] ?? (m.default && m.default[fn]) : m.default ?? m;
+  if (P && P.default && !P.prototype) P = P.default;
+  const opts = JSON.parse(options), ctx = JSON.parse(context);
+  let r;
+  if (typeof P === 'function' && P.prototype && typeof P.prototype.callApi === 'function') {
+    r = await new P(opts).callApi(prompt, ctx);
+  } else if (P && typeof P.callApi === 'function') {
+    r = await P.callApi(prompt, ctx);
+  } else if (typeof P === 'function') {
+    r = await P(prompt, opts, ctx);
+  } else {
+    console.error(`${file} exports no provider${fn ? ' ' + fn : ''}`);
+    process.exit(1);
+  }
+  if (!r || typeof r !== 'object') { console.error('the provider must return an object with `output`'); process.exit(1); }
+  if (r.error) { console.error(String(r.error)); process.exit(1); }
+  const out = typeof r.output === 'string' ? r.output : JSON.stringify(r.output);
+  const res = { text: out };
+  if (r.tokenUsage) res.token_usage = { input: r.tokenUsage.prompt ?? 0, output: r.tokenUsage.completion ?? 0 };
+  if (typeof r.cost === 'number') res.cost_usd = r.cost;
+  process.stdout.write(JSON.stringify(res));
+})().catch((e) => { console.error(String(e && e.stack || e)); process.exit(1); });
+"#;

@@ -54,13 +54,13 @@ fn prompts_times_vars_times_providers() {
 fn what_is_not_run_yet_is_an_error_at_its_place() {
     let (_, diags) = load(&[(
         "promptfooconfig.yaml",
-        "prompts: [file://p.py]\nproviders: [exec:./run.sh]\ntests:\n  - vars: {a: 1}\n    assert: [{type: llm-rubric, value: good}, {type: javascript, value: 'output.length > 2'}]\n",
+        "prompts: [file://p.py]\nproviders: [file://p.go]\ntests:\n  - vars: {a: 1}\n    assert: [{type: llm-rubric, value: good}, {type: javascript, value: 'output.length > 2'}]\n",
     )]);
     let text: Vec<String> = diags.0.iter().map(|d| d.message.clone()).collect();
     let all = text.join("\n");
     assert!(all.contains("prompt function"), "{all}");
     assert!(
-        all.contains("the provider `exec:./run.sh` is not run"),
+        all.contains("the provider `file://p.go` is not run"),
         "{all}"
     );
     assert!(all.contains("`llm-rubric`: model-graded"), "{all}");
