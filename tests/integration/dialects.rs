@@ -154,9 +154,14 @@ fn promptfoo_configs_score_as_promptfoo() {
     let (mut rows, mut components, mut differ) = (0, 0, Vec::new());
     for config in &configs {
         let work = tempfile::tempdir().unwrap();
-        for entry in std::fs::read_dir(config).unwrap() {
-            let p = entry.unwrap().path();
-            std::fs::copy(&p, work.path().join(p.file_name().unwrap())).unwrap();
+        for entry in walkdir::WalkDir::new(config).min_depth(1) {
+            let entry = entry.unwrap();
+            let dest = work.path().join(entry.path().strip_prefix(config).unwrap());
+            if entry.file_type().is_dir() {
+                std::fs::create_dir_all(&dest).unwrap();
+            } else {
+                std::fs::copy(entry.path(), &dest).unwrap();
+            }
         }
         let r: crate::support::Run = crate::support::evalhost()
             .current_dir(work.path())

@@ -226,8 +226,21 @@ impl Reader {
             None | Some(Value::Null) => None,
             Some(Value::Object(d)) => Some(self.row(d, &top.key("defaultTest"), true)),
             Some(Value::String(s)) if s.starts_with("file://") => {
-                self.error(&top.key("defaultTest"), "`defaultTest: file://…` is not read by this version of evalhost; write the default test inline");
-                None
+                let dat = top.key("defaultTest");
+                match self.structured_file(&s["file://".len()..], &dat) {
+                    Some(Value::Object(d)) => Some(self.row(&d, &dat, true)),
+                    Some(other) => {
+                        self.error(
+                            &dat,
+                            format!(
+                                "`{s}` must hold a mapping (the default test), got {}",
+                                crate::agentv4::kind(&other)
+                            ),
+                        );
+                        None
+                    }
+                    None => None,
+                }
             }
             Some(other) => {
                 self.error(
@@ -259,6 +272,8 @@ impl Reader {
         };
         let mut tests = Vec::new();
         let mut ids = std::collections::HashSet::new();
+        let mut var_files: std::collections::HashMap<PathBuf, Result<Value, String>> =
+            std::collections::HashMap::new();
         for (n, row) in rows.into_iter().enumerate() {
             let row = match &default_test {
                 Some(d) => merge_default(d, row),
@@ -270,7 +285,10 @@ impl Reader {
                 self.error(&row.at.key("vars"), format!("these vars expand into more tests than evalhost reads from one config ({MAX_ROWS})"));
                 continue;
             };
-            for (k, vars) in combos.iter().enumerate() {
+            for (k, written) in combos.iter().enumerate() {
+                let mut vars = written.clone();
+                self.load_file_vars(&mut vars, &row.at.key("vars"), &mut var_files);
+                let vars = &vars;
                 for (p, prompt) in prompts.iter().enumerate() {
                     let base = row
                         .description
@@ -294,7 +312,13 @@ impl Reader {
                         unique = format!("{id} ~{i}");
                         i += 1;
                     }
-                    if let Some(test) = self.test(&row, vars, prompt, unique, &renderer) {
+                    if let Some(mut test) = self.test(&row, vars, prompt, unique, &renderer) {
+                        // Rows show the vars as written (`file://…`), as
+                        // promptfoo's results do; templates saw the contents.
+                        if written != vars {
+                            test.metadata
+                                .insert("vars".into(), Value::Object(written.clone()));
+                        }
                         tests.push(test);
                     }
                 }
@@ -543,7 +567,7 @@ impl Reader {
                 return None;
             }
         };
-        let base = self.dir.clone();
+        let base = self.abs_dir();
         let mut found: Vec<PathBuf> = walkdir::WalkDir::new(&base)
             .into_iter()
             .filter_map(Result::ok)
@@ -557,6 +581,26 @@ impl Reader {
             .collect();
         found.sort();
         Some(found)
+    }
+
+    /// A YAML or JSON file the config names, inside the project root,
+    /// parsed.
+    fn structured_file(&mut self, rel: &str, at: &KeyPath) -> Option<Value> {
+        let path = match self.options.roots.relative(rel, &self.dir) {
+            Ok(p) => p,
+            Err(e) => {
+                self.error(at, format!("`file://{rel}`: {e}"));
+                return None;
+            }
+        };
+        let text = self.read_file(&path, at)?;
+        match crate::yaml::parse(&text) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.error(at, format!("{}: {e}", path.display()));
+                None
+            }
+        }
     }
 
     fn read_file(&mut self, file: &Path, at: &KeyPath) -> Option<String> {
@@ -733,6 +777,45 @@ impl Reader {
         None
     }
 
+    /// promptfoo's `renderPrompt` for vars that name files (`file://…`,
+    /// relative to the config): text trimmed, YAML as its JSON, an image
+    /// as a `data:` URI; code, PDFs, audio and video are refused.
+    fn load_file_vars(
+        &mut self,
+        vars: &mut Map<String, Value>,
+        at: &KeyPath,
+        cache: &mut std::collections::HashMap<PathBuf, Result<Value, String>>,
+    ) {
+        let names: Vec<String> = vars
+            .iter()
+            .filter(|(_, v)| v.as_str().is_some_and(|s| s.starts_with("file://")))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for name in names {
+            let spec = vars[&name].as_str().unwrap_or_default().to_owned();
+            let rel = &spec["file://".len()..];
+            let path = match self.options.roots.relative(rel, &self.dir) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.error(&at.key(&name), format!("var `{name}`: `{spec}`: {e}"));
+                    continue;
+                }
+            };
+            let loaded = cache
+                .entry(path.clone())
+                .or_insert_with(|| load_var_file(&path))
+                .clone();
+            match loaded {
+                Ok(v) => {
+                    vars.insert(name, v);
+                }
+                Err(e) => {
+                    self.error(&at.key(&name), format!("var `{name}`: `{spec}`: {e}"));
+                }
+            }
+        }
+    }
+
     /// The provider options promptfoo hands a script: its id and config,
     /// with `basePath` the config's directory.
     fn provider_options(&self, id: &str, config: &Map<String, Value>) -> String {
@@ -888,9 +971,36 @@ impl Reader {
             self.error(at, "`scenarios` must be a list of `{config, tests}`");
             return Vec::new();
         };
-        let mut rows = Vec::new();
+        // `file://` entries (globs allowed): each file holds one scenario
+        // or a list of them.
+        let mut expanded: Vec<(Value, KeyPath)> = Vec::new();
         for (i, scenario) in scenarios.iter().enumerate() {
             let sat = at.index(i);
+            match scenario {
+                Value::String(spec) if spec.starts_with("file://") => {
+                    let Some(files) = self.glob(&spec["file://".len()..], &sat) else {
+                        continue;
+                    };
+                    if files.is_empty() {
+                        self.error(&sat, format!("`{spec}` matches no file"));
+                    }
+                    for file in files {
+                        let shown = file.display().to_string();
+                        match self.structured_file(&shown, &sat) {
+                            Some(Value::Array(list)) => {
+                                expanded.extend(list.into_iter().map(|v| (v, sat.clone())));
+                            }
+                            Some(v) => expanded.push((v, sat.clone())),
+                            None => {}
+                        }
+                    }
+                }
+                other => expanded.push((other.clone(), sat)),
+            }
+        }
+        let mut rows = Vec::new();
+        for (scenario, sat) in &expanded {
+            let sat = sat.clone();
             let Value::Object(sc) = scenario else {
                 self.error(&sat, "a scenario must be a mapping with `config` and `tests` (a `file://` scenario is not read by this version of evalhost)");
                 continue;
@@ -1834,3 +1944,79 @@ const JS_PROVIDER_RUNNER: &str = r#"const [file, fn, prompt, options, context] =
   process.stdout.write(JSON.stringify(res));
 })().catch((e) => { console.error(String(e && e.stack || e)); process.exit(1); });
 "#;
+
+/// One `file://` var's value, as promptfoo loads it.
+fn load_var_file(path: &Path) -> Result<Value, String> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    const IMAGES: &[(&str, &str)] = &[
+        ("jpg", "image/jpeg"),
+        ("jpeg", "image/jpeg"),
+        ("png", "image/png"),
+        ("gif", "image/gif"),
+        ("bmp", "image/bmp"),
+        ("webp", "image/webp"),
+        ("svg", "image/svg+xml"),
+        ("tif", "image/tiff"),
+        ("tiff", "image/tiff"),
+        ("ico", "image/x-icon"),
+        ("avif", "image/avif"),
+        ("heic", "image/heic"),
+        ("heif", "image/heif"),
+    ];
+    match ext.as_str() {
+        "js" | "cjs" | "mjs" | "ts" | "mts" | "cts" | "py" => {
+            return Err("a var computed by code is not run by this version of evalhost; write its value, or point at a text file".into());
+        }
+        "pdf" => {
+            return Err(
+                "promptfoo extracts a PDF's text; this version of evalhost does not".into(),
+            );
+        }
+        "mp3" | "wav" | "ogg" | "flac" | "m4a" | "aac" | "mp4" | "webm" | "mov" | "avi" | "mkv" => {
+            return Err("audio and video vars are not read by this version of evalhost".into());
+        }
+        _ => {}
+    }
+    if let Some((_, mime)) = IMAGES.iter().find(|(e, _)| *e == ext) {
+        let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+        if !meta.is_file() {
+            return Err("not a regular file".into());
+        }
+        if meta.len() > crate::load::MAX_FILE_BYTES {
+            return Err(format!(
+                "larger than {} MiB",
+                crate::load::MAX_FILE_BYTES >> 20
+            ));
+        }
+        let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+        use base64::Engine as _;
+        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        // The file's magic number wins over its extension, as in promptfoo.
+        let detected = [
+            ("/9j/", "image/jpeg"),
+            ("iVBORw0KGgo", "image/png"),
+            ("R0lGODlh", "image/gif"),
+            ("R0lGODdh", "image/gif"),
+            ("UklGR", "image/webp"),
+            ("Qk0", "image/bmp"),
+            ("Qk1", "image/bmp"),
+            ("SUkq", "image/tiff"),
+            ("TU0A", "image/tiff"),
+            ("AAABAA", "image/x-icon"),
+        ]
+        .iter()
+        .find(|(magic, _)| data.starts_with(magic))
+        .map_or(*mime, |(_, m)| *m);
+        return Ok(Value::String(format!("data:{detected};base64,{data}")));
+    }
+    let text = crate::roots::read_regular_text(path, crate::load::MAX_FILE_BYTES)?;
+    if ext == "yaml" || ext == "yml" {
+        let v = crate::yaml::parse(&text).map_err(|e| e.to_string())?;
+        return Ok(Value::String(v.to_string()));
+    }
+    Ok(Value::String(text.trim().to_owned()))
+}
