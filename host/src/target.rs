@@ -17,6 +17,7 @@ pub use crate::results::output::{
 };
 
 pub mod cli;
+pub mod http;
 pub mod openai;
 pub mod prompt;
 pub mod replay;
@@ -72,6 +73,8 @@ pub enum Provider {
     Cli(cli::CliConfig),
     /// An OpenAI-compatible endpoint.
     OpenAi(openai::OpenAiConfig),
+    /// Any HTTP API (promptfoo's `http` provider).
+    Http(http::HttpConfig),
     /// Recorded outputs.
     Replay(replay::ReplayConfig),
     /// The outputs of an earlier run, by (test id, trial): `evalhost regrade`.
@@ -287,7 +290,7 @@ impl Targets {
         if let Provider::Unsupported(p) = &target.provider {
             return Err(format!(
                 "target `{name}` uses provider `{p}`, which this version of evalhost does not run \
-                 (supported: mock, cli, openai and compatible endpoints, replay)"
+                 (supported: mock, echo, cli, openai and compatible endpoints, http, replay)"
             ));
         }
         for fallback in &target.fallback_targets {
@@ -452,6 +455,7 @@ impl Target {
             }),
             Provider::Cli(config) => cli::invoke(config, self, test, inv),
             Provider::OpenAi(config) => openai::invoke(config, test, inv),
+            Provider::Http(config) => http::invoke(config, test, inv),
             Provider::Replay(config) => replay::invoke(config, test, inv.trial),
             Provider::Recorded(outputs) => outputs
                 .get(&(test.id.clone(), inv.trial))

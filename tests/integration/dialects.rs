@@ -815,3 +815,74 @@ fn promptfoo_script_providers_run_and_strict_refuses_them() {
     assert_eq!(row["output"], "js T Q hi hi", "{row}");
     assert_eq!(row["token_usage"]["output"], 5, "{row}");
 }
+
+/// promptfoo's `http` provider: the request evalhost sends (method, URL and
+/// header templates, the JSON body rendered with the vars and prompt) and
+/// the output a property-path `transformResponse` takes; a JavaScript
+/// transform is refused with its reason, and `--sandbox strict` refuses the
+/// provider.
+#[test]
+fn promptfoo_http_provider_sends_the_rendered_request() {
+    use crate::support::{FakeServer, Reply};
+    let server = FakeServer::start(vec![Reply::json(
+        200,
+        serde_json::json!({"choices": [{"message": {"content": "You said: Hello Ada"}}]}),
+    )]);
+    let project = crate::support::Project::with_mock("unused");
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    project.write(
+        "promptfooconfig.yaml",
+        &format!(
+            "prompts: ['Hello {{{{name}}}}']\nproviders:\n  - id: {url}/chat?who={{{{name}}}}\n    label: api\n    config:\n      method: POST\n      headers: {{x-key: 'k-{{{{env.PF_TEST_KEY}}}}', x-who: '{{{{name}}}}'}}\n      body: {{input: '{{{{prompt}}}}', n: 3, who: ['{{{{name}}}}']}}\n      transformResponse: json.choices[0].message.content\ntests:\n  - vars: {{name: Ada}}\n    assert: [{{type: equals, value: 'You said: Hello Ada'}}]\n",
+            url = server.url
+        ),
+    );
+    let run = |extra: &[&str]| -> crate::support::Run {
+        let mut args = vec!["run", "promptfooconfig.yaml", "-o", "out"];
+        args.extend_from_slice(extra);
+        crate::support::evalhost()
+            .current_dir(project.path())
+            .env("PF_TEST_KEY", "s3")
+            .args(&args)
+            .output()
+            .unwrap()
+            .into()
+    };
+    let r = run(&[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let req = &requests[0];
+    assert_eq!(req.path, "/chat?who=Ada");
+    let header = |k: &str| {
+        req.headers
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(header("x-key").as_deref(), Some("k-s3"));
+    assert_eq!(header("x-who").as_deref(), Some("Ada"));
+    assert_eq!(header("content-type").as_deref(), Some("application/json"));
+    let body: serde_json::Value = serde_json::from_str(&req.body).unwrap();
+    assert_eq!(
+        body,
+        serde_json::json!({"input": "Hello Ada", "n": 3, "who": ["Ada"]})
+    );
+    let r = run(&["--sandbox", "strict"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    // A transform that is JavaScript, not a path.
+    let text = std::fs::read_to_string(project.path().join("promptfooconfig.yaml"))
+        .unwrap()
+        .replace(
+            "json.choices[0].message.content",
+            "'json.choices.map(c => c.message.content).join()'",
+        );
+    project.write("promptfooconfig.yaml", &text);
+    let r = run(&[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("is JavaScript beyond a property path"),
+        "{}",
+        r.stderr
+    );
+}

@@ -380,6 +380,7 @@ pub(super) fn parse_target(
             Provider::OpenAi(openai::OpenAiConfig::parse(&provider_name, entry)?)
         }
         "replay" => Provider::Replay(replay::ReplayConfig::parse(entry, base_dir)?),
+        "http" => Provider::Http(super::http::HttpConfig::parse(entry)?),
         other => Provider::Unsupported(other.to_owned()),
     };
     let default = Retry::default();

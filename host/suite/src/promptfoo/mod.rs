@@ -766,6 +766,10 @@ impl Reader {
         if let Some(script) = id.strip_prefix("exec:") {
             return self.exec_provider(id, script, config, at);
         }
+        if id == "http" || id == "https" || id.starts_with("http://") || id.starts_with("https://")
+        {
+            return self.http_provider(id, config, at, renderer);
+        }
         let file = id
             .strip_prefix("file://")
             .or_else(|| id.strip_prefix("python:"));
@@ -814,6 +818,72 @@ impl Reader {
                 }
             }
         }
+    }
+
+    /// promptfoo's `http` provider (`id: https://…`, or `http` with
+    /// `config.url`): method, headers, a templated body, and a
+    /// `transformResponse` that is a property path.
+    fn http_provider(
+        &mut self,
+        id: &str,
+        config: &Map<String, Value>,
+        at: &KeyPath,
+        renderer: &Renderer,
+    ) -> Option<Map<String, Value>> {
+        let mut entry = Map::new();
+        entry.insert("provider".into(), "http".into());
+        let url = match config.get("url").and_then(Value::as_str) {
+            Some(u) => u.to_owned(),
+            None if id.contains("://") => id.to_owned(),
+            None => {
+                self.error(
+                    &at.key("config").key("url"),
+                    "an `http` provider needs `config.url`",
+                );
+                return None;
+            }
+        };
+        entry.insert("url".into(), Value::String(url));
+        for (k, v) in config {
+            match k.as_str() {
+                "url" => {}
+                // `{{ env.X }}` is the config's environment, filled now;
+                // the vars and `{{ prompt }}` are filled per test.
+                "method" | "body" | "headers" => {
+                    entry.insert(k.clone(), fill_env_refs(v, renderer));
+                }
+                "transformResponse" | "responseParser" => match v {
+                    Value::String(e) if e.starts_with("file://") => {
+                        self.error(&at.key("config").key(k), format!("`{k}: {e}`: a JavaScript file, which needs the JavaScript sandbox this version of evalhost does not have yet"));
+                        return None;
+                    }
+                    Value::String(e) => {
+                        entry.insert("transform_response".into(), Value::String(e.clone()));
+                    }
+                    _ => {
+                        self.error(
+                            &at.key("config").key(k),
+                            format!("`{k}` must be an expression"),
+                        );
+                        return None;
+                    }
+                },
+                "timeout" => {
+                    if let Some(ms) = v.as_f64() {
+                        entry.insert("timeout_seconds".into(), serde_json::json!(ms / 1000.0));
+                    }
+                }
+                other => {
+                    self.error(
+                        &at.key("config").key(other),
+                        format!("`config.{other}` of an `http` provider is not read by this version of evalhost"),
+                    )
+                    .hint = Some("evalhost reads url, method, headers, body, transformResponse (a property path) and timeout".into());
+                    return None;
+                }
+            }
+        }
+        Some(entry)
     }
 
     /// The provider options promptfoo hands a script: its id and config,
@@ -2019,4 +2089,37 @@ fn load_var_file(path: &Path) -> Result<Value, String> {
         return Ok(Value::String(v.to_string()));
     }
     Ok(Value::String(text.trim().to_owned()))
+}
+
+/// Only the `{{ env.NAME }}` references in the strings of `v` filled.
+fn fill_env_refs(v: &Value, renderer: &Renderer) -> Value {
+    match v {
+        Value::String(s) => {
+            let mut out = String::new();
+            let mut rest = s.as_str();
+            while let Some(start) = rest.find("{{") {
+                let Some(len) = rest[start..].find("}}") else {
+                    break;
+                };
+                let inner = rest[start + 2..start + len].trim();
+                out.push_str(&rest[..start]);
+                match inner.strip_prefix("env.") {
+                    Some(name) if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+                        out.push_str(&renderer.env_value(name).unwrap_or_default());
+                    }
+                    _ => out.push_str(&rest[start..start + len + 2]),
+                }
+                rest = &rest[start + len + 2..];
+            }
+            out.push_str(rest);
+            Value::String(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|x| fill_env_refs(x, renderer)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (k.clone(), fill_env_refs(x, renderer)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
