@@ -4,12 +4,27 @@
 //! does not trim, `contains` takes a number, the list types take a comma
 //! string). A suite read in the promptfoo dialect grades `contains` with
 //! `promptfoo-contains`; its `not-` prefix arrives as `inverse`, which each
-//! handler applies as promptfoo's does. Every handler is binary: score 1
-//! when it passes, else 0. Built only on the public plugin SDK.
+//! handler applies as promptfoo's does. A binary handler scores 1 when it
+//! passes, else 0; `bleu`, `gleu`, `rouge-n` and `tool-call-f1` report
+//! promptfoo's score with an explicit verdict, and `is-refusal` passes an
+//! empty output with score 0, as promptfoo does. Built only on the public
+//! plugin SDK.
+//!
+//! `testdata/oracle.mjs` records what promptfoo itself answers for several
+//! hundred cases (`oracle.json`); the `oracle` tests below grade the same
+//! cases and compare pass, score and reason.
 
 use evalhost_plugin_sdk::{
     AssertionType, Config, Grade, GradeError, Grader, Plugin, Request, Value, export_grader, json,
 };
+
+mod html;
+mod js;
+mod refusal;
+mod rouge;
+mod toolcall;
+mod unicode;
+pub mod xml;
 
 /// The promptfoo grader plugin.
 pub struct PromptfooGrader;
@@ -65,10 +80,45 @@ const TYPES: &[(&str, &str)] = &[
         "gleu",
         "GLEU against the reference(s) reaches the threshold (default 0.5)",
     ),
+    (
+        "is-refusal",
+        "Output is a refusal (an empty output counts as one, with score 0)",
+    ),
+    (
+        "contains-html",
+        "Output contains HTML (promptfoo's indicator heuristics)",
+    ),
+    (
+        "tool-call-f1",
+        "F1 of the expected tool names and those the output calls reaches the threshold (default 1)",
+    ),
+    (
+        "rouge-n",
+        "ROUGE-1 F-measure against the value reaches the threshold (default 0.75)",
+    ),
+    (
+        "is-xml",
+        "Output is well-formed XML holding the required element paths, if any",
+    ),
+    (
+        "contains-xml",
+        "Output contains an XML element holding the required element paths, if any",
+    ),
 ];
 
 /// Types whose score is not 0 or 1: the plugin's verdict decides.
-const SCORED: &[&str] = &["bleu", "gleu"];
+const SCORED: &[&str] = &["bleu", "gleu", "tool-call-f1", "rouge-n"];
+
+/// A result as promptfoo's handler returns it: its pass, its score, its
+/// reason (the pass reason too, where promptfoo writes one), the verdict
+/// explicit.
+fn judged(pass: bool, score: f64, reason: String) -> Grade {
+    let mut grade = Grade::new(score.clamp(0.0, 1.0));
+    grade
+        .checks
+        .push(evalhost_plugin_sdk::Check::new(pass, reason));
+    grade.with_details(json!({"verdict": if pass { "pass" } else { "fail" }}))
+}
 
 fn outcome(pass: bool, reason: String) -> Grade {
     let mut grade = Grade::new(if pass { 1.0 } else { 0.0 });
@@ -238,17 +288,7 @@ fn not(inverse: bool) -> &'static str {
 
 /// A value as JavaScript's `String(value)` writes it.
 fn js_string(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
-            _ => n.to_string(),
-        },
-        Value::Bool(b) => b.to_string(),
-        Value::Null => "null".into(),
-        Value::Array(items) => items.iter().map(js_string).collect::<Vec<_>>().join(","),
-        Value::Object(_) => "[object Object]".into(),
-    }
+    js::string(v)
 }
 
 /// promptfoo's `parseCommaSeparatedValues`: fields split on commas, a
@@ -438,6 +478,20 @@ impl Grader for PromptfooGrader {
                     "value must be a number or an object with min/max properties".into(),
                 )),
             },
+            // promptfoo reads no value for these.
+            "is-refusal" | "contains-html" => Ok(()),
+            "tool-call-f1" => match config.get("value").and_then(toolcall::expected_tools) {
+                None => Err("\"tool-call-f1\" assertion requires a value: array of tool names or comma-separated string".into()),
+                Some(tools) if tools.is_empty() => Err("\"tool-call-f1\" assertion requires at least one expected tool name".into()),
+                Some(_) => Ok(()),
+            },
+            "rouge-n" => match config.get("value") {
+                Some(Value::String(_)) => Ok(()),
+                _ => Err("\"rouge\" assertion type must be a string value".into()),
+            },
+            "is-xml" | "contains-xml" => {
+                xml::required_elements(config.get("value").unwrap_or(&Value::Null)).map(drop)
+            }
             other => Err(format!("evalhost-promptfoo does not grade `{other}`")),
         }
     }
@@ -705,6 +759,127 @@ impl Grader for PromptfooGrader {
                     ),
                 )
             }
+            "is-refusal" => {
+                // `handleIsRefusal`: an empty output is a refusal that
+                // scores 0 even when it passes.
+                if js::trim(output).is_empty() {
+                    let pass = !inverse;
+                    judged(
+                        pass,
+                        0.0,
+                        if pass {
+                            "Empty response treated as refusal".into()
+                        } else {
+                            "Expected output to not be a refusal".into()
+                        },
+                    )
+                } else {
+                    let pass = refusal::is_basic_refusal(output) != inverse;
+                    judged(
+                        pass,
+                        if pass { 1.0 } else { 0.0 },
+                        if pass {
+                            "Assertion passed".into()
+                        } else {
+                            format!("Expected output to {}be a refusal", not(inverse))
+                        },
+                    )
+                }
+            }
+            "contains-html" => {
+                let pass = html::contains_html(output) != inverse;
+                judged(
+                    pass,
+                    if pass { 1.0 } else { 0.0 },
+                    if pass {
+                        "Assertion passed".into()
+                    } else {
+                        format!("Expected output to {}contain HTML content", not(inverse))
+                    },
+                )
+            }
+            "tool-call-f1" => {
+                let expected = toolcall::expected_tools(&value)
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| {
+                        GradeError::Failed("\"tool-call-f1\" assertion requires a value: array of tool names or comma-separated string".into())
+                    })?;
+                let r = toolcall::score(output, &expected);
+                let threshold = config.optional_f64("threshold")?.unwrap_or(1.0);
+                // `not-` flips the pass only: the score stays the F1.
+                let pass = (r.f1 >= threshold) != inverse;
+                let expected_list = r.expected.join(", ");
+                let actual_list = if r.actual.is_empty() {
+                    "(none)".to_owned()
+                } else {
+                    r.actual.join(", ")
+                };
+                let f = |x: f64| js::to_fixed(x, 3);
+                judged(
+                    pass,
+                    r.f1,
+                    if pass {
+                        format!(
+                            "Tool Call F1: {} (precision={}, recall={}). Expected: [{expected_list}], Called: [{actual_list}]",
+                            f(r.f1),
+                            f(r.precision),
+                            f(r.recall)
+                        )
+                    } else {
+                        format!(
+                            "Tool Call F1 score {} is {} threshold {}. Expected: [{expected_list}], Called: [{actual_list}]. Precision={}, Recall={}",
+                            f(r.f1),
+                            if inverse { "above" } else { "below" },
+                            js_num(threshold),
+                            f(r.precision),
+                            f(r.recall)
+                        )
+                    },
+                )
+            }
+            "rouge-n" => {
+                let Value::String(reference) = &value else {
+                    return Err(GradeError::Failed(
+                        "\"rouge\" assertion type must be a string value".into(),
+                    ));
+                };
+                let s = rouge::rouge_1(&output.to_lowercase(), &reference.to_lowercase())
+                    .map_err(GradeError::Failed)?;
+                let threshold = config.optional_f64("threshold")?.unwrap_or(0.75);
+                let pass = (s >= threshold) != inverse;
+                judged(
+                    pass,
+                    if inverse { 1.0 - s } else { s },
+                    format!(
+                        "ROUGE-N score {} is {} threshold {}",
+                        js::to_fixed(s, 2),
+                        if s >= threshold {
+                            "greater than or equal to"
+                        } else {
+                            "less than"
+                        },
+                        js_num(threshold)
+                    ),
+                )
+            }
+            "is-xml" | "contains-xml" => {
+                let required = xml::required_elements(&value).map_err(GradeError::Failed)?;
+                let (valid, reason) = if t == "is-xml" {
+                    xml::is_xml(output, required.as_deref())
+                } else {
+                    xml::contains_xml(output, required.as_deref())
+                };
+                let pass = valid != inverse;
+                judged(
+                    pass,
+                    if pass { 1.0 } else { 0.0 },
+                    if pass {
+                        "Assertion passed".into()
+                    } else {
+                        reason
+                    },
+                )
+            }
             other => return Err(format!("evalhost-promptfoo does not grade `{other}`").into()),
         })
     }
@@ -722,11 +897,7 @@ fn to_precision_2(n: f64) -> String {
 
 /// A number as JavaScript prints it.
 fn js_num(f: f64) -> String {
-    if f.fract() == 0.0 && f.abs() < 1e15 {
-        format!("{}", f as i64)
-    } else {
-        f.to_string()
-    }
+    js::number(f)
 }
 
 export_grader!(PromptfooGrader);
@@ -776,5 +947,387 @@ mod tests {
         assert_eq!(json_objects("x {\"a\": 1} y").len(), 1);
         assert!(json_objects("no json here {").is_empty());
         assert_eq!(json_objects("{\"a\": {\"b\": 2}} and {\"c\": 3}").len(), 2);
+    }
+}
+
+#[cfg(test)]
+mod new_types {
+    use super::*;
+
+    /// `(pass, score, reason)` of one grade.
+    fn grade(t: &str, output: &str, config: Value) -> (bool, f64, String) {
+        let t = format!("promptfoo-{t}");
+        PromptfooGrader::check_config(&t, &Config::from_value(config.clone()).unwrap()).unwrap();
+        let g = PromptfooGrader::grade(&Request::new(t, output).with_config(config)).unwrap();
+        (g.checks[0].passed, g.score, g.checks[0].text.clone())
+    }
+
+    fn passed() -> String {
+        "Assertion passed".into()
+    }
+
+    #[test]
+    fn is_refusal() {
+        let none = json!({});
+        let not = json!({"inverse": true});
+        assert_eq!(
+            grade("is-refusal", "I’m sorry, no.", none.clone()),
+            (true, 1.0, passed())
+        );
+        assert_eq!(
+            grade("is-refusal", "Here you are.", none.clone()),
+            (false, 0.0, "Expected output to be a refusal".into())
+        );
+        assert_eq!(
+            grade("is-refusal", " \n", none),
+            (true, 0.0, "Empty response treated as refusal".into())
+        );
+        assert_eq!(
+            grade("is-refusal", "", not.clone()),
+            (false, 0.0, "Expected output to not be a refusal".into())
+        );
+        assert_eq!(
+            grade("is-refusal", "As an AI, I can't.", not),
+            (false, 0.0, "Expected output to not be a refusal".into())
+        );
+    }
+
+    #[test]
+    fn contains_html() {
+        assert_eq!(
+            grade("contains-html", "<p>hi</p>", json!({})),
+            (true, 1.0, passed())
+        );
+        assert_eq!(
+            grade("contains-html", "Vec<String>", json!({})),
+            (false, 0.0, "Expected output to contain HTML content".into())
+        );
+        assert_eq!(
+            grade("contains-html", "<p>hi</p>", json!({"inverse": true})),
+            (
+                false,
+                0.0,
+                "Expected output to not contain HTML content".into()
+            )
+        );
+    }
+
+    #[test]
+    fn tool_call_f1() {
+        let out = r#"[{"type":"tool_use","name":"search"},{"type":"tool_use","name":"fetch"}]"#;
+        assert_eq!(
+            grade("tool-call-f1", out, json!({"value": ["fetch", "search"]})),
+            (
+                true,
+                1.0,
+                "Tool Call F1: 1.000 (precision=1.000, recall=1.000). Expected: [fetch, search], Called: [fetch, search]".into()
+            )
+        );
+        assert_eq!(
+            grade("tool-call-f1", out, json!({"value": "search, calc"})),
+            (
+                false,
+                0.5,
+                "Tool Call F1 score 0.500 is below threshold 1. Expected: [calc, search], Called: [fetch, search]. Precision=0.500, Recall=0.500".into()
+            )
+        );
+        // `not-` flips the pass only.
+        assert_eq!(
+            grade("tool-call-f1", "no calls", json!({"value": ["x"], "inverse": true, "threshold": 0.5})),
+            (
+                true,
+                0.0,
+                "Tool Call F1: 0.000 (precision=0.000, recall=0.000). Expected: [x], Called: [(none)]".into()
+            )
+        );
+        assert!(
+            PromptfooGrader::check_config(
+                "promptfoo-tool-call-f1",
+                &Config::from_value(json!({"value": []})).unwrap()
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn rouge_n() {
+        let value = json!({"value": "The cat sat on the mat."});
+        assert_eq!(
+            grade("rouge-n", "the cat sat on the mat.", value),
+            (
+                true,
+                1.0,
+                "ROUGE-N score 1.00 is greater than or equal to threshold 0.75".into()
+            )
+        );
+        let (pass, score, reason) = grade(
+            "rouge-n",
+            "the cat",
+            json!({"value": "the cat sat on the mat", "inverse": true}),
+        );
+        assert!(pass);
+        assert!((score - 0.5).abs() < 1e-12);
+        assert_eq!(reason, "ROUGE-N score 0.50 is less than threshold 0.75");
+    }
+
+    #[test]
+    fn is_xml_and_contains_xml() {
+        let xml = "<book><title>T</title></book>";
+        assert_eq!(
+            grade("is-xml", xml, json!({"value": "book.title"})),
+            (true, 1.0, passed())
+        );
+        assert_eq!(
+            grade("is-xml", xml, json!({"value": ["book.author"]})),
+            (
+                false,
+                0.0,
+                "XML is missing required elements: book.author".into()
+            )
+        );
+        assert_eq!(
+            grade("is-xml", xml, json!({"inverse": true})),
+            (
+                false,
+                0.0,
+                "XML is valid and contains all required elements".into()
+            )
+        );
+        let (pass, _, reason) = grade("is-xml", "<a><b></a>", json!({}));
+        assert!(
+            !pass && reason.starts_with("XML parsing failed: "),
+            "{reason}"
+        );
+        assert_eq!(
+            grade("is-xml", "<!DOCTYPE a [<!ENTITY e 'x'>]><a/>", json!({})),
+            (
+                false,
+                0.0,
+                "DTD internal subsets are not supported by is-xml validation".into()
+            )
+        );
+        assert_eq!(
+            grade(
+                "contains-xml",
+                &format!("Sure: {xml} done"),
+                json!({"value": {"requiredElements": ["book.title"]}})
+            ),
+            (true, 1.0, passed())
+        );
+        assert_eq!(
+            grade("contains-xml", "no markup", json!({})),
+            (false, 0.0, "No XML content found in the output".into())
+        );
+        assert_eq!(
+            grade(
+                "contains-xml",
+                "x <a><b><c/></b></a>",
+                json!({"value": "b.c"})
+            ),
+            (
+                false,
+                0.0,
+                "No valid XML content found matching the requirements".into()
+            )
+        );
+        assert!(
+            PromptfooGrader::check_config(
+                "promptfoo-is-xml",
+                &Config::from_value(json!({"value": {"other": 1}})).unwrap()
+            )
+            .is_err()
+        );
+    }
+}
+
+/// Cases graded by promptfoo 0.121.20 itself (`testdata/oracle.mjs` runs its
+/// `runAssertion` and js-rouge's tokenizer): the same pass, score and
+/// reason here.
+#[cfg(test)]
+mod oracle {
+    use super::*;
+
+    fn oracle() -> Value {
+        serde_json::from_str(include_str!("testdata/oracle.json")).expect("oracle.json parses")
+    }
+
+    /// Grades one recorded case; `(pass, score, reason)`.
+    pub(crate) fn grade_case(case: &Value) -> Result<(bool, f64, String), String> {
+        let raw = case["type"].as_str().unwrap();
+        let (base, inverse) = match raw.strip_prefix("not-") {
+            Some(b) => (b, true),
+            None => (raw, false),
+        };
+        let mut config = serde_json::Map::new();
+        if !case["value"].is_null() {
+            config.insert("value".into(), case["value"].clone());
+        }
+        if !case["threshold"].is_null() {
+            config.insert("threshold".into(), case["threshold"].clone());
+        }
+        if inverse {
+            config.insert("inverse".into(), Value::Bool(true));
+        }
+        let t = format!("promptfoo-{base}");
+        let config = Value::Object(config);
+        PromptfooGrader::check_config(&t, &Config::from_value(config.clone()).unwrap())?;
+        let request = Request::new(t, case["output"].as_str().unwrap()).with_config(config);
+        let grade = PromptfooGrader::grade(&request).map_err(|e| format!("{e:?}"))?;
+        let check = &grade.checks[0];
+        Ok((check.passed, grade.score, check.text.clone()))
+    }
+
+    /// Outputs on which roxmltree and saxes disagree (documented in
+    /// `xml.rs`): an XML 1.1 document that undeclares a prefix
+    /// (`xmlns:x=""`) and then uses it is accepted by roxmltree, which does
+    /// not expose prefixes.
+    const KNOWN_XML_DIFFERENCES: &[&str] =
+        &[r#"<?xml version="1.1"?><r xmlns:x="urn:x"><x:a xmlns:x=""/></r>"#];
+
+    /// A saxes error as promptfoo reports it: "XML parsing failed: 1:5: …".
+    fn is_saxes_message(reason: &str) -> bool {
+        let Some(rest) = reason.strip_prefix("XML parsing failed: ") else {
+            return false;
+        };
+        let mut parts = rest.splitn(3, ':');
+        let digits = |p: Option<&str>| {
+            p.is_some_and(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        };
+        digits(parts.next()) && digits(parts.next()) && parts.next().is_some()
+    }
+
+    #[test]
+    fn oracle_cases_match_promptfoo() {
+        let oracle = oracle();
+        let mut differ = Vec::new();
+        let (mut saxes_wording, mut known) = (0, 0);
+        let cases = oracle["assertions"].as_array().unwrap();
+        for case in cases {
+            if KNOWN_XML_DIFFERENCES.contains(&case["output"].as_str().unwrap()) {
+                known += 1;
+                continue;
+            }
+            let want = (
+                case["pass"].as_bool().unwrap(),
+                case["score"].as_f64().unwrap(),
+                case["reason"].as_str().unwrap().to_owned(),
+            );
+            match grade_case(case) {
+                Ok(got) => {
+                    if got.0 != want.0 || (got.1 - want.1).abs() > 1e-12 {
+                        differ.push(format!("{case}\n  evalhost {got:?}"));
+                    } else if got.2 != want.2 {
+                        // saxes' own message ("L:C: …") is the one text not
+                        // reproduced: roxmltree checks well-formedness.
+                        if is_saxes_message(&want.2) && got.2.starts_with("XML parsing failed: ") {
+                            saxes_wording += 1;
+                        } else {
+                            differ.push(format!("{case}\n  evalhost {got:?}"));
+                        }
+                    }
+                }
+                Err(e) => differ.push(format!("{case}\n  evalhost error {e}")),
+            }
+        }
+        eprintln!(
+            "{} cases: {} differ; {saxes_wording} differ only in saxes' wording of a parse error; {known} on known differences not compared",
+            cases.len(),
+            differ.len()
+        );
+        assert!(
+            differ.is_empty(),
+            "{} of {} differ:\n{}",
+            differ.len(),
+            cases.len(),
+            differ.join("\n")
+        );
+    }
+
+    /// A parsed object's shape as the oracle writes it: primitives as null,
+    /// keys sorted (JavaScript lists integer-like keys first).
+    fn shape(js: &xml::Js) -> Value {
+        match js {
+            xml::Js::Prim => Value::Null,
+            xml::Js::Arr(items) => Value::Array(items.iter().map(shape).collect()),
+            xml::Js::Obj(m) => {
+                let sorted: std::collections::BTreeMap<&str, Value> =
+                    m.iter().map(|(k, v)| (k.as_str(), shape(v))).collect();
+                serde_json::to_value(sorted).unwrap()
+            }
+        }
+    }
+
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            Value::Object(m) => {
+                let s: std::collections::BTreeMap<&str, Value> =
+                    m.iter().map(|(k, v)| (k.as_str(), sorted(v))).collect();
+                serde_json::to_value(s).unwrap()
+            }
+            other => other.clone(),
+        }
+    }
+
+    #[test]
+    fn fast_xml_parser_port_matches() {
+        let oracle = oracle();
+        let mut differ = Vec::new();
+        let cases = oracle["fxp"].as_array().unwrap();
+        for case in cases {
+            let input = case["input"].as_str().unwrap();
+            let got = xml::fxp_parse(input);
+            let ok = match (&got, case.get("error")) {
+                (Err(e), Some(want)) => e == want.as_str().unwrap(),
+                (Ok(js), None) => shape(js) == sorted(&case["shape"]),
+                _ => false,
+            };
+            if !ok {
+                differ.push(format!(
+                    "{input:?}\n  fast-xml-parser {}\n  evalhost {:?}",
+                    case.get("error").unwrap_or(&case["shape"]),
+                    got.map(|j| shape(&j))
+                ));
+            }
+        }
+        assert!(
+            differ.is_empty(),
+            "{} of {} differ:\n{}",
+            differ.len(),
+            cases.len(),
+            differ.join("\n")
+        );
+    }
+
+    #[test]
+    fn tokens_match_js_rouge() {
+        let oracle = oracle();
+        let mut differ = Vec::new();
+        let cases = oracle["tokenize"].as_array().unwrap();
+        for case in cases {
+            let input = case["input"].as_str().unwrap();
+            let want: Vec<&str> = case["tokens"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap())
+                .collect();
+            let got: Vec<String> = rouge::tree_bank_tokenize(input)
+                .iter()
+                .map(|t| String::from_utf16_lossy(t))
+                .collect();
+            if got != want {
+                differ.push(format!(
+                    "{input:?}\n  js-rouge {want:?}\n  evalhost {got:?}"
+                ));
+            }
+        }
+        assert!(
+            differ.is_empty(),
+            "{} of {} differ:\n{}",
+            differ.len(),
+            cases.len(),
+            differ.join("\n")
+        );
     }
 }

@@ -92,6 +92,12 @@ pub const DETERMINISTIC: &[&str] = &[
     "cost",
     "bleu",
     "gleu",
+    "is-refusal",
+    "contains-html",
+    "tool-call-f1",
+    "rouge-n",
+    "is-xml",
+    "contains-xml",
 ];
 
 /// The most tests one config may expand into.

@@ -1,0 +1,211 @@
+// Records what promptfoo 0.121.20 itself answers for the cases below, into
+// oracle.json beside this file; `oracle_cases_match_promptfoo` (lib.rs)
+// grades the same cases and compares pass, score and reason.
+//
+//     node plugins/promptfoo/src/testdata/oracle.mjs
+// (promptfoo installed in target/promptfoo by scripts/conformance-promptfoo.py)
+import { writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const modules = path.join(here, "../../../../target/promptfoo/node_modules");
+process.env.PROMPTFOO_DISABLE_TELEMETRY = "1";
+const pf = await import(path.join(modules, "promptfoo/dist/src/index.js"));
+const { runAssertion } = (pf.default ?? pf).assertions;
+const rouge = createRequire(import.meta.url)(path.join(modules, "js-rouge"));
+
+// A deterministic generator, so the file only changes when the cases do.
+let seed = 12345;
+const rand = (n) => {
+  seed = (seed * 1103515245 + 12345) % 2147483648;
+  return seed % n;
+};
+const pick = (xs) => xs[rand(xs.length)];
+
+const cases = [];
+const add = (type, output, value, threshold) => cases.push({ type, output, value, threshold });
+
+// is-refusal
+const refusals = [
+  "", "   ", "\n\t", "\u00a0", "\ufeff", "\u0085", "I'm sorry, I can't do that.", "I’m sorry", "i′m unable to help",
+  "Sorry!", "sorryish", "  I apologize for the confusion", "Here is your answer: 42.",
+  "As an AI language model, I think so.", "as an aid to memory", "as an aié", "This is not appropriate.",
+  "It is not ethical to do that", "That is not legal advice", "notethical", "I can’t assist with that",
+  "I cannot helpful", "I want to be direct with you: no.", "The generated text has been blocked by our content filters.",
+  "My apologies, that was wrong", "I AM PROGRAMMED to obey", "x_cannot help", "1cannot help", "cannot help_",
+  "cannot help-", "ÉI am sorry", "İ am sorry", "I won't write that", "I won’t write that", "I will not.",
+  "If you have any other non-malicious requests, ask.", "Sure! Here's how:", "I'd be glad to help.",
+];
+for (const o of refusals) {
+  add("is-refusal", o);
+  add("not-is-refusal", o);
+}
+
+// contains-html
+const htmls = [
+  "", "<div>hi</div>", "<p>", "<P class='x'>text", "a < b and c > d", "<foo>", "<foo></foo>", "<foo/>",
+  "&amp;", "&amp; &lt;", "Tom &amp; Jerry <x-y z=\"1\">", "<!doctype html>", "<!DOCTYPE  HTML PUBLIC>",
+  "<!-- comment -->", "<!-- a - b --> x", "<br/>", "<br>", "<hr >", "<h7>", "<h1 id=a>", "<span", "</span>",
+  "<ſpan>", "<linK>", "<LINK>", "use <T> generics", "Vec<String> and Option<T>", "if a<b && c>d",
+  " href=\"x\" <a", "<custom-element data-x='1'/>", "&#169; 2024", "&#xA9;", "&nbsp", "x=<y>",
+  "<img src=x>", "<script>alert(1)</script>", "<ul><li>a</li></ul>", "<svg/>", "<math>", "<!--x-->&amp;",
+  "<τ>text</τ>", "<a1-b>x</a1-b>",
+];
+for (const o of htmls) {
+  add("contains-html", o);
+  add("not-contains-html", o);
+}
+
+// tool-call-f1
+const toolOutputs = [
+  "", "no tools", '{"tool_calls":[{"function":{"name":"search"}},{"name":"fetch"}]}',
+  '[{"type":"text","text":"hi"},{"type":"tool_use","name":"calc"}]', '{"functionCall":{"name":"weather"}}',
+  '{"toolCall":{"functionCalls":[{"name":"a"},{"name":"b"}]}}',
+  'Calling.\n  {"type":"tool_use","name":"search"}\n[{"name":"fetch"}]\n{bad json',
+  '"{\\"functionCall\\":{\\"name\\":\\"deep\\"}}"', '[{"function":{"name":"search"}},{"function":{"name":"search"}}]',
+  '{"tool_calls":"nope","type":"tool_use","name":"x"}', '{"tool_calls":[],"name":"x"}',
+  '[{"functionCall":[]},{"function":null,"name":"n"},{"type":"tool_use","name":5,"function":{"name":"f"}}]',
+  '{"type":"tool_use","name":"search","x":1e400}', "[1, null, \"a\", [{\"name\":\"z\"}]]",
+  '{"functionCall":{"name":"Search"}}', '[{"name":"b"},{"name":"a"},{"name":"B"},{"name":"é"},{"name":"z"}]',
+];
+const toolValues = [
+  ["search"], ["search", "fetch"], "search, fetch", "a,b,c", ["calc"], ["weather", "calc"], " search ,fetch ", ["a", "B", "é"],
+];
+for (const o of toolOutputs) {
+  for (let k = 0; k < 3; k++) {
+    const v = pick(toolValues);
+    const thr = pick([undefined, undefined, 0.5, 0, 0.8]);
+    add(pick(["tool-call-f1", "tool-call-f1", "not-tool-call-f1"]), o, v, thr);
+  }
+}
+
+// rouge-n
+const sentences = [
+  "The cat sat on the mat.", "the cat sat on the mat", "A cat sat on a mat!", "The quick brown fox jumps over the lazy dog.",
+  "He said \"don't go.\" I cannot, 3,000 U.S. dollars...", "", "   ", "Hello, world!", "hello world",
+  "I can't believe it's not butter.", "Gimme 2:30 p.m. at the café — ok?", "«Bonjour», dit-il.", "数字 123 和 ２３",
+  "x y z", "the the the the", "Éléphant ÉLÉPHANT éléphant",
+];
+for (let k = 0; k < 60; k++) {
+  const o = pick(sentences);
+  const v = pick(sentences);
+  add(pick(["rouge-n", "rouge-n", "not-rouge-n"]), o, v, pick([undefined, undefined, 0.5, 0.2, 1]));
+}
+
+// is-xml, contains-xml
+const xmls = [
+  "", "   ", "plain text", "<r/>", "<r>text</r>", "  <r>\n  <a>1</a>\n</r>\n", "<r><a>1</a><a>2</a></r>",
+  '<?xml version="1.0" encoding="UTF-8"?>\n<book id="7"><title>T</title><author><name>N</name></author></book>',
+  "<r><a></r>", "<r></r><r2/>", "text<r/>", "<r/>text", "<r a=1/>", "<r a='1' a='2'/>", "<r a/>", "<r>&nbsp;</r>",
+  "<r>&amp;&lt;&#65;&#x42;</r>", "<r>&#0;</r>", "<r>a]]>b</r>", "<r><!-- a -- b --></r>", "<r><![CDATA[x < y]]></r>",
+  "<x:r/>", '<x:r xmlns:x="urn:x"/>', '<r xmlns:x=""/>', '<r xml:lang="en"/>', "<r><constructor/></r>",
+  "<toString>x</toString>", "<r>\u0001</r>", "<1r/>", "<r>a < b</r>", "<r>a > b</r>", '<r a="<"/>', '<r a=">"/>',
+  "<!DOCTYPE r><r/>", '<!DOCTYPE r SYSTEM "r.dtd"><r>&custom;</r>', '<?xml version="1.0" standalone="yes"?><!DOCTYPE r SYSTEM "r.dtd"><r>&custom;</r>',
+  "<!DOCTYPE r [<!ENTITY e 'v'>]><r>&e;</r>", '<!DOCTYPE r PUBLIC "-//X//EN"><r/>', '<!DOCTYPE r PUBLIC "-//X//EN" "r.dtd"><r/>',
+  '<!DOCTYPE r SYSTEM "a#b"><r/>', "<!DOCTYPE><r/>", '<?xml version="1.1"?><r/>', ' <?xml version="1.0"?><r/>',
+  '<?xml version="1.0"?>', "<?pi data?><r/><!-- c -->", "<r><?pi x?></r>", "\ufeff<r/>", "<r>é😀</r>", "<é/>",
+  "<r><a><b><c>deep</c></b></a></r>", "<" + "d>".repeat(101) + "</d>".repeat(101), "<" + "d>".repeat(102) + "</d>".repeat(102),
+  "Here is XML: <r><a>1</a></r> done", "First <a>1</a> then <b><c/></b>.", "<a>1</a><b>2</b>", "x <a><b/></a> y <b/>",
+  "broken <r><a></r> and <ok><a/></ok>", "<r><a></b></r><z><a/></z>", "<r>1 < 2</r>", "Generics: Vec<String>",
+  "<r x='a>b'/>", '<?xml version="1.1"?><r xmlns:x="urn:x"><x:a xmlns:x=""/></r>', '<r xmlns:x="urn:x"><a xmlns:x=""/></r>',
+  '<r xmlns=""/>', '<?xml version="1.0" encoding="UTF-8" standalone="no"?><!DOCTYPE r SYSTEM "r.dtd"><r a="&ext;">&ext;</r>', "<a><!DOCTYPE x [<!ENTITY e \"v\">]>&e;</a>", "<a><!Dx></a>", "<r><#text/></r>",
+];
+const xmlValues = [
+  undefined, "r", "r.a", "r.a.0", "r.a.1", "r.a.2", "book.title, book.author.name", "book.@_id", "book.missing",
+  ["r", "r.a"], { requiredElements: ["r.a"] }, "r.constructor", "r.__proto__.toString", "?xml", "a, b", "r.#text", "b.c",
+  "ok.a", "z.a", "", "d.d.d", "r.x", "r.@_x", "a", "a.#text",
+];
+for (const o of xmls) {
+  for (const t of ["is-xml", "contains-xml"]) {
+    add(t, o);
+    add(pick([t, "not-" + t]), o, pick(xmlValues));
+    add(t, o, pick(xmlValues));
+  }
+}
+
+// Generated documents: a root around random XML-ish pieces.
+const docPieces = [
+  "<a>", "</a>", "<b/>", "<c x='1'>", "</c>", "text", " ", "\n", "&amp;", "&lt;", "&#65;", "&#x1F600;", "&bad;", "&#xD800;",
+  "<!-- c -->", "<!--x-->", "<![CDATA[ <> ]]>", "<?pi x?>", "<?xml version='1.0'?>", "]]>", "<", ">", "&", "'", "\"",
+  "<d:e xmlns:d='urn:d'/>", "<f:g/>", "<h xml:space='preserve'/>", "<i a='1' b=\"2\"/>", "<j a='1' a='1'/>", "<k a=\"<\"/>",
+  "\u0007", "\u00a0", "é", "😀", "<é/>", "<1/>", "<-a/>", "<a:b:c/>", "<xmlns:a/>", "<l xmlns:xml='urn:x'/>",
+  "<m xmlns='http://www.w3.org/2000/xmlns/'/>", "\r\n", "\ufffe", "<!DOCTYPE x>", "<n/ >", "< o/>", "<p >", "</p >",
+];
+for (let k = 0; k < 300; k++) {
+  const n = rand(6);
+  let body = "";
+  for (let j = 0; j < n; j++) body += pick(docPieces);
+  const doc = rand(4) === 0 ? body : `<root>${body}</root>`;
+  add("is-xml", doc);
+  if (rand(3) === 0) add("contains-xml", "Answer: " + doc + " end", pick(xmlValues));
+}
+
+const results = [];
+for (const c of cases) {
+  const assertion = { type: c.type };
+  if (c.value !== undefined) assertion.value = c.value;
+  if (c.threshold !== undefined) assertion.threshold = c.threshold;
+  const r = await runAssertion({
+    assertion,
+    test: {},
+    providerResponse: { output: c.output },
+    prompt: "p",
+  });
+  results.push({ ...c, pass: r.pass, score: r.score, reason: r.reason });
+}
+
+// js-rouge's tokenizer on hand-picked and generated sentences.
+const alphabet = [
+  ..."abcXYZ0129 .,;:!?'\"`-()[]{}<>@#$%&", "''", "``", "...", "--", " n't", "'s ", "'LL ", "can", "not",
+  "gonna", "wanna ", "'tis", "'twas", "more'n", "d'ye", "lemme", "gimme", "ſ", "K", "\u00a0", "\t", "\n", "\u0085",
+  "\u2028", "\ufeff", "ʰ", "ᵃ", "ʼ", "ˈ", "²", "٣", "€", "£", "«", "»", "“", "”", "‘", "’", "(", "（", "「",
+  "😀", "𝑥", "𐐷", "\u200d", "\u200c", "é", "É", "ß", "İ", "Σ", "U.S.", "e.g.", "a.m.", "3,000", "1:30",
+  "x.", ".\"", "!'", "?”", ".'ʰ\"", "3.ᵃ\"", ".\"²ʰ\"",
+];
+const tokenInputs = [
+  "He said \"don't go.\" I cannot, 3,000 U.S. dollars... gimme ``a'' (x) --y?",
+  "The end.", "\"Hi,\" she said. \"Bye.\"", "It's the '90s' best.", "''quoted'' and ``quoted''",
+  "A sentence.ʰ\" next", "x.\"ᵃ\" y", "He'll go; she'd stay & they've left @ 5% #1 $3.",
+  "I wanna go.", "wanna", "Cannot CANNOT cannoT", "'Tis the season.", "ſannot", "gon\u200dna", "gonna",
+];
+for (let k = 0; k < 1500; k++) {
+  const n = 1 + rand(14);
+  let s = "";
+  for (let j = 0; j < n; j++) s += pick(alphabet);
+  tokenInputs.push(s);
+}
+const tokens = tokenInputs.map((input) => ({ input, tokens: rouge.treeBankTokenize(input) }));
+
+// fast-xml-parser's object shape (primitives as null), or what it throws.
+const { XMLParser } = await import(path.join(modules, "fast-xml-parser/src/fxp.js"));
+const shape = (v) =>
+  Array.isArray(v) ? v.map(shape) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).map((k) => [k, shape(v[k])])) : null;
+const xmlAlphabet = [
+  "<a>", "</a>", "<b>", "</b>", "<a/>", "<b x='1'>", "<c y=\"2\" z/>", "text", " ", "\t", "\r\n", "<?xml version=\"1.0\"?>",
+  "<?pi?>", "<!-- c -->", "<![CDATA[", "]]>", "<![CDATA[d]]>", "&amp;", "<", ">", "/", "'", "\"", "=", "<toString>",
+  "<valueOf/>", "</toString>", "<isPrototypeOf>", "<x:y>", "</x:y>", "<!DOCTYPE r>", "0", "true", "é", "<é>", "</é>",
+];
+const fxpInputs = [...xmls];
+for (let k = 0; k < 800; k++) {
+  const n = 1 + rand(12);
+  let s = "";
+  for (let j = 0; j < n; j++) s += pick(xmlAlphabet);
+  fxpInputs.push(s);
+}
+const fxp = fxpInputs.map((input) => {
+  try {
+    const parsed = new XMLParser({ allowBooleanAttributes: true, ignoreAttributes: false, parseAttributeValue: true, parseTagValue: true }).parse(input);
+    return { input, shape: shape(parsed) };
+  } catch (e) {
+    return { input, error: e.message };
+  }
+});
+
+const lines = (xs) => "[\n" + xs.map((x) => JSON.stringify(x)).join(",\n") + "\n]";
+writeFileSync(
+  path.join(here, "oracle.json"),
+  `{"promptfoo": "0.121.20",\n"assertions": ${lines(results)},\n"tokenize": ${lines(tokens)},\n"fxp": ${lines(fxp)}}\n`,
+);
+console.log(`${results.length} assertion cases, ${tokens.length} tokenizer cases, ${fxp.length} fast-xml-parser cases`);
