@@ -1536,7 +1536,7 @@ impl Rewriter {
                     for (key, v) in t {
                         match key.as_str() {
                             "vars" | "assert" | "run" | "options" | "environment" | "provider"
-                            | "providers" | "prompts" | "input" => {}
+                            | "providers" | "prompts" | "input" | "threshold" => {}
                             "turns" => {
                                 case.insert(key.clone(), self.turns(v, &tat.key("turns"), combo));
                             }
@@ -1575,6 +1575,10 @@ impl Rewriter {
                                 case.insert(key.clone(), v.clone());
                             }
                         }
+                    }
+                    if t.contains_key("threshold") && k == 0 && pid == &prompts[0].0 {
+                        self.warning(&tat.key("threshold"), "a test's `threshold` is ignored (as AgentV ignores it: AgentV 5's schema accepts it, its loader never reads it)")
+                            .hint = Some("write `run: {threshold: …}`, the per-test gate AgentV 5 reads".into());
                     }
                     for key in ["environment", "provider", "providers", "prompts", "options"] {
                         if t.contains_key(key) && k == 0 && pid == &prompts[0].0 {
@@ -1749,6 +1753,16 @@ impl Rewriter {
             );
         }
         let base = t.strip_prefix("not-").unwrap_or(&t).to_owned();
+        // AgentV 5 takes `not-` only on skill-used and trajectory:*; any
+        // other `not-X` is an unknown grader type that fails its run.
+        if t.starts_with("not-") && base != "skill-used" && !base.starts_with("trajectory:") {
+            self.error(
+                &at.key("type"),
+                format!("`{t}`: AgentV 5 has no `not-` form of `{base}` (only skill-used and trajectory:* take one); it fails the run as an unknown grader type"),
+            )
+            .hint = Some(format!("write `type: {base}` with `negate: true`"));
+            return Value::Null;
+        }
         if base == "llm-rubric" {
             if let Some(p) = a.remove("provider") {
                 a.insert("target".into(), p);
@@ -2417,6 +2431,20 @@ mod tests {
             errors(&d).iter().any(|e| e.contains("`options.transform`")),
             "{:?}",
             d.0
+        );
+    }
+
+    #[test]
+    fn a_not_prefix_is_read_only_where_agentv5_reads_it() {
+        let (_, d) = load(&[(
+            "suite.yaml",
+            "prompts: ['{{ q }}']\ntests: [{id: t, vars: {q: x}, assert: [{type: not-contains, value: x}, {type: not-skill-used, value: s}]}]\n",
+        )]);
+        let errs = errors(&d);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].contains("AgentV 5 has no `not-` form of `contains`"),
+            "{errs:?}"
         );
     }
 }
