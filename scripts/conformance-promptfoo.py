@@ -69,7 +69,18 @@ def main():
                     ],
                 })
             rows.sort(key=lambda r: (r["provider"], str(r["output"]), json.dumps(r["vars"], sort_keys=True)))
-            (config_dir / "promptfoo.json").write_text(json.dumps({"promptfoo": VERSION, "rows": rows}, indent=1) + "\n")
+            record = {"promptfoo": VERSION, "rows": rows}
+            # Per prompt and provider: the named (and derived) metrics,
+            # recorded when the config declares any.
+            prompts = json.loads(out.read_text())["results"].get("prompts") or []
+            named = [
+                {"label": p.get("label"), "provider": p.get("provider"),
+                 "namedScores": (p.get("metrics") or {}).get("namedScores") or {}}
+                for p in prompts
+            ]
+            if any(n["namedScores"] for n in named):
+                record["prompts"] = named
+            (config_dir / "promptfoo.json").write_text(json.dumps(record, indent=1) + "\n")
             print(f"{config_dir.name}: {len(rows)} rows")
 
 

@@ -18,6 +18,7 @@ pub mod judge;
 pub mod judge_proxy;
 pub mod lifecycle;
 pub mod merge;
+pub mod named_metrics;
 pub mod outcome;
 pub mod plan;
 pub mod plugin;

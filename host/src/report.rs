@@ -98,6 +98,9 @@ pub struct Summary {
     /// run.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub missing_shards: Vec<u32>,
+    /// promptfoo's named and derived metrics, per prompt and target.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<crate::named_metrics::PromptMetrics>,
 }
 
 impl Summary {
@@ -146,6 +149,7 @@ impl Summary {
             ),
             hooks: BTreeMap::new(),
             missing_shards: Vec::new(),
+            metrics: Vec::new(),
         }
     }
 }

@@ -151,7 +151,7 @@ fn promptfoo_configs_score_as_promptfoo() {
         .collect();
     configs.sort();
     assert!(configs.len() >= 3);
-    let (mut rows, mut components, mut differ) = (0, 0, Vec::new());
+    let (mut rows, mut components, mut metrics, mut differ) = (0, 0, 0, Vec::new());
     for config in &configs {
         let work = tempfile::tempdir().unwrap();
         for entry in walkdir::WalkDir::new(config).min_depth(1) {
@@ -187,6 +187,49 @@ fn promptfoo_configs_score_as_promptfoo() {
             serde_json::from_str(&std::fs::read_to_string(config.join("promptfoo.json")).unwrap())
                 .unwrap();
         let name = config.file_name().unwrap().to_string_lossy().into_owned();
+        // Named and derived metrics per prompt and provider.
+        if let Some(prompts) = recorded["prompts"].as_array() {
+            let summary: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(work.path().join("out/summary.json")).unwrap(),
+            )
+            .unwrap();
+            for want in prompts {
+                let got = summary["metrics"].as_array().and_then(|ms| {
+                    ms.iter()
+                        .find(|m| m["target"] == want["provider"] && m["prompt"] == want["label"])
+                });
+                let Some(got) = got else {
+                    differ.push(format!(
+                        "{name}: no metrics for {} {}",
+                        want["label"], want["provider"]
+                    ));
+                    continue;
+                };
+                let mut ours = std::collections::HashMap::new();
+                for pair in got["named"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .chain(got["derived"].as_array().into_iter().flatten())
+                {
+                    ours.insert(
+                        pair[0].as_str().unwrap_or_default().to_owned(),
+                        pair[1].as_f64(),
+                    );
+                }
+                for (metric, value) in want["namedScores"].as_object().unwrap() {
+                    metrics += 1;
+                    let theirs = value.as_f64().unwrap_or(f64::NAN);
+                    match ours.get(metric) {
+                        Some(Some(v)) if (v - theirs).abs() < 1e-9 => {}
+                        other => differ.push(format!(
+                            "{name} {}: metric {metric} evalhost {other:?} promptfoo {theirs}",
+                            want["label"]
+                        )),
+                    }
+                }
+            }
+        }
         for want in recorded["rows"].as_array().unwrap() {
             rows += 1;
             // An object output (a script provider's) is its JSON text in
@@ -253,7 +296,7 @@ fn promptfoo_configs_score_as_promptfoo() {
         }
     }
     eprintln!(
-        "promptfoo conformance: {} configs, {rows} rows, {components} assertion scores compared with promptfoo 0.121.20; {} differ",
+        "promptfoo conformance: {} configs, {rows} rows, {components} assertion scores and {metrics} named or derived metrics compared with promptfoo 0.121.20; {} differ",
         configs.len(),
         differ.len()
     );

@@ -130,7 +130,23 @@ pub fn render(summary: &Summary, rows: &[ResultRow]) -> Value {
         "results": {
             "version": 3,
             "timestamp": jiff::Timestamp::now().to_string(),
-            "prompts": prompts.iter().map(|(label, target, raw)| json!({"raw": raw, "label": label, "provider": target})).collect::<Vec<_>>(),
+            "prompts": prompts.iter().map(|(label, target, raw)| {
+                let mut p = json!({"raw": raw, "label": label, "provider": target});
+                // promptfoo's per-prompt `metrics.namedScores`: the named
+                // metrics' totals and the derived ones (0 where promptfoo
+                // could not evaluate one).
+                if let Some(m) = summary.metrics.iter().find(|m| &m.target == target && m.prompt.as_deref() == Some(label.as_str())) {
+                    let mut named = serde_json::Map::new();
+                    for (k, v) in &m.named {
+                        named.insert(k.clone(), json!(v));
+                    }
+                    for (k, v) in &m.derived {
+                        named.insert(k.clone(), json!(v.unwrap_or(0.0)));
+                    }
+                    p["metrics"] = json!({"namedScores": named});
+                }
+                p
+            }).collect::<Vec<_>>(),
             "results": results,
             "stats": {"successes": successes, "failures": failures, "errors": errors, "durationMs": summary.duration_ms},
         },

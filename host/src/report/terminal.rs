@@ -248,6 +248,30 @@ pub fn print_summary(out: &mut dyn Write, summary: &Summary) -> std::io::Result<
         t.mean_score,
         summary.duration_ms
     )?;
+    // promptfoo's named and derived metrics, per prompt and target.
+    for m in &summary.metrics {
+        let mut items: Vec<String> = m
+            .named
+            .iter()
+            .map(|(k, v)| format!("{k} {}", crate::named_metrics::show(*v)))
+            .collect();
+        for (k, v) in &m.derived {
+            items.push(match v {
+                Some(v) => format!("{k} {}", crate::named_metrics::show(*v)),
+                None => format!("{k} n/a (a metric it reads has no score here; promptfoo shows 0)"),
+            });
+        }
+        let which = match &m.prompt {
+            Some(p) => format!("{} on {}", crate::text::shown(p), m.target),
+            None => m.target.clone(),
+        };
+        writeln!(
+            out,
+            "  metrics  {which} ({} rows): {}",
+            m.count,
+            items.join(" · ")
+        )?;
+    }
     let mut parts = Vec::new();
     for (n, label) in [
         (t.failed, "failed"),

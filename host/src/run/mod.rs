@@ -863,6 +863,7 @@ pub fn run(
     );
     let mut summary = summary;
     summary.hooks = hooks;
+    summary.metrics = crate::named_metrics::compute(&suite, writer.path());
     drop(rows);
     let reports_started = Instant::now();
     report::write_all(&summary, writer.path(), &options.reporters, out)?;

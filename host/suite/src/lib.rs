@@ -27,6 +27,7 @@ pub mod dialect;
 pub mod env;
 pub mod fields;
 pub mod load;
+pub mod mathexpr;
 pub mod model;
 mod promptfoo;
 pub mod roots;

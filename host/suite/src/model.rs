@@ -514,6 +514,23 @@ pub struct Suite {
     /// targets-file entries (`name`, `provider`, settings); they come
     /// before a targets file's of the same name.
     pub inline_targets: Vec<InlineTarget>,
+    /// promptfoo's `derivedMetrics`, in order: each computed from the named
+    /// metrics summed over a prompt's rows (and the ones before it).
+    pub derived_metrics: Vec<DerivedMetric>,
+    /// The metric names the suite's assertions declare (`metric:`), whose
+    /// weighted scores are summed per prompt and target.
+    pub named_metrics: Vec<String>,
+}
+
+/// A metric computed from others (promptfoo's `derivedMetrics`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DerivedMetric {
+    /// Its name.
+    pub name: String,
+    /// The expression as written.
+    pub source: String,
+    /// The expression.
+    pub expr: crate::mathexpr::Expr,
 }
 
 /// A target a suite defines itself.

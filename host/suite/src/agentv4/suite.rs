@@ -206,6 +206,8 @@ impl Loader {
             extensions: std::mem::take(&mut self.extensions),
             dialect: crate::dialect::Dialect::AgentV4,
             inline_targets: Vec::new(),
+            derived_metrics: Vec::new(),
+            named_metrics: Vec::new(),
             cache_path: None,
         })
     }

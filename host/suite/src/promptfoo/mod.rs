@@ -125,6 +125,8 @@ struct Row {
 }
 
 struct Reader {
+    /// The metric names assertions declare, in order of first use.
+    metrics: Vec<String>,
     diags: Diagnostics,
     options: ReadOptions,
     file: Arc<PathBuf>,
@@ -186,6 +188,7 @@ pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnos
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
     let mut reader = Reader {
+        metrics: Vec::new(),
         diags,
         options,
         file: display,
@@ -219,7 +222,8 @@ impl Reader {
                 self.warning(&top.key(key), message).hint = hint;
             }
         }
-        for key in ["extensions", "derivedMetrics", "nunjucksFilters", "redteam"] {
+        let derived = self.derived_metrics(root.get("derivedMetrics"), &top.key("derivedMetrics"));
+        for key in ["extensions", "nunjucksFilters", "redteam"] {
             if root.contains_key(key) {
                 self.error(&top.key(key), format!("`{key}` is not read by this version of evalhost"))
                     .hint = Some("remove it to run the rest of the config; it is part of the promptfoo dialect still being built".into());
@@ -344,6 +348,23 @@ impl Reader {
                     .unwrap_or("promptfoo")
                     .to_owned()
             });
+        // Every name a derived metric reads must exist: promptfoo leaves a
+        // metric whose expression throws at 0 without a word.
+        let mut known: Vec<String> = self.metrics.clone();
+        known.push("__count".into());
+        for (k, d) in derived.iter().enumerate() {
+            for name in d.expr.names() {
+                if !known.contains(&name) {
+                    self.error(
+                        &top.key("derivedMetrics").index(k).key("value"),
+                        format!("derived metric `{}`: `{name}` is not a metric of this config (promptfoo would leave `{}` at 0 without a word)", d.name, d.name),
+                    )
+                    .hint = crate::diag::nearest(&name, known.iter().map(String::as_str))
+                        .map(|n| format!("did you mean `{n}`?"));
+                }
+            }
+            known.push(d.name.clone());
+        }
         Some(Suite {
             file: self.file.clone(),
             dir: self.dir.clone(),
@@ -369,6 +390,8 @@ impl Reader {
             cache_path: None,
             dialect: Dialect::Promptfoo,
             inline_targets,
+            derived_metrics: derived,
+            named_metrics: std::mem::take(&mut self.metrics),
         })
     }
 
@@ -890,6 +913,50 @@ impl Reader {
             }
         }
         Some(entry)
+    }
+
+    /// `derivedMetrics: [{name, value}]`, each value a mathjs expression.
+    fn derived_metrics(
+        &mut self,
+        value: Option<&Value>,
+        at: &KeyPath,
+    ) -> Vec<crate::model::DerivedMetric> {
+        let items = match value {
+            None | Some(Value::Null) => return Vec::new(),
+            Some(Value::Array(items)) => items,
+            Some(_) => {
+                self.error(at, "`derivedMetrics` must be a list of `{name, value}`");
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let iat = at.index(i);
+            let name = item
+                .get("name")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty());
+            let Some(name) = name else {
+                self.error(&iat.key("name"), "a derived metric needs a `name`");
+                continue;
+            };
+            match item.get("value") {
+                Some(Value::String(src)) => match crate::mathexpr::parse(src) {
+                    Ok(expr) => out.push(crate::model::DerivedMetric {
+                        name: name.to_owned(),
+                        source: src.clone(),
+                        expr,
+                    }),
+                    Err(e) => {
+                        self.error(&iat.key("value"), format!("derived metric `{name}`: {e}"));
+                    }
+                },
+                _ => {
+                    self.error(&iat.key("value"), format!("derived metric `{name}`: `value` must be an expression over the metrics (a JavaScript function is not run by this version of evalhost)"));
+                }
+            }
+        }
+        out
     }
 
     /// The provider options promptfoo hands a script: its id and config,
@@ -1460,6 +1527,11 @@ impl Reader {
                 .render_text(m, vars)
                 .unwrap_or_else(|_| m.to_owned())
         });
+        if let Some(m) = &metric
+            && !self.metrics.contains(m)
+        {
+            self.metrics.push(m.clone());
+        }
         if base == "assert-set" {
             if negate {
                 self.error(&at.key("type"), "`not-assert-set` is not a type");

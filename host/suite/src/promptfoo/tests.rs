@@ -110,3 +110,37 @@ fn prompt_files_split_on_separator_lines() {
         .collect();
     assert_eq!(raws, ["First 1", "Second 1"]);
 }
+
+#[test]
+fn derived_metrics_read_only_known_names_and_arithmetic() {
+    let (suite, diags) = load(&[(
+        "promptfooconfig.yaml",
+        "prompts: ['{{q}}']\nproviders: [echo]\nderivedMetrics:\n  - {name: rate, value: 'hits / __count'}\n  - {name: twice, value: 'rate * 2'}\ntests:\n  - vars: {q: a}\n    assert: [{type: contains, value: a, metric: hits}]\n",
+    )]);
+    assert!(!diags.has_errors(), "{:?}", diags.0);
+    let suite = suite.unwrap();
+    assert_eq!(suite.named_metrics, ["hits"]);
+    let names: Vec<&str> = suite
+        .derived_metrics
+        .iter()
+        .map(|d| d.name.as_str())
+        .collect();
+    assert_eq!(names, ["rate", "twice"]);
+    let (_, diags) = load(&[(
+        "promptfooconfig.yaml",
+        "prompts: ['{{q}}']\nproviders: [echo]\nderivedMetrics:\n  - {name: rate, value: 'hitz / __count'}\n  - {name: odd, value: 'hits ? 1 : 0'}\n  - {name: fn, value: 42}\ntests:\n  - vars: {q: a}\n    assert: [{type: contains, value: a, metric: hits}]\n",
+    )]);
+    let all: Vec<String> = diags
+        .0
+        .iter()
+        .map(|d| format!("{} {:?}", d.message, d.hint))
+        .collect();
+    let all = all.join("\n");
+    assert!(
+        all.contains("`hitz` is not a metric of this config"),
+        "{all}"
+    );
+    assert!(all.contains("did you mean `hits`?"), "{all}");
+    assert!(all.contains("`?` is not part of the arithmetic"), "{all}");
+    assert!(all.contains("a JavaScript function is not run"), "{all}");
+}
