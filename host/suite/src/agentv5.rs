@@ -171,6 +171,46 @@ impl Rewriter {
                     )
                     .hint = Some("it is part of the AgentV 5 dialect still being built".into());
                 }
+                // AgentV 4 shapes AgentV 5 removed (reference §1.1): its
+                // loader refuses them, or (top-level `assertions`) ignores
+                // them; evalhost says which, so no score changes quietly.
+                "assertions" => {
+                    self.warning(&top.key(key), "a top-level `assertions` is ignored: AgentV 5's loader never reads it (its validator refuses it)")
+                        .hint = Some("AgentV 5 names it `assert`".into());
+                }
+                "execution" => {
+                    self.error(&top.key(key), "Top-level 'execution' has been removed in AgentV 5")
+                        .hint = Some("`threshold` goes top-level, `workers` → `evaluate_options.max_concurrency`, `budget_usd` and `cache` → `evaluate_options`, `target(s)` → `providers`, `assertions` → `assert`".into());
+                }
+                "target" | "targets" => {
+                    self.error(
+                        &top.key(key),
+                        format!("Top-level '{key}' has been removed. Use top-level 'providers'"),
+                    );
+                }
+                "input" | "input_files" | "expected_output" => {
+                    self.error(&top.key(key), format!("Top-level '{key}' has been removed from authored eval YAML"))
+                        .hint = Some("author the prompt in top-level `prompts` and put data in `default_test.vars` or `tests[].vars`".into());
+                }
+                "eval_cases"
+                | "evalcases"
+                | "repeat"
+                | "runs"
+                | "early_exit"
+                | "budget_usd"
+                | "experiment"
+                | "policy"
+                | "model"
+                | "graders"
+                | "imports"
+                | "on_run_complete"
+                | "workers"
+                | "providerPromptMap"
+                | "provider_prompt_map"
+                | "preprocessors"
+                | "postprocess" => {
+                    self.error(&top.key(key), format!("top-level `{key}` is not part of AgentV 5's eval YAML (its loader refuses it)"));
+                }
                 "output_path" | "timeout_seconds" => {
                     self.warning(
                         &top.key(key),
@@ -1489,7 +1529,11 @@ impl Rewriter {
                 let mut all = Vec::new();
                 for (i, item) in items.iter().enumerate() {
                     match item {
-                        Value::String(spec) => all.extend(self.test_file(spec, &at.index(i))),
+                        Value::String(spec) => all.extend(
+                            self.test_file(spec, &at.index(i))
+                                .into_iter()
+                                .map(from_file),
+                        ),
                         other => all.push(other.clone()),
                     }
                 }
@@ -1497,7 +1541,11 @@ impl Rewriter {
                 &inlined
             }
             Some(Value::String(spec)) => {
-                inlined = self.test_file(spec, at);
+                inlined = self
+                    .test_file(spec, at)
+                    .into_iter()
+                    .map(from_file)
+                    .collect();
                 &inlined
             }
             None | Some(Value::Null) if !scenario_rows.is_empty() => {
@@ -1536,7 +1584,9 @@ impl Rewriter {
                     for (key, v) in t {
                         match key.as_str() {
                             "vars" | "assert" | "run" | "options" | "environment" | "provider"
-                            | "providers" | "prompts" | "input" | "threshold" => {}
+                            | "providers" | "prompts" | "input" | "threshold" | "__from_file"
+                            | "assertions" | "expected_output" | "preprocessors"
+                            | "postprocess" | "provider_output" => {}
                             "turns" => {
                                 case.insert(key.clone(), self.turns(v, &tat.key("turns"), combo));
                             }
@@ -1573,6 +1623,31 @@ impl Rewriter {
                             }
                             _ => {
                                 case.insert(key.clone(), v.clone());
+                            }
+                        }
+                    }
+                    if k == 0 && pid == &prompts[0].0 {
+                        let raw = t.get("__from_file") == Some(&Value::Bool(true));
+                        if t.contains_key("assertions") {
+                            self.warning(&tat.key("assertions"), "a test's `assertions` is ignored: AgentV 5's loader never reads it (its validator refuses it)")
+                                .hint = Some("AgentV 5 names it `assert`".into());
+                        }
+                        if t.contains_key("input") && !raw {
+                            self.error(&tat.key("input"), "a test's `input` has been removed in AgentV 5 (only raw cases from `tests: file://…` may carry one)")
+                                .hint = Some("put it in `vars` and render it with `prompts`".into());
+                        }
+                        for key in [
+                            "expected_output",
+                            "preprocessors",
+                            "postprocess",
+                            "provider_output",
+                        ] {
+                            if t.contains_key(key) {
+                                self.error(&tat.key(key), format!("a test's `{key}` has been removed in AgentV 5"))
+                                    .hint = Some(match key {
+                                        "expected_output" => "put the reference answer in `vars.expected_output` and grade with an assertion that uses it".into(),
+                                        _ => "AgentV 5 shapes output with `options.transform`".into(),
+                                    });
                             }
                         }
                     }
@@ -1743,6 +1818,55 @@ impl Rewriter {
         let Some(Value::String(t)) = a.get("type").cloned() else {
             return Value::Object(a);
         };
+        let removed = match t.replace('_', "-").as_str() {
+            "code-grader" | "code-judge" | "script-grader" => Some("a command grader is `type: script` in AgentV 5".to_owned()),
+            "llm-grader" | "llm-judge" | "rubrics" | "rubric" => Some("an LLM grader is `type: llm-rubric` in AgentV 5 (criteria under `value`)".to_owned()),
+            "composite" => Some("a group is `type: assert-set` in AgentV 5 (its `threshold` is the weighted mean score, not the share of members that pass)".to_owned()),
+            "skill-trigger" => Some(match (a.get("skill").and_then(Value::as_str), a.get("should_trigger")) {
+                (Some(skill), Some(Value::Bool(false))) => format!("write `type: not-skill-used` with `value: {skill}`"),
+                (Some(skill), _) => format!("write `type: skill-used` with `value: {skill}`"),
+                _ => "write `type: skill-used` (or `not-skill-used`) with the skill's name as `value`".to_owned(),
+            }),
+            "tool-trajectory" => Some("AgentV 5 checks tool use with `trajectory:tool-used`, `trajectory:tool-sequence` and `trajectory:tool-args-match`".to_owned()),
+            _ => None,
+        };
+        if let Some(hint) = removed {
+            self.error(
+                &at.key("type"),
+                format!("`{t}` is an AgentV 4 grader type AgentV 5 refuses"),
+            )
+            .hint = Some(hint);
+            return Value::Null;
+        }
+        if a.get("required").is_some_and(Value::is_number) {
+            self.error(
+                &at.key("required"),
+                "a numeric `required` is refused by AgentV 5",
+            )
+            .hint = Some("write `required: true` with `min_score`".into());
+        }
+        for key in ["preprocessors", "postprocess"] {
+            if a.contains_key(key) {
+                self.error(
+                    &at.key(key),
+                    format!("`{key}` has been removed from authored eval YAML in AgentV 5"),
+                );
+            }
+        }
+        if t == "script" {
+            if a.contains_key("target") {
+                self.error(
+                    &at.key("target"),
+                    "a `script` takes `provider`, not `target`, in AgentV 5",
+                );
+            }
+            if a.contains_key("script") {
+                self.error(
+                    &at.key("script"),
+                    "a `script` takes `command` in AgentV 5; the `script:` field is refused",
+                );
+            }
+        }
         if t.contains('_') {
             self.error(
                 &at.key("type"),
@@ -2284,6 +2408,18 @@ fn fill_env_refs(s: &str, env: &Map<String, Value>) -> String {
     out
 }
 
+/// A test read from a `tests: file://…` file (a raw case may carry its own
+/// `input` there, lowered to the `input` var).
+fn from_file(test: Value) -> Value {
+    match test {
+        Value::Object(mut o) => {
+            o.insert("__from_file".into(), Value::Bool(true));
+            Value::Object(o)
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2446,5 +2582,50 @@ mod tests {
             errs[0].contains("AgentV 5 has no `not-` form of `contains`"),
             "{errs:?}"
         );
+    }
+
+    #[test]
+    fn agentv4_shapes_are_refused_or_ignored_as_agentv5_loads_them() {
+        let (suite, d) = crate::load::load_as(
+            &{
+                let dir = tempfile::tempdir().unwrap().keep();
+                std::fs::create_dir_all(dir.join(".git")).unwrap();
+                let p = dir.join("s.yaml");
+                std::fs::write(
+                    &p,
+                    "prompts: ['{{ q }}']\nassertions: [{type: contains, value: x}]\nexecution: {workers: 2}\ntests:\n  - id: t\n    input: hi\n    vars: {q: x}\n    assertions: [{type: contains, value: x}]\n    assert:\n      - {type: contains, value: x}\n      - {type: skill-trigger, skill: deploy, should_trigger: false}\n      - {type: composite, assertions: []}\n",
+                )
+                .unwrap();
+                p
+            },
+            false,
+            Some(Dialect::AgentV5),
+        );
+        let errs = errors(&d);
+        let all =
+            d.0.iter()
+                .map(|x| format!("{} {:?}", x.message, x.hint))
+                .collect::<Vec<_>>()
+                .join("\n");
+        assert!(all.contains("a top-level `assertions` is ignored"), "{all}");
+        assert!(all.contains("a test's `assertions` is ignored"), "{all}");
+        assert!(
+            all.contains("Top-level 'execution' has been removed"),
+            "{all}"
+        );
+        assert!(all.contains("a test's `input` has been removed"), "{all}");
+        assert!(
+            all.contains("write `type: not-skill-used` with `value: deploy`"),
+            "{all}"
+        );
+        assert!(
+            all.contains("`composite` is an AgentV 4 grader type"),
+            "{all}"
+        );
+        assert_eq!(errs.len(), 4, "{all}");
+        // The ignored lists add nothing to what is graded.
+        if let Some(suite) = suite {
+            assert!(suite.tests.iter().all(|t| t.assertions.len() <= 1));
+        }
     }
 }

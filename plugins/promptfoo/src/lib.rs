@@ -19,6 +19,7 @@ use evalhost_plugin_sdk::{
 };
 
 mod html;
+mod is_html;
 mod js;
 mod refusal;
 mod rouge;
@@ -103,6 +104,10 @@ const TYPES: &[(&str, &str)] = &[
     (
         "contains-xml",
         "Output contains an XML element holding the required element paths, if any",
+    ),
+    (
+        "is-html",
+        "Output is HTML: parsed as a browser parses it, it holds a recognized element and no bare text",
     ),
 ];
 
@@ -479,7 +484,7 @@ impl Grader for PromptfooGrader {
                 )),
             },
             // promptfoo reads no value for these.
-            "is-refusal" | "contains-html" => Ok(()),
+            "is-refusal" | "contains-html" | "is-html" => Ok(()),
             "tool-call-f1" => match config.get("value").and_then(toolcall::expected_tools) {
                 None => Err("\"tool-call-f1\" assertion requires a value: array of tool names or comma-separated string".into()),
                 Some(tools) if tools.is_empty() => Err("\"tool-call-f1\" assertion requires at least one expected tool name".into()),
@@ -795,6 +800,19 @@ impl Grader for PromptfooGrader {
                         "Assertion passed".into()
                     } else {
                         format!("Expected output to {}contain HTML content", not(inverse))
+                    },
+                )
+            }
+            "is-html" => {
+                let result = is_html::validate_html(output);
+                let pass = result.is_ok() != inverse;
+                judged(
+                    pass,
+                    if pass { 1.0 } else { 0.0 },
+                    if pass {
+                        "Assertion passed".into()
+                    } else {
+                        result.err().unwrap_or("Output is valid HTML").into()
                     },
                 )
             }
@@ -1172,7 +1190,7 @@ mod oracle {
         let config = Value::Object(config);
         PromptfooGrader::check_config(&t, &Config::from_value(config.clone()).unwrap())?;
         let request = Request::new(t, case["output"].as_str().unwrap()).with_config(config);
-        let grade = PromptfooGrader::grade(&request).map_err(|e| format!("{e:?}"))?;
+        let grade = PromptfooGrader::grade(&request).map_err(|e| format!("grade: {e:?}"))?;
         let check = &grade.checks[0];
         Ok((check.passed, grade.score, check.text.clone()))
     }
@@ -1205,6 +1223,17 @@ mod oracle {
         for case in cases {
             if KNOWN_XML_DIFFERENCES.contains(&case["output"].as_str().unwrap()) {
                 known += 1;
+                continue;
+            }
+            if let Some(error) = case.get("error") {
+                // promptfoo threw (an error row): evalhost accepts the
+                // config and errors when it grades.
+                match grade_case(case) {
+                    Err(e) if e.starts_with("grade: ") => {}
+                    other => differ.push(format!(
+                        "{case}\n  promptfoo throws {error}\n  evalhost {other:?}"
+                    )),
+                }
                 continue;
             }
             let want = (

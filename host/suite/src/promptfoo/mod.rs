@@ -94,6 +94,7 @@ pub const DETERMINISTIC: &[&str] = &[
     "gleu",
     "is-refusal",
     "contains-html",
+    "is-html",
     "tool-call-f1",
     "rouge-n",
     "is-xml",
@@ -1597,11 +1598,36 @@ impl Reader {
                 | "similar"
                 | "moderation"
                 | "classifier" => "model-graded assertions are not run by this version of evalhost",
+                "finish-reason" | "perplexity" | "perplexity-score" => {
+                    "it reads the provider's finish reason or token logprobs, which no evalhost target reports to graders yet"
+                }
+                "trace-span-count" | "trace-span-duration" | "trace-error-spans" => {
+                    "it reads OpenTelemetry trace spans, which evalhost does not collect"
+                }
+                "is-valid-openai-tools-call"
+                | "is-valid-openai-function-call"
+                | "is-valid-function-call" => {
+                    "it validates against the provider's `tools` config, which evalhost does not hand to graders yet"
+                }
+                "is-sql" | "contains-sql" => {
+                    "promptfoo decides it with node-sql-parser's grammars, which evalhost has no port of (a different parser would give different verdicts)"
+                }
+                "meteor" => {
+                    "promptfoo's METEOR needs the WordNet database for synonyms, which evalhost does not bundle"
+                }
+                "trajectory:goal-success" => {
+                    "it needs an LLM judge of the trajectory, which a later version of evalhost adds"
+                }
                 _ => {
                     "not a type this version of evalhost grades (promptfoo makes an unknown type an error row at run time)"
                 }
             };
-            let hint = crate::diag::nearest(&base, DETERMINISTIC.iter().copied())
+            // A type promptfoo has is named with its reason; a near miss of
+            // one evalhost grades is likely a typo.
+            let hint = why
+                .starts_with("not a type")
+                .then(|| crate::diag::nearest(&base, DETERMINISTIC.iter().copied()))
+                .flatten()
                 .map(|n| format!("did you mean `{n}`?"));
             self.error(
                 &at.key("type"),

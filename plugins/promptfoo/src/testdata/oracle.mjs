@@ -142,17 +142,82 @@ for (let k = 0; k < 300; k++) {
   if (rand(3) === 0) add("contains-xml", "Answer: " + doc + " end", pick(xmlValues));
 }
 
+// is-html: parse5's tree building and promptfoo's checks. The sections
+// from here on draw from their own generator, so that adding them left
+// the cases above (and the tokenizer's and fast-xml-parser's below) as
+// they were.
+const outerSeed = seed;
+seed = 777;
+const htmlDocs = [
+  "", "   ", "\n\t", "\ufeff", "<div>hi</div>", "<p>", "<P>Para", "hello", "Hello <b>world</b>", "<b>world</b> hello",
+  "<body>Hello <b>world</b></body>", "<BODY>text</BODY>", "<body>text", "<body\n>text", "<body/>text", "<bodyx>text",
+  "<html>text</html>", "<html><body>text</body></html>", "<html></html>", "<html>", "<head></head>", "<head>",
+  "<head><title>T</title></head>", "<title>T</title>", "<!DOCTYPE html><html><head><title>x</title></head><body><p>x</p></body></html>",
+  "<!doctype html>", "<!doctype html>text", "<!-- c -->", "<!-- <html> -->", "<foo>bar</foo>", "<foo></foo><!-- <html> -->",
+  "<x-card>hi</x-card>", "<my-element/>", "<a-b>", "<foo-bar>text</foo-bar> tail", "<custom>text</custom>", "<svg></svg>",
+  "<svg><path d='M0'/></svg>", "<svg><foreignObject><div>x</div></foreignObject></svg>", "<math><mi>x</mi></math>",
+  "<template><div>x</div></template>", "<template>text</template>", "<table><tr><td>1</td></tr></table>", "<table>text</table>",
+  "<td>cell</td>", "<tr><td>x</td></tr>", "<li>item</li>", "<ul><li>a</li><li>b</li></ul>", "<br>", "<br/>", "<hr>", "<img src=x>",
+  "<input type=text>", "<script>alert(1)</script>", "<style>p{}</style>", "<noscript><p>x</p></noscript>", "<textarea>a</textarea>",
+  "<select><option>a</option></select>", "<button>Go</button>", "<?xml version=\"1.0\"?><root/>", "  <?xml version='1.0'?><p>x</p>",
+  "<?XML?><p/>", "<?xmlx?><p>x</p>", "<?php echo 1; ?>", "<?php echo 1; ?><p>x</p>", "a < b", "a < b <p>c</p>", "Vec<String>",
+  "Option<T> <span>x</span>", "<p>one</p>two", "one<p>two</p>", "<div>x</div>\n\ntrailing", "&amp;", "&amp; <i>x</i>", "&nbsp;<p>x</p>",
+  "\u00a0<p>x</p>\u00a0", "\u3000", "<p>\u00a0</p>", "<span>é😀</span>", "<τ>x</τ>", "<DİV>x</DİV>", "<div-İ>x</div-İ>",
+  "<Html>x</Html>", "<HEAD>", "<body class=a>x</body>", "<body\tid=a>x", "<body>", "<body></body>", "<frameset></frameset>",
+  "<html><frameset></frameset></html>", "<p>x</p><body>y</body>", "x<body>y</body>", "<head><body>x", "<html>x<body>y",
+  "<html><head></head>text<body></body></html>", "<main>m</main>", "<article>a</article>", "<dialog open>d</dialog>", "<slot>",
+  "<search>s</search>", "<center>c</center>", "<font>f</font>", "<marquee>m</marquee>", "<blink>b</blink>", "<nobr>n</nobr>",
+  "<xmp><p>x</p></xmp>", "<plaintext><p>x", "<iframe>x</iframe>", "<object>o</object>", "<frame>", "<image src=x>", "<isindex>",
+  "<meta charset=utf-8>", "<link rel=x>", "<base href=x>", "<menu><li>x</li></menu>", "<details><summary>s</summary>d</details>",
+  "<p>unclosed <b>bold", "</p>", "</div>", "</br>", "<>", "< p>x</ p>", "<p/>text", "<!---->", "<![CDATA[x]]>",
+  "<svg><![CDATA[x]]></svg>", "```html\n<div>x</div>\n```", "Here is HTML:\n<div>x</div>", "<div>x</div> Here it is.",
+  "<h1>Title</h1>\n<p>Body text.</p>", "<div>\n  <p>x</p>\n</div>\n", "<code>x</code>", "<kbd>", "<wbr>", "<s>", "<q>q</q>",
+  "<rp>", "<rt>", "<col>", "<caption>c</caption>", "<colgroup>", "<tbody>", "<option>o</option>", "<optgroup>",
+  "<legend>l</legend>", "<fieldset>", "<param>", "<source>", "<track>", "<area>", "<map>", "<ruby>r</ruby>",
+  "<dd>d</dd>", "<dt>d</dt>", "<figcaption>", "<bdi>", "<data value=1>1</data>", "<time>t</time>", "<meter>", "<progress>",
+  "<output>", "<datalist>", "<label>l</label>", "<form>f</form>", "<canvas>", "<audio>", "<video>", "<picture>", "<embed>",
+  "<ins>", "<del>", "<mark>", "<abbr>", "<dfn>", "<cite>", "<small>", "<strong>", "<em>", "<sub>", "<sup>", "<var>", "<samp>",
+  "<u>", "<i>", "<address>", "<nav>", "<aside>", "<section>", "<header>", "<footer>", "<figure>", "<blockquote>", "<pre>",
+  "<dl>", "<ol>", "<h6>", "<h7>x</h7>", "<svg><title>t</title></svg>", "<math><mtext><p>x</p></mtext></math>",
+  "<svg><desc>d</desc></svg>", "<svg><clipPath/></svg>", "<div>" + "<span>".repeat(200) + "x", "<p>" + "a".repeat(5000) + "</p>",
+];
+for (const o of htmlDocs) {
+  add("is-html", o);
+  if (rand(3) === 0) add("not-is-html", o);
+}
+const htmlPieces = [
+  "<div>", "</div>", "<p>", "</p>", "<span class='a'>", "</span>", "<body>", "</body>", "<html>", "</html>", "<head>", "</head>",
+  "<title>", "</title>", "<foo>", "</foo>", "<x-y>", "text", " ", "\n", "é", "&amp;", "&lt;", "<!-- c -->", "<br>", "<table>",
+  "<tr>", "<td>", "</table>", "<svg>", "</svg>", "<math>", "<template>", "</template>", "<script>", "</script>", "<style>",
+  "<textarea>", "</textarea>", "<!DOCTYPE html>", "<frameset>", "<li>", "<select>", "<option>", "<?x?>", "<", ">", "/", "\"",
+];
+for (let k = 0; k < 220; k++) {
+  const n = 1 + rand(6);
+  let doc = "";
+  for (let j = 0; j < n; j++) doc += pick(htmlPieces);
+  add(rand(5) === 0 ? "not-is-html" : "is-html", doc);
+}
+
+seed = outerSeed;
+
 const results = [];
 for (const c of cases) {
   const assertion = { type: c.type };
   if (c.value !== undefined) assertion.value = c.value;
   if (c.threshold !== undefined) assertion.threshold = c.threshold;
-  const r = await runAssertion({
-    assertion,
-    test: {},
-    providerResponse: { output: c.output },
-    prompt: "p",
-  });
+  let r;
+  try {
+    r = await runAssertion({
+      assertion,
+      test: {},
+      providerResponse: { output: c.output },
+      prompt: "p",
+    });
+  } catch (e) {
+    // promptfoo makes a thrown assertion an error row.
+    results.push({ ...c, error: e.message });
+    continue;
+  }
   results.push({ ...c, pass: r.pass, score: r.score, reason: r.reason });
 }
 
