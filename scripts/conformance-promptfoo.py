@@ -27,6 +27,34 @@ PROMPTFOO = ROOT / "target" / "promptfoo"
 VERSION = "0.121.20"
 
 
+def openai_server(replies):
+    """A loopback OpenAI-compatible server answering each chat completion
+    with the reply whose `match` equals the last message's content (the
+    same rule as the Rust conformance test's server)."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+            last = (body.get("messages") or [{}])[-1].get("content")
+            reply = next((r for r in replies if r["match"] == last), None)
+            status, payload = (200, reply["body"]) if reply else (404, {"error": {"message": f"no reply for {last!r}"}})
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 def main():
     binary = PROMPTFOO / "node_modules" / ".bin" / "promptfoo"
     if not binary.exists():
@@ -40,11 +68,19 @@ def main():
             shutil.copytree(config_dir, work, ignore=shutil.ignore_patterns("promptfoo.json"))
             env = dict(os.environ, PROMPTFOO_DISABLE_TELEMETRY="1", PROMPTFOO_DISABLE_UPDATE="1",
                        PROMPTFOO_CONFIG_DIR=str(pathlib.Path(tmp) / "home"))
+            server = None
+            replies = config_dir / "openai-replies.json"
+            if replies.exists():
+                server = openai_server(json.loads(replies.read_text()))
+                env["OPENAI_BASE_URL"] = f"http://127.0.0.1:{server.server_address[1]}/v1"
+                env["OPENAI_API_KEY"] = "sk-loopback"
             out = pathlib.Path(tmp) / "out.json"
             proc = subprocess.run(
                 [str(binary), "eval", "-c", "promptfooconfig.yaml", "-o", str(out), "--no-cache", "--no-table"],
                 cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
             )
+            if server:
+                server.shutdown()
             if not out.exists():
                 print(f"{config_dir.name}: promptfoo wrote nothing (exit {proc.returncode})\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}",
                       file=sys.stderr)

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use crate::failure::FailureClass;
 use crate::grants::{self, Policy};
 use crate::plugin::bindings::evalhost::grader::types as wit;
+use crate::plugin::state::ResponseInfo;
 use crate::plugin::{CallLimits, Registry};
 use crate::results::{CheckRow, ExecutionStatus, ScoreRow, Verdict};
 use crate::suite::{Aggregate, Assertion, Group, LimitOverrides, Required, TestCase};
@@ -17,9 +18,43 @@ pub const DEFAULT_THRESHOLD: f64 = 0.8;
 
 pub use crate::results::reaches;
 
+/// What a plugin is asked to grade: the WIT request, and what the target
+/// reported beyond it (read through the `response` interface). Derefs to the
+/// WIT request.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The request as the plugin receives it.
+    pub wit: wit::GradeRequest,
+    /// The finish reason and log-probabilities the target reported.
+    pub response: std::sync::Arc<ResponseInfo>,
+}
+
+impl std::ops::Deref for Request {
+    type Target = wit::GradeRequest;
+    fn deref(&self) -> &wit::GradeRequest {
+        &self.wit
+    }
+}
+
+impl std::ops::DerefMut for Request {
+    fn deref_mut(&mut self) -> &mut wit::GradeRequest {
+        &mut self.wit
+    }
+}
+
 /// The request a plugin sees for `test` and `output`, without an assertion
 /// yet: [`grade_assertion`] fills the type and config in.
-pub fn base_request(test: &TestCase, output: &TargetOutput) -> wit::GradeRequest {
+pub fn base_request(test: &TestCase, output: &TargetOutput) -> Request {
+    Request {
+        wit: wit_request(test, output),
+        response: std::sync::Arc::new(ResponseInfo {
+            finish_reason: output.finish_reason.clone(),
+            logprobs: output.logprobs.clone(),
+        }),
+    }
+}
+
+fn wit_request(test: &TestCase, output: &TargetOutput) -> wit::GradeRequest {
     let message = |role: &str, content: &str, json: Option<&serde_json::Value>| wit::Message {
         role: role.to_owned(),
         content: content.to_owned(),
@@ -103,7 +138,7 @@ pub fn call_limits(assertion: &Assertion, suite: LimitOverrides) -> CallLimits {
 pub fn grade_assertion(
     registry: &Registry,
     assertion: &Assertion,
-    request: &mut wit::GradeRequest,
+    request: &mut Request,
     limits: CallLimits,
     policy: &Policy,
     judge: &Result<crate::target::Target, String>,
@@ -135,7 +170,11 @@ pub fn grade_assertion(
         &plugin.digest,
         crate::judge_proxy::requested_calls(&assertion.kind, &assertion.config),
     );
-    let (graded, usage) = plugin.grade(request, limits, grants);
+    let grants = crate::plugin::Grants {
+        response: request.response.clone(),
+        ..grants
+    };
+    let (graded, usage) = plugin.grade(&request.wit, limits, grants);
     request.workspace_path = workspace.map(|p| p.display().to_string());
     let judge_usage = (usage.calls > 0).then_some(usage);
     let mut row = match graded {
@@ -220,9 +259,9 @@ pub fn grade_assertion(
 /// Grades an assertion with `leaf` (which dispatches to its plugin), or, for
 /// a `composite` or `assert-set`, grades its members in parallel — each with
 /// its own copy of the request — and combines their scores.
-pub fn grade_tree<F>(assertion: &Assertion, request: &mut wit::GradeRequest, leaf: &F) -> ScoreRow
+pub fn grade_tree<F>(assertion: &Assertion, request: &mut Request, leaf: &F) -> ScoreRow
 where
-    F: Fn(&Assertion, &mut wit::GradeRequest) -> ScoreRow + Sync,
+    F: Fn(&Assertion, &mut Request) -> ScoreRow + Sync,
 {
     let Some(group) = &assertion.group else {
         return leaf(assertion, request);
@@ -311,12 +350,12 @@ fn aggregate_with_plugin<F>(
     assertion: &Assertion,
     group: &Group,
     members: Vec<ScoreRow>,
-    request: &mut wit::GradeRequest,
+    request: &mut Request,
     leaf: &F,
     start: Instant,
 ) -> ScoreRow
 where
-    F: Fn(&Assertion, &mut wit::GradeRequest) -> ScoreRow + Sync,
+    F: Fn(&Assertion, &mut Request) -> ScoreRow + Sync,
 {
     let results: serde_json::Map<String, serde_json::Value> = members
         .iter()

@@ -458,6 +458,8 @@ mod tests {
             cost_usd: None,
             llm_calls: None,
             target_used: None,
+            finish_reason: None,
+            logprobs: None,
             retries: Vec::new(),
             cached: false,
             output_messages: Vec::new(),

@@ -300,6 +300,12 @@ pub struct ResultRow {
     /// The fallback target that answered, when the primary failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_used: Option<String>,
+    /// Why the model stopped, as the target reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// The output tokens' log-probabilities, when the target returned them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Vec<f64>>,
     /// Every failed target attempt that was tried again (or handed to a
     /// fallback), in order, with why and how long evalhost waited.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -332,6 +332,16 @@ pub struct Request {
     pub trace: Trace,
     /// Where the case workspace is mounted, when granted.
     pub workspace_path: Option<String>,
+    /// What native tests set for [`Request::finish_reason`] and
+    /// [`Request::logprobs`] (a wasm build asks the host instead).
+    response: Reported,
+}
+
+/// A finish reason and log-probabilities set by a native test.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Reported {
+    finish_reason: Option<String>,
+    logprobs: Option<Vec<f64>>,
 }
 
 impl Request {
@@ -385,6 +395,51 @@ impl Request {
         self
     }
 
+    /// Sets the finish reason the target reported (native tests; a wasm
+    /// build reads it from the host).
+    #[must_use]
+    pub fn with_finish_reason(mut self, reason: impl Into<String>) -> Self {
+        self.response.finish_reason = Some(reason.into());
+        self
+    }
+
+    /// Sets the output tokens' log-probabilities (native tests; a wasm build
+    /// reads them from the host).
+    #[must_use]
+    pub fn with_logprobs(mut self, logprobs: Vec<f64>) -> Self {
+        self.response.logprobs = Some(logprobs);
+        self
+    }
+
+    /// Why the model stopped (`stop`, `length`, `tool_calls`, `end_turn`...),
+    /// as the target reported it, not normalised; `None` when it did not
+    /// say. Asks the host (the `response` interface) each time it is called:
+    /// a plugin that never calls it does not import that interface.
+    pub fn finish_reason(&self) -> Option<String> {
+        #[cfg(target_arch = "wasm32")]
+        {
+            crate::__private::bindings::evalhost::grader::response::finish_reason()
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            self.response.finish_reason.clone()
+        }
+    }
+
+    /// The log-probability of each output token, when the target returned
+    /// them. Asks the host each time it is called, like
+    /// [`Request::finish_reason`].
+    pub fn logprobs(&self) -> Option<Vec<f64>> {
+        #[cfg(target_arch = "wasm32")]
+        {
+            crate::__private::bindings::evalhost::grader::response::logprobs()
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            self.response.logprobs.clone()
+        }
+    }
+
     /// Sets the expected output messages.
     #[must_use]
     pub fn with_expected_messages(mut self, messages: Vec<Message>) -> Self {
@@ -425,6 +480,7 @@ impl Request {
                 file_changes: request.trace.file_changes,
             },
             workspace_path: request.workspace_path,
+            response: Reported::default(),
         })
     }
 }

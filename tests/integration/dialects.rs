@@ -163,7 +163,35 @@ fn promptfoo_configs_score_as_promptfoo() {
                 std::fs::copy(entry.path(), &dest).unwrap();
             }
         }
-        let r: crate::support::Run = crate::support::evalhost()
+        // A config on an OpenAI-compatible API talks to a loopback server
+        // answering from `openai-replies.json`, by the same rule as the
+        // recording script's: the reply whose `match` is the last message.
+        let mut cmd = crate::support::evalhost();
+        let _server = std::fs::read_to_string(config.join("openai-replies.json"))
+            .ok()
+            .map(|text| {
+                let replies: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+                let server = crate::support::FakeServer::start_fn(move |req| {
+                    let body: serde_json::Value =
+                        serde_json::from_str(&req.body).unwrap_or_default();
+                    let last = body["messages"]
+                        .as_array()
+                        .and_then(|m| m.last())
+                        .map(|m| m["content"].clone())
+                        .unwrap_or_default();
+                    match replies.iter().find(|r| r["match"] == last) {
+                        Some(r) => crate::support::Reply::json(200, r["body"].clone()),
+                        None => crate::support::Reply::json(
+                            404,
+                            serde_json::json!({"error": {"message": "no reply"}}),
+                        ),
+                    }
+                });
+                cmd.env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+                    .env("OPENAI_API_KEY", "sk-loopback");
+                server
+            });
+        let r: crate::support::Run = cmd
             .current_dir(work.path())
             .env("EVALHOST_CACHE_DIR", work.path().join("cache"))
             .args(["run", "promptfooconfig.yaml", "-o", "out"])
@@ -927,5 +955,56 @@ fn promptfoo_http_provider_sends_the_rendered_request() {
         r.stderr.contains("is JavaScript beyond a property path"),
         "{}",
         r.stderr
+    );
+}
+
+/// A promptfoo OpenAI provider's request fields reach the API as promptfoo
+/// sends them (`passthrough` merged in); a config key evalhost does not
+/// send is refused at its line rather than dropped.
+#[test]
+fn promptfoo_openai_config_is_sent_or_refused() {
+    let server = crate::support::FakeServer::start(vec![crate::support::Reply::json(
+        200,
+        serde_json::json!({"choices": [{"message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}),
+    )]);
+    let work = tempfile::tempdir().unwrap();
+    let config = |extra: &str| {
+        format!(
+            "prompts: ['{{{{q}}}}']\nproviders:\n  - id: openai:chat:m\n    config:\n      apiBaseUrl: {}/v1\n      top_p: 0.5\n      stop: ['END']\n      tools: [{{type: function, function: {{name: f, parameters: {{type: object}}}}}}]\n      passthrough: {{logprobs: true}}\n{extra}tests:\n  - vars: {{q: hi}}\n    assert: [{{type: finish-reason, value: stop}}]\n",
+            server.url
+        )
+    };
+    std::fs::write(work.path().join("promptfooconfig.yaml"), config("")).unwrap();
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(work.path())
+        .env("OPENAI_API_KEY", "sk-loopback")
+        .args(["run", "promptfooconfig.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let sent: serde_json::Value =
+        serde_json::from_str(&server.received.lock().unwrap()[0].body).unwrap();
+    assert_eq!(sent["top_p"], 0.5);
+    assert_eq!(sent["stop"], serde_json::json!(["END"]));
+    assert_eq!(sent["tools"][0]["function"]["name"], "f");
+    assert_eq!(sent["logprobs"], true);
+    assert_eq!(sent["model"], "m");
+    std::fs::write(
+        work.path().join("promptfooconfig.yaml"),
+        config("      organization: org-1\n"),
+    )
+    .unwrap();
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(work.path())
+        .args(["validate", "promptfooconfig.yaml"])
+        .output()
+        .unwrap()
+        .into();
+    assert_ne!(r.code, 0);
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(
+        all.contains("config.organization") && all.contains("promptfooconfig.yaml:"),
+        "{all}"
     );
 }

@@ -10,7 +10,9 @@
 //!   cannot behave differently depending on the time;
 //! - random numbers come from fixed seeds, so grading is reproducible;
 //! - `llm` and `exec` refuse every call with a message naming the missing
-//!   grant unless the plugin was granted them.
+//!   grant unless the plugin was granted them;
+//! - `response` answers with what the target reported about the case being
+//!   graded (its finish reason, token log-probabilities), nothing else.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -24,7 +26,7 @@ use wasmtime_wasi::{
     HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
 
-use super::bindings::evalhost::grader::{exec, llm, types};
+use super::bindings::evalhost::grader::{exec, llm, response, types};
 
 /// How much a plugin may write to stdout and to stderr, each, per call.
 pub const OUTPUT_CAP: usize = 64 << 10;
@@ -39,6 +41,19 @@ pub struct Grants {
     pub exec: Result<ExecGrant, String>,
     /// The case workspace, preopened read-only at `/workspace`.
     pub workspace: Option<PathBuf>,
+    /// What the target reported about the answer being graded, read through
+    /// the `response` interface. Not a capability: the case's own data,
+    /// like the request.
+    pub response: std::sync::Arc<ResponseInfo>,
+}
+
+/// What a target reported about its answer beyond its messages.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResponseInfo {
+    /// Why the model stopped, as reported.
+    pub finish_reason: Option<String>,
+    /// The output tokens' log-probabilities.
+    pub logprobs: Option<Vec<f64>>,
 }
 
 impl Default for Grants {
@@ -47,6 +62,7 @@ impl Default for Grants {
             llm: Err("its assertion type does not declare it".into()),
             exec: Err("its assertion type does not declare it".into()),
             workspace: None,
+            response: std::sync::Arc::default(),
         }
     }
 }
@@ -259,6 +275,16 @@ impl WasiView for HostState {
 }
 
 impl types::Host for HostState {}
+
+impl response::Host for HostState {
+    fn finish_reason(&mut self) -> Option<String> {
+        self.grants.response.finish_reason.clone()
+    }
+
+    fn logprobs(&mut self) -> Option<Vec<f64>> {
+        self.grants.response.logprobs.clone()
+    }
+}
 
 impl llm::Host for HostState {
     fn complete(

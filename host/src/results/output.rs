@@ -106,6 +106,14 @@ pub struct TargetOutput {
     /// How many model calls it made.
     #[serde(default)]
     pub llm_calls: LlmCalls,
+    /// Why the model stopped (`stop`, `length`, `tool_calls`, ...), as the
+    /// target reported it, unnormalised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// The log-probability of each output token, when the target returned
+    /// them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Vec<f64>>,
 }
 
 impl TargetOutput {

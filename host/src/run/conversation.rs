@@ -7,7 +7,7 @@
 //! `on_turn_failure: stop` scores the rest 0 without calling the target.
 
 use super::*;
-use crate::plugin::bindings::evalhost::grader::types::GradeRequest;
+use crate::grade::Request as GradeRequest;
 use crate::results::{CheckRow, ScoreRow, Verdict};
 use crate::suite::model::{Conversation, TurnAggregation};
 use crate::suite::{Assertion, Message};

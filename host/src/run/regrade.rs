@@ -46,6 +46,8 @@ pub(super) fn recorded_targets(
                 None => target::LlmCalls::Unknown,
             },
             target_used: row.target_used.clone(),
+            finish_reason: row.finish_reason.clone(),
+            logprobs: row.logprobs.clone(),
         };
         by_target
             .entry(row.target.clone())

@@ -112,6 +112,8 @@ fn base_row(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) -
         cost_usd: None,
         llm_calls: None,
         target_used: None,
+        finish_reason: None,
+        logprobs: None,
         retries: Vec::new(),
         cached: false,
         output_messages: Vec::new(),
@@ -209,94 +211,91 @@ fn run_trial_into(
         attempt: 0,
         trial,
     };
-    let leaf =
-        |assertion: &crate::suite::Assertion,
-         request: &mut crate::plugin::bindings::evalhost::grader::types::GradeRequest| {
-            let mut limits = grade::call_limits(assertion, ctx.suite.limits);
-            let mut capped_by_case = false;
-            if let Some(deadline) = deadline {
-                let remaining = deadline.saturating_duration_since(Instant::now());
-                if remaining < limits.timeout {
-                    limits.timeout = remaining;
-                    capped_by_case = true;
+    let leaf = |assertion: &crate::suite::Assertion, request: &mut grade::Request| {
+        let mut limits = grade::call_limits(assertion, ctx.suite.limits);
+        let mut capped_by_case = false;
+        if let Some(deadline) = deadline {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining < limits.timeout {
+                limits.timeout = remaining;
+                capped_by_case = true;
+            }
+        }
+        // An LLM grader with preprocessors sees the target's files as
+        // text (AgentV §5.7); the answer is put back after.
+        let mut original_output = None;
+        if !assertion.preprocessors.is_empty() {
+            let base = request
+                .workspace_path
+                .as_ref()
+                .map(std::path::PathBuf::from)
+                .or_else(|| match &run_target.target.provider {
+                    target::Provider::Cli(c) => c.cwd.clone(),
+                    _ => None,
+                })
+                .unwrap_or_else(|| ctx.suite.dir.clone());
+            match crate::preprocess::candidate(
+                &request.output_messages,
+                &assertion.preprocessors,
+                &base,
+                &ctx.policy,
+            ) {
+                Ok(Some(text)) => {
+                    original_output = Some(std::mem::replace(&mut request.output, text));
                 }
+                Ok(None) => {}
+                Err(refused) => return grade::refused_row(assertion, refused.0),
             }
-            // An LLM grader with preprocessors sees the target's files as
-            // text (AgentV §5.7); the answer is put back after.
-            let mut original_output = None;
-            if !assertion.preprocessors.is_empty() {
-                let base = request
-                    .workspace_path
-                    .as_ref()
-                    .map(std::path::PathBuf::from)
-                    .or_else(|| match &run_target.target.provider {
-                        target::Provider::Cli(c) => c.cwd.clone(),
-                        _ => None,
-                    })
-                    .unwrap_or_else(|| ctx.suite.dir.clone());
-                match crate::preprocess::candidate(
-                    &request.output_messages,
-                    &assertion.preprocessors,
-                    &base,
-                    &ctx.policy,
-                ) {
-                    Ok(Some(text)) => {
-                        original_output = Some(std::mem::replace(&mut request.output, text));
-                    }
-                    Ok(None) => {}
-                    Err(refused) => return grade::refused_row(assertion, refused.0),
+        }
+        // A prompt computed by a command: the grader runs with it as
+        // its whole prompt.
+        let scripted;
+        let assertion = match &assertion.prompt_script {
+            None => assertion,
+            Some(script) => match crate::prompt_script::render(script, request, &ctx.policy) {
+                Ok(prompt) => {
+                    let mut config = (*assertion.config).clone();
+                    config.insert("prompt".into(), prompt.into());
+                    config.insert("prompt_is_template".into(), true.into());
+                    let mut own = assertion.clone();
+                    own.config_json = serde_json::Value::Object(config.clone()).to_string().into();
+                    own.config = std::sync::Arc::new(config);
+                    scripted = own;
+                    &scripted
                 }
-            }
-            // A prompt computed by a command: the grader runs with it as
-            // its whole prompt.
-            let scripted;
-            let assertion = match &assertion.prompt_script {
-                None => assertion,
-                Some(script) => match crate::prompt_script::render(script, request, &ctx.policy) {
-                    Ok(prompt) => {
-                        let mut config = (*assertion.config).clone();
-                        config.insert("prompt".into(), prompt.into());
-                        config.insert("prompt_is_template".into(), true.into());
-                        let mut own = assertion.clone();
-                        own.config_json =
-                            serde_json::Value::Object(config.clone()).to_string().into();
-                        own.config = std::sync::Arc::new(config);
-                        scripted = own;
-                        &scripted
+                Err(why) => {
+                    if let Some(original) = original_output {
+                        request.output = original;
                     }
-                    Err(why) => {
-                        if let Some(original) = original_output {
-                            request.output = original;
-                        }
-                        return grade::refused_row(assertion, why);
-                    }
-                },
-            };
-            let mut score = if limits.timeout.is_zero() {
-                grade::case_timeout_row(assertion, test.timeout_ms.unwrap_or_default())
-            } else {
-                let _permit = ctx.graders.acquire();
-                grade::grade_assertion(
-                    ctx.registry,
-                    assertion,
-                    request,
-                    limits,
-                    &ctx.policy,
-                    &run_target.judge,
-                )
-            };
-            if let Some(original) = original_output {
-                request.output = original;
-            }
-            if capped_by_case && score.failure_class == Some(FailureClass::PluginTimeout) {
-                score.failure_class = Some(FailureClass::CaseTimeout);
-                score.error = Some(format!(
-                    "the case ran past its timeout_ms of {}",
-                    test.timeout_ms.unwrap_or_default()
-                ));
-            }
-            score
+                    return grade::refused_row(assertion, why);
+                }
+            },
         };
+        let mut score = if limits.timeout.is_zero() {
+            grade::case_timeout_row(assertion, test.timeout_ms.unwrap_or_default())
+        } else {
+            let _permit = ctx.graders.acquire();
+            grade::grade_assertion(
+                ctx.registry,
+                assertion,
+                request,
+                limits,
+                &ctx.policy,
+                &run_target.judge,
+            )
+        };
+        if let Some(original) = original_output {
+            request.output = original;
+        }
+        if capped_by_case && score.failure_class == Some(FailureClass::PluginTimeout) {
+            score.failure_class = Some(FailureClass::CaseTimeout);
+            score.error = Some(format!(
+                "the case ran past its timeout_ms of {}",
+                test.timeout_ms.unwrap_or_default()
+            ));
+        }
+        score
+    };
     if let Some(conversation) = &test.conversation {
         let talk = super::conversation::run(
             ctx,
@@ -417,6 +416,8 @@ fn run_trial_into(
     row.cost_usd = output.cost_usd;
     row.llm_calls = output.recorded_llm_calls();
     row.target_used = output.target_used;
+    row.finish_reason = output.finish_reason;
+    row.logprobs = output.logprobs;
     let plain = output.messages.len() == 1
         && output.messages[0].role == "assistant"
         && output.messages[0].tool_calls.is_empty()

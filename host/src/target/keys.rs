@@ -55,6 +55,9 @@ const OPENAI: &[&str] = &[
     "max_output_tokens",
     "timeout_seconds",
     "pricing",
+    // evalhost's: more request fields, and promptfoo's output rules.
+    "request_params",
+    "output_style",
 ];
 
 const AZURE: &[&str] = &[

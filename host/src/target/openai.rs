@@ -5,7 +5,10 @@
 //! `api_key` (from `${{ VAR }}`; optional for local servers), `temperature`,
 //! `max_output_tokens`, `timeout_seconds` (default 120), and `pricing`
 //! (`input_per_million`, `output_per_million` USD) for cost when the server
-//! reports none. 429 and 5xx answers and network errors are retried by the
+//! reports none; `request_params`, an object of more request fields (`top_p`,
+//! `stop`, `tools`...) sent as given; `output_style: promptfoo` makes the
+//! candidate what promptfoo's OpenAI provider makes it (a refusal's text,
+//! tool calls as JSON, `Thinking:` before reasoning). 429 and 5xx answers and network errors are retried by the
 //! target's retry policy, honouring `Retry-After`; other 4xx are not.
 
 use std::time::{Duration, Instant};
@@ -36,6 +39,27 @@ pub struct OpenAiConfig {
     pub input_per_million: Option<f64>,
     /// USD per million output tokens.
     pub output_per_million: Option<f64>,
+    /// More request fields, sent as given (never overriding `model` or
+    /// `messages`).
+    pub request_params: Map<String, Value>,
+    /// How the candidate text is made from the reply.
+    pub output_style: OutputStyle,
+}
+
+/// How the candidate text is made from a chat completion.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OutputStyle {
+    /// The message's `content` (tool calls are in the messages).
+    #[default]
+    Content,
+    /// promptfoo 0.121's OpenAI chat provider: a refusal's text, a
+    /// filtered answer's placeholder, tool calls (with any content, the
+    /// whole message) as JSON, reasoning as a `Thinking:` prefix, a
+    /// `json_schema` reply re-serialised.
+    Promptfoo {
+        /// promptfoo's `showThinking` (default true).
+        show_thinking: bool,
+    },
 }
 
 impl OpenAiConfig {
@@ -96,6 +120,32 @@ impl OpenAiConfig {
             output_per_million: pricing
                 .and_then(|p| p.get("output_per_million"))
                 .and_then(Value::as_f64),
+            request_params: match entry.get("request_params") {
+                None | Some(Value::Null) => Map::new(),
+                Some(Value::Object(o)) => o.clone(),
+                Some(_) => {
+                    return Err((
+                        "request_params".to_owned(),
+                        "`request_params` must be an object of request fields".to_owned(),
+                    ));
+                }
+            },
+            output_style: match entry.get("output_style") {
+                None | Some(Value::Null) => OutputStyle::Content,
+                Some(Value::String(s)) if s == "content" => OutputStyle::Content,
+                Some(Value::String(s)) if s == "promptfoo" => OutputStyle::Promptfoo {
+                    show_thinking: entry
+                        .get("show_thinking")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(true),
+                },
+                Some(_) => {
+                    return Err((
+                        "output_style".to_owned(),
+                        "`output_style` must be `content` or `promptfoo`".to_owned(),
+                    ));
+                }
+            },
         })
     }
 
@@ -140,6 +190,11 @@ pub fn chat(
     if let Some(schema) = &params.response_schema {
         body["response_format"] =
             json!({"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}});
+    }
+    for (k, v) in &config.request_params {
+        if k != "model" && k != "messages" {
+            body[k] = v.clone();
+        }
     }
     let timeout = timeout.map_or(config.timeout, |t| t.min(config.timeout));
     let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -222,11 +277,23 @@ pub fn chat(
             config.url()
         )));
     };
-    let content = message
-        .get("content")
+    let finish_reason = doc
+        .pointer("/choices/0/finish_reason")
         .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
+        .map(str::to_owned);
+    let content = match config.output_style {
+        OutputStyle::Content => message
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        OutputStyle::Promptfoo { show_thinking } => promptfoo_output(
+            message,
+            finish_reason.as_deref(),
+            &config.request_params,
+            show_thinking,
+        ),
+    };
     let tool_calls: Vec<ToolCall> = message
         .get("tool_calls")
         .and_then(Value::as_array)
@@ -286,7 +353,117 @@ pub fn chat(
         cost_usd,
         target_used: None,
         llm_calls: super::LlmCalls::Known(1),
+        finish_reason,
+        logprobs: doc
+            .pointer("/choices/0/logprobs/content")
+            .and_then(Value::as_array)
+            .map(|tokens| {
+                tokens
+                    .iter()
+                    .filter_map(|t| t.get("logprob").and_then(Value::as_f64))
+                    .collect()
+            }),
     })
+}
+
+/// The output promptfoo 0.121's OpenAI chat provider makes of a reply
+/// (`src/providers/openai/chat.ts`), as the text its assertions read (an
+/// object output is read as its `JSON.stringify`).
+fn promptfoo_output(
+    message: &Value,
+    finish_reason: Option<&str>,
+    params: &Map<String, Value>,
+    show_thinking: bool,
+) -> String {
+    let text = |v: Option<&Value>| -> Option<String> {
+        match v? {
+            Value::String(s) => Some(s.clone()),
+            Value::Null => None,
+            other => Some(other.to_string()),
+        }
+    };
+    let content = message.get("content");
+    if let Some(refusal) = message.get("refusal").filter(|r| !is_falsy(r)) {
+        return text(Some(refusal)).unwrap_or_default();
+    }
+    let filtered = finish_reason
+        .map(|r| r.trim().to_lowercase())
+        .is_some_and(|r| r == "content_filter" || r == "refusal");
+    if filtered {
+        return match content {
+            Some(c) if !is_falsy(c) => text(Some(c)).unwrap_or_default(),
+            _ => "Content filtered by provider".to_owned(),
+        };
+    }
+    let tool_calls = message.get("tool_calls");
+    let function_call = message.get("function_call");
+    let has_calls =
+        tool_calls.is_some_and(|t| !is_falsy(t)) || function_call.is_some_and(|f| !is_falsy(f));
+    let reasoning = message.get("reasoning").filter(|r| !is_falsy(r));
+    let mut output: Value = if reasoning.is_some() {
+        content.cloned().unwrap_or(Value::Null)
+    } else if content.is_some_and(|c| !is_falsy(c)) && has_calls {
+        if tool_calls
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty)
+        {
+            content.cloned().unwrap_or(Value::Null)
+        } else {
+            message.clone()
+        }
+    } else if content.is_none_or(Value::is_null)
+        || (content.and_then(Value::as_str) == Some("") && tool_calls.is_some_and(|t| !is_falsy(t)))
+    {
+        function_call
+            .filter(|f| !is_falsy(f))
+            .or(tool_calls)
+            .cloned()
+            .unwrap_or(Value::Null)
+    } else {
+        content.cloned().unwrap_or(Value::Null)
+    };
+    let json_schema = params
+        .get("response_format")
+        .and_then(|f| f.get("type"))
+        .and_then(Value::as_str)
+        == Some("json_schema");
+    if json_schema
+        && let Value::String(s) = &output
+        && let Ok(parsed) = serde_json::from_str::<Value>(s)
+    {
+        output = parsed;
+    }
+    if show_thinking && let (Some(r), Value::String(s)) = (reasoning, &output) {
+        output = Value::String(format!(
+            "Thinking: {}\n\n{s}",
+            text(Some(r)).unwrap_or_default()
+        ));
+    }
+    if show_thinking
+        && let (Some(Value::String(r)), Value::String(s)) =
+            (message.get("reasoning_content"), &output)
+        && !r.is_empty()
+    {
+        output = Value::String(format!("Thinking: {r}\n\n{s}"));
+    }
+    match output {
+        Value::String(s) => s,
+        // `String(undefined)` / `String(null)` as promptfoo's string
+        // assertions read them.
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// JavaScript's falsiness for a JSON value.
+fn is_falsy(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        _ => false,
+    }
 }
 
 /// The longest wait a server's `Retry-After` is honoured for.
@@ -327,4 +504,34 @@ pub fn invoke(
             e
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn promptfoo_output_follows_promptfoos_openai_provider() {
+        let none = Map::new();
+        let out =
+            |m: Value, reason: Option<&str>, show: bool| promptfoo_output(&m, reason, &none, show);
+        // Content with tool calls: the whole message, as JSON.
+        let m = json!({"role": "assistant", "content": "Calling", "tool_calls": [{"id": "1"}]});
+        assert_eq!(out(m.clone(), Some("tool_calls"), true), m.to_string());
+        // Content with an empty tool-call list: the content.
+        let m = json!({"content": "Hi", "tool_calls": []});
+        assert_eq!(out(m, None, true), "Hi");
+        // `reasoning`: the content, after the thinking unless hidden.
+        let m = json!({"content": "42", "reasoning": "6*7"});
+        assert_eq!(out(m.clone(), None, true), "Thinking: 6*7\n\n42");
+        assert_eq!(out(m, None, false), "42");
+        // A legacy function call with no content.
+        let m = json!({"content": null, "function_call": {"name": "f", "arguments": "{}"}});
+        assert_eq!(out(m, None, true), r#"{"name":"f","arguments":"{}"}"#);
+        // A json_schema reply is re-serialised compactly, as JSON.stringify.
+        let mut params = Map::new();
+        params.insert("response_format".into(), json!({"type": "json_schema"}));
+        let m = json!({"content": "{ \"a\" : 1 }"});
+        assert_eq!(promptfoo_output(&m, None, &params, true), r#"{"a":1}"#);
+    }
 }

@@ -207,5 +207,7 @@ pub(super) fn claude(text: &str) -> Result<TargetOutput, TraceError> {
             .and_then(Value::as_f64),
         target_used: None,
         llm_calls,
+        finish_reason: None,
+        logprobs: None,
     })
 }

@@ -21,6 +21,7 @@ use evalhost_plugin_sdk::{
 mod html;
 mod is_html;
 mod js;
+mod provider;
 mod refusal;
 mod rouge;
 mod toolcall;
@@ -109,15 +110,33 @@ const TYPES: &[(&str, &str)] = &[
         "is-html",
         "Output is HTML: parsed as a browser parses it, it holds a recognized element and no bare text",
     ),
+    (
+        "finish-reason",
+        "The provider's finish reason (normalised as promptfoo normalises it) equals the value",
+    ),
+    (
+        "perplexity",
+        "exp(-mean token log-probability) is at most the threshold (no threshold: passes)",
+    ),
+    (
+        "perplexity-score",
+        "The logistic of the mean token log-probability, at least the threshold",
+    ),
 ];
 
 /// Types whose score is not 0 or 1: the plugin's verdict decides.
-const SCORED: &[&str] = &["bleu", "gleu", "tool-call-f1", "rouge-n"];
+const SCORED: &[&str] = &[
+    "bleu",
+    "gleu",
+    "tool-call-f1",
+    "rouge-n",
+    "perplexity-score",
+];
 
 /// A result as promptfoo's handler returns it: its pass, its score, its
 /// reason (the pass reason too, where promptfoo writes one), the verdict
 /// explicit.
-fn judged(pass: bool, score: f64, reason: String) -> Grade {
+pub(crate) fn judged(pass: bool, score: f64, reason: String) -> Grade {
     let mut grade = Grade::new(score.clamp(0.0, 1.0));
     grade
         .checks
@@ -467,6 +486,11 @@ impl Grader for PromptfooGrader {
             "bleu" | "gleu" => references(config.get("value").unwrap_or(&Value::Null))
                 .map(drop)
                 .map_err(prefix),
+            "finish-reason" => match config.get("value") {
+                Some(Value::String(_)) => Ok(()),
+                _ => Err(prefix("must have a string value".into())),
+            },
+            "perplexity" | "perplexity-score" => Ok(()),
             "latency" | "cost" => match config.optional_f64("threshold")? {
                 Some(_) => Ok(()),
                 None => Err(format!(
@@ -723,6 +747,9 @@ impl Grader for PromptfooGrader {
                     ),
                 )
             }
+            "finish-reason" => provider::finish_reason(config, request, inverse)?,
+            "perplexity" => provider::perplexity(config, request, inverse)?,
+            "perplexity-score" => provider::perplexity_score(config, request, inverse)?,
             "latency" => {
                 let threshold = config.optional_f64("threshold")?.unwrap_or(f64::NAN);
                 let Some(ms) = request.trace.duration_ms else {

@@ -95,6 +95,9 @@ pub const DETERMINISTIC: &[&str] = &[
     "is-refusal",
     "contains-html",
     "is-html",
+    "finish-reason",
+    "perplexity",
+    "perplexity-score",
     "tool-call-f1",
     "rouge-n",
     "is-xml",
@@ -790,6 +793,67 @@ impl Reader {
                 if let Some(v) = config.get(from) {
                     entry.insert(to.into(), v.clone());
                 }
+            }
+            // The candidate as promptfoo's provider makes it; the request
+            // fields it sends as given.
+            entry.insert("output_style".into(), "promptfoo".into());
+            let mut params = Map::new();
+            for (k, v) in config {
+                let kat = at.key("config").key(k);
+                match k.as_str() {
+                    "apiKey" | "apiKeyEnvar" | "apiBaseUrl" | "temperature" | "max_tokens" => {}
+                    "showThinking" => {
+                        entry.insert(
+                            "show_thinking".into(),
+                            Value::Bool(v.as_bool() != Some(false)),
+                        );
+                    }
+                    "top_p"
+                    | "presence_penalty"
+                    | "frequency_penalty"
+                    | "stop"
+                    | "seed"
+                    | "tool_choice"
+                    | "function_call"
+                    | "max_completion_tokens"
+                    | "reasoning_effort"
+                    | "user"
+                    | "logit_bias"
+                    | "store"
+                    | "metadata"
+                    | "prompt_cache_key"
+                    | "tools"
+                    | "functions"
+                    | "response_format" => {
+                        if let Value::String(s) = v
+                            && s.starts_with("file://")
+                        {
+                            self.error(&kat, format!("`config.{k}: {s}`: a file here is not read by this version of evalhost; write it inline"));
+                            continue;
+                        }
+                        if v.to_string().contains("{{") {
+                            self.error(&kat, format!("`config.{k}` holds a template, which promptfoo renders with each test's vars; this version of evalhost sends it as written, so it refuses it"));
+                            continue;
+                        }
+                        params.insert(k.clone(), v.clone());
+                    }
+                    "passthrough" => match v {
+                        Value::Object(o) => params.extend(o.clone()),
+                        _ => {
+                            self.error(
+                                &kat,
+                                "`config.passthrough` must be an object of request fields",
+                            );
+                        }
+                    },
+                    other => {
+                        self.error(&kat, format!("`config.{other}` of an OpenAI provider is not read by this version of evalhost"))
+                            .hint = Some("evalhost sends temperature, max_tokens, top_p, presence_penalty, frequency_penalty, stop, seed, tools, tool_choice, functions, function_call, response_format, max_completion_tokens, reasoning_effort, user, logit_bias, store, metadata, prompt_cache_key and passthrough".into());
+                    }
+                }
+            }
+            if !params.is_empty() {
+                entry.insert("request_params".into(), Value::Object(params));
             }
             return Some(entry);
         }
@@ -1598,9 +1662,6 @@ impl Reader {
                 | "similar"
                 | "moderation"
                 | "classifier" => "model-graded assertions are not run by this version of evalhost",
-                "finish-reason" | "perplexity" | "perplexity-score" => {
-                    "it reads the provider's finish reason or token logprobs, which no evalhost target reports to graders yet"
-                }
                 "trace-span-count" | "trace-span-duration" | "trace-error-spans" => {
                     "it reads OpenTelemetry trace spans, which evalhost does not collect"
                 }
