@@ -24,7 +24,9 @@ mod js;
 mod provider;
 mod refusal;
 mod rouge;
+pub mod schema;
 mod toolcall;
+mod tools;
 mod unicode;
 pub mod xml;
 
@@ -62,8 +64,26 @@ const TYPES: &[(&str, &str)] = &[
         "regex",
         "A JavaScript regular expression matches the output",
     ),
-    ("is-json", "Output parses as JSON"),
-    ("contains-json", "Output contains a JSON object"),
+    (
+        "is-json",
+        "Output parses as JSON (and, with a JSON Schema value, conforms to it, as ajv checks it)",
+    ),
+    (
+        "contains-json",
+        "Output contains a JSON object (and, with a JSON Schema value, one that conforms to it)",
+    ),
+    (
+        "is-valid-openai-tools-call",
+        "Every tool call of the output is an OpenAI tool call whose arguments match the provider's `tools`",
+    ),
+    (
+        "is-valid-openai-function-call",
+        "The output is an OpenAI function call whose arguments match the provider's `functions`",
+    ),
+    (
+        "is-valid-function-call",
+        "The output is a function call whose arguments match the provider's `functions`",
+    ),
     ("word-count", "Output has N words, or between min and max"),
     (
         "levenshtein",
@@ -422,8 +442,8 @@ pub fn json_objects(text: &str) -> Vec<Value> {
                     if open > close {
                         candidate.push_str(&"}".repeat(open - close));
                     }
-                    match serde_json::from_str::<Value>(&candidate) {
-                        Ok(v @ (Value::Object(_) | Value::Array(_))) => {
+                    match js::json_parse(&candidate) {
+                        Some(v @ (Value::Object(_) | Value::Array(_))) => {
                             out.push(v);
                             i = j - 1;
                             found = true;
@@ -477,12 +497,12 @@ impl Grader for PromptfooGrader {
                 Some(_) => Ok(()),
                 None => Err(prefix("must have a value".into())),
             },
-            "is-json" | "contains-json" => match config.get("value") {
-                None | Some(Value::Null) => Ok(()),
-                Some(_) => Err(format!(
-                    "\"{t}\" with a JSON Schema `value` is not graded by this version of evalhost"
-                )),
-            },
+            // promptfoo reads the schema only when the output holds JSON:
+            // a bad one is an error then, not at load.
+            "is-json" | "contains-json" => Ok(()),
+            "is-valid-openai-tools-call"
+            | "is-valid-openai-function-call"
+            | "is-valid-function-call" => tools::check_config(config),
             "bleu" | "gleu" => references(config.get("value").unwrap_or(&Value::Null))
                 .map(drop)
                 .map_err(prefix),
@@ -642,16 +662,11 @@ impl Grader for PromptfooGrader {
                     Err(e) => outcome(false, format!("Invalid regex pattern: {e}")),
                 }
             }
-            "is-json" => {
-                let parsed = serde_json::from_str::<Value>(output).is_ok();
-                outcome(parsed != inverse, "Expected output to be valid JSON".into())
-            }
-            "contains-json" => {
-                let found = !json_objects(output).is_empty();
-                outcome(
-                    found != inverse,
-                    "Expected output to contain valid JSON".into(),
-                )
+            "is-json" => is_json(config, output, &value, inverse)?,
+            "contains-json" => contains_json(config, output, &value, inverse)?,
+            "is-valid-openai-tools-call" => tools::tools_call(config, request)?,
+            "is-valid-openai-function-call" | "is-valid-function-call" => {
+                tools::function_call(config, request)?
             }
             "word-count" => {
                 let count = output.split_whitespace().count();
@@ -928,6 +943,120 @@ impl Grader for PromptfooGrader {
             other => return Err(format!("evalhost-promptfoo does not grade `{other}`").into()),
         })
     }
+}
+
+/// JavaScript's truthiness of an assertion value.
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|x| x != 0.0 && !x.is_nan()),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(_) | Value::Object(_) => true,
+    }
+}
+
+/// The schema of an `is-json`/`contains-json` value as promptfoo's handler
+/// takes it: an object as it is; a string through `loadYaml` (the suite
+/// reader parsed it, `__parsed_value`, or recorded why not,
+/// `__parse_error`); anything else throws.
+fn schema_of(t: &str, config: &Config, value: &Value) -> Result<Value, GradeError> {
+    match value {
+        Value::Object(_) | Value::Array(_) => Ok(value.clone()),
+        Value::String(s) if s.starts_with("file://") => Err(GradeError::Failed(format!(
+            "{t} references a file that does not export a JSON schema"
+        ))),
+        Value::String(s) => {
+            if let Some(e) = config.get("__parse_error").and_then(Value::as_str) {
+                return Err(GradeError::Failed(e.to_owned()));
+            }
+            match config.get("__parsed_value") {
+                Some(v) => Ok(v.clone()),
+                // Not read by evalhost's suite reader: JSON is YAML.
+                None => js::json_parse(s).ok_or_else(|| {
+                    GradeError::Failed(format!(
+                        "the {t} schema is not JSON, and no YAML parse of it was handed over"
+                    ))
+                }),
+            }
+        }
+        _ => Err(GradeError::Failed(format!(
+            "{t} assertion must have a string or object value"
+        ))),
+    }
+}
+
+/// promptfoo's `handleIsJson`: JSON.parse, then the schema (compiled only
+/// when the output parsed).
+fn is_json(
+    config: &Config,
+    output: &str,
+    value: &Value,
+    inverse: bool,
+) -> Result<Grade, GradeError> {
+    let parsed = js::json_parse(output);
+    let mut pass = parsed.is_some() != inverse;
+    if let Some(data) = &parsed
+        && truthy(value)
+    {
+        let schema = schema_of("is-json", config, value)?;
+        let validator = schema::compile(&schema).map_err(GradeError::Failed)?;
+        let result = validator.validate(data);
+        pass = result.is_ok() != inverse;
+        if !pass {
+            return Ok(outcome(
+                false,
+                match result {
+                    Ok(()) => "Output is JSON that conforms to the provided schema".into(),
+                    Err(errors) => format!(
+                        "JSON does not conform to the provided schema. Errors: {}",
+                        schema::errors_text(&errors)
+                    ),
+                },
+            ));
+        }
+    }
+    Ok(outcome(pass, "Expected output to be valid JSON".into()))
+}
+
+/// promptfoo's `handleContainsJson`: the objects `extractJsonObjects`
+/// finds, each against the schema until one conforms.
+fn contains_json(
+    config: &Config,
+    output: &str,
+    value: &Value,
+    inverse: bool,
+) -> Result<Grade, GradeError> {
+    let objects = json_objects(output);
+    let mut pass = if inverse {
+        objects.is_empty()
+    } else {
+        !objects.is_empty()
+    };
+    let mut message = "Expected output to contain valid JSON".to_owned();
+    if truthy(value) {
+        for object in &objects {
+            let schema = schema_of("contains-json", config, value)?;
+            let validator = schema::compile(&schema).map_err(GradeError::Failed)?;
+            let result = validator.validate(object);
+            pass = result.is_ok() != inverse;
+            match result {
+                Ok(()) => {
+                    if inverse {
+                        message = "Output contains JSON conforming to the provided schema".into();
+                    }
+                    break;
+                }
+                Err(errors) => {
+                    message = format!(
+                        "JSON does not conform to the provided schema. Errors: {}",
+                        schema::errors_text(&errors)
+                    );
+                }
+            }
+        }
+    }
+    Ok(outcome(pass, message))
 }
 
 /// JavaScript's `n.toPrecision(2)` for the costs assertions print.
@@ -1213,10 +1342,30 @@ mod oracle {
         if inverse {
             config.insert("inverse".into(), Value::Bool(true));
         }
+        // What the suite reader hands over: a string schema's YAML parse,
+        // the provider.
+        if let Some(v) = case.get("parsed_value") {
+            config.insert("__parsed_value".into(), v.clone());
+        }
+        if let Some(e) = case.get("parse_error") {
+            config.insert("__parse_error".into(), e.clone());
+        }
+        if let Some(p) = case.get("provider") {
+            config.insert("__provider".into(), p.clone());
+        }
         let t = format!("promptfoo-{base}");
         let config = Value::Object(config);
         PromptfooGrader::check_config(&t, &Config::from_value(config.clone()).unwrap())?;
-        let request = Request::new(t, case["output"].as_str().unwrap()).with_config(config);
+        // An object output (promptfoo's provider returned one) is its JSON
+        // text in evalhost; an OpenAI reply with calls says so.
+        let (output, structured) = match &case["output"] {
+            Value::String(s) => (s.clone(), false),
+            other => (js::stringify(other), true),
+        };
+        let mut request = Request::new(t, output).with_config(config);
+        if structured && case["provider"]["kind"] == "openai" {
+            request = request.with_finish_reason("tool_calls");
+        }
         let grade = PromptfooGrader::grade(&request).map_err(|e| format!("grade: {e:?}"))?;
         let check = &grade.checks[0];
         Ok((check.passed, grade.score, check.text.clone()))
@@ -1241,14 +1390,26 @@ mod oracle {
         digits(parts.next()) && digits(parts.next()) && parts.next().is_some()
     }
 
+    /// A `JSON.parse` error as V8 words it ("Unexpected token …",
+    /// "… in JSON at position …"): evalhost says where JSON.parse failed
+    /// but not in V8's words.
+    fn is_v8_json_message(reason: &str) -> bool {
+        reason.contains("is not valid JSON")
+            || reason.contains("in JSON at position")
+            || reason.contains("Unexpected end of JSON input")
+    }
+
     #[test]
     fn oracle_cases_match_promptfoo() {
         let oracle = oracle();
         let mut differ = Vec::new();
-        let (mut saxes_wording, mut known) = (0, 0);
+        let (mut saxes_wording, mut known, mut v8_wording) = (0, 0, 0);
         let cases = oracle["assertions"].as_array().unwrap();
         for case in cases {
-            if KNOWN_XML_DIFFERENCES.contains(&case["output"].as_str().unwrap()) {
+            if case["output"]
+                .as_str()
+                .is_some_and(|o| KNOWN_XML_DIFFERENCES.contains(&o))
+            {
                 known += 1;
                 continue;
             }
@@ -1277,6 +1438,10 @@ mod oracle {
                         // reproduced: roxmltree checks well-formedness.
                         if is_saxes_message(&want.2) && got.2.starts_with("XML parsing failed: ") {
                             saxes_wording += 1;
+                        } else if is_v8_json_message(&want.2)
+                            && got.2.starts_with(tools::JSON_PARSE_MARK)
+                        {
+                            v8_wording += 1;
                         } else {
                             differ.push(format!("{case}\n  evalhost {got:?}"));
                         }
@@ -1286,7 +1451,7 @@ mod oracle {
             }
         }
         eprintln!(
-            "{} cases: {} differ; {saxes_wording} differ only in saxes' wording of a parse error; {known} on known differences not compared",
+            "{} cases: {} differ; {saxes_wording} differ only in saxes' wording of a parse error, {v8_wording} only in V8's wording of a JSON.parse error; {known} on known differences not compared",
             cases.len(),
             differ.len()
         );

@@ -15,6 +15,8 @@ process.env.PROMPTFOO_DISABLE_TELEMETRY = "1";
 const pf = await import(path.join(modules, "promptfoo/dist/src/index.js"));
 const { runAssertion } = (pf.default ?? pf).assertions;
 const rouge = createRequire(import.meta.url)(path.join(modules, "js-rouge"));
+// promptfoo's loadYaml (js-yaml with its schema), for string schemas.
+const { E: loadYaml } = await import(path.join(modules, "promptfoo/dist/src/logger-DZQrH7Cp.js"));
 
 // A deterministic generator, so the file only changes when the cases do.
 let seed = 12345;
@@ -198,7 +200,270 @@ for (let k = 0; k < 220; k++) {
   add(rand(5) === 0 ? "not-is-html" : "is-html", doc);
 }
 
+// is-json and contains-json with a JSON Schema, as getAjv() (ajv 8 in
+// strict mode, ajv-formats) checks it; a string schema goes through
+// promptfoo's loadYaml, which the Rust side gets as `parsed_value` (the
+// suite reader parses it). Its own generator, like the sections above.
+seed = 31337;
+// Each case compiles its own copy of the schema: getAjv() is one ajv for
+// the process and caches by object, even a schema whose first compile threw
+// (the meta-schema check is skipped the second time), which evalhost does
+// not model.
+const addSchema = (type, output, value) => {
+  const c = { type, output, value: value !== null && typeof value === "object" ? structuredClone(value) : value };
+  if (typeof value === "string" && value !== "" && !value.startsWith("file://")) {
+    try {
+      const parsed = loadYaml(value);
+      if (parsed === undefined) c.parse_error = "empty YAML";
+      else c.parsed_value = parsed;
+    } catch (e) {
+      c.parse_error = e.message;
+    }
+  }
+  cases.push(c);
+};
+const person = {
+  type: "object",
+  properties: {
+    name: { type: "string", minLength: 1 },
+    age: { type: "integer", minimum: 0, maximum: 150 },
+    email: { type: "string", format: "email" },
+    tags: { type: "array", items: { type: "string" }, uniqueItems: true },
+  },
+  required: ["name", "age"],
+  additionalProperties: false,
+};
+const withRefs = {
+  definitions: {
+    point: { type: "object", properties: { x: { type: "number" }, y: { type: "number" } }, required: ["x", "y"] },
+    tree: { type: "object", properties: { value: { type: "integer" }, children: { type: "array", items: { $ref: "#/definitions/tree" } } }, required: ["value"] },
+  },
+  type: "object",
+  properties: { start: { $ref: "#/definitions/point" }, end: { $ref: "#/definitions/point" }, tree: { $ref: "#/definitions/tree" } },
+  required: ["start"],
+};
+const handSchemas = [
+  person,
+  withRefs,
+  { type: "object" },
+  { type: "array", items: { type: "number" }, minItems: 2, maxItems: 4 },
+  { type: "array", items: { type: "array", items: { type: "integer", multipleOf: 2 } } },
+  { type: "string", pattern: "^[A-Z]{3}-\\d+$" },
+  { type: "string", format: "date-time" },
+  { type: "string", format: "uri" },
+  { type: "string", format: "date" },
+  { type: ["string", "null"] },
+  { enum: ["red", "green", 3, null, { a: 1 }] },
+  { const: { ok: true } },
+  { type: "object", properties: { kind: { enum: ["a", "b"] } }, required: ["kind"], if: { properties: { kind: { const: "a" } } }, then: { required: ["alpha"] }, else: { required: ["beta"] } },
+  { anyOf: [{ type: "string", maxLength: 3 }, { type: "number", minimum: 10 }] },
+  { oneOf: [{ type: "integer" }, { type: "number", multipleOf: 0.5 }] },
+  { not: { type: "object" } },
+  { allOf: [{ type: "object", required: ["a"] }, { properties: { a: { type: "boolean" } } }] },
+  { type: "object", patternProperties: { "^x-": { type: "string" } }, additionalProperties: { type: "number" } },
+  { type: "object", propertyNames: { pattern: "^[a-z]+$" } },
+  { type: "object", dependencies: { card: ["billing"], ship: { required: ["address"] } } },
+  { type: "array", contains: { type: "string", format: "ipv4" } },
+  { type: "array", items: [{ type: "string" }, { type: "integer" }], additionalItems: false },
+  { type: "object", minProperties: 2, maxProperties: 3 },
+  { type: "number", exclusiveMinimum: 0, exclusiveMaximum: 1 },
+  { type: "object", properties: { id: { type: "string", format: "uuid" }, host: { type: "string", format: "hostname" }, ip6: { type: "string", format: "ipv6" } } },
+  { $ref: "#/definitions/s", definitions: { s: { type: "string" } } },
+  { $ref: "#/definitions/s", type: "string", minLength: 2, definitions: { s: { maxLength: 3 } } },
+  { $schema: "http://json-schema.org/draft-07/schema#", type: "object", required: ["a"] },
+  { type: "object", required: ["constructor", "toString"] },
+  { type: "number", multipleOf: 0.1 },
+  { uniqueItems: true, items: { type: "string" } },
+  { uniqueItems: true },
+  { type: "object", properties: { a: { type: "object", properties: { b: { type: "array", items: { type: "object", properties: { c: { type: "string", format: "email" } } } } } } } },
+  { type: "string", format: "regex" },
+  { type: "string", format: "duration" },
+  { type: "string", format: "json-pointer" },
+  { type: "string", format: "url" },
+  { type: "string", format: "uri-reference" },
+  { type: "string", format: "time" },
+  { type: "integer", format: "int32" },
+  { description: "annotations only", title: "t", examples: [1] },
+  true,
+  false,
+  {},
+  // What ajv's compile throws (an error row in promptfoo).
+  { type: "object", requried: ["a"] },
+  { type: "string", format: "phone" },
+  { if: { type: "string" } },
+  { then: { type: "string" } },
+  { additionalItems: false },
+  { type: "object", properties: { ab: { type: "string" } }, patternProperties: { "^a": { type: "string" } } },
+  { $ref: "#/definitions/missing" },
+  { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object" },
+  { type: "strin" },
+  { type: "object", required: "a" },
+  { nullable: true },
+  { type: "string", nullable: true },
+  { enum: [] },
+  { id: "x", type: "object" },
+  { type: "string", pattern: "(" },
+  { type: "string", pattern: "\\p{L}+" },
+  { minContains: 1, contains: { type: "string" } },
+  [{ type: "string" }],
+];
+const handOutputs = [
+  '{"name": "Ada", "age": 36}', '{"name": "Ada", "age": 36, "email": "ada@example.com", "tags": ["x", "y"]}',
+  '{"name": "", "age": -1}', '{"name": "Ada", "age": 36.5}', '{"name": "Ada"}', '{"name": "Ada", "age": 36, "extra": 1}',
+  '{"name": "Ada", "age": 36, "email": "not-an-email"}', '{"name": "Ada", "age": 36, "tags": ["x", "x"]}',
+  '{"start": {"x": 1, "y": 2}}', '{"start": {"x": 1}}', '{"start": {"x": 1, "y": 2}, "tree": {"value": 1, "children": [{"value": 2}, {"value": "3"}]}}',
+  "[1, 2, 3]", "[1]", '[1, "2"]', "[[2, 4], [6, 7]]", '"ABC-123"', '"abc-123"', '"2024-02-29T12:00:00Z"', '"2023-02-29T12:00:00Z"',
+  '"2024-01-01T25:00:00Z"', '"2024-01-01 12:00:00+01:00"', '"2024-01-01T12:00:00"', '"https://example.com/a?b=c"', '"example.com"', '"mailto:a@b.c"',
+  '"2024-13-01"', '"2024-04-31"', "null", '"red"', "3", "3.0", '{"a": 1}', '{"ok": true}', '{"ok": false}', "true", "1.5", "7", "12", '"abcd"', '"ab"',
+  '{"kind": "a", "alpha": 1}', '{"kind": "a", "beta": 1}', '{"kind": "b", "beta": 1}', '{"kind": "c"}', '{"a": true}', '{"a": "yes"}', "{}",
+  '{"x-foo": "bar", "n": 1}', '{"x-foo": 1}', '{"n": "one"}', '{"abc": 1, "Abc": 2}', '{"card": 1}', '{"card": 1, "billing": 2}', '{"ship": 1}',
+  '["10.0.0.1"]', '["a", "b"]', '["999.1.1.1", "1.2.3.4"]', '["a", 1]', '["a", 1, 2]', '[1, "a"]', '{"a": 1, "b": 2, "c": 3, "d": 4}',
+  "0", "0.5", "1", '{"id": "123e4567-e89b-12d3-a456-426614174000", "host": "a.example", "ip6": "::1"}', '{"id": "nope", "host": "-bad-", "ip6": "1::2::3"}',
+  '"x"', '"xyz"', '"xyzw"', "0.3", "0.7", '["a", 1, 1]', '[1, 1]', '[{"a": 1}, {"a": 1}]', '{"a": {"b": [{"c": "x@y.zz"}, {"c": "bad"}]}}',
+  '"^a+$"', '"(unclosed"', '"P1Y2M"', '"P"', '"PT"', '"/a~1b"', '"a/b"', '"http://localhost"', '"http://10.1.2.3/x"', '"../rel/path"', '"12:30:00Z"',
+  "2147483648", "2147483647", "Not JSON at all", "{bad json}", "", "   ", '{"a": 1} trailing', "[1, 2,]",
+];
+for (const s of handSchemas) {
+  const outs = [];
+  for (let k = 0; k < 6; k++) outs.push(pick(handOutputs));
+  for (const o of outs) addSchema(pick(["is-json", "is-json", "not-is-json"]), o, s);
+  addSchema("contains-json", `Here you go: ${pick(handOutputs)} and also ${pick(handOutputs)} done.`, s);
+  addSchema(pick(["contains-json", "not-contains-json"]), `First ${pick(handOutputs)}, then ${pick(handOutputs)}`, s);
+}
+// Schemas written as YAML or JSON strings, and values that are no schema.
+const yamlSchemas = [
+  "type: object\nrequired: [name]\nproperties:\n  name:\n    type: string\n",
+  '{"type": "array", "items": {"type": "integer"}}',
+  "type: string\nformat: email",
+  "type: object\nproperties:\n  n: {type: number, maximum: 10}\nadditionalProperties: false",
+  "just a string", "- type: string", "type: [unclosed", "", "type: object\nfoo: bar",
+];
+for (const v of yamlSchemas) {
+  for (const o of ['{"name": "x"}', "[1, 2]", '"a@b.co"', '{"n": 11}', "{}", "not json", '{"n": 3, "m": 1}']) {
+    addSchema(pick(["is-json", "contains-json", "not-is-json"]), o, v);
+  }
+}
+for (const v of [0, 5, true, false, null, [], [{ type: "string" }], ""]) {
+  addSchema("is-json", '{"a": 1}', v);
+  addSchema("is-json", "not json", v);
+  addSchema("contains-json", 'x {"a": 1} y', v);
+  addSchema("contains-json", "no objects", v);
+}
+// Outputs JSON.parse reads and strict JSON parsers may not.
+for (const o of ['"\\ud800"', "1e400", "[".repeat(300) + "]".repeat(300), '{"a": 1, "a": 2}', "\ufeff{}", " \n{} \n", "-0", "1E2", "01", ".5", '"\t"']) {
+  addSchema("is-json", o);
+  addSchema("is-json", o, { type: ["number", "array", "object", "string"] });
+}
+// Random schemas from keyword pieces against random JSON.
+const leafSchemas = [
+  { type: "string" }, { type: "integer" }, { type: "number" }, { type: "boolean" }, { type: "null" }, { type: "array" }, { type: "object" },
+  { type: ["string", "number"] }, { minLength: 2 }, { maxLength: 3 }, { pattern: "^a" }, { pattern: "\\d$" }, { minimum: 0 }, { maximum: 5 },
+  { exclusiveMaximum: 3 }, { multipleOf: 3 }, { multipleOf: 0.25 }, { enum: [1, "1", true, null] }, { const: "a" }, { format: "email" },
+  { format: "date" }, { format: "uri" }, { format: "ipv4" }, { format: "date-time" }, { format: "hostname" }, { format: "uuid" },
+  { minItems: 1 }, { maxItems: 2 }, { uniqueItems: true }, { required: ["a"] }, { required: ["a", "b"] }, { minProperties: 1 },
+  { maxProperties: 1 }, {}, true, false, { type: "string", format: "email" }, { type: "integer", minimum: 1, maximum: 3 },
+];
+const randSchema = (depth) => {
+  const r = rand(depth > 2 ? 3 : 12);
+  if (r < 3) return pick(leafSchemas);
+  switch (r) {
+    case 3: return { type: "object", properties: { a: randSchema(depth + 1), b: randSchema(depth + 1) }, ...(rand(2) ? { required: pick([["a"], ["b"], ["a", "b"]]) } : {}), ...(rand(3) === 0 ? { additionalProperties: rand(2) ? false : randSchema(depth + 1) } : {}) };
+    case 4: return { type: "array", items: randSchema(depth + 1), ...(rand(3) === 0 ? { minItems: rand(3) } : {}) };
+    case 5: return { anyOf: [randSchema(depth + 1), randSchema(depth + 1)] };
+    case 6: return { oneOf: [randSchema(depth + 1), randSchema(depth + 1)] };
+    case 7: return { allOf: [randSchema(depth + 1), randSchema(depth + 1)] };
+    case 8: return { not: randSchema(depth + 1) };
+    case 9: return { if: randSchema(depth + 1), then: randSchema(depth + 1), ...(rand(2) ? { else: randSchema(depth + 1) } : {}) };
+    case 10: return { ...pick(leafSchemas), ...pick(leafSchemas) };
+    default: return { type: "array", contains: randSchema(depth + 1), ...(rand(2) ? { items: randSchema(depth + 1) } : {}) };
+  }
+};
+const leafData = [0, 1, 2, 3, 4, 6, -1, 0.5, 2.5, 1e21, "a", "ab", "abc", "a1", "b2", "x@y.co", "2024-01-31", "http://x.y", "1.2.3.4", true, false, null, "", "é😀"];
+const randData = (depth) => {
+  const r = rand(depth > 2 ? 2 : 5);
+  if (r < 2) return pick(leafData);
+  if (r === 2) return Array.from({ length: rand(4) }, () => randData(depth + 1));
+  const o = {};
+  for (const k of ["a", "b", "c"]) if (rand(2)) o[k] = randData(depth + 1);
+  return o;
+};
+for (let k = 0; k < 450; k++) {
+  const schema = randSchema(0);
+  const data = JSON.stringify(randData(0));
+  const t = rand(5);
+  if (t === 0) addSchema("contains-json", `a ${JSON.stringify({ a: randData(1) })} b ${JSON.stringify({ b: randData(1) })}`, schema);
+  else if (t === 1) addSchema("not-is-json", data, schema);
+  else addSchema("is-json", data, schema);
+}
+
+// is-valid-openai-tools-call and is-valid-openai-function-call: a provider
+// (`kind` as evalhost's reader names it, with its `tools`/`functions`)
+// and outputs as promptfoo's providers return them.
+seed = 4711;
+const weather = { type: "function", function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" }, unit: { enum: ["c", "f"] } }, required: ["city"], additionalProperties: false } } };
+const search = { type: "function", function: { name: "search", parameters: { type: "object", properties: { q: { type: "string", minLength: 1 }, limit: { type: "integer", minimum: 1 } }, required: ["q"] } } };
+const noParams = { type: "function", function: { name: "ping" } };
+const badSchema = { type: "function", function: { name: "bad", parameters: { type: "object", propertys: {} } } };
+const toolSets = [[weather], [weather, search], [search, noParams], [badSchema], [], undefined, [{ type: "other", name: "get_weather" }]];
+const call = (name, args) => ({ id: "call_1", type: "function", function: { name, arguments: args } });
+const toolOutputsObj = [
+  [call("get_weather", '{"city": "Paris"}')],
+  [call("get_weather", '{"city": "Paris", "unit": "k"}')],
+  [call("get_weather", '{"unit": "c"}')],
+  [call("get_weather", '{"city": "Paris", "extra": 1}')],
+  [call("get_weather", "{not json")],
+  [call("get_weather", "")],
+  [call("search", '{"q": "x", "limit": 0}')],
+  [call("search", '{"q": ""}')],
+  [call("search", '{"q": "rust"}'), call("get_weather", '{"city": 3}')],
+  [call("ping", "{}")],
+  [call("bad", "{}")],
+  [call("unknown", "{}")],
+  [{ id: "x", type: "function", function: { name: "get_weather" } }],
+  [{ name: "get_weather", arguments: "{}" }],
+  [],
+  { role: "assistant", content: "Calling", tool_calls: [call("get_weather", '{"city": "Rome"}')] },
+  { role: "assistant", content: null, tool_calls: [] },
+  { tool_calls: "nope" },
+  { function_call: { name: "get_weather", arguments: '{"city": "Oslo"}' } },
+  { name: "get_weather", arguments: '{"city": "Oslo"}' },
+  { name: "search", arguments: '{"limit": 2}' },
+  { name: "get_weather", arguments: 5 },
+];
+const toolStrings = [
+  "Sure, here is the weather.", '[{"id":"c","type":"function","function":{"name":"get_weather","arguments":"{}"}}]', "",
+  "MCP Tool Result (get_weather): sunny", "MCP Tool Error (get_weather): timeout after 5s", "MCP Tool Error without parens",
+];
+const functionSets = [[weather.function, search.function], [search.function], undefined, [badSchema.function], [noParams.function]];
+for (const o of toolOutputsObj) {
+  for (const tools of toolSets) {
+    const t = pick(["is-valid-openai-tools-call", "is-valid-openai-tools-call", "not-is-valid-openai-tools-call"]);
+    cases.push({ type: t, output: o, provider: { kind: pick(["openai", "script", "http"]), ...(tools === undefined ? {} : { tools }) } });
+  }
+  for (const functions of functionSets) {
+    const t = pick(["is-valid-openai-function-call", "is-valid-function-call", "not-is-valid-function-call"]);
+    cases.push({ type: t, output: o, provider: { kind: pick(["openai", "openai", "script"]), ...(functions === undefined ? {} : { functions }) } });
+  }
+}
+for (const o of toolStrings) {
+  cases.push({ type: "is-valid-openai-tools-call", output: o, provider: { kind: "echo", tools: [weather] } });
+  cases.push({ type: "is-valid-openai-tools-call", output: o, provider: { kind: "exec" } });
+  cases.push({ type: "is-valid-openai-function-call", output: o, provider: { kind: "echo" } });
+  cases.push({ type: "is-valid-function-call", output: o, provider: { kind: "http", functions: [weather.function] } });
+}
+
 seed = outerSeed;
+
+// A provider for a case that names one: promptfoo's own OpenAI chat
+// provider (which can check function calls), or an object with a config.
+process.env.OPENAI_API_KEY = process.env.OPENAI_API_KEY || "unused";
+const providerFor = async (spec) => {
+  const config = {};
+  if (spec.tools !== undefined) config.tools = structuredClone(spec.tools);
+  if (spec.functions !== undefined) config.functions = structuredClone(spec.functions);
+  if (spec.kind === "openai") return pf.default ? pf.default.loadApiProvider("openai:chat:gpt-4o-mini", { options: { config } }) : pf.loadApiProvider("openai:chat:gpt-4o-mini", { options: { config } });
+  return { id: () => spec.kind, config };
+};
 
 const results = [];
 for (const c of cases) {
@@ -210,6 +475,7 @@ for (const c of cases) {
     r = await runAssertion({
       assertion,
       test: {},
+      ...(c.provider ? { provider: await providerFor(c.provider) } : {}),
       providerResponse: { output: c.output },
       prompt: "p",
     });
