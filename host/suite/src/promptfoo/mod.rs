@@ -102,7 +102,31 @@ pub const DETERMINISTIC: &[&str] = &[
     "rouge-n",
     "is-xml",
     "contains-xml",
+    "is-valid-openai-tools-call",
+    "is-valid-openai-function-call",
+    "is-valid-function-call",
 ];
+
+/// The types promptfoo grades against the provider's `tools` or
+/// `functions` config: the reader hands the provider over under
+/// `__provider`.
+const PROVIDER_TYPES: &[&str] = &[
+    "is-valid-openai-tools-call",
+    "is-valid-openai-function-call",
+    "is-valid-function-call",
+];
+
+/// What the tool-call types need of one provider: its kind and its
+/// `config.tools` / `config.functions` as written.
+#[derive(Debug, Clone)]
+struct ProviderInfo {
+    name: String,
+    kind: &'static str,
+    tools: Option<Value>,
+    functions: Option<Value>,
+    /// The provider's `config` key.
+    at: KeyPath,
+}
 
 /// The most tests one config may expand into.
 const MAX_ROWS: usize = 1_000_000;
@@ -131,6 +155,10 @@ struct Row {
 struct Reader {
     /// The metric names assertions declare, in order of first use.
     metrics: Vec<String>,
+    /// Each provider, for the types that read its tools.
+    provider_infos: Vec<ProviderInfo>,
+    /// Assertion values read from files (`value: file://…`), by path.
+    value_files: std::collections::HashMap<PathBuf, Result<Value, String>>,
     diags: Diagnostics,
     options: ReadOptions,
     file: Arc<PathBuf>,
@@ -193,6 +221,8 @@ pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnos
         .unwrap_or_else(|| PathBuf::from("."));
     let mut reader = Reader {
         metrics: Vec::new(),
+        provider_infos: Vec::new(),
+        value_files: std::collections::HashMap::new(),
         diags,
         options,
         file: display,
@@ -333,7 +363,7 @@ impl Reader {
                             test.metadata
                                 .insert("vars".into(), Value::Object(written.clone()));
                         }
-                        tests.push(test);
+                        tests.extend(self.with_providers(test, vars, &renderer));
                     }
                 }
             }
@@ -731,6 +761,18 @@ impl Reader {
             let Some(mut entry) = self.provider_entry(&id, &config, &iat, renderer) else {
                 continue;
             };
+            self.provider_infos.push(ProviderInfo {
+                name: name.clone(),
+                kind: provider_kind(&id),
+                tools: config.get("tools").cloned(),
+                functions: config.get("functions").cloned(),
+                at: match &item {
+                    Value::Object(o) if !o.contains_key("id") && o.len() == 1 => {
+                        iat.key(&id).key("config")
+                    }
+                    _ => iat.key("config"),
+                },
+            });
             entry.insert("name".into(), Value::String(name.clone()));
             inline.push(InlineTarget {
                 entry,
@@ -1665,11 +1707,6 @@ impl Reader {
                 "trace-span-count" | "trace-span-duration" | "trace-error-spans" => {
                     "it reads OpenTelemetry trace spans, which evalhost does not collect"
                 }
-                "is-valid-openai-tools-call"
-                | "is-valid-openai-function-call"
-                | "is-valid-function-call" => {
-                    "it validates against the provider's `tools` config, which evalhost does not hand to graders yet"
-                }
                 "is-sql" | "contains-sql" => {
                     "promptfoo decides it with node-sql-parser's grammars, which evalhost has no port of (a different parser would give different verdicts)"
                 }
@@ -1702,16 +1739,59 @@ impl Reader {
             match k.as_str() {
                 "type" | "weight" | "metric" => {}
                 "value" => {
-                    if let Value::String(sv) = v
-                        && (sv.starts_with("file://") || sv.starts_with("package:"))
+                    let vat = at.key("value");
+                    let value = match v {
+                        Value::String(sv) if sv.starts_with("package:") => {
+                            self.error(
+                                &vat,
+                                format!("`value: {sv}`: promptfoo runs that package's function for the expected value, which needs the sandboxed JavaScript runner this version of evalhost does not have yet; write the value inline"),
+                            );
+                            return None;
+                        }
+                        // promptfoo reads the file as it is: never rendered.
+                        Value::String(sv) if sv.starts_with("file://") => {
+                            self.assertion_file(sv, &vat, true)?
+                        }
+                        Value::Array(items)
+                            if items
+                                .iter()
+                                .any(|i| i.as_str().is_some_and(|s| s.starts_with("file://"))) =>
+                        {
+                            let mut out = Vec::new();
+                            for (i, item) in items.iter().enumerate() {
+                                out.push(match item {
+                                    Value::String(s) if s.starts_with("file://") => {
+                                        self.assertion_file(s, &vat.index(i), false)?
+                                    }
+                                    Value::String(_) => renderer.render_value(item, vars),
+                                    other => other.clone(),
+                                });
+                            }
+                            Value::Array(out)
+                        }
+                        other => renderer.render_value(other, vars),
+                    };
+                    // A JSON Schema written as a string: promptfoo's handler
+                    // reads it with `loadYaml` (lazily: a bad one is an
+                    // error only when the output holds JSON).
+                    if (base == "is-json" || base == "contains-json")
+                        && let Value::String(text) = &value
+                        && !text.is_empty()
+                        && !text.starts_with("file://")
                     {
-                        self.error(
-                            &at.key("value"),
-                            format!("`value: {sv}`: promptfoo loads the file (or runs it) for the expected value, which this version of evalhost does not; write the value inline"),
-                        );
-                        return None;
+                        match crate::yaml::parse(text) {
+                            Ok(parsed) => {
+                                config.insert("__parsed_value".into(), parsed);
+                            }
+                            Err(e) => {
+                                config.insert(
+                                    "__parse_error".into(),
+                                    Value::String(format!("the schema is not YAML: {e}")),
+                                );
+                            }
+                        }
                     }
-                    config.insert("value".into(), renderer.render_value(v, vars));
+                    config.insert("value".into(), value);
                 }
                 "transform" | "provider" | "rubricPrompt" | "contextTransform" => {
                     self.error(
@@ -1726,6 +1806,12 @@ impl Reader {
         }
         // promptfoo's handlers apply `not-` themselves, each its own way.
         if negate {
+            if PROVIDER_TYPES.contains(&base.as_str()) {
+                self.warning(
+                    &at.key("type"),
+                    format!("`{raw_type}`: promptfoo ignores `not-` on `{base}` (its handler never reads it), and so does evalhost"),
+                );
+            }
             config.insert("inverse".into(), Value::Bool(true));
         }
         if trace_type.is_some() && base.starts_with("trajectory:") {
@@ -1761,6 +1847,281 @@ impl Reader {
             ),
         })
     }
+}
+
+impl Reader {
+    /// An assertion `value: file://…`, as promptfoo's `runAssertion` loads
+    /// it (`processFileReference`, relative to the config's directory):
+    /// `.json`, `.yaml`, `.yml` parsed, `.txt` as its trimmed text, never
+    /// rendered. A code file (`.js`, `.ts`, `.py`, `.rb`, optionally
+    /// `:function`) runs in promptfoo; `code` says whether that is checked
+    /// (a list's items go straight to `processFileReference`).
+    fn assertion_file(&mut self, spec: &str, at: &KeyPath, code: bool) -> Option<Value> {
+        let rest = &spec["file://".len()..];
+        if code {
+            let file = rest.split(':').next().unwrap_or(rest);
+            let lower = file.to_ascii_lowercase();
+            let language = if [".js", ".cjs", ".mjs", ".ts", ".cts", ".mts"]
+                .iter()
+                .any(|e| lower.ends_with(e))
+            {
+                Some("JavaScript")
+            } else if file.ends_with(".py") {
+                Some("Python")
+            } else if file.ends_with(".rb") {
+                Some("Ruby")
+            } else {
+                None
+            };
+            if let Some(language) = language {
+                self.error(
+                    at,
+                    format!("`{spec}`: promptfoo runs this {language} file for the expected value, which needs the sandboxed {language} runner this version of evalhost does not have yet"),
+                )
+                .hint = Some("write the value inline, or in a .json, .yaml or .txt file".into());
+                return None;
+            }
+        }
+        // `path.extname` of the whole reference, case-sensitive.
+        let name = rest.rsplit('/').next().unwrap_or(rest);
+        let ext = match name.rfind('.') {
+            Some(i) if i > 0 => &name[i..],
+            _ => "",
+        };
+        if ![".json", ".yaml", ".yml", ".txt"].contains(&ext) {
+            self.error(
+                at,
+                format!("`{spec}`: promptfoo reads only .json, .yaml, .yml and .txt files for an assertion value (any other makes the row an error: \"Unsupported file type\")"),
+            );
+            return None;
+        }
+        let path = match self.options.roots.relative(rest, &self.dir) {
+            Ok(p) => p,
+            Err(e) => {
+                self.error(at, format!("`{spec}`: {e}"));
+                return None;
+            }
+        };
+        let loaded = match self.value_files.get(&path) {
+            Some(r) => r.clone(),
+            None => {
+                let r = crate::roots::read_regular_text(&path, crate::load::MAX_FILE_BYTES)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))
+                    .and_then(|text| {
+                        if ext == ".txt" {
+                            Ok(Value::String(js_trim(&text).to_owned()))
+                        } else {
+                            crate::yaml::parse(&text)
+                                .map_err(|e| format!("{}: {e}", path.display()))
+                        }
+                    });
+                self.value_files.insert(path.clone(), r.clone());
+                r
+            }
+        };
+        match loaded {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.error(at, e);
+                None
+            }
+        }
+    }
+
+    /// `test` with the provider each tool-call assertion reads (`__provider`:
+    /// its kind, and its `tools` and `functions` rendered with the test's
+    /// vars and read from their files). Where the providers differ, one
+    /// test per provider, each run on that provider only.
+    fn with_providers(
+        &mut self,
+        test: TestCase,
+        vars: &Map<String, Value>,
+        renderer: &Renderer,
+    ) -> Vec<TestCase> {
+        fn needs(assertions: &[Assertion]) -> bool {
+            assertions.iter().any(|a| {
+                a.plugin_type
+                    .as_deref()
+                    .and_then(|t| t.strip_prefix("promptfoo-"))
+                    .is_some_and(|t| PROVIDER_TYPES.contains(&t))
+                    || a.group.as_ref().is_some_and(|g| needs(&g.members))
+            })
+        }
+        fn inject(assertions: &mut [Assertion], info: &Value) {
+            for a in assertions {
+                if let Some(g) = a.group.as_mut() {
+                    inject(&mut g.members, info);
+                }
+                let wants = a
+                    .plugin_type
+                    .as_deref()
+                    .and_then(|t| t.strip_prefix("promptfoo-"))
+                    .is_some_and(|t| PROVIDER_TYPES.contains(&t));
+                if wants {
+                    let mut config = (*a.config).clone();
+                    config.insert("__provider".into(), info.clone());
+                    a.config_json = Value::Object(config.clone()).to_string().into();
+                    a.config = Arc::new(config);
+                }
+            }
+        }
+        if !needs(&test.assertions) || self.provider_infos.is_empty() {
+            return vec![test];
+        }
+        let providers = self.provider_infos.clone();
+        let infos: Vec<(String, Value)> = providers
+            .iter()
+            .map(|p| {
+                let mut info = Map::new();
+                info.insert("kind".into(), p.kind.into());
+                for (key, v) in [("tools", &p.tools), ("functions", &p.functions)] {
+                    if let Some(v) = v
+                        && let Some(loaded) = self.provider_tools(v, &p.at.key(key), vars, renderer)
+                    {
+                        info.insert(key.into(), loaded);
+                    }
+                }
+                (p.name.clone(), Value::Object(info))
+            })
+            .collect();
+        if infos.iter().all(|(_, i)| *i == infos[0].1) {
+            let mut test = test;
+            inject(&mut test.assertions, &infos[0].1);
+            return vec![test];
+        }
+        infos
+            .into_iter()
+            .map(|(name, info)| {
+                let mut t = test.clone();
+                inject(&mut t.assertions, &info);
+                t.targets = Some(vec![name]);
+                t
+            })
+            .collect()
+    }
+
+    /// A provider's `tools` or `functions` as promptfoo's
+    /// `maybeLoadToolsFromExternalFile` makes them for an assertion: the
+    /// test's vars rendered in, `file://` JSON or YAML read (a list's
+    /// files flattened); tools computed by code are refused.
+    fn provider_tools(
+        &mut self,
+        v: &Value,
+        at: &KeyPath,
+        vars: &Map<String, Value>,
+        renderer: &Renderer,
+    ) -> Option<Value> {
+        fn render(v: &Value, vars: &Map<String, Value>, renderer: &Renderer) -> Value {
+            match v {
+                Value::String(s) => {
+                    Value::String(renderer.render_text(s, vars).unwrap_or_else(|_| s.clone()))
+                }
+                Value::Array(items) => {
+                    Value::Array(items.iter().map(|i| render(i, vars, renderer)).collect())
+                }
+                Value::Object(m) => Value::Object(
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), render(v, vars, renderer)))
+                        .collect(),
+                ),
+                other => other.clone(),
+            }
+        }
+        let rendered = render(v, vars, renderer);
+        self.load_tools(rendered, at)
+    }
+
+    /// Tools after rendering: `file://` references read.
+    fn load_tools(&mut self, rendered: Value, at: &KeyPath) -> Option<Value> {
+        match &rendered {
+            Value::String(s) if s.starts_with("file://") => {
+                let file = s["file://".len()..].split(':').next().unwrap_or_default();
+                let lower = file.to_ascii_lowercase();
+                if lower.ends_with(".py")
+                    || [".js", ".cjs", ".mjs", ".ts", ".cts", ".mts"]
+                        .iter()
+                        .any(|e| lower.ends_with(e))
+                {
+                    self.error(at, format!("`{s}`: tools computed by code are not read by this version of evalhost (they need the sandboxed code runner); list them in a .json or .yaml file"));
+                    return None;
+                }
+                let loaded = self.assertion_file(s, at, false)?;
+                if loaded.is_string() {
+                    self.error(at, format!("`{s}`: promptfoo expects an array or object of tool definitions here, not text"));
+                    return None;
+                }
+                Some(loaded)
+            }
+            Value::Array(items)
+                if items
+                    .iter()
+                    .any(|i| i.as_str().is_some_and(|s| s.starts_with("file://"))) =>
+            {
+                let mut out = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    out.push(self.load_tools(item.clone(), &at.index(i))?);
+                }
+                if out.iter().all(Value::is_array) {
+                    Some(Value::Array(
+                        out.into_iter()
+                            .flat_map(|v| match v {
+                                Value::Array(a) => a,
+                                _ => Vec::new(),
+                            })
+                            .collect(),
+                    ))
+                } else {
+                    Some(Value::Array(out))
+                }
+            }
+            _ => Some(rendered),
+        }
+    }
+}
+
+/// The kind of provider an id names, for the tool-call types.
+fn provider_kind(id: &str) -> &'static str {
+    if id == "echo" {
+        "echo"
+    } else if id.starts_with("openai:responses:") {
+        "openai-responses"
+    } else if id.starts_with("openai:") {
+        "openai"
+    } else if id.starts_with("exec:") {
+        "exec"
+    } else if id == "http"
+        || id == "https"
+        || id.starts_with("http://")
+        || id.starts_with("https://")
+    {
+        "http"
+    } else {
+        "script"
+    }
+}
+
+/// JavaScript's `trim()`: U+FEFF is space, U+0085 is not.
+fn js_trim(s: &str) -> &str {
+    s.trim_matches(|c: char| {
+        matches!(
+            c,
+            '\t' | '\n'
+                | '\u{000B}'
+                | '\u{000C}'
+                | '\r'
+                | ' '
+                | '\u{00A0}'
+                | '\u{1680}'
+                | '\u{2000}'
+                ..='\u{200A}'
+                    | '\u{2028}'
+                    | '\u{2029}'
+                    | '\u{202F}'
+                    | '\u{205F}'
+                    | '\u{3000}'
+                    | '\u{FEFF}'
+        )
+    })
 }
 
 /// promptfoo's trace types, graded by evalhost-metrics (AgentV 5 took them

@@ -144,3 +144,147 @@ fn derived_metrics_read_only_known_names_and_arithmetic() {
     assert!(all.contains("`?` is not part of the arithmetic"), "{all}");
     assert!(all.contains("a JavaScript function is not run"), "{all}");
 }
+
+#[test]
+fn assertion_values_from_files_are_read_as_promptfoo_reads_them() {
+    let (suite, diags) = load(&[
+        (
+            "promptfooconfig.yaml",
+            "prompts: ['{{q}}']\nproviders: [echo]\ntests:\n  - vars: {q: a}\n    assert:\n      - {type: is-json, value: file://schema.json}\n      - {type: contains-any, value: file://words.yaml}\n      - {type: equals, value: 'file://answer.txt'}\n      - {type: contains-all, value: ['{{q}}', file://words.yaml]}\n      - {type: is-json, value: 'type: object'}\n      - {type: contains-json, value: '{{q}}: ['}\n",
+        ),
+        (
+            "schema.json",
+            r#"{"type": "object", "required": ["{{q}}"]}"#,
+        ),
+        ("words.yaml", "- one\n- '{{q}}'\n"),
+        ("answer.txt", "\u{feff}  the answer\n\n"),
+    ]);
+    assert!(!diags.has_errors(), "{:?}", diags.0);
+    let t = &suite.unwrap().tests[0];
+    let value = |i: usize| t.assertions[i].config["value"].clone();
+    // Read as they are: never rendered.
+    assert_eq!(value(0), json!({"type": "object", "required": ["{{q}}"]}));
+    assert_eq!(value(1), json!(["one", "{{q}}"]));
+    assert_eq!(value(2), json!("the answer"));
+    assert_eq!(value(3), json!(["a", ["one", "{{q}}"]]));
+    // A string schema goes through YAML, as promptfoo's loadYaml reads it.
+    assert_eq!(
+        t.assertions[4].config["__parsed_value"],
+        json!({"type": "object"})
+    );
+    assert!(
+        t.assertions[5].config["__parse_error"]
+            .as_str()
+            .unwrap()
+            .starts_with("the schema is not YAML")
+    );
+}
+
+#[test]
+fn assertion_files_promptfoo_runs_or_cannot_read_are_refused() {
+    let (_, diags) = load(&[
+        (
+            "promptfooconfig.yaml",
+            "prompts: ['{{q}}']\nproviders: [echo]\ntests:\n  - vars: {q: a}\n    assert:\n      - {type: equals, value: 'file://check.py:get_assert'}\n      - {type: equals, value: file://check.TS}\n      - {type: equals, value: file://notes.md}\n      - {type: equals, value: file://missing.json}\n      - {type: contains-any, value: [file://check.js]}\n",
+        ),
+        ("check.py", "def get_assert(o, c): return 'x'\n"),
+        ("notes.md", "x"),
+    ]);
+    let all: Vec<String> = diags.0.iter().map(|d| d.message.clone()).collect();
+    let all = all.join("\n");
+    assert!(
+        all.contains("promptfoo runs this Python file for the expected value, which needs the sandboxed Python runner"),
+        "{all}"
+    );
+    assert!(
+        all.contains("`file://check.TS`: promptfoo runs this JavaScript file"),
+        "{all}"
+    );
+    assert!(
+        all.contains("`file://notes.md`: promptfoo reads only .json, .yaml, .yml and .txt"),
+        "{all}"
+    );
+    assert!(all.contains("missing.json"), "{all}");
+    // A list's items are read, not run: a code file there is unsupported.
+    assert!(
+        all.contains("`file://check.js`: promptfoo reads only"),
+        "{all}"
+    );
+    let keys: Vec<String> = diags
+        .0
+        .iter()
+        .filter_map(|d| d.key.as_ref().map(ToString::to_string))
+        .collect();
+    assert!(
+        keys.iter().any(|k| k.contains("assert[0].value")),
+        "{keys:?}"
+    );
+}
+
+#[test]
+fn tool_call_types_get_the_provider_they_run_on() {
+    let tools = "[{type: function, function: {name: get_weather, parameters: {type: object, required: ['{{field}}']}}}]";
+    let config = format!(
+        "prompts: ['{{{{q}}}}']\nproviders:\n  - echo\n  - id: 'exec:cat'\n    config: {{tools: file://tools.yaml}}\n  - id: 'file://p.py'\n    label: script\n    config:\n      tools: {tools}\n      functions: [{{name: f}}]\ntests:\n  - vars: {{q: a, field: city}}\n    assert:\n      - type: not-is-valid-openai-tools-call\n      - type: contains\n        value: a\n"
+    );
+    let (suite, diags) = load(&[
+        ("promptfooconfig.yaml", &config),
+        ("tools.yaml", "- {type: function, function: {name: t}}\n"),
+        ("p.py", "def call_api(p, o, c): return {'output': p}\n"),
+    ]);
+    assert!(!diags.has_errors(), "{:?}", diags.0);
+    assert!(
+        diags
+            .0
+            .iter()
+            .any(|d| d.message.contains("promptfoo ignores `not-`")),
+        "{:?}",
+        diags.0
+    );
+    let suite = suite.unwrap();
+    // The providers differ: one test for each, run on it alone.
+    assert_eq!(suite.tests.len(), 3);
+    let on = |name: &str| {
+        suite
+            .tests
+            .iter()
+            .find(|t| t.targets.as_deref() == Some(&[name.to_owned()][..]))
+            .unwrap()
+    };
+    assert_eq!(
+        on("echo").assertions[0].config["__provider"],
+        json!({"kind": "echo"})
+    );
+    assert_eq!(
+        on("exec:cat").assertions[0].config["__provider"],
+        json!({"kind": "exec", "tools": [{"type": "function", "function": {"name": "t"}}]})
+    );
+    let script = &on("script").assertions[0];
+    assert_eq!(
+        script.config["__provider"]["tools"][0]["function"]["parameters"]["required"],
+        json!(["city"])
+    );
+    assert_eq!(script.config["__provider"]["kind"], "script");
+    assert_eq!(
+        script.config["__provider"]["functions"],
+        json!([{"name": "f"}])
+    );
+    assert!(script.config_json.contains("__provider"));
+    // Only the tool-call type gets it.
+    assert!(on("echo").assertions[1].config.get("__provider").is_none());
+    assert!(suite.tests.iter().all(|t| t.id == "test-1"));
+
+    // The same provider for all: the test is not split.
+    let (suite, diags) = load(&[(
+        "promptfooconfig.yaml",
+        "prompts: ['{{q}}']\nproviders: [echo]\ntests:\n  - vars: {q: a}\n    assert: [{type: is-valid-openai-function-call}]\n",
+    )]);
+    assert!(!diags.has_errors(), "{:?}", diags.0);
+    let suite = suite.unwrap();
+    assert_eq!(suite.tests.len(), 1);
+    assert!(suite.tests[0].targets.is_none());
+    assert_eq!(
+        suite.tests[0].assertions[0].config["__provider"],
+        json!({"kind": "echo"})
+    );
+}
