@@ -242,7 +242,11 @@ fn validate_function_call(output: Option<&Value>, functions: Option<&Value>) -> 
 /// What `JSON.parse` throws on text that is not JSON. V8's exact wording
 /// (which token, where) is not reproduced; the oracle counts these apart.
 pub fn json_parse_error(text: &str) -> String {
-    if js::trim(text).is_empty() {
+    // The text ends where more JSON was due: V8 says so in these words.
+    let ended = serde_json::from_str::<Value>(text)
+        .err()
+        .is_some_and(|e| e.classify() == serde_json::error::Category::Eof);
+    if js::trim(text).is_empty() || ended {
         return "Unexpected end of JSON input".into();
     }
     format!("{JSON_PARSE_MARK}{text:?} is not valid JSON")
