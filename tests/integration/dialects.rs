@@ -658,14 +658,19 @@ fn hostile_dialect_files_are_refused_with_a_reason() {
         "{}",
         r.stderr
     );
-    // promptfoo: an expected value loaded from a file.
+    // promptfoo: an expected value loaded from a file outside the project.
     project.write(
         "proj/promptfooconfig.yaml",
         "prompts: ['{{q}}']\nproviders: [echo]\ntests:\n  - vars: {q: hi}\n    assert: [{type: equals, value: 'file://../outside.yaml'}]\n",
     );
     let r = validate("promptfooconfig.yaml");
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("write the value inline"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`file://../outside.yaml`")
+            && r.stderr.contains("outside the suite's project root"),
+        "{}",
+        r.stderr
+    );
     // promptfoo: vars whose product is astronomically large.
     let many: Vec<String> = (0..1000).map(|i| format!("'{i}'")).collect();
     let list = many.join(", ");
