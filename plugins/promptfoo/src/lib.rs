@@ -21,6 +21,7 @@ use evalhost_plugin_sdk::{
 mod html;
 mod is_html;
 mod js;
+mod meteor;
 mod provider;
 mod refusal;
 mod rouge;
@@ -142,6 +143,10 @@ const TYPES: &[(&str, &str)] = &[
         "perplexity-score",
         "The logistic of the mean token log-probability, at least the threshold",
     ),
+    (
+        "meteor",
+        "METEOR against the reference(s) (exact, Porter-stem and WordNet-synonym matches, fragmentation penalty) reaches the threshold (default 0.5)",
+    ),
 ];
 
 /// Types whose score is not 0 or 1: the plugin's verdict decides.
@@ -151,6 +156,7 @@ const SCORED: &[&str] = &[
     "tool-call-f1",
     "rouge-n",
     "perplexity-score",
+    "meteor",
 ];
 
 /// A result as promptfoo's handler returns it: its pass, its score, its
@@ -541,6 +547,7 @@ impl Grader for PromptfooGrader {
             "is-xml" | "contains-xml" => {
                 xml::required_elements(config.get("value").unwrap_or(&Value::Null)).map(drop)
             }
+            "meteor" => meteor::check_config(config),
             other => Err(format!("evalhost-promptfoo does not grade `{other}`")),
         }
     }
@@ -940,6 +947,7 @@ impl Grader for PromptfooGrader {
                     },
                 )
             }
+            "meteor" => meteor::grade(output, config, inverse)?,
             other => return Err(format!("evalhost-promptfoo does not grade `{other}`").into()),
         })
     }
