@@ -25,6 +25,11 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "tests" / "data" / "promptfoo-conformance"
 PROMPTFOO = ROOT / "target" / "promptfoo"
 VERSION = "0.121.20"
+# promptfoo's meteor loads natural with `import()`, which sees none of
+# natural's CommonJS exports: stock 0.121.20 errors on every meteor
+# assertion. This hook exposes them, so the recording holds what promptfoo's
+# meteor code computes (it touches nothing but the `natural` import).
+NATURAL_HOOK = ROOT / "plugins" / "promptfoo" / "src" / "testdata" / "natural-named-exports.mjs"
 
 
 def openai_server(replies):
@@ -67,7 +72,8 @@ def main():
             work = pathlib.Path(tmp) / "config"
             shutil.copytree(config_dir, work, ignore=shutil.ignore_patterns("promptfoo.json"))
             env = dict(os.environ, PROMPTFOO_DISABLE_TELEMETRY="1", PROMPTFOO_DISABLE_UPDATE="1",
-                       PROMPTFOO_CONFIG_DIR=str(pathlib.Path(tmp) / "home"))
+                       PROMPTFOO_CONFIG_DIR=str(pathlib.Path(tmp) / "home"),
+                       NODE_OPTIONS=f"--import {NATURAL_HOOK.as_uri()}")
             server = None
             replies = config_dir / "openai-replies.json"
             if replies.exists():

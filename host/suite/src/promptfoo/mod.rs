@@ -105,6 +105,7 @@ pub const DETERMINISTIC: &[&str] = &[
     "is-valid-openai-tools-call",
     "is-valid-openai-function-call",
     "is-valid-function-call",
+    "meteor",
 ];
 
 /// The types promptfoo grades against the provider's `tools` or
@@ -1710,9 +1711,6 @@ impl Reader {
                 "is-sql" | "contains-sql" => {
                     "promptfoo decides it with node-sql-parser's grammars, which evalhost has no port of (a different parser would give different verdicts)"
                 }
-                "meteor" => {
-                    "promptfoo's METEOR needs the WordNet database for synonyms, which evalhost does not bundle"
-                }
                 "trajectory:goal-success" => {
                     "it needs an LLM judge of the trajectory, which a later version of evalhost adds"
                 }
@@ -2345,6 +2343,7 @@ fn assertion_from_string(s: &str) -> Value {
         "contains-sql",
         "is-html",
         "contains-html",
+        "meteor",
     ];
     let mapped = match base {
         "javascript" | "fn" | "eval" => "javascript",
@@ -2384,7 +2383,9 @@ fn assertion_from_string(s: &str) -> Value {
         | "starts-with" => Some(0.75),
         _ => None,
     };
-    if let Some(t) = threshold.or(default_threshold) {
+    // promptfoo keeps a `(threshold)` only for these types (the others,
+    // `bleu` and `meteor` among them, use their own default).
+    if let Some(t) = default_threshold.map(|d| threshold.unwrap_or(d)) {
         a["threshold"] = json!(t);
     }
     a
