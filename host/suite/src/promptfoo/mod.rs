@@ -1555,6 +1555,29 @@ impl Reader {
                 assertions.push(assertion);
             }
         }
+        // `context.test` of a javascript assertion: the test as promptfoo
+        // hands it over (its vars rendered).
+        let test_json = {
+            let mut t = Map::new();
+            if let Some(d) = &row.description {
+                t.insert("description".into(), Value::String(d.clone()));
+            }
+            t.insert("vars".into(), Value::Object(vars.clone()));
+            t.insert(
+                "assert".into(),
+                Value::Array(row.assert.iter().map(|(a, _)| a.clone()).collect()),
+            );
+            if let Some(th) = row.threshold {
+                t.insert("threshold".into(), json!(th));
+            }
+            if !row.metadata.is_empty() {
+                t.insert("metadata".into(), Value::Object(row.metadata.clone()));
+            }
+            Value::Object(t)
+        };
+        for a in &mut assertions {
+            with_test_context(a, &test_json);
+        }
         let mut metadata = row.metadata.clone();
         metadata.insert("vars".into(), Value::Object(vars));
         if let Some(d) = &row.description {
@@ -1688,11 +1711,13 @@ impl Reader {
             });
         }
         let trace_type = trace_plugin_type(&base);
-        if !DETERMINISTIC.contains(&base.as_str()) && trace_type.is_none() {
+        let code_type = (base == "javascript").then(|| "promptfoo-javascript".to_owned());
+        if !DETERMINISTIC.contains(&base.as_str()) && trace_type.is_none() && code_type.is_none() {
             let why = match base.as_str() {
-                "javascript" | "python" | "ruby" => {
-                    "code assertions run in the sandbox with inline code, which a later version of evalhost adds"
+                "python" => {
+                    "inline Python runs in a sandboxed CPython component, which a later version of evalhost adds"
                 }
+                "ruby" => "evalhost runs no Ruby (promptfoo runs it with the machine's ruby)",
                 "llm-rubric"
                 | "g-eval"
                 | "factuality"
@@ -1745,6 +1770,13 @@ impl Reader {
                                 format!("`value: {sv}`: promptfoo runs that package's function for the expected value, which needs the sandboxed JavaScript runner this version of evalhost does not have yet; write the value inline"),
                             );
                             return None;
+                        }
+                        // A script's function runs in the sandbox, with its
+                        // source read here (the plugin has no files).
+                        Value::String(sv) if sv.starts_with("file://") && base == "javascript" => {
+                            let script = self.javascript_file(sv, &vat)?;
+                            config.insert("__script".into(), script);
+                            continue;
                         }
                         // promptfoo reads the file as it is: never rendered.
                         Value::String(sv) if sv.starts_with("file://") => {
@@ -1802,6 +1834,12 @@ impl Reader {
                 }
             }
         }
+        if base == "meteor" {
+            self.warning(
+                &at.key("type"),
+                "promptfoo 0.121.20 itself makes every `meteor` row an error (`PorterStemmer should be loaded`: its import of the `natural` package sees none of its exports); evalhost grades it as promptfoo's METEOR code computes it once `natural` loads, so this row has a score where promptfoo has an error (docs/dialects.md)",
+            );
+        }
         // promptfoo's handlers apply `not-` themselves, each its own way.
         if negate {
             if PROVIDER_TYPES.contains(&base.as_str()) {
@@ -1840,6 +1878,7 @@ impl Reader {
             prompt_script: None,
             plugin_type: Some(
                 trace_type
+                    .or(code_type)
                     .unwrap_or_else(|| format!("promptfoo-{base}"))
                     .into(),
             ),
@@ -1847,7 +1886,84 @@ impl Reader {
     }
 }
 
+/// Gives each `javascript` assertion (in `assert-set`s too) its test as
+/// `__test`.
+fn with_test_context(a: &mut Assertion, test: &Value) {
+    if a.plugin_type.as_deref() == Some("promptfoo-javascript") {
+        let mut config = (*a.config).clone();
+        config.insert("__test".into(), test.clone());
+        a.config_json = Value::Object(config.clone()).to_string().into();
+        a.config = Arc::new(config);
+    }
+    if let Some(group) = &mut a.group {
+        for m in &mut group.members {
+            with_test_context(m, test);
+        }
+    }
+}
+
 impl Reader {
+    /// A `javascript` assertion's `file://path.js[:function]`: the source,
+    /// read now (relative to the config, inside the project), for the
+    /// sandboxed engine to evaluate as an ES module (`.mjs`, or `import` /
+    /// `export` statements) or CommonJS.
+    fn javascript_file(&mut self, spec: &str, at: &KeyPath) -> Option<Value> {
+        let rest = &spec["file://".len()..];
+        let (file, function) = match rest.split_once(':') {
+            Some((f, func)) => (f, Some(func.to_owned())),
+            None => (rest, None),
+        };
+        let lower = file.to_ascii_lowercase();
+        if [".ts", ".cts", ".mts", ".tsx"]
+            .iter()
+            .any(|e| lower.ends_with(e))
+        {
+            self.error(at, format!("`{spec}`: a TypeScript assertion is not run by this version of evalhost (promptfoo compiles it with tsx on the host)"))
+                .hint = Some("compile it to JavaScript (`.js` or `.mjs`), or write the check inline".into());
+            return None;
+        }
+        if ![".js", ".cjs", ".mjs"].iter().any(|e| lower.ends_with(e)) {
+            // promptfoo's `isJavascriptFile` fails; Python and Ruby files
+            // go to their runners.
+            let (language, why) = if file.ends_with(".py") {
+                (
+                    "Python",
+                    "which runs in a sandboxed CPython component that a later version of evalhost adds",
+                )
+            } else if file.ends_with(".rb") {
+                ("Ruby", "which evalhost does not run")
+            } else {
+                ("", "")
+            };
+            if !language.is_empty() {
+                self.error(at, format!("`{spec}`: a {language} file for a `javascript` assertion is run by promptfoo's {language} runner, {why}"));
+            } else {
+                self.error(at, format!("`{spec}`: promptfoo reads only .json, .yaml, .yml and .txt files for an assertion value, and runs .js, .cjs and .mjs files for a `javascript` assertion"));
+            }
+            return None;
+        }
+        let path = match self.options.roots.relative(file, &self.dir) {
+            Ok(p) => p,
+            Err(e) => {
+                self.error(at, format!("`{spec}`: {e}"));
+                return None;
+            }
+        };
+        let source = self.read_file(&path, at)?;
+        let esm = lower.ends_with(".mjs")
+            || (!lower.ends_with(".cjs")
+                && source.lines().any(|l| {
+                    let l = l.trim_start();
+                    l.starts_with("export ") || l.starts_with("export{") || l.starts_with("import ")
+                }));
+        Some(json!({
+            "reference": spec,
+            "source": source,
+            "function": function,
+            "esm": esm,
+        }))
+    }
+
     /// An assertion `value: file://…`, as promptfoo's `runAssertion` loads
     /// it (`processFileReference`, relative to the config's directory):
     /// `.json`, `.yaml`, `.yml` parsed, `.txt` as its trimmed text, never

@@ -1,0 +1,3 @@
+export function strict(output) {
+  return output === 'Say olá';
+}
