@@ -50,6 +50,7 @@ pub fn base_request(test: &TestCase, output: &TargetOutput) -> Request {
         response: std::sync::Arc::new(ResponseInfo {
             finish_reason: output.finish_reason.clone(),
             logprobs: output.logprobs.clone(),
+            output_json: output.output_json.as_ref().map(ToString::to_string),
         }),
     }
 }
@@ -117,6 +118,43 @@ fn wit_request(test: &TestCase, output: &TargetOutput) -> wit::GradeRequest {
         },
         workspace_path: None,
     }
+}
+
+/// Runs a transform step (`promptfoo-transform`) on `request`'s output:
+/// the new output as text (a value that is not a string as its JSON, as
+/// promptfoo's string assertions read it), or why there is none.
+pub fn run_transform(
+    registry: &Registry,
+    transform: &Assertion,
+    request: &mut Request,
+    limits: CallLimits,
+    policy: &Policy,
+    judge: &Result<crate::target::Target, String>,
+) -> Result<(String, Option<serde_json::Value>), String> {
+    let row = grade_assertion(registry, transform, request, limits, policy, judge);
+    if let Some(error) = row.error {
+        return Err(format!("{}: {error}", transform.name));
+    }
+    match row.details.as_ref().and_then(|d| d.get("output")) {
+        Some(serde_json::Value::String(s)) => Ok((s.clone(), None)),
+        Some(other) => Ok((other.to_string(), Some(other.clone()))),
+        None => Err(format!(
+            "{}: the transform returned no output",
+            transform.name
+        )),
+    }
+}
+
+/// `request` with `output` (and its structured value) in place of its own;
+/// what it had, to put back.
+pub fn swap_output(
+    request: &mut Request,
+    (text, json): (String, Option<serde_json::Value>),
+) -> (String, std::sync::Arc<ResponseInfo>) {
+    let mut info = (*request.response).clone();
+    info.output_json = json.as_ref().map(ToString::to_string);
+    let old_info = std::mem::replace(&mut request.response, std::sync::Arc::new(info));
+    (std::mem::replace(&mut request.output, text), old_info)
 }
 
 /// Limits for one assertion: the assertion's, else the suite's, else the

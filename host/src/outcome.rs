@@ -460,6 +460,7 @@ mod tests {
             target_used: None,
             finish_reason: None,
             logprobs: None,
+            untransformed_output: None,
             retries: Vec::new(),
             cached: false,
             output_messages: Vec::new(),

@@ -340,6 +340,10 @@ pub struct ResultRow {
     pub pass_rule: Option<String>,
     /// The candidate output that was graded.
     pub output: String,
+    /// The target's output before a transform rewrote it into `output`
+    /// (promptfoo's `options.transform`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untransformed_output: Option<String>,
     /// Per-assertion results.
     pub scores: Vec<ScoreRow>,
 }

@@ -342,6 +342,7 @@ pub struct Request {
 struct Reported {
     finish_reason: Option<String>,
     logprobs: Option<Vec<f64>>,
+    output_json: Option<Value>,
 }
 
 impl Request {
@@ -409,6 +410,29 @@ impl Request {
     pub fn with_logprobs(mut self, logprobs: Vec<f64>) -> Self {
         self.response.logprobs = Some(logprobs);
         self
+    }
+
+    /// Sets the structured output (native tests; a wasm build reads it from
+    /// the host).
+    #[must_use]
+    pub fn with_output_json(mut self, value: Value) -> Self {
+        self.response.output_json = Some(value);
+        self
+    }
+
+    /// The output as a JSON value, when the target (or a transform of its
+    /// output) produced a structured value rather than text; `output` is
+    /// then its JSON text. Asks the host each time it is called.
+    pub fn output_json(&self) -> Option<Value> {
+        #[cfg(target_arch = "wasm32")]
+        {
+            crate::__private::bindings::evalhost::grader::response::output_json()
+                .and_then(|text| serde_json::from_str(&text).ok())
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            self.response.output_json.clone()
+        }
     }
 
     /// Why the model stopped (`stop`, `length`, `tool_calls`, `end_turn`...),

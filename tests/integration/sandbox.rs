@@ -132,3 +132,99 @@ fn stateless_instances_are_reused_until_they_trap() {
     // The trapped instance was dropped: a fresh one counts from 1.
     assert_eq!(text("t5"), "call 1");
 }
+
+/// promptfoo's inline JavaScript runs in the `evalhost-javascript` plugin:
+/// a snippet that loops or allocates without bound fails its own assertion
+/// with a typed class, deep recursion fails it as a throw, and the files,
+/// network, environment, modules and clock of the machine are out of reach.
+#[test]
+fn javascript_snippets_are_sandboxed() {
+    let work = tempfile::tempdir().unwrap();
+    let snippet = |description: &str, code: &str| {
+        format!(
+            "  - description: {description}\n    vars: {{q: x}}\n    assert:\n      - type: javascript\n        value: {}\n",
+            serde_json::to_string(code).unwrap()
+        )
+    };
+    let mut config = String::from("prompts: ['{{q}}']\nproviders: [echo]\ntests:\n");
+    for (d, code) in [
+        ("loops", "while (true) {}\nreturn true;"),
+        ("allocates", "let s = 'x';\nwhile (true) { s = s + s; }"),
+        ("recurses", "const f = n => f(n + 1); f(0)"),
+        (
+            "clock",
+            "Date.now() === 0 && new Date().getUTCFullYear() === 1970",
+        ),
+        ("environment", "Object.keys(process.env).length === 0"),
+        (
+            "network",
+            "typeof fetch === 'undefined' && typeof XMLHttpRequest === 'undefined' && typeof WebSocket === 'undefined'",
+        ),
+        (
+            "modules",
+            "require('fs').readFileSync('/etc/passwd', 'utf8').length > 0",
+        ),
+        ("console", "console.log('seen', 42);\nreturn true;"),
+        ("after", "output === 'x'"),
+    ] {
+        config.push_str(&snippet(d, code));
+    }
+    std::fs::write(work.path().join("promptfooconfig.yaml"), config).unwrap();
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(work.path())
+        .env("EVALHOST_SANDBOX_PROBE", "secret")
+        .args(["run", "promptfooconfig.yaml", "-o", "out", "-j", "1"])
+        .output()
+        .unwrap()
+        .into();
+    assert!(r.code == 1, "{}{}", r.stdout, r.stderr);
+    let rows: Vec<serde_json::Value> =
+        std::fs::read_to_string(work.path().join("out/results.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let row = |d: &str| {
+        rows.iter()
+            .find(|r| r["metadata"]["description"] == d)
+            .unwrap_or_else(|| panic!("no row {d}"))
+            .clone()
+    };
+    let score = |d: &str| row(d)["scores"][0].clone();
+    assert_eq!(
+        score("loops")["failure_class"],
+        "plugin_timeout",
+        "{}",
+        score("loops")
+    );
+    assert_eq!(
+        score("allocates")["failure_class"],
+        "plugin_memory",
+        "{}",
+        score("allocates")
+    );
+    let recursion = score("recurses");
+    assert_eq!(recursion["failure_class"], "assertion", "{recursion}");
+    assert!(
+        recursion["assertions"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Maximum call stack size exceeded"),
+        "{recursion}"
+    );
+    for passes in ["clock", "environment", "network", "console", "after"] {
+        assert_eq!(row(passes)["status"], "passed", "{passes}: {}", row(passes));
+    }
+    let modules = score("modules");
+    assert!(
+        modules["assertions"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Cannot find module 'fs'"),
+        "{modules}"
+    );
+    assert_eq!(
+        score("console")["assertions"][0]["evidence"],
+        "console:\nseen 42"
+    );
+}

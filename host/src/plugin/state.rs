@@ -54,6 +54,8 @@ pub struct ResponseInfo {
     pub finish_reason: Option<String>,
     /// The output tokens' log-probabilities.
     pub logprobs: Option<Vec<f64>>,
+    /// The output as JSON text, when it is a structured value.
+    pub output_json: Option<String>,
 }
 
 impl Default for Grants {
@@ -283,6 +285,10 @@ impl response::Host for HostState {
 
     fn logprobs(&mut self) -> Option<Vec<f64>> {
         self.grants.response.logprobs.clone()
+    }
+
+    fn output_json(&mut self) -> Option<String> {
+        self.grants.response.output_json.clone()
     }
 }
 

@@ -114,6 +114,10 @@ pub struct TargetOutput {
     /// them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logprobs: Option<Vec<f64>>,
+    /// The output as a structured value, when it is one (a transform that
+    /// returned an object); `text` is then its JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_json: Option<serde_json::Value>,
 }
 
 impl TargetOutput {

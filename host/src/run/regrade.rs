@@ -28,13 +28,15 @@ pub(super) fn recorded_targets(
         .iter()
         .filter(|r| r.execution_status != ExecutionStatus::ExecutionError || !r.output.is_empty())
     {
+        // What the target answered: a transform runs again on it.
+        let answered = row.untransformed_output.as_ref().unwrap_or(&row.output);
         let messages = if row.output_messages.is_empty() {
-            target::TargetOutput::text(row.output.clone()).messages
+            target::TargetOutput::text(answered.clone()).messages
         } else {
             row.output_messages.clone()
         };
         let output = target::TargetOutput {
-            text: row.output.clone(),
+            text: answered.clone(),
             messages,
             duration_ms: row.duration_ms,
             token_usage: row.token_usage,
@@ -48,6 +50,7 @@ pub(super) fn recorded_targets(
             target_used: row.target_used.clone(),
             finish_reason: row.finish_reason.clone(),
             logprobs: row.logprobs.clone(),
+            output_json: None,
         };
         by_target
             .entry(row.target.clone())

@@ -114,6 +114,7 @@ fn base_row(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) -
         target_used: None,
         finish_reason: None,
         logprobs: None,
+        untransformed_output: None,
         retries: Vec::new(),
         cached: false,
         output_messages: Vec::new(),
@@ -271,6 +272,30 @@ fn run_trial_into(
                 }
             },
         };
+        // An assertion's own `transform`: the output it reads.
+        let mut untransformed = None;
+        if let Some(transform) = &assertion.transform {
+            let done = {
+                let _permit = ctx.graders.acquire();
+                grade::run_transform(
+                    ctx.registry,
+                    transform,
+                    request,
+                    grade::call_limits(transform, ctx.suite.limits),
+                    &ctx.policy,
+                    &run_target.judge,
+                )
+            };
+            match done {
+                Ok(new) => untransformed = Some(grade::swap_output(request, new)),
+                Err(why) => {
+                    if let Some(original) = original_output {
+                        request.output = original;
+                    }
+                    return grade::refused_row(assertion, why);
+                }
+            }
+        }
         let mut score = if limits.timeout.is_zero() {
             grade::case_timeout_row(assertion, test.timeout_ms.unwrap_or_default())
         } else {
@@ -284,6 +309,10 @@ fn run_trial_into(
                 &run_target.judge,
             )
         };
+        if let Some((text, info)) = untransformed {
+            request.output = text;
+            request.response = info;
+        }
         if let Some(original) = original_output {
             request.output = original;
         }
@@ -386,6 +415,43 @@ fn run_trial_into(
         );
     }
     let file_changes = case_ws.as_mut().and_then(|c| c.after_agent(test));
+    // promptfoo's `options.transform`: the output every assertion reads,
+    // and the one recorded (the target's kept beside it). A transform that
+    // fails makes the row an error, as in promptfoo.
+    let mut output = output;
+    if let Some(transform) = &test.output_transform {
+        let mut request = grade::base_request(test, &output);
+        let limits = grade::call_limits(transform, ctx.suite.limits);
+        let done = {
+            let _permit = ctx.graders.acquire();
+            grade::run_transform(
+                ctx.registry,
+                transform,
+                &mut request,
+                limits,
+                &ctx.policy,
+                &run_target.judge,
+            )
+        };
+        match done {
+            // The messages stay the target's own.
+            Ok((text, json)) => {
+                row.untransformed_output = Some(std::mem::replace(&mut output.text, text));
+                output.output_json = json;
+            }
+            Err(message) => {
+                row.failure_class = Some(FailureClass::PluginError);
+                row.error = Some(message);
+                row.output = output.text.clone();
+                row.hooks = std::mem::take(&mut target_hooks);
+                if let Some(case) = case_ws {
+                    row.hooks.extend(case.hooks.clone());
+                    row.workspace_path = case.finish(false).map(|p| p.display().to_string());
+                }
+                return finish(row);
+            }
+        }
+    }
     let mut request = grade::base_request(test, &output);
     request.trace.file_changes = file_changes.clone();
     request.workspace_path = workspace_path.as_ref().map(|p| p.display().to_string());

@@ -294,6 +294,19 @@ pub fn chat(
             show_thinking,
         ),
     };
+    // promptfoo's output is then a structured value (tool calls, a parsed
+    // `json_schema` reply): code assertions read it as one.
+    let output_json = match config.output_style {
+        OutputStyle::Promptfoo { .. }
+            if content.starts_with(['{', '['])
+                && promptfoo_structured(message, &config.request_params) =>
+        {
+            serde_json::from_str::<Value>(&content)
+                .ok()
+                .filter(|v| v.is_object() || v.is_array())
+        }
+        _ => None,
+    };
     let tool_calls: Vec<ToolCall> = message
         .get("tool_calls")
         .and_then(Value::as_array)
@@ -363,6 +376,7 @@ pub fn chat(
                     .filter_map(|t| t.get("logprob").and_then(Value::as_f64))
                     .collect()
             }),
+        output_json,
     })
 }
 
@@ -453,6 +467,19 @@ fn promptfoo_output(
         Value::Null => String::new(),
         other => other.to_string(),
     }
+}
+
+/// Whether promptfoo's OpenAI provider made an object of this reply: tool
+/// or function calls, or a `json_schema` response format.
+fn promptfoo_structured(message: &Value, params: &Map<String, Value>) -> bool {
+    let calls = |k: &str| message.get(k).is_some_and(|v| !is_falsy(v));
+    let schema = params
+        .get("response_format")
+        .and_then(|f| f.get("type"))
+        .and_then(Value::as_str)
+        == Some("json_schema");
+    (calls("tool_calls") || calls("function_call") || schema)
+        && message.get("refusal").is_none_or(is_falsy)
 }
 
 /// JavaScript's falsiness for a JSON value.

@@ -209,5 +209,6 @@ pub(super) fn claude(text: &str) -> Result<TargetOutput, TraceError> {
         llm_calls,
         finish_reason: None,
         logprobs: None,
+        output_json: None,
     })
 }

@@ -116,6 +116,9 @@ pub struct Assertion {
     /// The members of a `composite` or `assert-set`, graded by their own
     /// plugins and combined by the host.
     pub group: Option<Box<Group>>,
+    /// A step that rewrites the output this assertion reads (promptfoo's
+    /// assertion `transform`), as [`TestCase::output_transform`].
+    pub transform: Option<Arc<Assertion>>,
     /// For an LLM grader: the commands that turn file-typed output into
     /// text before the judge sees it (AgentV §5.7; the suite's list merged
     /// under the grader's own, by type).
@@ -331,6 +334,11 @@ pub struct TestCase {
     /// For a test made from a prompt template (promptfoo, AgentV 5): the
     /// prompt as rendered, and which one it was.
     pub prompt: Option<Box<RenderedPrompt>>,
+    /// A step that rewrites the target's output before any assertion reads
+    /// it and before it is recorded (promptfoo's `options.transform`): an
+    /// assertion-shaped call whose plugin returns the new output in its
+    /// details (`output`).
+    pub output_transform: Option<Box<Assertion>>,
 }
 
 /// A prompt template of a promptfoo-style suite, rendered for one test.
@@ -458,6 +466,7 @@ impl TestCase {
             conversation: None,
             pass_rule: PassRule::WeightedMean,
             prompt: None,
+            output_transform: None,
         }
     }
 

@@ -50,6 +50,11 @@ pub struct JavascriptGrader;
 /// The type promptfoo suites' `javascript` assertions are graded by.
 pub const TYPE: &str = "promptfoo-javascript";
 
+/// The type of promptfoo's transforms (`options.transform`, an assertion's
+/// `transform`): not a grade, a step that returns the new output in the
+/// details (`output`), always scoring 1.
+pub const TRANSFORM: &str = "promptfoo-transform";
+
 /// Calls deeper than this throw `RangeError` (well inside the plugin's
 /// stack, so unbounded recursion fails the assertion instead of trapping).
 const RECURSION_LIMIT: usize = 1000;
@@ -574,7 +579,7 @@ fn run(engine: &mut Engine, request: &Request) -> Result<Graded, GradeError> {
     let script = script(config).map_err(GradeError::Failed)?;
     let context = JsValue::from_json(&context_json(request), &mut engine.ctx)
         .map_err(|e| GradeError::Failed(format!("the context: {e}")))?;
-    let output: JsValue = JsString::from(request.output.as_str()).into();
+    let output = output_value(request, &mut engine.ctx)?;
     let fail = |message: String, stack: String, rendered: &str| Graded {
         pass: false,
         score: 0.0,
@@ -691,6 +696,131 @@ fn run(engine: &mut Engine, request: &Request) -> Result<Graded, GradeError> {
     }
 }
 
+/// The output as promptfoo hands it to code: the structured value when the
+/// target or a transform produced one (an object stays an object), else
+/// the text.
+fn output_value(request: &Request, ctx: &mut Context) -> Result<JsValue, GradeError> {
+    match request.output_json() {
+        Some(v) => JsValue::from_json(&v, ctx)
+            .map_err(|e| GradeError::Failed(format!("the structured output: {e}"))),
+        None => Ok(JsString::from(request.output.as_str()).into()),
+    }
+}
+
+/// promptfoo's `getTransformLabel` for an inline transform.
+fn transform_label(code: &str) -> String {
+    let single = code.split_whitespace().collect::<Vec<_>>().join(" ");
+    let single = if single.chars().count() > 80 {
+        format!("{}…", single.chars().take(79).collect::<String>())
+    } else {
+        single
+    };
+    format!("[inline transform]: {single}")
+}
+
+/// promptfoo's `transform`: the function called with `(output, context,
+/// process)`, its result awaited; nothing returned, or a throw, fails.
+fn run_transform(engine: &mut Engine, request: &Request) -> Result<Value, GradeError> {
+    let config = &request.config;
+    let vars = request
+        .metadata
+        .get("vars")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let prompt = request
+        .input
+        .first()
+        .map(|m| m.content.clone())
+        .unwrap_or_default();
+    let context = json!({"vars": vars, "prompt": {"raw": prompt}});
+    let context = JsValue::from_json(&context, &mut engine.ctx)
+        .map_err(|e| GradeError::Failed(format!("the context: {e}")))?;
+    let output = output_value(request, &mut engine.ctx)?;
+    let process = engine.process.clone();
+    let (function, label) = match script(config).map_err(GradeError::Failed)? {
+        None => {
+            let Some(Value::String(code)) = config.get("value") else {
+                return Err(GradeError::Failed(
+                    "a transform must be JavaScript text".into(),
+                ));
+            };
+            let body = if code.contains('\n') {
+                code.clone()
+            } else {
+                format!("return {code}")
+            };
+            let f = engine.snippet(&body).map_err(|e| {
+                let (message, _) = thrown(&e, &mut engine.ctx);
+                GradeError::Failed(format!(
+                    "Transform failed ({}): {message}",
+                    transform_label(code)
+                ))
+            })?;
+            (JsValue::from(f), transform_label(code))
+        }
+        Some(script) => {
+            let label = "[file transform]".to_owned();
+            let m = engine.module(&script).map_err(|e| {
+                let (message, _) = thrown(&e, &mut engine.ctx);
+                GradeError::Failed(format!("{}: {message}", script.reference))
+            })?;
+            let ctx = &mut engine.ctx;
+            let own = |name: &str, ctx: &mut Context| -> JsValue {
+                m.as_object()
+                    .filter(|o| {
+                        o.has_own_property(JsString::from(name), ctx)
+                            .unwrap_or(false)
+                    })
+                    .and_then(|o| o.get(JsString::from(name), ctx).ok())
+                    .unwrap_or_default()
+            };
+            let named = script
+                .function
+                .as_deref()
+                .map(|f| own(f, ctx))
+                .filter(JsValue::is_callable);
+            let default = m
+                .as_object()
+                .and_then(|o| o.get(js_string!("default"), ctx).ok())
+                .filter(JsValue::is_callable);
+            let f = named
+                .or_else(|| m.is_callable().then(|| m.clone()))
+                .or(default)
+                .ok_or_else(|| {
+                    GradeError::Failed(format!(
+                        "Transform {} must export a function, have a default export as a function, or export the specified function \"{}\"",
+                        script.reference.trim_start_matches("file://").split(':').next().unwrap_or_default(),
+                        script.function.as_deref().unwrap_or("undefined")
+                    ))
+                })?;
+            (f, label)
+        }
+    };
+    let ctx = &mut engine.ctx;
+    let result = function
+        .as_callable()
+        .expect("a function")
+        .call(&JsValue::undefined(), &[output, context, process], ctx)
+        .and_then(|v| settle(v, ctx))
+        .map_err(|e| {
+            let (message, _) = thrown(&e, ctx);
+            GradeError::Failed(format!("Transform failed ({label}): {message}"))
+        })?;
+    if result.is_null_or_undefined() {
+        return Err(GradeError::Failed(format!(
+            "Transform function did not return a value\n\n{label}"
+        )));
+    }
+    match result.as_string() {
+        Some(s) => Ok(Value::String(s.to_std_string_escaped())),
+        None => match result.to_json(ctx) {
+            Ok(Some(v)) => Ok(v),
+            // A function or a symbol: what `String(x)` makes of it.
+            _ => Ok(Value::String(result.display().to_string())),
+        },
+    }
+}
+
 impl Grader for JavascriptGrader {
     fn describe() -> Plugin {
         Plugin::new("evalhost-javascript", env!("CARGO_PKG_VERSION"))
@@ -706,10 +836,20 @@ impl Grader for JavascriptGrader {
                     "__script": {"type": "object"}, "__test": {"type": "object"}, "config": {},
                 }})),
             )
+            .assertion_type(
+                AssertionType::new(
+                    TRANSFORM,
+                    "promptfoo's transform: the output rewritten by JavaScript before it is graded (details.output)",
+                )
+                .threshold(0.0)
+                .schema(json!({"type": "object", "properties": {
+                    "value": {"type": "string"}, "__script": {"type": "object"},
+                }})),
+            )
     }
 
     fn check_config(assertion_type: &str, config: &Config) -> Result<(), String> {
-        if assertion_type != TYPE {
+        if assertion_type != TYPE && assertion_type != TRANSFORM {
             return Err(format!("unknown assertion type `{assertion_type}`"));
         }
         config.optional_f64("threshold")?;
@@ -725,15 +865,18 @@ impl Grader for JavascriptGrader {
 
     fn grade(request: &Request) -> Result<Grade, GradeError> {
         CONSOLE.with(|c| c.borrow_mut().clear());
-        let graded = ENGINE.with(|slot| {
-            let mut slot = slot.borrow_mut();
-            if slot.is_none() {
-                *slot = Some(Engine::new().map_err(|e| {
-                    GradeError::Failed(format!("the JavaScript engine did not start: {e}"))
-                })?);
+        if request.assertion_type == TRANSFORM {
+            let output = with_engine(|engine| run_transform(engine, request))?;
+            let printed = CONSOLE.with(|c| std::mem::take(&mut *c.borrow_mut()));
+            let mut details = json!({"output": output});
+            if !printed.is_empty() {
+                details["console"] = json!(printed);
             }
-            run(slot.as_mut().expect("set above"), request)
-        })?;
+            return Ok(Grade::new(1.0)
+                .with_check(Check::pass("Transformed the output"))
+                .with_details(details));
+        }
+        let graded = with_engine(|engine| run(engine, request))?;
         let printed = CONSOLE.with(|c| std::mem::take(&mut *c.borrow_mut()));
         let mut check = Check::new(graded.pass, graded.reason);
         if !printed.is_empty() {
@@ -756,6 +899,19 @@ impl Grader for JavascriptGrader {
         };
         Ok(Grade::new(score).with_check(check).with_details(details))
     }
+}
+
+/// Runs `f` on this instance's engine, starting it on first use.
+fn with_engine<T>(f: impl FnOnce(&mut Engine) -> Result<T, GradeError>) -> Result<T, GradeError> {
+    ENGINE.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(Engine::new().map_err(|e| {
+                GradeError::Failed(format!("the JavaScript engine did not start: {e}"))
+            })?);
+        }
+        f(slot.as_mut().expect("set above"))
+    })
 }
 
 export_grader!(JavascriptGrader);

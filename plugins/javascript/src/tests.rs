@@ -224,3 +224,55 @@ fn file_scripts_call_their_function() {
     let e = script("throw new Error('at load');", None, false).unwrap_err();
     assert!(e.message().contains("at load"), "{e:?}");
 }
+
+fn transform(config: Value, output: &str) -> Result<Grade, GradeError> {
+    let mut request = Request::new(TRANSFORM, output).with_config(config);
+    request.metadata = json!({"vars": {"suffix": "!"}});
+    Harness::<JavascriptGrader>::new().grade(&request)
+}
+
+#[test]
+fn transforms_return_the_new_output_in_the_details() {
+    let g = transform(
+        json!({"value": "output.toUpperCase() + context.vars.suffix"}),
+        "hi",
+    )
+    .unwrap();
+    assert_eq!(g.details.as_ref().unwrap()["output"], "HI!");
+    // A body on several lines; an object stays an object.
+    let g = transform(
+        json!({"value": "const o = {n: output.length};\nreturn o;"}),
+        "four",
+    )
+    .unwrap();
+    assert_eq!(g.details.as_ref().unwrap()["output"], json!({"n": 4}));
+    // Nothing returned, or a throw: promptfoo's errors.
+    let e = transform(json!({"value": "undefined"}), "x").unwrap_err();
+    assert_eq!(
+        e.message(),
+        "Transform function did not return a value\n\n[inline transform]: undefined"
+    );
+    let e = transform(json!({"value": "output.a.b"}), "x").unwrap_err();
+    assert!(
+        e.message()
+            .starts_with("Transform failed ([inline transform]: output.a.b): "),
+        "{e:?}"
+    );
+    // A file's named function, own property only.
+    let g = transform(
+        json!({"__script": {"reference": "file://t.js:trim", "source": "module.exports = { trim: (o) => o.trim() };", "function": "trim", "esm": false}}),
+        "  x  ",
+    )
+    .unwrap();
+    assert_eq!(g.details.as_ref().unwrap()["output"], "x");
+}
+
+#[test]
+fn a_structured_output_reaches_code_as_a_value() {
+    let request = Request::new(TYPE, r#"{"age":36}"#)
+        .with_config(json!({"value": "typeof output === 'object' && output.age === 36"}))
+        .with_output_json(json!({"age": 36}));
+    assert!(verdict(
+        &Harness::<JavascriptGrader>::new().grade(&request).unwrap()
+    ));
+}

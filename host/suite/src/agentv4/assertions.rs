@@ -326,6 +326,7 @@ impl Loader {
                 group: Some(Box::new(group)),
                 preprocessors: Arc::from([]),
                 prompt_script: None,
+                transform: None,
                 plugin_type: None,
             });
         }
@@ -552,6 +553,7 @@ impl Loader {
             group: None,
             preprocessors,
             prompt_script,
+            transform: None,
             plugin_type: None,
         })
     }
@@ -581,6 +583,7 @@ pub(super) fn rubric_assertion(
         from_suite,
         preprocessors: Arc::from([]),
         prompt_script: None,
+        transform: None,
         plugin_type: None,
     }
 }

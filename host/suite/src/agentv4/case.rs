@@ -523,6 +523,7 @@ impl Loader {
             conversation,
             pass_rule: crate::model::PassRule::WeightedMean,
             prompt: None,
+            output_transform: None,
         })
     }
 }

@@ -206,6 +206,7 @@ pub(super) fn implicit_llm_grader(loc: Loc) -> Assertion {
         from_suite: false,
         preprocessors: Arc::from([]),
         prompt_script: None,
+        transform: None,
         plugin_type: None,
     }
 }

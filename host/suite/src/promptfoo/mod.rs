@@ -149,6 +149,11 @@ struct Row {
     threshold: Option<f64>,
     metadata: Map<String, Value>,
     provider_output: Option<Value>,
+    /// `options.transform`.
+    transform: Option<(Value, KeyPath)>,
+    /// `options.postprocess`, its old name (a `transform` wins, the
+    /// default's too).
+    postprocess: Option<(Value, KeyPath)>,
     at: KeyPath,
     file: Arc<PathBuf>,
 }
@@ -1449,10 +1454,20 @@ impl Reader {
                 );
             }
         }
+        let (mut transform, mut postprocess) = (None, None);
         if let Some(Value::Object(options)) = t.get("options") {
-            for key in options.keys() {
-                self.error(&at.key("options").key(key), format!("test option `{key}` is not read by this version of evalhost"))
-                    .hint = Some("transforms run with inline JavaScript in the sandbox, which a later version adds".into());
+            for (key, v) in options {
+                let oat = at.key("options").key(key);
+                match key.as_str() {
+                    "transform" => transform = Some((v.clone(), oat)),
+                    "postprocess" => postprocess = Some((v.clone(), oat)),
+                    _ => {
+                        self.error(
+                            &oat,
+                            format!("test option `{key}` is not read by this version of evalhost"),
+                        );
+                    }
+                }
             }
         }
         let vars = match t.get("vars") {
@@ -1508,6 +1523,8 @@ impl Reader {
                 .cloned()
                 .unwrap_or_default(),
             provider_output: t.get("providerOutput").cloned(),
+            transform,
+            postprocess,
             at: at.clone(),
             file: self.file.clone(),
         }
@@ -1578,6 +1595,15 @@ impl Reader {
         for a in &mut assertions {
             with_test_context(a, &test_json);
         }
+        let output_transform = match row.transform.as_ref().or(row.postprocess.as_ref()) {
+            Some((v, at)) => Some(Box::new(self.transform_step(
+                v,
+                at,
+                &row.file,
+                "options.transform",
+            )?)),
+            None => None,
+        };
         let mut metadata = row.metadata.clone();
         metadata.insert("vars".into(), Value::Object(vars));
         if let Some(d) = &row.description {
@@ -1614,6 +1640,65 @@ impl Reader {
                 label: prompt.label.clone(),
                 id: prompt.id.clone(),
             })),
+            output_transform,
+        })
+    }
+
+    /// A transform (`options.transform`, an assertion's `transform`): inline
+    /// JavaScript — an expression on one line, a function body of
+    /// `(output, context, process)` on several — or `file://x.js[:fn]`, run
+    /// by the sandboxed JavaScript plugin.
+    fn transform_step(
+        &mut self,
+        v: &Value,
+        at: &KeyPath,
+        file: &Arc<PathBuf>,
+        name: &str,
+    ) -> Option<Assertion> {
+        let mut config = Map::new();
+        match v {
+            Value::String(s) if s.starts_with("file://") => {
+                let script = self.javascript_file(s, at)?;
+                config.insert("__script".into(), script);
+            }
+            Value::String(code) => {
+                config.insert("value".into(), Value::String(code.clone()));
+            }
+            other => {
+                self.error(
+                    at,
+                    format!(
+                        "a transform must be JavaScript text or a file://, got {}",
+                        crate::agentv4::kind(other)
+                    ),
+                );
+                return None;
+            }
+        }
+        let config_json: Arc<str> = Value::Object(config.clone()).to_string().into();
+        Some(Assertion {
+            name: name.into(),
+            kind: "transform".into(),
+            negate: false,
+            weight: 0.0,
+            required: Required::No,
+            min_score: None,
+            limits: LimitOverrides::default(),
+            config: Arc::new(config),
+            config_json,
+            loc: Loc {
+                file: file.clone(),
+                pos: self.map.locate(at),
+                key: at.clone(),
+            },
+            key_positions: KeyPositions::new(self.map.clone(), at.clone()),
+            wasm: None,
+            from_suite: false,
+            group: None,
+            preprocessors: Arc::from([]),
+            prompt_script: None,
+            transform: None,
+            plugin_type: Some("promptfoo-transform".into()),
         })
     }
 
@@ -1707,6 +1792,7 @@ impl Reader {
                 })),
                 preprocessors: Arc::from([]),
                 prompt_script: None,
+                transform: None,
                 plugin_type: None,
             });
         }
@@ -1757,6 +1843,7 @@ impl Reader {
             .hint = hint;
             return None;
         }
+        let mut transform = None;
         let mut config = Map::new();
         for (k, v) in a {
             match k.as_str() {
@@ -1823,7 +1910,15 @@ impl Reader {
                     }
                     config.insert("value".into(), value);
                 }
-                "transform" | "provider" | "rubricPrompt" | "contextTransform" => {
+                "transform" => {
+                    transform = Some(Arc::new(self.transform_step(
+                        v,
+                        &at.key("transform"),
+                        file,
+                        "transform",
+                    )?));
+                }
+                "provider" | "rubricPrompt" | "contextTransform" => {
                     self.error(
                         &at.key(k),
                         format!("assertion key `{k}` is not read by this version of evalhost"),
@@ -1876,6 +1971,7 @@ impl Reader {
             group: None,
             preprocessors: Arc::from([]),
             prompt_script: None,
+            transform,
             plugin_type: Some(
                 trace_type
                     .or(code_type)
@@ -2269,6 +2365,13 @@ fn merge_default(d: &Row, mut row: Row) -> Row {
     assert.append(&mut row.assert);
     row.assert = assert;
     row.threshold = row.threshold.or(d.threshold);
+    // `options` merged shallowly, key by key, the test's winning.
+    if row.transform.is_none() {
+        row.transform = d.transform.clone();
+    }
+    if row.postprocess.is_none() {
+        row.postprocess = d.postprocess.clone();
+    }
     row
 }
 

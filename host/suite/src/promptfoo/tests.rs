@@ -64,8 +64,14 @@ fn what_is_not_run_yet_is_an_error_at_its_place() {
         "{all}"
     );
     assert!(all.contains("`llm-rubric`: model-graded"), "{all}");
-    assert!(all.contains("`python`: inline Python runs in a sandboxed CPython component"), "{all}");
-    assert!(all.contains("`file://check.ts`: a TypeScript assertion is not run"), "{all}");
+    assert!(
+        all.contains("`python`: inline Python runs in a sandboxed CPython component"),
+        "{all}"
+    );
+    assert!(
+        all.contains("`file://check.ts`: a TypeScript assertion is not run"),
+        "{all}"
+    );
 }
 
 #[test]

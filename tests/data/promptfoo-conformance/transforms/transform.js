@@ -1,0 +1,5 @@
+module.exports = {
+  trim(output, context) {
+    return output.trim();
+  },
+};
