@@ -211,4 +211,96 @@ fn main() {
         21,
     );
     goal("regex", p, n);
+    inline_code();
+}
+
+/// The snippet both tools run.
+const SNIPPET: &str = "output.includes('Paris') && output.length > 10";
+
+/// promptfoo's inline `javascript`: evalhost's sandboxed Boa plugin, first
+/// call (a fresh instance: instantiation, engine start, the snippet
+/// compiled) and warm (a reused instance, the snippet compiled once),
+/// beside promptfoo 0.121 running the same snippet in its own process
+/// (`scripts/bench-promptfoo-code.mjs`, when node and promptfoo are there).
+fn inline_code() {
+    println!("\ninline code assertions, per call (medians):");
+    let js = request(
+        "promptfoo-javascript",
+        serde_json::json!({"value": SNIPPET}),
+    );
+    assert_eq!(grade("promptfoo-javascript", &js), 1.0);
+    // A workspace grant is part of the WASI context: each such call gets a
+    // fresh instance, so this times a first call.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fresh = || {
+        let grants = Grants {
+            workspace: Some(dir.path().to_path_buf()),
+            ..Grants::default()
+        };
+        let start = Instant::now();
+        let (result, _) = plugin("promptfoo-javascript").grade(&js, CallLimits::default(), grants);
+        assert_eq!(result.expect("grades").score, 1.0);
+        start.elapsed()
+    };
+    let mut firsts: Vec<Duration> = (0..9).map(|_| fresh()).collect();
+    firsts.sort();
+    let first = firsts[4];
+    for _ in 0..200 {
+        black_box(grade("promptfoo-javascript", &js));
+    }
+    let mut rounds: Vec<Duration> = (0..11)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..500 {
+                black_box(grade("promptfoo-javascript", black_box(&js)));
+            }
+            start.elapsed() / 500
+        })
+        .collect();
+    rounds.sort();
+    let warm = rounds[5];
+    println!(
+        "javascript  evalhost (Boa, sandboxed)  first {:>9.2} ms   warm {:>8.1} µs   goal < 1 ms warm: {}",
+        first.as_secs_f64() * 1e3,
+        warm.as_secs_f64() * 1e6,
+        if warm < Duration::from_millis(1) {
+            "met"
+        } else {
+            "NOT met"
+        }
+    );
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let script = root.join("scripts/bench-promptfoo-code.mjs");
+    if !root
+        .join("target/promptfoo/node_modules/promptfoo")
+        .is_dir()
+    {
+        println!(
+            "javascript  promptfoo 0.121: not installed (npm install promptfoo@0.121.20 in target/promptfoo to compare)"
+        );
+        return;
+    }
+    match std::process::Command::new("node").arg(&script).output() {
+        Ok(out) if out.status.success() => {
+            let line = String::from_utf8_lossy(&out.stdout);
+            let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap_or_default();
+            let (f, w) = (v["js_first_us"].as_f64(), v["js_warm_us"].as_f64());
+            if let (Some(f), Some(w)) = (f, w) {
+                println!(
+                    "javascript  promptfoo 0.121 (new Function, in-process)  first {:>9.2} ms   warm {:>8.1} µs   evalhost / promptfoo warm: {:.2}×",
+                    f / 1e3,
+                    w,
+                    warm.as_secs_f64() * 1e6 / w
+                );
+            }
+        }
+        Ok(out) => println!(
+            "javascript  promptfoo 0.121: failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or_default()
+        ),
+        Err(e) => println!("javascript  promptfoo 0.121: node not found ({e})"),
+    }
 }
