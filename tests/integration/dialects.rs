@@ -152,8 +152,9 @@ fn promptfoo_configs_score_as_promptfoo() {
     configs.sort();
     assert!(configs.len() >= 3);
     let (mut rows, mut components, mut metrics, mut differ) = (0, 0, 0, Vec::new());
-    // One compile cache for every config: the plugins are compiled once.
-    let cache = tempfile::tempdir().unwrap();
+    // `python` assertions: evalhost builds its sandboxed runner with the
+    // pinned componentize-py (installed into the target directory).
+    let componentize = crate::support::componentize_py();
     for config in &configs {
         let work = tempfile::tempdir().unwrap();
         for entry in walkdir::WalkDir::new(config).min_depth(1) {
@@ -169,6 +170,7 @@ fn promptfoo_configs_score_as_promptfoo() {
         // answering from `openai-replies.json`, by the same rule as the
         // recording script's: the reply whose `match` is the last message.
         let mut cmd = crate::support::evalhost();
+        cmd.env("EVALHOST_COMPONENTIZE_PY", &componentize);
         let _server = std::fs::read_to_string(config.join("openai-replies.json"))
             .ok()
             .map(|text| {
@@ -195,7 +197,6 @@ fn promptfoo_configs_score_as_promptfoo() {
             });
         let r: crate::support::Run = cmd
             .current_dir(work.path())
-            .env("EVALHOST_CACHE_DIR", cache.path())
             .args(["run", "promptfooconfig.yaml", "-o", "out"])
             .output()
             .unwrap()

@@ -228,3 +228,112 @@ fn javascript_snippets_are_sandboxed() {
         "console:\nseen 42"
     );
 }
+
+/// promptfoo's inline Python runs in evalhost's CPython component: the
+/// same bounds and the same absences as every plugin, a missing module
+/// named, `print` kept with the result.
+#[test]
+fn python_snippets_are_sandboxed() {
+    let work = tempfile::tempdir().unwrap();
+    let snippet = |description: &str, code: &str| {
+        format!(
+            "  - description: {description}\n    vars: {{q: x}}\n    assert:\n      - type: python\n        value: {}\n",
+            serde_json::to_string(code).unwrap()
+        )
+    };
+    let mut config = String::from("prompts: ['{{q}}']\nproviders: [echo]\ntests:\n");
+    for (d, code) in [
+        ("loops", "while True:\n    pass\nreturn True"),
+        (
+            "allocates",
+            "s = ['x']\nwhile True:\n    s = s + s\nreturn True",
+        ),
+        ("recurses", "def f(n):\n    return f(n + 1)\nreturn f(0)"),
+        ("clock", "import time\nreturn time.time() == 0"),
+        (
+            "environment",
+            "import os\nreturn 'EVALHOST_SANDBOX_PROBE' not in os.environ",
+        ),
+        ("files", "open('/etc/passwd').read()\nreturn True"),
+        (
+            "network",
+            "import socket\nsocket.create_connection(('127.0.0.1', 9))\nreturn True",
+        ),
+        ("modules", "import numpy\nreturn True"),
+        ("print", "print('seen', 42)\nreturn True"),
+        ("after", "output == 'x'"),
+    ] {
+        config.push_str(&snippet(d, code));
+    }
+    std::fs::write(work.path().join("promptfooconfig.yaml"), config).unwrap();
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(work.path())
+        .env("EVALHOST_SANDBOX_PROBE", "secret")
+        .env(
+            "EVALHOST_COMPONENTIZE_PY",
+            crate::support::componentize_py(),
+        )
+        .args(["run", "promptfooconfig.yaml", "-o", "out", "-j", "1"])
+        .output()
+        .unwrap()
+        .into();
+    assert!(r.code == 1, "{}{}", r.stdout, r.stderr);
+    let rows: Vec<serde_json::Value> =
+        std::fs::read_to_string(work.path().join("out/results.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let row = |d: &str| {
+        rows.iter()
+            .find(|r| r["metadata"]["description"] == d)
+            .unwrap_or_else(|| panic!("no row {d}"))
+            .clone()
+    };
+    let score = |d: &str| row(d)["scores"][0].clone();
+    let text = |d: &str| {
+        score(d)["assertions"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(
+        score("loops")["failure_class"],
+        "plugin_timeout",
+        "{}",
+        score("loops")
+    );
+    assert_eq!(
+        score("allocates")["failure_class"],
+        "plugin_memory",
+        "{}",
+        score("allocates")
+    );
+    // Deep recursion fails the assertion, typed either way: CPython's
+    // RecursionError, or the plugin's stack exhausted (a trap).
+    let recursion = score("recurses");
+    assert!(
+        recursion["failure_class"] == "plugin_trap" || text("recurses").contains("RecursionError"),
+        "{recursion}"
+    );
+    for passes in ["clock", "environment", "print", "after"] {
+        assert_eq!(row(passes)["status"], "passed", "{passes}: {}", row(passes));
+    }
+    for denied in ["files", "network"] {
+        assert_ne!(row(denied)["status"], "passed", "{denied}: {}", row(denied));
+        assert!(
+            text(denied).starts_with("Python code execution failed: "),
+            "{denied}: {}",
+            text(denied)
+        );
+    }
+    assert!(
+        text("modules").contains("No module named 'numpy'"),
+        "{}",
+        text("modules")
+    );
+    assert_eq!(
+        score("print")["assertions"][0]["evidence"],
+        "print:\nseen 42"
+    );
+}

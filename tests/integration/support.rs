@@ -363,3 +363,25 @@ pub fn python() -> Command {
         .env("PYTHONDONTWRITEBYTECODE", "1");
     command
 }
+
+/// An executable `componentize-py` from [`python_tools`] (a small shell
+/// script), for `EVALHOST_COMPONENTIZE_PY`: evalhost builds its Python
+/// runner with it.
+pub fn componentize_py() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let tools = python_tools();
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("componentize-py");
+        let script = format!(
+            "#!/bin/sh\nPYTHONPATH='{}' PYTHONDONTWRITEBYTECODE=1 exec python3 -c \"import sys; from componentize_py import script; sys.argv[0] = 'componentize-py'; sys.exit(script())\" \"$@\"\n",
+            tools.display()
+        );
+        let partial = path.with_extension(format!("{}", std::process::id()));
+        std::fs::write(&partial, script).unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::rename(&partial, &path).unwrap();
+        path
+    })
+    .clone()
+}

@@ -39,6 +39,7 @@ mod conversation;
 mod custom_types;
 mod execute;
 mod prepare;
+mod python_runner;
 mod record;
 mod regrade;
 mod resume;

@@ -1797,12 +1797,13 @@ impl Reader {
             });
         }
         let trace_type = trace_plugin_type(&base);
-        let code_type = (base == "javascript").then(|| "promptfoo-javascript".to_owned());
+        let code_type = match base.as_str() {
+            "javascript" => Some("promptfoo-javascript".to_owned()),
+            "python" => Some("promptfoo-python".to_owned()),
+            _ => None,
+        };
         if !DETERMINISTIC.contains(&base.as_str()) && trace_type.is_none() && code_type.is_none() {
             let why = match base.as_str() {
-                "python" => {
-                    "inline Python runs in a sandboxed CPython component, which a later version of evalhost adds"
-                }
                 "ruby" => "evalhost runs no Ruby (promptfoo runs it with the machine's ruby)",
                 "llm-rubric"
                 | "g-eval"
@@ -1862,6 +1863,11 @@ impl Reader {
                         // source read here (the plugin has no files).
                         Value::String(sv) if sv.starts_with("file://") && base == "javascript" => {
                             let script = self.javascript_file(sv, &vat)?;
+                            config.insert("__script".into(), script);
+                            continue;
+                        }
+                        Value::String(sv) if sv.starts_with("file://") && base == "python" => {
+                            let script = self.python_file(sv, &vat)?;
                             config.insert("__script".into(), script);
                             continue;
                         }
@@ -1982,10 +1988,13 @@ impl Reader {
     }
 }
 
-/// Gives each `javascript` assertion (in `assert-set`s too) its test as
-/// `__test`.
+/// Gives each `javascript` and `python` assertion (in `assert-set`s too)
+/// its test as `__test`.
 fn with_test_context(a: &mut Assertion, test: &Value) {
-    if a.plugin_type.as_deref() == Some("promptfoo-javascript") {
+    if matches!(
+        a.plugin_type.as_deref(),
+        Some("promptfoo-javascript" | "promptfoo-python")
+    ) {
         let mut config = (*a.config).clone();
         config.insert("__test".into(), test.clone());
         a.config_json = Value::Object(config.clone()).to_string().into();
@@ -1999,6 +2008,32 @@ fn with_test_context(a: &mut Assertion, test: &Value) {
 }
 
 impl Reader {
+    /// A `python` assertion's `file://check.py[:function]` (`get_assert` by
+    /// default): the source, read now, for the sandboxed Python runner.
+    fn python_file(&mut self, spec: &str, at: &KeyPath) -> Option<Value> {
+        let rest = &spec["file://".len()..];
+        let (file, function) = match rest.split_once(':') {
+            Some((f, func)) => (f, Some(func.to_owned())),
+            None => (rest, None),
+        };
+        if !file.ends_with(".py") {
+            self.error(
+                at,
+                format!("`{spec}`: a `python` assertion runs a .py file"),
+            );
+            return None;
+        }
+        let path = match self.options.roots.relative(file, &self.dir) {
+            Ok(p) => p,
+            Err(e) => {
+                self.error(at, format!("`{spec}`: {e}"));
+                return None;
+            }
+        };
+        let source = self.read_file(&path, at)?;
+        Some(json!({"reference": spec, "source": source, "function": function}))
+    }
+
     /// A `javascript` assertion's `file://path.js[:function]`: the source,
     /// read now (relative to the config, inside the project), for the
     /// sandboxed engine to evaluate as an ES module (`.mjs`, or `import` /
@@ -2024,7 +2059,7 @@ impl Reader {
             let (language, why) = if file.ends_with(".py") {
                 (
                     "Python",
-                    "which runs in a sandboxed CPython component that a later version of evalhost adds",
+                    "which evalhost has only for `python` assertions so far",
                 )
             } else if file.ends_with(".rb") {
                 ("Ruby", "which evalhost does not run")
@@ -2032,7 +2067,7 @@ impl Reader {
                 ("", "")
             };
             if !language.is_empty() {
-                self.error(at, format!("`{spec}`: a {language} file for a `javascript` assertion is run by promptfoo's {language} runner, {why}"));
+                self.error(at, format!("`{spec}`: a {language} file here is run by promptfoo's {language} runner, {why}"));
             } else {
                 self.error(at, format!("`{spec}`: promptfoo reads only .json, .yaml, .yml and .txt files for an assertion value, and runs .js, .cjs and .mjs files for a `javascript` assertion"));
             }

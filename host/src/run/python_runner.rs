@@ -1,0 +1,140 @@
+//! promptfoo's `python` assertions run in evalhost's Python runner: CPython
+//! compiled into a grader component by `componentize-py` from
+//! `plugins/python-runner/app.py` and the `evalhost:grader` WIT package.
+//!
+//! The component is large (about 18 MB) and its build needs
+//! `componentize-py`, so it is not built into the binary: the first suite
+//! that uses `python` builds it once, into the cache directory, named by
+//! the digest of the runner's source, the WIT package and
+//! `componentize-py`'s version; later runs load it from there (and its
+//! compiled form from the compile cache). Without `componentize-py` such a
+//! suite is refused with the command that installs it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::plugin::{LoadedPlugin, PluginEngine, Registry};
+use crate::suite::Suite;
+
+/// The plugin type of promptfoo's `python` assertions.
+pub const TYPE: &str = "promptfoo-python";
+
+/// The runner's source.
+const APP: &str = include_str!("../../../plugins/python-runner/app.py");
+/// The contract it is built against.
+const WIT: &str = include_str!("../../../plugin-sdk/wit/grader.wit");
+
+/// The componentize-py the runner is known to build with.
+pub const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
+
+/// Loads the runner when the suite has `python` assertions and nothing
+/// provides them yet: from the cache, or built now.
+pub fn provide(
+    suite: &Suite,
+    engine: &std::sync::Arc<PluginEngine>,
+    registry: &mut Registry,
+    diags: &mut Diagnostics,
+) {
+    if registry.resolve(TYPE).is_some() {
+        return;
+    }
+    let Some(first) = suite
+        .tests
+        .iter()
+        .flat_map(|t| t.every_assertion())
+        .flat_map(crate::suite::Assertion::walk)
+        .find(|a| a.plugin_type.as_deref() == Some(TYPE))
+    else {
+        return;
+    };
+    let at = |message: String| {
+        Diagnostic::error(&first.loc.file, message)
+            .at(first.loc.pos)
+            .key(first.loc.key.clone())
+    };
+    let loaded = runner_path().and_then(|path| {
+        let bytes = std::fs::read(&path)
+            .map_err(|e| format!("cannot read the Python runner {}: {e}", path.display()))?;
+        let digest = crate::plugin::sha256_hex(&bytes);
+        LoadedPlugin::load_with_digest(engine, "builtin:python-runner", &bytes, &digest)
+            .map_err(|e| e.to_string())
+    });
+    match loaded {
+        Ok(plugin) => {
+            if let Err(e) = registry.add(plugin) {
+                diags.push(at(e.to_string()));
+            }
+        }
+        Err(message) => diags.push(at(format!("`python` assertions: {message}"))),
+    }
+}
+
+/// The runner component: cached, or built now.
+fn runner_path() -> Result<PathBuf, String> {
+    let tool = std::env::var_os("EVALHOST_COMPONENTIZE_PY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("componentize-py"));
+    let version = Command::new(&tool)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .ok_or_else(|| {
+            format!(
+                "they run in evalhost's sandboxed Python runner, which is built once with componentize-py, and `{}` was not found; install it with `pip install {COMPONENTIZE_PY}` (or set EVALHOST_COMPONENTIZE_PY)",
+                tool.display()
+            )
+        })?;
+    let digest = crate::digest::sha256_hex(format!("{APP}\0{WIT}\0{version}").as_bytes());
+    let dir = crate::plugin::cache::default_cache_dir()
+        .map(|d| d.with_file_name("python-runner"))
+        .ok_or(
+            "there is no cache directory to keep the Python runner in (set EVALHOST_CACHE_DIR)",
+        )?;
+    let path = dir.join(format!("{}.wasm", &digest[..32]));
+    if path.is_file() {
+        return Ok(path);
+    }
+    build(&tool, &dir, &path)?;
+    Ok(path)
+}
+
+/// `componentize-py -d wit -w plugin componentize app -o runner.wasm`, in a
+/// scratch directory, then moved into the cache.
+fn build(tool: &Path, dir: &Path, path: &Path) -> Result<(), String> {
+    let scratch = tempfile::tempdir().map_err(|e| format!("a scratch directory: {e}"))?;
+    let wit = scratch.path().join("wit");
+    std::fs::create_dir_all(&wit)
+        .and_then(|()| std::fs::write(wit.join("grader.wit"), WIT))
+        .and_then(|()| std::fs::write(scratch.path().join("app.py"), APP))
+        .map_err(|e| format!("writing the runner's sources: {e}"))?;
+    let out = scratch.path().join("runner.wasm");
+    eprintln!("  building the sandboxed Python runner with componentize-py (once)…");
+    let run = Command::new(tool)
+        .current_dir(scratch.path())
+        .args(["-d", "wit", "-w", "plugin", "componentize", "app", "-o"])
+        .arg(&out)
+        .output()
+        .map_err(|e| format!("running {}: {e}", tool.display()))?;
+    if !run.status.success() {
+        let text = String::from_utf8_lossy(&run.stderr);
+        let last: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with("  "))
+            .take(6)
+            .collect();
+        return Err(format!(
+            "componentize-py could not build the Python runner: {}",
+            last.join(" | ")
+        ));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // Written beside, then renamed: a parallel run never reads half a file.
+    let partial = path.with_extension(format!("wasm.{}", std::process::id()));
+    std::fs::copy(&out, &partial)
+        .and_then(|_| std::fs::rename(&partial, path))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(())
+}
