@@ -269,6 +269,7 @@ fn inline_code() {
             "NOT met"
         }
     );
+    python_code(&dir);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let script = root.join("scripts/bench-promptfoo-code.mjs");
     if !root
@@ -303,4 +304,79 @@ fn inline_code() {
         ),
         Err(e) => println!("javascript  promptfoo 0.121: node not found ({e})"),
     }
+    match std::process::Command::new("node")
+        .arg(&script)
+        .arg("--python")
+        .output()
+    {
+        Ok(out) if out.status.success() => {
+            let v: serde_json::Value =
+                serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim())
+                    .unwrap_or_default();
+            if let (Some(f), Some(w)) = (v["py_first_us"].as_f64(), v["py_warm_us"].as_f64()) {
+                println!(
+                    "python      promptfoo 0.121 (its Python worker)        first {:>9.2} ms   warm {:>8.1} µs",
+                    f / 1e3,
+                    w
+                );
+            }
+        }
+        _ => println!("python      promptfoo 0.121: did not run"),
+    }
+}
+
+/// The same for promptfoo's `python`, in evalhost's CPython runner (built
+/// with componentize-py when it is there).
+fn python_code(dir: &tempfile::TempDir) {
+    let path = match evalhost::run::python_runner_path() {
+        Ok(p) => p,
+        Err(why) => {
+            println!("python      evalhost: not measured ({why})");
+            return;
+        }
+    };
+    let bytes = std::fs::read(&path).expect("runner");
+    let digest = evalhost::plugin::sha256_hex(&bytes);
+    let started = Instant::now();
+    let runner =
+        LoadedPlugin::load_with_digest(&fixture()._engine, "python-runner", &bytes, &digest)
+            .expect("the Python runner loads");
+    let load = started.elapsed();
+    let py = request(
+        "promptfoo-python",
+        serde_json::json!({"value": "'Paris' in output and len(output) > 10"}),
+    );
+    let call = |grants: Grants| {
+        let start = Instant::now();
+        let (result, _) = runner.grade(&py, CallLimits::default(), grants);
+        assert_eq!(result.expect("grades").score, 1.0);
+        start.elapsed()
+    };
+    let mut firsts: Vec<Duration> = (0..5)
+        .map(|_| {
+            call(Grants {
+                workspace: Some(dir.path().to_path_buf()),
+                ..Grants::default()
+            })
+        })
+        .collect();
+    firsts.sort();
+    for _ in 0..50 {
+        call(Grants::default());
+    }
+    let mut rounds: Vec<Duration> = (0..11)
+        .map(|_| (0..100).map(|_| call(Grants::default())).sum::<Duration>() / 100)
+        .collect();
+    rounds.sort();
+    println!(
+        "python      evalhost (CPython, sandboxed)  load {:>7.0} ms   first {:>9.2} ms   warm {:>8.1} µs   goal < 1 ms warm: {}",
+        load.as_secs_f64() * 1e3,
+        firsts[2].as_secs_f64() * 1e3,
+        rounds[5].as_secs_f64() * 1e6,
+        if rounds[5] < Duration::from_millis(1) {
+            "met"
+        } else {
+            "NOT met"
+        }
+    );
 }

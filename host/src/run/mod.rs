@@ -49,6 +49,7 @@ mod trial;
 use crate::semaphore::Semaphore;
 use execute::{Ctx, RunTarget, execute};
 pub use prepare::{Prepared, engine, prepare};
+pub use python_runner::runner_path as python_runner_path;
 use record::recorded_plan;
 pub use record::{MAX_REPEAT, PlannedEntry, RecordedPlan, RunRecord, read_record};
 pub use trial::effective_threshold;

@@ -71,7 +71,7 @@ pub fn provide(
 }
 
 /// The runner component: cached, or built now.
-fn runner_path() -> Result<PathBuf, String> {
+pub fn runner_path() -> Result<PathBuf, String> {
     let tool = std::env::var_os("EVALHOST_COMPONENTIZE_PY")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("componentize-py"));
