@@ -1020,3 +1020,31 @@ fn promptfoo_openai_config_is_sent_or_refused() {
         "{all}"
     );
 }
+
+/// A misspelt code type gets its near miss; a `python` assertion without
+/// componentize-py gets one error with the command that installs it.
+#[test]
+fn code_assertion_mistakes_say_what_to_do() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(
+        work.path().join("promptfooconfig.yaml"),
+        "prompts: ['{{q}}']\nproviders: [echo]\ntests:\n  - vars: {q: a}\n    assert:\n      - {type: javascrpt, value: 'true'}\n      - {type: python, value: 'True'}\n",
+    )
+    .unwrap();
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(work.path())
+        .env(
+            "EVALHOST_COMPONENTIZE_PY",
+            work.path().join("no-such-componentize-py"),
+        )
+        .args(["validate", "promptfooconfig.yaml"])
+        .output()
+        .unwrap()
+        .into();
+    assert_ne!(r.code, 0);
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(all.contains("did you mean `javascript`?"), "{all}");
+    assert!(all.contains("pip install componentize-py==0.25.1"), "{all}");
+    assert!(!all.contains("unknown assertion type `python`"), "{all}");
+    assert!(all.contains("promptfooconfig.yaml:7:"), "{all}");
+}

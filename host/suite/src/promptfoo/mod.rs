@@ -1834,7 +1834,15 @@ impl Reader {
             // one evalhost grades is likely a typo.
             let hint = why
                 .starts_with("not a type")
-                .then(|| crate::diag::nearest(&base, DETERMINISTIC.iter().copied()))
+                .then(|| {
+                    crate::diag::nearest(
+                        &base,
+                        DETERMINISTIC
+                            .iter()
+                            .copied()
+                            .chain(["javascript", "python", "assert-set"]),
+                    )
+                })
                 .flatten()
                 .map(|n| format!("did you mean `{n}`?"));
             self.error(
