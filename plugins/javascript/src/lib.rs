@@ -81,6 +81,10 @@ struct Engine {
     modules: HashMap<String, JsValue>,
     /// The `process` shim.
     process: JsValue,
+    /// The global object's own keys once the engine started: what a snippet
+    /// adds (`globalThis.x = …`, an undeclared assignment) is deleted after
+    /// its call, so that no grade depends on which instance ran before.
+    baseline: std::collections::HashSet<boa_engine::property::PropertyKey>,
 }
 
 impl Engine {
@@ -108,12 +112,31 @@ impl Engine {
         let process = ctx.eval(Source::from_bytes(
             "({ env: Object.freeze({}), argv: [], platform: 'wasi', mainModule: { require: globalThis.require, exports: {} } })",
         ))?;
+        let baseline = ctx
+            .global_object()
+            .own_property_keys(&mut ctx)?
+            .into_iter()
+            .collect();
         Ok(Self {
             ctx,
             snippets: HashMap::new(),
             modules: HashMap::new(),
             process,
+            baseline,
         })
+    }
+
+    /// Deletes the globals a call added.
+    fn reset_globals(&mut self) {
+        let global = self.ctx.global_object();
+        let Ok(keys) = global.own_property_keys(&mut self.ctx) else {
+            return;
+        };
+        for key in keys {
+            if !self.baseline.contains(&key) {
+                let _ = global.delete_property_or_throw(key, &mut self.ctx);
+            }
+        }
     }
 
     /// `new Function("output", "context", "process", body)`, cached.
@@ -910,7 +933,10 @@ fn with_engine<T>(f: impl FnOnce(&mut Engine) -> Result<T, GradeError>) -> Resul
                 GradeError::Failed(format!("the JavaScript engine did not start: {e}"))
             })?);
         }
-        f(slot.as_mut().expect("set above"))
+        let engine = slot.as_mut().expect("set above");
+        let result = f(engine);
+        engine.reset_globals();
+        result
     })
 }
 

@@ -276,3 +276,22 @@ fn a_structured_output_reaches_code_as_a_value() {
         &Harness::<JavascriptGrader>::new().grade(&request).unwrap()
     ));
 }
+
+#[test]
+fn globals_a_snippet_adds_do_not_reach_the_next_one() {
+    assert!(verdict(&grade(
+        "globalThis.leak = 1;\nreturn true;",
+        "x",
+        json!({})
+    )));
+    assert!(verdict(&grade(
+        "undeclared = 2;\nreturn true;",
+        "x",
+        json!({})
+    )));
+    assert!(verdict(&grade(
+        "typeof leak === 'undefined' && typeof undeclared === 'undefined'",
+        "x",
+        json!({})
+    )));
+}
