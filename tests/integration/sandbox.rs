@@ -165,6 +165,10 @@ fn javascript_snippets_are_sandboxed() {
             "require('fs').readFileSync('/etc/passwd', 'utf8').length > 0",
         ),
         ("console", "console.log('seen', 42);\nreturn true;"),
+        (
+            "printed",
+            "console.log('printed', 'before', 'failing');\nreturn false;",
+        ),
         ("after", "output === 'x'"),
     ] {
         config.push_str(&snippet(d, code));
@@ -226,6 +230,13 @@ fn javascript_snippets_are_sandboxed() {
     assert_eq!(
         score("console")["assertions"][0]["evidence"],
         "console:\nseen 42"
+    );
+    // What a failing snippet printed is in the terminal too.
+    assert!(
+        r.stdout
+            .contains("          console: printed before failing"),
+        "{}",
+        r.stdout
     );
 }
 

@@ -140,6 +140,18 @@ pub fn row_lines(row: &ResultRow, full_output: bool) -> Vec<String> {
             ));
             for check in score.assertions.iter().filter(|c| !c.passed).take(3) {
                 lines.push(format!("          {}", one_line(&check.text, 160)));
+                // What a code assertion printed (`console.log`, `print`).
+                if let Some(printed) = check.evidence.as_deref().and_then(|e| {
+                    e.strip_prefix("console:\n")
+                        .map(|p| ("console", p))
+                        .or_else(|| e.strip_prefix("print:\n").map(|p| ("print", p)))
+                }) {
+                    lines.push(format!(
+                        "          {}: {}",
+                        printed.0,
+                        one_line(printed.1, 150)
+                    ));
+                }
             }
             if let Some(expected) = &score.expected {
                 lines.extend(diff_lines(expected, &row.output));
