@@ -34,8 +34,9 @@ NATURAL_HOOK = ROOT / "plugins" / "promptfoo" / "src" / "testdata" / "natural-na
 
 def openai_server(replies):
     """A loopback OpenAI-compatible server answering each chat completion
-    with the reply whose `match` equals the last message's content (the
-    same rule as the Rust conformance test's server)."""
+    with the first reply whose `match` equals the last message's content,
+    or whose `contains` is in it (the same rule as the Rust conformance
+    test's server)."""
     import http.server
     import threading
 
@@ -43,7 +44,9 @@ def openai_server(replies):
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
             last = (body.get("messages") or [{}])[-1].get("content")
-            reply = next((r for r in replies if r["match"] == last), None)
+            reply = next((r for r in replies
+                          if ("match" in r and r["match"] == last)
+                          or ("contains" in r and isinstance(last, str) and r["contains"] in last)), None)
             status, payload = (200, reply["body"]) if reply else (404, {"error": {"message": f"no reply for {last!r}"}})
             data = json.dumps(payload).encode()
             self.send_response(status)

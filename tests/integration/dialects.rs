@@ -183,7 +183,13 @@ fn promptfoo_configs_score_as_promptfoo() {
                         .and_then(|m| m.last())
                         .map(|m| m["content"].clone())
                         .unwrap_or_default();
-                    match replies.iter().find(|r| r["match"] == last) {
+                    let contains = |r: &serde_json::Value| {
+                        r["contains"]
+                            .as_str()
+                            .zip(last.as_str())
+                            .is_some_and(|(c, l)| l.contains(c))
+                    };
+                    match replies.iter().find(|r| r["match"] == last || contains(r)) {
                         Some(r) => crate::support::Reply::json(200, r["body"].clone()),
                         None => crate::support::Reply::json(
                             404,

@@ -25,6 +25,7 @@ mod meteor;
 mod provider;
 mod refusal;
 mod rouge;
+mod rubric;
 pub mod schema;
 mod toolcall;
 mod tools;
@@ -147,6 +148,10 @@ const TYPES: &[(&str, &str)] = &[
         "meteor",
         "METEOR against the reference(s) (exact, Porter-stem and WordNet-synonym matches, fragmentation penalty) reaches the threshold (default 0.5)",
     ),
+    (
+        "llm-rubric",
+        "The grading model judges the output against the rubric (JSON pass, score, reason)",
+    ),
 ];
 
 /// Types whose score is not 0 or 1: the plugin's verdict decides.
@@ -157,6 +162,7 @@ const SCORED: &[&str] = &[
     "rouge-n",
     "perplexity-score",
     "meteor",
+    "llm-rubric",
 ];
 
 /// A result as promptfoo's handler returns it: its pass, its score, its
@@ -472,8 +478,12 @@ impl Grader for PromptfooGrader {
         let mut plugin =
             Plugin::new("evalhost-promptfoo", env!("CARGO_PKG_VERSION")).stateless(true);
         for (name, description) in TYPES {
+            let mut ty = AssertionType::new(format!("promptfoo-{name}"), *description);
+            if *name == "llm-rubric" {
+                ty = ty.capability(evalhost_plugin_sdk::Capability::Llm);
+            }
             plugin = plugin.assertion_type(
-                AssertionType::new(format!("promptfoo-{name}"), *description)
+                ty
                     .threshold(if SCORED.contains(name) { 0.0 } else { 1.0 })
                     .schema(json!({"type": "object", "properties": {
                         "value": {}, "threshold": {"type": "number"}, "inverse": {"type": "boolean"},
@@ -517,6 +527,10 @@ impl Grader for PromptfooGrader {
                 _ => Err(prefix("must have a string value".into())),
             },
             "perplexity" | "perplexity-score" => Ok(()),
+            "llm-rubric" => match config.get("value") {
+                None | Some(Value::Null | Value::String(_)) => Ok(()),
+                Some(_) => Err(prefix("must have a string value (an object rubric is not read by this version of evalhost)".into())),
+            },
             "latency" | "cost" => match config.optional_f64("threshold")? {
                 Some(_) => Ok(()),
                 None => Err(format!(
@@ -770,6 +784,7 @@ impl Grader for PromptfooGrader {
                 )
             }
             "finish-reason" => provider::finish_reason(config, request, inverse)?,
+            "llm-rubric" => rubric::grade(request, inverse)?,
             "perplexity" => provider::perplexity(config, request, inverse)?,
             "perplexity-score" => provider::perplexity_score(config, request, inverse)?,
             "latency" => {

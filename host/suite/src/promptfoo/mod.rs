@@ -165,6 +165,10 @@ struct Reader {
     provider_infos: Vec<ProviderInfo>,
     /// Assertion values read from files (`value: file://…`), by path.
     value_files: std::collections::HashMap<PathBuf, Result<Value, String>>,
+    /// `defaultTest.options.provider`: the model that grades `llm-rubric`.
+    grading_provider: Option<(Value, KeyPath)>,
+    /// Whether an assertion needs the grading model.
+    uses_grader: bool,
     diags: Diagnostics,
     options: ReadOptions,
     file: Arc<PathBuf>,
@@ -229,6 +233,8 @@ pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnos
         metrics: Vec::new(),
         provider_infos: Vec::new(),
         value_files: std::collections::HashMap::new(),
+        grading_provider: None,
+        uses_grader: false,
         diags,
         options,
         file: display,
@@ -271,7 +277,7 @@ impl Reader {
         }
         let renderer = Renderer::new(&self.config_env(root));
         let prompts = self.prompts(root.get("prompts"), &top.key("prompts"), &renderer);
-        let (providers, inline_targets) = self.providers(root, &renderer);
+        let (providers, mut inline_targets) = self.providers(root, &renderer);
         let default_test = match root.get("defaultTest") {
             None | Some(Value::Null) => None,
             Some(Value::Object(d)) => Some(self.row(d, &top.key("defaultTest"), true)),
@@ -404,6 +410,9 @@ impl Reader {
                 }
             }
             known.push(d.name.clone());
+        }
+        if self.uses_grader {
+            self.grader_target(&mut inline_targets, &renderer);
         }
         Some(Suite {
             file: self.file.clone(),
@@ -792,6 +801,55 @@ impl Reader {
             });
         }
         (matrix, inline)
+    }
+
+    /// The model that grades `llm-rubric` (promptfoo's grading provider):
+    /// `defaultTest.options.provider`, else promptfoo 0.121's default OpenAI
+    /// grader (`gpt-5.5-2026-04-23`, JSON replies) on the OpenAI endpoint
+    /// the environment names. It becomes the judge of every provider.
+    fn grader_target(&mut self, inline: &mut Vec<InlineTarget>, renderer: &Renderer) {
+        const NAME: &str = "promptfoo-grader";
+        let top = KeyPath::default();
+        let (id, config, at) = match self.grading_provider.clone() {
+            Some((Value::String(id), at)) => (id, Map::new(), at),
+            Some((Value::Object(o), at)) if o.get("id").is_some_and(Value::is_string) => (
+                o["id"].as_str().unwrap_or_default().to_owned(),
+                o.get("config")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default(),
+                at,
+            ),
+            Some((_, at)) => {
+                self.error(
+                    &at,
+                    "a grading `provider` must be a provider id or `{id, config}`",
+                );
+                return;
+            }
+            None => {
+                let mut config = Map::new();
+                config.insert("response_format".into(), json!({"type": "json_object"}));
+                (
+                    "openai:chat:gpt-5.5-2026-04-23".to_owned(),
+                    config,
+                    top.key("defaultTest"),
+                )
+            }
+        };
+        let Some(mut entry) = self.provider_entry(&id, &config, &at, renderer) else {
+            return;
+        };
+        entry.insert("name".into(), Value::String(NAME.into()));
+        for target in inline.iter_mut() {
+            target
+                .entry
+                .insert("grader_target".into(), Value::String(NAME.into()));
+        }
+        inline.push(InlineTarget {
+            entry,
+            loc: self.loc(&at),
+        });
     }
 
     /// A provider id as a targets-file entry.
@@ -1461,6 +1519,7 @@ impl Reader {
                 match key.as_str() {
                     "transform" => transform = Some((v.clone(), oat)),
                     "postprocess" => postprocess = Some((v.clone(), oat)),
+                    "provider" if default => self.grading_provider = Some((v.clone(), oat)),
                     _ => {
                         self.error(
                             &oat,
@@ -1800,6 +1859,10 @@ impl Reader {
         let code_type = match base.as_str() {
             "javascript" => Some("promptfoo-javascript".to_owned()),
             "python" => Some("promptfoo-python".to_owned()),
+            "llm-rubric" => {
+                self.uses_grader = true;
+                Some("promptfoo-llm-rubric".to_owned())
+            }
             _ => None,
         };
         if !DETERMINISTIC.contains(&base.as_str()) && trace_type.is_none() && code_type.is_none() {

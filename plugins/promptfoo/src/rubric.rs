@@ -1,0 +1,182 @@
+//! `llm-rubric`, as promptfoo 0.121 grades it (`matchesLlmRubric`,
+//! `runJsonGradingPrompt`, `handleLlmRubric`): the grading model reads the
+//! output and the rubric and answers with JSON `{reason, pass, score}`.
+//!
+//! The prompt follows promptfoo's structure — a system message that sets
+//! the task and the answer's shape with two examples, a user message with
+//! the output and the rubric in tags — in evalhost's own words. The reply
+//! is read as promptfoo reads it: the first JSON object in it; a missing
+//! `pass` counts as true, a non-boolean one is true when it reads `true`,
+//! `yes`, `pass` or `y`; a missing `score` is the pass as 0 or 1; a
+//! threshold also needs the score to reach it. `not-llm-rubric` flips the
+//! verdict and scores 1 − score. The model call is the host's `llm`
+//! capability: the plugin never sees a key.
+
+use evalhost_plugin_sdk::{CompletionRequest, Grade, GradeError, LlmError, Request, Value};
+
+const SYSTEM: &str = "You grade an output against a rubric written by a user. The output passes when what the rubric states is true of it. Answer with one JSON object and nothing else: {\"reason\": string, \"pass\": boolean, \"score\": number between 0 and 1}.
+
+Examples:
+
+<Output>Good morning, everyone!</Output>
+<Rubric>Opens with a greeting</Rubric>
+{\"reason\": \"It starts with 'Good morning', a greeting\", \"pass\": true, \"score\": 1.0}
+
+<Output>Arr, hoist the colours and man the cannons!</Output>
+<Rubric>Avoids sounding like a pirate</Rubric>
+{\"reason\": \"'Arr' and 'hoist the colours' are pirate speech\", \"pass\": false, \"score\": 0.0}";
+
+/// JavaScript's `Number(x)` for a JSON value, enough for a score.
+fn js_number(v: &Value) -> f64 {
+    match v {
+        Value::Number(n) => n.as_f64().unwrap_or(f64::NAN),
+        Value::Bool(b) => f64::from(u8::from(*b)),
+        Value::Null => 0.0,
+        Value::String(s) if s.trim().is_empty() => 0.0,
+        Value::String(s) => s.trim().parse().unwrap_or(f64::NAN),
+        _ => f64::NAN,
+    }
+}
+
+/// Grades `llm-rubric`.
+pub fn grade(request: &Request, inverse: bool) -> Result<Grade, GradeError> {
+    let config = &request.config;
+    let rubric = match config.get("value") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    };
+    let threshold = config
+        .optional_f64("threshold")
+        .map_err(GradeError::Failed)?;
+    let completion = evalhost_plugin_sdk::complete(&CompletionRequest {
+        messages: vec![
+            ("system".into(), SYSTEM.into()),
+            (
+                "user".into(),
+                format!(
+                    "<Output>\n{}\n</Output>\n<Rubric>\n{rubric}\n</Rubric>",
+                    request.output
+                ),
+            ),
+        ],
+        ..CompletionRequest::default()
+    })
+    .map_err(|e| match e {
+        LlmError::NotGranted(m) | LlmError::Unavailable(m) | LlmError::Failed(m) => {
+            GradeError::Judge(m)
+        }
+    })?;
+    let fail = |reason: String| Ok(crate::judged(false, 0.0, reason));
+    if completion.text.is_empty() {
+        return fail("No output".into());
+    }
+    let objects = crate::json_objects(&completion.text);
+    let Some(Value::Object(parsed)) = objects.into_iter().next() else {
+        return fail("Could not extract JSON from llm-rubric response".into());
+    };
+    let mut pass = match parsed.get("pass") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            let text = match other {
+                Value::String(s) => s.clone(),
+                v => v.to_string(),
+            };
+            ["true", "yes", "pass", "y"]
+                .iter()
+                .any(|w| text.eq_ignore_ascii_case(w))
+        }
+    };
+    let score = match parsed.get("score") {
+        Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0),
+        Some(v) if js_number(v).is_finite() => js_number(v),
+        _ => f64::from(u8::from(pass)),
+    };
+    if let Some(t) = threshold {
+        pass = pass && score >= t;
+    }
+    let reason = match parsed.get("reason") {
+        Some(Value::String(r)) if !r.is_empty() => r.clone(),
+        Some(v) if !matches!(v, Value::Null | Value::Bool(false)) && !v.is_string() => {
+            v.to_string()
+        }
+        _ if pass => "Grading passed".to_owned(),
+        _ => format!(
+            "Score {} below threshold {}",
+            crate::js::number(score),
+            threshold.map_or("undefined".to_owned(), crate::js::number)
+        ),
+    };
+    let score = if inverse {
+        (1.0 - if score.is_finite() { score } else { 0.0 }).clamp(0.0, 1.0)
+    } else {
+        score
+    };
+    Ok(crate::judged(pass != inverse, score, reason))
+}
+
+#[cfg(test)]
+mod tests {
+    use evalhost_plugin_sdk::testing::Harness;
+    use evalhost_plugin_sdk::{Completion, Request, json};
+
+    fn with_reply(reply: &'static str, config: Value) -> Grade {
+        let harness = Harness::<crate::PromptfooGrader>::new().llm(move |req| {
+            // The output and the rubric reach the model in their tags.
+            let user = &req.messages[1].1;
+            assert!(user.contains("<Output>\nthe answer\n</Output>"), "{user}");
+            assert!(user.contains("<Rubric>\nbe right\n</Rubric>"), "{user}");
+            Ok(Completion {
+                text: reply.into(),
+                model: "m".into(),
+                input_tokens: None,
+                output_tokens: None,
+                cost_usd: None,
+                cached: false,
+            })
+        });
+        let mut c = json!({"value": "be right"});
+        if let (Some(c), Value::Object(extra)) = (c.as_object_mut(), config) {
+            c.extend(extra);
+        }
+        harness
+            .grade(&Request::new("promptfoo-llm-rubric", "the answer").with_config(c))
+            .unwrap()
+    }
+
+    use super::*;
+
+    fn verdict(g: &Grade) -> bool {
+        g.details.as_ref().unwrap()["verdict"] == "pass"
+    }
+
+    #[test]
+    fn replies_are_read_as_promptfoo_reads_them() {
+        let g = with_reply(r#"{"reason": "ok", "pass": true, "score": 0.9}"#, json!({}));
+        assert!(verdict(&g) && (g.score - 0.9).abs() < 1e-12);
+        // No pass: a pass; no score: the pass as 1.
+        let g = with_reply(r#"text {"reason": "fine"} more"#, json!({}));
+        assert!(verdict(&g) && g.score == 1.0);
+        // A threshold needs the score too.
+        let g = with_reply(
+            r#"{"pass": "yes", "score": "0.4"}"#,
+            json!({"threshold": 0.5}),
+        );
+        assert!(!verdict(&g));
+        assert_eq!(g.checks[0].text, "Score 0.4 below threshold 0.5");
+        // Inverted: the verdict flips, the score is 1 - s.
+        let g = with_reply(
+            r#"{"pass": true, "score": 0.8, "reason": "r"}"#,
+            json!({"inverse": true}),
+        );
+        assert!(!verdict(&g) && (g.score - 0.2).abs() < 1e-9);
+        // No JSON: a failure, never a pass.
+        let g = with_reply("It passes, I think.", json!({}));
+        assert!(!verdict(&g));
+        assert_eq!(
+            g.checks[0].text,
+            "Could not extract JSON from llm-rubric response"
+        );
+    }
+}
