@@ -224,6 +224,30 @@ fn promptfoo_configs_score_as_promptfoo() {
             serde_json::from_str(&std::fs::read_to_string(config.join("promptfoo.json")).unwrap())
                 .unwrap();
         let name = config.file_name().unwrap().to_string_lossy().into_owned();
+        // The graders are asked as promptfoo asks them: its default model,
+        // JSON replies for llm-rubric, text for model-graded-closedqa.
+        if name == "llm-rubric" {
+            let received = _server.as_ref().unwrap().received.lock().unwrap().clone();
+            let bodies: Vec<serde_json::Value> = received
+                .iter()
+                .map(|r| serde_json::from_str(&r.body).unwrap())
+                .collect();
+            let asks = |marker: &str| {
+                bodies
+                    .iter()
+                    .filter(|b| b.to_string().contains(marker))
+                    .collect::<Vec<_>>()
+            };
+            assert!(!asks("RUBRIC-A").is_empty() && !asks("CRIT-1").is_empty());
+            for b in asks("RUBRIC-") {
+                assert_eq!(b["model"], "gpt-5.5-2026-04-23", "{b}");
+                assert_eq!(b["response_format"]["type"], "json_object", "{b}");
+            }
+            for b in asks("CRIT-") {
+                assert_eq!(b["model"], "gpt-5.5-2026-04-23", "{b}");
+                assert!(b.get("response_format").is_none(), "{b}");
+            }
+        }
         // Named and derived metrics per prompt and provider.
         if let Some(prompts) = recorded["prompts"].as_array() {
             let summary: serde_json::Value = serde_json::from_str(

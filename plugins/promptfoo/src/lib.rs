@@ -152,6 +152,10 @@ const TYPES: &[(&str, &str)] = &[
         "llm-rubric",
         "The grading model judges the output against the rubric (JSON pass, score, reason)",
     ),
+    (
+        "model-graded-closedqa",
+        "The grading model says the output meets the criterion (its reply ends with Y)",
+    ),
 ];
 
 /// Types whose score is not 0 or 1: the plugin's verdict decides.
@@ -479,7 +483,7 @@ impl Grader for PromptfooGrader {
             Plugin::new("evalhost-promptfoo", env!("CARGO_PKG_VERSION")).stateless(true);
         for (name, description) in TYPES {
             let mut ty = AssertionType::new(format!("promptfoo-{name}"), *description);
-            if *name == "llm-rubric" {
+            if *name == "llm-rubric" || *name == "model-graded-closedqa" {
                 ty = ty.capability(evalhost_plugin_sdk::Capability::Llm);
             }
             plugin = plugin.assertion_type(
@@ -527,6 +531,10 @@ impl Grader for PromptfooGrader {
                 _ => Err(prefix("must have a string value".into())),
             },
             "perplexity" | "perplexity-score" => Ok(()),
+            "model-graded-closedqa" => match config.get("value") {
+                Some(Value::String(_)) => Ok(()),
+                _ => Err(prefix("must have a string value".into())),
+            },
             "llm-rubric" => match config.get("value") {
                 None | Some(Value::Null | Value::String(_)) => Ok(()),
                 Some(_) => Err(prefix("must have a string value (an object rubric is not read by this version of evalhost)".into())),
@@ -785,6 +793,7 @@ impl Grader for PromptfooGrader {
             }
             "finish-reason" => provider::finish_reason(config, request, inverse)?,
             "llm-rubric" => rubric::grade(request, inverse)?,
+            "model-graded-closedqa" => rubric::closed_qa(request)?,
             "perplexity" => provider::perplexity(config, request, inverse)?,
             "perplexity-score" => provider::perplexity_score(config, request, inverse)?,
             "latency" => {

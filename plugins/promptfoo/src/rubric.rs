@@ -38,6 +38,69 @@ fn js_number(v: &Value) -> f64 {
     }
 }
 
+fn judge_error(e: LlmError) -> GradeError {
+    match e {
+        LlmError::NotGranted(m) | LlmError::Unavailable(m) | LlmError::Failed(m) => {
+            GradeError::Judge(m)
+        }
+    }
+}
+
+const CLOSED_QA: &str = "You check a submitted answer against a criterion. You are given the task that was asked, the submission, and the criterion.
+
+[BEGIN DATA]
+***
+[Task]: {input}
+***
+[Submission]: {completion}
+***
+[Criterion]: {criteria}
+***
+[END DATA]
+
+Does the submission meet the criterion? Reason step by step first, so that your conclusion comes last. Then write the single letter Y or N alone on the last line.";
+
+/// `model-graded-closedqa` (promptfoo's `matchesClosedQa`): the reply ends
+/// with `Y` to pass; `not-` is ignored, as promptfoo's handler ignores it.
+pub fn closed_qa(request: &Request) -> Result<Grade, GradeError> {
+    let criterion = match request.config.get("value") {
+        Some(Value::String(s)) => s.clone(),
+        _ => {
+            return Err(GradeError::Failed(
+                "model-graded-closedqa assertion type must have a string value".into(),
+            ));
+        }
+    };
+    let input = request
+        .input
+        .first()
+        .map(|m| m.content.clone())
+        .unwrap_or_default();
+    let prompt = CLOSED_QA
+        .replace("{input}", &input)
+        .replace("{criteria}", &criterion)
+        .replace("{completion}", &request.output);
+    let completion = evalhost_plugin_sdk::complete(&CompletionRequest {
+        messages: vec![("user".into(), prompt)],
+        ..CompletionRequest::default()
+    })
+    .map_err(judge_error)?;
+    let reply = completion.text;
+    if reply.is_empty() {
+        return Ok(crate::judged(false, 0.0, "No output".into()));
+    }
+    let end = reply.trim_end();
+    let pass = end.ends_with('Y');
+    let reason = if pass {
+        format!("The submission meets the criterion:\n{reply}")
+    } else if end.ends_with('N') {
+        format!("The submission does not meet the criterion:\n{reply}")
+    } else {
+        format!("Model grader produced a malformed response:\n{reply}")
+    };
+    Ok(crate::judged(pass, if pass { 1.0 } else { 0.0 }, reason))
+}
+
 /// Grades `llm-rubric`.
 pub fn grade(request: &Request, inverse: bool) -> Result<Grade, GradeError> {
     let config = &request.config;
@@ -60,13 +123,14 @@ pub fn grade(request: &Request, inverse: bool) -> Result<Grade, GradeError> {
                 ),
             ),
         ],
+        // The grader asked for JSON, where the reader names one.
+        target: config
+            .get("__judge")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         ..CompletionRequest::default()
     })
-    .map_err(|e| match e {
-        LlmError::NotGranted(m) | LlmError::Unavailable(m) | LlmError::Failed(m) => {
-            GradeError::Judge(m)
-        }
-    })?;
+    .map_err(judge_error)?;
     let fail = |reason: String| Ok(crate::judged(false, 0.0, reason));
     if completion.text.is_empty() {
         return fail("No output".into());

@@ -111,6 +111,11 @@ pub const DETERMINISTIC: &[&str] = &[
 /// The types promptfoo grades against the provider's `tools` or
 /// `functions` config: the reader hands the provider over under
 /// `__provider`.
+/// The grading model promptfoo asks for text, and the one it asks for
+/// JSON (the judge targets of a config's model-graded assertions).
+const GRADER: &str = "promptfoo-grader";
+const GRADER_JSON: &str = "promptfoo-grader-json";
+
 const PROVIDER_TYPES: &[&str] = &[
     "is-valid-openai-tools-call",
     "is-valid-openai-function-call",
@@ -808,18 +813,32 @@ impl Reader {
     /// grader (`gpt-5.5-2026-04-23`, JSON replies) on the OpenAI endpoint
     /// the environment names. It becomes the judge of every provider.
     fn grader_target(&mut self, inline: &mut Vec<InlineTarget>, renderer: &Renderer) {
-        const NAME: &str = "promptfoo-grader";
         let top = KeyPath::default();
-        let (id, config, at) = match self.grading_provider.clone() {
-            Some((Value::String(id), at)) => (id, Map::new(), at),
-            Some((Value::Object(o), at)) if o.get("id").is_some_and(Value::is_string) => (
-                o["id"].as_str().unwrap_or_default().to_owned(),
-                o.get("config")
-                    .and_then(Value::as_object)
-                    .cloned()
-                    .unwrap_or_default(),
+        // promptfoo's default graders: one asked for JSON (`llm-rubric`),
+        // one for text (`model-graded-closedqa`).
+        let (graders, at) = match self.grading_provider.clone() {
+            Some((Value::String(id), at)) => (
+                vec![
+                    (GRADER, id.clone(), Map::new()),
+                    (GRADER_JSON, id, Map::new()),
+                ],
                 at,
             ),
+            Some((Value::Object(o), at)) if o.get("id").is_some_and(Value::is_string) => {
+                let id = o["id"].as_str().unwrap_or_default().to_owned();
+                let config = o
+                    .get("config")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
+                (
+                    vec![
+                        (GRADER, id.clone(), config.clone()),
+                        (GRADER_JSON, id, config),
+                    ],
+                    at,
+                )
+            }
             Some((_, at)) => {
                 self.error(
                     &at,
@@ -828,28 +847,33 @@ impl Reader {
                 return;
             }
             None => {
-                let mut config = Map::new();
-                config.insert("response_format".into(), json!({"type": "json_object"}));
+                let mut json_config = Map::new();
+                json_config.insert("response_format".into(), json!({"type": "json_object"}));
+                let id = "openai:chat:gpt-5.5-2026-04-23".to_owned();
                 (
-                    "openai:chat:gpt-5.5-2026-04-23".to_owned(),
-                    config,
+                    vec![
+                        (GRADER, id.clone(), Map::new()),
+                        (GRADER_JSON, id, json_config),
+                    ],
                     top.key("defaultTest"),
                 )
             }
         };
-        let Some(mut entry) = self.provider_entry(&id, &config, &at, renderer) else {
-            return;
-        };
-        entry.insert("name".into(), Value::String(NAME.into()));
         for target in inline.iter_mut() {
             target
                 .entry
-                .insert("grader_target".into(), Value::String(NAME.into()));
+                .insert("grader_target".into(), Value::String(GRADER.into()));
         }
-        inline.push(InlineTarget {
-            entry,
-            loc: self.loc(&at),
-        });
+        for (name, id, config) in graders {
+            let Some(mut entry) = self.provider_entry(&id, &config, &at, renderer) else {
+                return;
+            };
+            entry.insert("name".into(), Value::String(name.into()));
+            inline.push(InlineTarget {
+                entry,
+                loc: self.loc(&at),
+            });
+        }
     }
 
     /// A provider id as a targets-file entry.
@@ -1859,9 +1883,9 @@ impl Reader {
         let code_type = match base.as_str() {
             "javascript" => Some("promptfoo-javascript".to_owned()),
             "python" => Some("promptfoo-python".to_owned()),
-            "llm-rubric" => {
+            "llm-rubric" | "model-graded-closedqa" => {
                 self.uses_grader = true;
-                Some("promptfoo-llm-rubric".to_owned())
+                Some(format!("promptfoo-{base}"))
             }
             _ => None,
         };
@@ -2012,9 +2036,12 @@ impl Reader {
                 "promptfoo 0.121.20 itself makes every `meteor` row an error (`PorterStemmer should be loaded`: its import of the `natural` package sees none of its exports); evalhost grades it as promptfoo's METEOR code computes it once `natural` loads, so this row has a score where promptfoo has an error (docs/dialects.md)",
             );
         }
+        if base == "llm-rubric" {
+            config.insert("__judge".into(), Value::String(GRADER_JSON.into()));
+        }
         // promptfoo's handlers apply `not-` themselves, each its own way.
         if negate {
-            if PROVIDER_TYPES.contains(&base.as_str()) {
+            if PROVIDER_TYPES.contains(&base.as_str()) || base == "model-graded-closedqa" {
                 self.warning(
                     &at.key("type"),
                     format!("`{raw_type}`: promptfoo ignores `not-` on `{base}` (its handler never reads it), and so does evalhost"),
