@@ -156,6 +156,10 @@ const TYPES: &[(&str, &str)] = &[
         "model-graded-closedqa",
         "The grading model says the output meets the criterion (its reply ends with Y)",
     ),
+    (
+        "factuality",
+        "The grading model places the output against the reference: a disagreement (D) fails",
+    ),
 ];
 
 /// Types whose score is not 0 or 1: the plugin's verdict decides.
@@ -483,7 +487,7 @@ impl Grader for PromptfooGrader {
             Plugin::new("evalhost-promptfoo", env!("CARGO_PKG_VERSION")).stateless(true);
         for (name, description) in TYPES {
             let mut ty = AssertionType::new(format!("promptfoo-{name}"), *description);
-            if *name == "llm-rubric" || *name == "model-graded-closedqa" {
+            if matches!(*name, "llm-rubric" | "model-graded-closedqa" | "factuality") {
                 ty = ty.capability(evalhost_plugin_sdk::Capability::Llm);
             }
             plugin = plugin.assertion_type(
@@ -531,7 +535,7 @@ impl Grader for PromptfooGrader {
                 _ => Err(prefix("must have a string value".into())),
             },
             "perplexity" | "perplexity-score" => Ok(()),
-            "model-graded-closedqa" => match config.get("value") {
+            "model-graded-closedqa" | "factuality" => match config.get("value") {
                 Some(Value::String(_)) => Ok(()),
                 _ => Err(prefix("must have a string value".into())),
             },
@@ -794,6 +798,7 @@ impl Grader for PromptfooGrader {
             "finish-reason" => provider::finish_reason(config, request, inverse)?,
             "llm-rubric" => rubric::grade(request, inverse)?,
             "model-graded-closedqa" => rubric::closed_qa(request)?,
+            "factuality" => rubric::factuality(request)?,
             "perplexity" => provider::perplexity(config, request, inverse)?,
             "perplexity-score" => provider::perplexity_score(config, request, inverse)?,
             "latency" => {

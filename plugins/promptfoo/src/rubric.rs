@@ -101,6 +101,131 @@ pub fn closed_qa(request: &Request) -> Result<Grade, GradeError> {
     Ok(crate::judged(pass, if pass { 1.0 } else { 0.0 }, reason))
 }
 
+const FACTUALITY: &str = "You compare the facts of a submitted answer with an expert's answer, ignoring style, grammar and punctuation.
+
+[Question]: {input}
+[Expert answer]: {ideal}
+[Submission]: {completion}
+
+Choose the one category that fits:
+(A) The submission is a subset of the expert answer and fully consistent with it.
+(B) The submission is a superset of the expert answer and fully consistent with it.
+(C) The submission has all the same details as the expert answer.
+(D) The submission and the expert answer disagree.
+(E) They differ, but the differences do not matter for factuality.
+
+Answer with one JSON object: {\"category\": \"A\" to \"E\", \"reason\": string}.";
+
+/// promptfoo's category descriptions, for a reply without a reason.
+fn category_description(c: char) -> &'static str {
+    match c {
+        'A' => {
+            "The submitted answer is a subset of the expert answer and is fully consistent with it."
+        }
+        'B' => {
+            "The submitted answer is a superset of the expert answer and is fully consistent with it."
+        }
+        'C' => "The submitted answer contains all the same details as the expert answer.",
+        'D' => "There is a disagreement between the submitted answer and the expert answer.",
+        _ => {
+            "The answers differ, but these differences don't matter from the perspective of factuality."
+        }
+    }
+}
+
+/// promptfoo's factuality reply rules: the JSON `category` (A–E, any
+/// other value is an error), else the legacy `(A)` form; the category and
+/// its reason, or why there is none.
+fn factuality_category(reply: &str) -> Result<(char, String), String> {
+    if let Some(Value::Object(o)) = crate::json_objects(reply).into_iter().next()
+        && let Some(Value::String(category)) = o.get("category")
+        && !category.is_empty()
+    {
+        let option = category.trim().to_uppercase();
+        let mut chars = option.chars();
+        let letter = match (chars.next(), chars.next()) {
+            (Some(c @ 'A'..='E'), None) => c,
+            _ => return Err(format!("Invalid category value: {option}")),
+        };
+        match o.get("reason") {
+            None | Some(Value::Null) => {
+                return Ok((
+                    letter,
+                    format!("Category {letter}: {}", category_description(letter)),
+                ));
+            }
+            Some(Value::String(r)) => {
+                let r = r.trim();
+                return Ok((
+                    letter,
+                    if r.is_empty() {
+                        format!("Category {letter}: {}", category_description(letter))
+                    } else {
+                        r.to_owned()
+                    },
+                ));
+            }
+            // `reason.trim` throws in promptfoo: it falls back to the
+            // legacy form.
+            Some(_) => {}
+        }
+    }
+    let chars: Vec<char> = reply.chars().collect();
+    let letter = chars
+        .windows(2)
+        .find(|w| matches!(w[0], 'a'..='e' | 'A'..='E') && w[1] == ')')
+        .map(|w| w[0].to_ascii_uppercase())
+        .ok_or_else(|| {
+            format!("Factuality checker output did not match expected format: {reply}")
+        })?;
+    let reason = reply
+        .find(')')
+        .map(|i| reply[i + 1..].trim())
+        .filter(|r| !r.is_empty())
+        .unwrap_or(reply)
+        .to_owned();
+    Ok((letter, reason))
+}
+
+/// `factuality` (promptfoo's `matchesFactuality`): the text grader places
+/// the output against the reference in one of five categories; D (a
+/// disagreement) fails, the others pass with score 1. `not-` is ignored,
+/// as promptfoo ignores it.
+pub fn factuality(request: &Request) -> Result<Grade, GradeError> {
+    let ideal = match request.config.get("value") {
+        Some(Value::String(s)) => s.clone(),
+        _ => {
+            return Err(GradeError::Failed(
+                "factuality assertion type must have a string value".into(),
+            ));
+        }
+    };
+    let input = request
+        .input
+        .first()
+        .map(|m| m.content.clone())
+        .unwrap_or_default();
+    let prompt = FACTUALITY
+        .replace("{input}", &input)
+        .replace("{ideal}", &ideal)
+        .replace("{completion}", &request.output);
+    let completion = evalhost_plugin_sdk::complete(&CompletionRequest {
+        messages: vec![("user".into(), prompt)],
+        ..CompletionRequest::default()
+    })
+    .map_err(judge_error)?;
+    if completion.text.is_empty() {
+        return Ok(crate::judged(false, 0.0, "No output".into()));
+    }
+    Ok(match factuality_category(&completion.text) {
+        Ok((letter, reason)) => {
+            let pass = letter != 'D';
+            crate::judged(pass, if pass { 1.0 } else { 0.0 }, reason)
+        }
+        Err(reason) => crate::judged(false, 0.0, reason),
+    })
+}
+
 /// Grades `llm-rubric`.
 pub fn grade(request: &Request, inverse: bool) -> Result<Grade, GradeError> {
     let config = &request.config;
@@ -213,6 +338,27 @@ mod tests {
 
     fn verdict(g: &Grade) -> bool {
         g.details.as_ref().unwrap()["verdict"] == "pass"
+    }
+
+    #[test]
+    fn factuality_replies_are_read_as_promptfoo_reads_them() {
+        assert_eq!(
+            factuality_category(r#"{"category": " b ", "reason": " x "}"#),
+            Ok(('B', "x".to_owned()))
+        );
+        assert_eq!(
+            factuality_category(r#"{"category": "D"}"#).unwrap().1,
+            "Category D: There is a disagreement between the submitted answer and the expert answer."
+        );
+        assert_eq!(
+            factuality_category(r#"{"category": "F"}"#),
+            Err("Invalid category value: F".to_owned())
+        );
+        assert_eq!(
+            factuality_category("I pick (e) since they differ"),
+            Ok(('E', "since they differ".to_owned()))
+        );
+        assert!(factuality_category("no idea").is_err());
     }
 
     #[test]

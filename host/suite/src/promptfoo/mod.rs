@@ -1883,9 +1883,13 @@ impl Reader {
         let code_type = match base.as_str() {
             "javascript" => Some("promptfoo-javascript".to_owned()),
             "python" => Some("promptfoo-python".to_owned()),
-            "llm-rubric" | "model-graded-closedqa" => {
+            "llm-rubric" | "model-graded-closedqa" | "factuality" => {
                 self.uses_grader = true;
                 Some(format!("promptfoo-{base}"))
+            }
+            "model-graded-factuality" => {
+                self.uses_grader = true;
+                Some("promptfoo-factuality".to_owned())
             }
             _ => None,
         };
@@ -2041,7 +2045,12 @@ impl Reader {
         }
         // promptfoo's handlers apply `not-` themselves, each its own way.
         if negate {
-            if PROVIDER_TYPES.contains(&base.as_str()) || base == "model-graded-closedqa" {
+            if PROVIDER_TYPES.contains(&base.as_str())
+                || matches!(
+                    base.as_str(),
+                    "model-graded-closedqa" | "factuality" | "model-graded-factuality"
+                )
+            {
                 self.warning(
                     &at.key("type"),
                     format!("`{raw_type}`: promptfoo ignores `not-` on `{base}` (its handler never reads it), and so does evalhost"),
