@@ -133,48 +133,30 @@ fn stateless_instances_are_reused_until_they_trap() {
     assert_eq!(text("t5"), "call 1");
 }
 
-/// promptfoo's inline JavaScript runs in the `evalhost-javascript` plugin:
-/// a snippet that loops or allocates without bound fails its own assertion
-/// with a typed class, deep recursion fails it as a throw, and the files,
-/// network, environment, modules and clock of the machine are out of reach.
-#[test]
-fn javascript_snippets_are_sandboxed() {
+/// Runs promptfoo `kind` assertions (one test each, on `echo` with output
+/// `x`) one worker at a time, with a variable set in evalhost's
+/// environment; the run and its rows.
+fn run_snippets(
+    kind: &str,
+    snippets: &[(&str, &str)],
+) -> (crate::support::Run, Vec<serde_json::Value>) {
     let work = tempfile::tempdir().unwrap();
-    let snippet = |description: &str, code: &str| {
-        format!(
-            "  - description: {description}\n    vars: {{q: x}}\n    assert:\n      - type: javascript\n        value: {}\n",
-            serde_json::to_string(code).unwrap()
-        )
-    };
     let mut config = String::from("prompts: ['{{q}}']\nproviders: [echo]\ntests:\n");
-    for (d, code) in [
-        ("loops", "while (true) {}\nreturn true;"),
-        ("allocates", "let s = 'x';\nwhile (true) { s = s + s; }"),
-        ("recurses", "const f = n => f(n + 1); f(0)"),
-        (
-            "clock",
-            "Date.now() === 0 && new Date().getUTCFullYear() === 1970",
-        ),
-        ("environment", "Object.keys(process.env).length === 0"),
-        (
-            "network",
-            "typeof fetch === 'undefined' && typeof XMLHttpRequest === 'undefined' && typeof WebSocket === 'undefined'",
-        ),
-        (
-            "modules",
-            "require('fs').readFileSync('/etc/passwd', 'utf8').length > 0",
-        ),
-        ("console", "console.log('seen', 42);\nreturn true;"),
-        (
-            "printed",
-            "console.log('printed', 'before', 'failing');\nreturn false;",
-        ),
-        ("after", "output === 'x'"),
-    ] {
-        config.push_str(&snippet(d, code));
+    for (description, code) in snippets {
+        config.push_str(&format!(
+            "  - description: {description}\n    vars: {{q: x}}\n    assert:\n      - type: {kind}\n        value: {}\n",
+            serde_json::to_string(code).unwrap()
+        ));
     }
     std::fs::write(work.path().join("promptfooconfig.yaml"), config).unwrap();
-    let r: crate::support::Run = crate::support::evalhost()
+    let mut command = crate::support::evalhost();
+    if kind == "python" {
+        command.env(
+            "EVALHOST_COMPONENTIZE_PY",
+            crate::support::componentize_py(),
+        );
+    }
+    let r: crate::support::Run = command
         .current_dir(work.path())
         .env("EVALHOST_SANDBOX_PROBE", "secret")
         .args(["run", "promptfooconfig.yaml", "-o", "out", "-j", "1"])
@@ -182,12 +164,47 @@ fn javascript_snippets_are_sandboxed() {
         .unwrap()
         .into();
     assert!(r.code == 1, "{}{}", r.stdout, r.stderr);
-    let rows: Vec<serde_json::Value> =
-        std::fs::read_to_string(work.path().join("out/results.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+    let rows = std::fs::read_to_string(work.path().join("out/results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (r, rows)
+}
+
+/// promptfoo's inline JavaScript runs in the `evalhost-javascript` plugin:
+/// a snippet that loops or allocates without bound fails its own assertion
+/// with a typed class, deep recursion fails it as a throw, and the files,
+/// network, environment, modules and clock of the machine are out of reach.
+#[test]
+fn javascript_snippets_are_sandboxed() {
+    let (r, rows) = run_snippets(
+        "javascript",
+        &[
+            ("loops", "while (true) {}\nreturn true;"),
+            ("allocates", "let s = 'x';\nwhile (true) { s = s + s; }"),
+            ("recurses", "const f = n => f(n + 1); f(0)"),
+            (
+                "clock",
+                "Date.now() === 0 && new Date().getUTCFullYear() === 1970",
+            ),
+            ("environment", "Object.keys(process.env).length === 0"),
+            (
+                "network",
+                "typeof fetch === 'undefined' && typeof XMLHttpRequest === 'undefined' && typeof WebSocket === 'undefined'",
+            ),
+            (
+                "modules",
+                "require('fs').readFileSync('/etc/passwd', 'utf8').length > 0",
+            ),
+            ("console", "console.log('seen', 42);\nreturn true;"),
+            (
+                "printed",
+                "console.log('printed', 'before', 'failing');\nreturn false;",
+            ),
+            ("after", "output === 'x'"),
+        ],
+    );
     let row = |d: &str| {
         rows.iter()
             .find(|r| r["metadata"]["description"] == d)
@@ -245,56 +262,30 @@ fn javascript_snippets_are_sandboxed() {
 /// named, `print` kept with the result.
 #[test]
 fn python_snippets_are_sandboxed() {
-    let work = tempfile::tempdir().unwrap();
-    let snippet = |description: &str, code: &str| {
-        format!(
-            "  - description: {description}\n    vars: {{q: x}}\n    assert:\n      - type: python\n        value: {}\n",
-            serde_json::to_string(code).unwrap()
-        )
-    };
-    let mut config = String::from("prompts: ['{{q}}']\nproviders: [echo]\ntests:\n");
-    for (d, code) in [
-        ("loops", "while True:\n    pass\nreturn True"),
-        (
-            "allocates",
-            "s = ['x']\nwhile True:\n    s = s + s\nreturn True",
-        ),
-        ("recurses", "def f(n):\n    return f(n + 1)\nreturn f(0)"),
-        ("clock", "import time\nreturn time.time() == 0"),
-        (
-            "environment",
-            "import os\nreturn 'EVALHOST_SANDBOX_PROBE' not in os.environ",
-        ),
-        ("files", "open('/etc/passwd').read()\nreturn True"),
-        (
-            "network",
-            "import socket\nsocket.create_connection(('127.0.0.1', 9))\nreturn True",
-        ),
-        ("modules", "import numpy\nreturn True"),
-        ("print", "print('seen', 42)\nreturn True"),
-        ("after", "output == 'x'"),
-    ] {
-        config.push_str(&snippet(d, code));
-    }
-    std::fs::write(work.path().join("promptfooconfig.yaml"), config).unwrap();
-    let r: crate::support::Run = crate::support::evalhost()
-        .current_dir(work.path())
-        .env("EVALHOST_SANDBOX_PROBE", "secret")
-        .env(
-            "EVALHOST_COMPONENTIZE_PY",
-            crate::support::componentize_py(),
-        )
-        .args(["run", "promptfooconfig.yaml", "-o", "out", "-j", "1"])
-        .output()
-        .unwrap()
-        .into();
-    assert!(r.code == 1, "{}{}", r.stdout, r.stderr);
-    let rows: Vec<serde_json::Value> =
-        std::fs::read_to_string(work.path().join("out/results.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+    let (_, rows) = run_snippets(
+        "python",
+        &[
+            ("loops", "while True:\n    pass\nreturn True"),
+            (
+                "allocates",
+                "s = ['x']\nwhile True:\n    s = s + s\nreturn True",
+            ),
+            ("recurses", "def f(n):\n    return f(n + 1)\nreturn f(0)"),
+            ("clock", "import time\nreturn time.time() == 0"),
+            (
+                "environment",
+                "import os\nreturn 'EVALHOST_SANDBOX_PROBE' not in os.environ",
+            ),
+            ("files", "open('/etc/passwd').read()\nreturn True"),
+            (
+                "network",
+                "import socket\nsocket.create_connection(('127.0.0.1', 9))\nreturn True",
+            ),
+            ("modules", "import numpy\nreturn True"),
+            ("print", "print('seen', 42)\nreturn True"),
+            ("after", "output == 'x'"),
+        ],
+    );
     let row = |d: &str| {
         rows.iter()
             .find(|r| r["metadata"]["description"] == d)

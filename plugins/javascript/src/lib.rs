@@ -538,9 +538,9 @@ fn normalize(
     }
 }
 
-/// The `context` promptfoo hands a snippet, from the request and what the
-/// host reader put in the config.
-fn context_json(request: &Request) -> Value {
+/// The test's vars (the reader keeps them in the metadata) and the rendered
+/// prompt (the one input message).
+fn vars_and_prompt(request: &Request) -> (Value, String) {
     let vars = request
         .metadata
         .get("vars")
@@ -551,6 +551,13 @@ fn context_json(request: &Request) -> Value {
         .first()
         .map(|m| m.content.clone())
         .unwrap_or_default();
+    (vars, prompt)
+}
+
+/// The `context` promptfoo hands a snippet, from the request and what the
+/// host reader put in the config.
+fn context_json(request: &Request) -> Value {
+    let (vars, prompt) = vars_and_prompt(request);
     let logprobs = request.logprobs();
     let mut provider_response = json!({"output": request.output});
     if let Some(l) = &logprobs {
@@ -745,16 +752,7 @@ fn transform_label(code: &str) -> String {
 /// process)`, its result awaited; nothing returned, or a throw, fails.
 fn run_transform(engine: &mut Engine, request: &Request) -> Result<Value, GradeError> {
     let config = &request.config;
-    let vars = request
-        .metadata
-        .get("vars")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    let prompt = request
-        .input
-        .first()
-        .map(|m| m.content.clone())
-        .unwrap_or_default();
+    let (vars, prompt) = vars_and_prompt(request);
     let context = json!({"vars": vars, "prompt": {"raw": prompt}});
     let context = JsValue::from_json(&context, &mut engine.ctx)
         .map_err(|e| GradeError::Failed(format!("the context: {e}")))?;

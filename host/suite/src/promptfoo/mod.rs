@@ -666,16 +666,22 @@ impl Reader {
         Some(found)
     }
 
+    /// `path`, relative to the config, inside the project root; an error
+    /// naming it as `shown` when it is not.
+    fn relative(&mut self, path: &str, shown: &str, at: &KeyPath) -> Option<PathBuf> {
+        match self.options.roots.relative(path, &self.dir) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                self.error(at, format!("{shown}: {e}"));
+                None
+            }
+        }
+    }
+
     /// A YAML or JSON file the config names, inside the project root,
     /// parsed.
     fn structured_file(&mut self, rel: &str, at: &KeyPath) -> Option<Value> {
-        let path = match self.options.roots.relative(rel, &self.dir) {
-            Ok(p) => p,
-            Err(e) => {
-                self.error(at, format!("`file://{rel}`: {e}"));
-                return None;
-            }
-        };
+        let path = self.relative(rel, &format!("`file://{rel}`"), at)?;
         let text = self.read_file(&path, at)?;
         match crate::yaml::parse(&text) {
             Ok(v) => Some(v),
@@ -1022,12 +1028,9 @@ impl Reader {
         for name in names {
             let spec = vars[&name].as_str().unwrap_or_default().to_owned();
             let rel = &spec["file://".len()..];
-            let path = match self.options.roots.relative(rel, &self.dir) {
-                Ok(p) => p,
-                Err(e) => {
-                    self.error(&at.key(&name), format!("var `{name}`: `{spec}`: {e}"));
-                    continue;
-                }
+            let Some(path) = self.relative(rel, &format!("var `{name}`: `{spec}`"), &at.key(&name))
+            else {
+                continue;
             };
             let loaded = cache
                 .entry(path.clone())
@@ -1237,13 +1240,7 @@ impl Reader {
                 .hint = Some("script providers run from file://…py and file://…js (Go, Ruby and TypeScript providers are not run)".into());
             return None;
         };
-        let path = match self.options.roots.relative(path_part, &self.dir) {
-            Ok(p) => p,
-            Err(e) => {
-                self.error(at, format!("`{id}`: {e}"));
-                return None;
-            }
-        };
+        let path = self.relative(path_part, &format!("`{id}`"), at)?;
         let (program, runner, default_fn) = if lang == "python" {
             ("python3", PY_PROVIDER_RUNNER, "call_api")
         } else {
@@ -1758,17 +1755,33 @@ impl Reader {
                 return None;
             }
         }
-        let config_json: Arc<str> = Value::Object(config.clone()).to_string().into();
         Some(Assertion {
-            name: name.into(),
-            kind: "transform".into(),
-            negate: false,
             weight: 0.0,
+            plugin_type: Some("promptfoo-transform".into()),
+            ..self.made(name.into(), "transform", config, at, file)
+        })
+    }
+
+    /// An assertion written at `at`, as the reader makes them: weight 1,
+    /// graded by the plugin of its `kind` unless the caller says otherwise.
+    fn made(
+        &self,
+        name: Arc<str>,
+        kind: &str,
+        config: Map<String, Value>,
+        at: &KeyPath,
+        file: &Arc<PathBuf>,
+    ) -> Assertion {
+        Assertion {
+            name,
+            kind: kind.into(),
+            negate: false,
+            weight: 1.0,
             required: Required::No,
             min_score: None,
             limits: LimitOverrides::default(),
+            config_json: Value::Object(config.clone()).to_string().into(),
             config: Arc::new(config),
-            config_json,
             loc: Loc {
                 file: file.clone(),
                 pos: self.map.locate(at),
@@ -1781,8 +1794,8 @@ impl Reader {
             preprocessors: Arc::from([]),
             prompt_script: None,
             transform: None,
-            plugin_type: Some("promptfoo-transform".into()),
-        })
+            plugin_type: None,
+        }
     }
 
     /// One assertion, with promptfoo's meaning.
@@ -1852,31 +1865,13 @@ impl Reader {
                 .collect();
             let name: Arc<str> = metric.unwrap_or_else(|| "assert-set".into()).into();
             return Some(Assertion {
-                name,
-                kind: "assert-set".into(),
-                negate: false,
                 weight,
-                required: Required::No,
-                min_score: None,
-                limits: LimitOverrides::default(),
-                config: Arc::new(Map::new()),
-                config_json: "{}".into(),
-                loc: Loc {
-                    file: file.clone(),
-                    pos: self.map.locate(at),
-                    key: at.clone(),
-                },
                 key_positions: KeyPositions::default(),
-                wasm: None,
-                from_suite: false,
                 group: Some(Box::new(Group {
                     members,
                     aggregate: Aggregate::AssertSet { threshold },
                 })),
-                preprocessors: Arc::from([]),
-                prompt_script: None,
-                transform: None,
-                plugin_type: None,
+                ..self.made(name, "assert-set", Map::new(), at, file)
             });
         }
         let trace_type = trace_plugin_type(&base);
@@ -2062,28 +2057,8 @@ impl Reader {
             config.insert("require_trace".into(), Value::Bool(true));
         }
         let name = metric.unwrap_or_else(|| raw_type.clone());
-        let config_json: Arc<str> = Value::Object(config.clone()).to_string().into();
         Some(Assertion {
-            name: name.into(),
-            kind: base.as_str().into(),
-            negate: false,
             weight,
-            required: Required::No,
-            min_score: None,
-            limits: LimitOverrides::default(),
-            config: Arc::new(config),
-            config_json,
-            loc: Loc {
-                file: file.clone(),
-                pos: self.map.locate(at),
-                key: at.clone(),
-            },
-            key_positions: KeyPositions::new(self.map.clone(), at.clone()),
-            wasm: None,
-            from_suite: false,
-            group: None,
-            preprocessors: Arc::from([]),
-            prompt_script: None,
             transform,
             plugin_type: Some(
                 trace_type
@@ -2091,7 +2066,18 @@ impl Reader {
                     .unwrap_or_else(|| format!("promptfoo-{base}"))
                     .into(),
             ),
+            ..self.made(name.into(), &base, config, at, file)
         })
+    }
+}
+
+/// `file://path[:function]` as promptfoo's `runAssertion` splits it: at the
+/// first `:`.
+fn file_and_function(spec: &str) -> (&str, Option<String>) {
+    let rest = spec.strip_prefix("file://").unwrap_or(spec);
+    match rest.split_once(':') {
+        Some((f, func)) => (f, Some(func.to_owned())),
+        None => (rest, None),
     }
 }
 
@@ -2118,11 +2104,7 @@ impl Reader {
     /// A `python` assertion's `file://check.py[:function]` (`get_assert` by
     /// default): the source, read now, for the sandboxed Python runner.
     fn python_file(&mut self, spec: &str, at: &KeyPath) -> Option<Value> {
-        let rest = &spec["file://".len()..];
-        let (file, function) = match rest.split_once(':') {
-            Some((f, func)) => (f, Some(func.to_owned())),
-            None => (rest, None),
-        };
+        let (file, function) = file_and_function(spec);
         if !file.ends_with(".py") {
             self.error(
                 at,
@@ -2130,13 +2112,7 @@ impl Reader {
             );
             return None;
         }
-        let path = match self.options.roots.relative(file, &self.dir) {
-            Ok(p) => p,
-            Err(e) => {
-                self.error(at, format!("`{spec}`: {e}"));
-                return None;
-            }
-        };
+        let path = self.relative(file, &format!("`{spec}`"), at)?;
         let source = self.read_file(&path, at)?;
         Some(json!({"reference": spec, "source": source, "function": function}))
     }
@@ -2146,11 +2122,7 @@ impl Reader {
     /// sandboxed engine to evaluate as an ES module (`.mjs`, or `import` /
     /// `export` statements) or CommonJS.
     fn javascript_file(&mut self, spec: &str, at: &KeyPath) -> Option<Value> {
-        let rest = &spec["file://".len()..];
-        let (file, function) = match rest.split_once(':') {
-            Some((f, func)) => (f, Some(func.to_owned())),
-            None => (rest, None),
-        };
+        let (file, function) = file_and_function(spec);
         let lower = file.to_ascii_lowercase();
         if [".ts", ".cts", ".mts", ".tsx"]
             .iter()
@@ -2180,13 +2152,7 @@ impl Reader {
             }
             return None;
         }
-        let path = match self.options.roots.relative(file, &self.dir) {
-            Ok(p) => p,
-            Err(e) => {
-                self.error(at, format!("`{spec}`: {e}"));
-                return None;
-            }
-        };
+        let path = self.relative(file, &format!("`{spec}`"), at)?;
         let source = self.read_file(&path, at)?;
         let esm = lower.ends_with(".mjs")
             || (!lower.ends_with(".cjs")
@@ -2247,13 +2213,7 @@ impl Reader {
             );
             return None;
         }
-        let path = match self.options.roots.relative(rest, &self.dir) {
-            Ok(p) => p,
-            Err(e) => {
-                self.error(at, format!("`{spec}`: {e}"));
-                return None;
-            }
-        };
+        let path = self.relative(rest, &format!("`{spec}`"), at)?;
         let loaded = match self.value_files.get(&path) {
             Some(r) => r.clone(),
             None => {
