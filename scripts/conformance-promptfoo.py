@@ -35,7 +35,9 @@ NATURAL_HOOK = ROOT / "plugins" / "promptfoo" / "src" / "testdata" / "natural-na
 def openai_server(replies):
     """A loopback OpenAI-compatible server answering each chat completion
     with the first reply whose `match` equals the last message's content,
-    or whose `contains` is in it (the same rule as the Rust conformance
+    or whose `contains` is in it, and whose `model` (if any) is the one
+    asked; each embedding request with the `vector` of the first reply
+    whose `embed` is in the input (the same rules as the Rust conformance
     test's server)."""
     import http.server
     import threading
@@ -43,11 +45,22 @@ def openai_server(replies):
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-            last = (body.get("messages") or [{}])[-1].get("content")
-            reply = next((r for r in replies
-                          if ("match" in r and r["match"] == last)
-                          or ("contains" in r and isinstance(last, str) and r["contains"] in last)), None)
-            status, payload = (200, reply["body"]) if reply else (404, {"error": {"message": f"no reply for {last!r}"}})
+            if "input" in body and "messages" not in body:
+                # An embedding request: the vector of the first reply whose
+                # `embed` is the input text (or is in it).
+                text = body["input"] if isinstance(body["input"], str) else json.dumps(body["input"])
+                reply = next((r for r in replies if "embed" in r and r["embed"] in text), None)
+                status, payload = ((200, {"object": "list", "model": body.get("model"),
+                                          "data": [{"object": "embedding", "index": 0, "embedding": reply["vector"]}],
+                                          "usage": {"prompt_tokens": 3, "total_tokens": 3}})
+                                   if reply else (404, {"error": {"message": f"no embedding for {text!r}"}}))
+            else:
+                last = (body.get("messages") or [{}])[-1].get("content")
+                reply = next((r for r in replies
+                              if ("model" not in r or r["model"] == body.get("model"))
+                              and (("match" in r and r["match"] == last)
+                                   or ("contains" in r and isinstance(last, str) and r["contains"] in last))), None)
+                status, payload = (200, reply["body"]) if reply else (404, {"error": {"message": f"no reply for {last!r}"}})
             data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

@@ -178,6 +178,27 @@ fn promptfoo_configs_score_as_promptfoo() {
                 let server = crate::support::FakeServer::start_fn(move |req| {
                     let body: serde_json::Value =
                         serde_json::from_str(&req.body).unwrap_or_default();
+                    if body.get("input").is_some() && body.get("messages").is_none() {
+                        let text = match &body["input"] {
+                            serde_json::Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        return match replies
+                            .iter()
+                            .find(|r| r["embed"].as_str().is_some_and(|e| text.contains(e)))
+                        {
+                            Some(r) => crate::support::Reply::json(
+                                200,
+                                serde_json::json!({"object": "list", "model": body["model"],
+                                    "data": [{"object": "embedding", "index": 0, "embedding": r["vector"]}],
+                                    "usage": {"prompt_tokens": 3, "total_tokens": 3}}),
+                            ),
+                            None => crate::support::Reply::json(
+                                404,
+                                serde_json::json!({"error": {"message": "no embedding"}}),
+                            ),
+                        };
+                    }
                     let last = body["messages"]
                         .as_array()
                         .and_then(|m| m.last())
@@ -189,7 +210,13 @@ fn promptfoo_configs_score_as_promptfoo() {
                             .zip(last.as_str())
                             .is_some_and(|(c, l)| l.contains(c))
                     };
-                    match replies.iter().find(|r| r["match"] == last || contains(r)) {
+                    let model = |r: &serde_json::Value| {
+                        r.get("model").is_none_or(|m| *m == body["model"])
+                    };
+                    match replies
+                        .iter()
+                        .find(|r| model(r) && (r["match"] == last || contains(r)))
+                    {
                         Some(r) => crate::support::Reply::json(200, r["body"].clone()),
                         None => crate::support::Reply::json(
                             404,

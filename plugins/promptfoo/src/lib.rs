@@ -18,6 +18,7 @@ use evalhost_plugin_sdk::{
     AssertionType, Config, Grade, GradeError, Grader, Plugin, Request, Value, export_grader, json,
 };
 
+mod grading;
 mod html;
 mod is_html;
 mod js;
@@ -160,6 +161,18 @@ const TYPES: &[(&str, &str)] = &[
         "factuality",
         "The grading model places the output against the reference: a disagreement (D) fails",
     ),
+    (
+        "g-eval",
+        "G-Eval: the grading model writes steps for each criterion, then scores the output 0-10 by them; the mean over 10 reaches the threshold (default 0.7)",
+    ),
+];
+
+/// Types that ask the grading model (capability `llm`).
+pub const MODEL_GRADED: &[&str] = &[
+    "llm-rubric",
+    "model-graded-closedqa",
+    "factuality",
+    "g-eval",
 ];
 
 /// Types whose score is not 0 or 1: the plugin's verdict decides.
@@ -171,6 +184,7 @@ const SCORED: &[&str] = &[
     "perplexity-score",
     "meteor",
     "llm-rubric",
+    "g-eval",
 ];
 
 /// A result as promptfoo's handler returns it: its pass, its score, its
@@ -487,7 +501,7 @@ impl Grader for PromptfooGrader {
             Plugin::new("evalhost-promptfoo", env!("CARGO_PKG_VERSION")).stateless(true);
         for (name, description) in TYPES {
             let mut ty = AssertionType::new(format!("promptfoo-{name}"), *description);
-            if matches!(*name, "llm-rubric" | "model-graded-closedqa" | "factuality") {
+            if MODEL_GRADED.contains(name) {
                 ty = ty.capability(evalhost_plugin_sdk::Capability::Llm);
             }
             plugin = plugin.assertion_type(
@@ -538,6 +552,11 @@ impl Grader for PromptfooGrader {
             "model-graded-closedqa" | "factuality" => match config.get("value") {
                 Some(Value::String(_)) => Ok(()),
                 _ => Err(prefix("must have a string value".into())),
+            },
+            "g-eval" => match config.get("value") {
+                Some(Value::String(_)) => Ok(()),
+                Some(Value::Array(items)) if items.iter().all(Value::is_string) => Ok(()),
+                _ => Err("G-Eval assertion type must have a string or array of strings value".into()),
             },
             "llm-rubric" => match config.get("value") {
                 None | Some(Value::Null | Value::String(_)) => Ok(()),
@@ -799,6 +818,7 @@ impl Grader for PromptfooGrader {
             "llm-rubric" => rubric::grade(request, inverse)?,
             "model-graded-closedqa" => rubric::closed_qa(request)?,
             "factuality" => rubric::factuality(request)?,
+            "g-eval" => rubric::g_eval(request, inverse)?,
             "perplexity" => provider::perplexity(config, request, inverse)?,
             "perplexity-score" => provider::perplexity_score(config, request, inverse)?,
             "latency" => {

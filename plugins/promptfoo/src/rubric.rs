@@ -12,7 +12,9 @@
 //! verdict and scores 1 − score. The model call is the host's `llm`
 //! capability: the plugin never sees a key.
 
-use evalhost_plugin_sdk::{CompletionRequest, Grade, GradeError, LlmError, Request, Value};
+use evalhost_plugin_sdk::{Grade, GradeError, Request, Value};
+
+use crate::grading::{self, try_parse};
 
 const SYSTEM: &str = "You grade an output against a rubric written by a user. The output passes when what the rubric states is true of it. Answer with one JSON object and nothing else: {\"reason\": string, \"pass\": boolean, \"score\": number between 0 and 1}.
 
@@ -35,14 +37,6 @@ fn js_number(v: &Value) -> f64 {
         Value::String(s) if s.trim().is_empty() => 0.0,
         Value::String(s) => s.trim().parse().unwrap_or(f64::NAN),
         _ => f64::NAN,
-    }
-}
-
-fn judge_error(e: LlmError) -> GradeError {
-    match e {
-        LlmError::NotGranted(m) | LlmError::Unavailable(m) | LlmError::Failed(m) => {
-            GradeError::Judge(m)
-        }
     }
 }
 
@@ -71,21 +65,26 @@ pub fn closed_qa(request: &Request) -> Result<Grade, GradeError> {
             ));
         }
     };
-    let input = request
-        .input
-        .first()
-        .map(|m| m.content.clone())
-        .unwrap_or_default();
-    let prompt = CLOSED_QA
-        .replace("{input}", &input)
-        .replace("{criteria}", &criterion)
-        .replace("{completion}", &request.output);
-    let completion = evalhost_plugin_sdk::complete(&CompletionRequest {
-        messages: vec![("user".into(), prompt)],
-        ..CompletionRequest::default()
-    })
-    .map_err(judge_error)?;
-    let reply = completion.text;
+    let input = grading::prompt(request);
+    let messages = grading::messages(
+        request,
+        grading::custom_prompt(request).as_deref(),
+        &[
+            ("input", Value::String(input.clone())),
+            ("criteria", Value::String(criterion.clone())),
+            ("completion", try_parse(&request.output)),
+        ],
+        || {
+            vec![(
+                "user".into(),
+                CLOSED_QA
+                    .replace("{input}", &input)
+                    .replace("{criteria}", &criterion)
+                    .replace("{completion}", &request.output),
+            )]
+        },
+    )?;
+    let reply = grading::ask(request, messages)?;
     if reply.is_empty() {
         return Ok(crate::judged(false, 0.0, "No output".into()));
     }
@@ -189,8 +188,9 @@ fn factuality_category(reply: &str) -> Result<(char, String), String> {
 
 /// `factuality` (promptfoo's `matchesFactuality`): the text grader places
 /// the output against the reference in one of five categories; D (a
-/// disagreement) fails, the others pass with score 1. `not-` is ignored,
-/// as promptfoo ignores it.
+/// disagreement) fails, the others pass with score 1, unless the test's
+/// `options.factuality` scores them otherwise (a score above 0 passes).
+/// `not-` is ignored, as promptfoo ignores it.
 pub fn factuality(request: &Request) -> Result<Grade, GradeError> {
     let ideal = match request.config.get("value") {
         Some(Value::String(s)) => s.clone(),
@@ -200,27 +200,47 @@ pub fn factuality(request: &Request) -> Result<Grade, GradeError> {
             ));
         }
     };
-    let input = request
-        .input
-        .first()
-        .map(|m| m.content.clone())
-        .unwrap_or_default();
-    let prompt = FACTUALITY
-        .replace("{input}", &input)
-        .replace("{ideal}", &ideal)
-        .replace("{completion}", &request.output);
-    let completion = evalhost_plugin_sdk::complete(&CompletionRequest {
-        messages: vec![("user".into(), prompt)],
-        ..CompletionRequest::default()
-    })
-    .map_err(judge_error)?;
-    if completion.text.is_empty() {
+    let input = grading::prompt(request);
+    let messages = grading::messages(
+        request,
+        grading::custom_prompt(request).as_deref(),
+        &[
+            ("input", Value::String(input.clone())),
+            ("ideal", Value::String(ideal.clone())),
+            ("completion", try_parse(&request.output)),
+        ],
+        || {
+            vec![(
+                "user".into(),
+                FACTUALITY
+                    .replace("{input}", &input)
+                    .replace("{ideal}", &ideal)
+                    .replace("{completion}", &request.output),
+            )]
+        },
+    )?;
+    let reply = grading::ask(request, messages)?;
+    if reply.is_empty() {
         return Ok(crate::judged(false, 0.0, "No output".into()));
     }
-    Ok(match factuality_category(&completion.text) {
+    Ok(match factuality_category(&reply) {
         Ok((letter, reason)) => {
-            let pass = letter != 'D';
-            crate::judged(pass, if pass { 1.0 } else { 0.0 }, reason)
+            // `options.factuality`: the score of each category; one above
+            // 0 passes.
+            let key = match letter {
+                'A' => "subset",
+                'B' => "superset",
+                'C' => "agree",
+                'D' => "disagree",
+                _ => "differButFactual",
+            };
+            let score = request
+                .config
+                .get("__factuality")
+                .and_then(|f| f.get(key))
+                .and_then(Value::as_f64)
+                .unwrap_or(if letter == 'D' { 0.0 } else { 1.0 });
+            crate::judged(score > 0.0, score, reason)
         }
         Err(reason) => crate::judged(false, 0.0, reason),
     })
@@ -237,30 +257,33 @@ pub fn grade(request: &Request, inverse: bool) -> Result<Grade, GradeError> {
     let threshold = config
         .optional_f64("threshold")
         .map_err(GradeError::Failed)?;
-    let completion = evalhost_plugin_sdk::complete(&CompletionRequest {
-        messages: vec![
-            ("system".into(), SYSTEM.into()),
-            (
-                "user".into(),
-                format!(
-                    "<Output>\n{}\n</Output>\n<Rubric>\n{rubric}\n</Rubric>",
-                    request.output
-                ),
-            ),
+    let messages = grading::messages(
+        request,
+        grading::custom_prompt(request).as_deref(),
+        &[
+            ("output", try_parse(&request.output)),
+            ("rubric", Value::String(rubric.clone())),
         ],
-        // The grader asked for JSON, where the reader names one.
-        target: config
-            .get("__judge")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        ..CompletionRequest::default()
-    })
-    .map_err(judge_error)?;
+        || {
+            vec![
+                ("system".into(), SYSTEM.into()),
+                (
+                    "user".into(),
+                    format!(
+                        "<Output>\n{}\n</Output>\n<Rubric>\n{rubric}\n</Rubric>",
+                        request.output
+                    ),
+                ),
+            ]
+        },
+    )?;
+    // The grader asked for JSON, where the reader names one (`__judge`).
+    let reply = grading::ask(request, messages)?;
     let fail = |reason: String| Ok(crate::judged(false, 0.0, reason));
-    if completion.text.is_empty() {
+    if reply.is_empty() {
         return fail("No output".into());
     }
-    let objects = crate::json_objects(&completion.text);
+    let objects = crate::json_objects(&reply);
     let Some(Value::Object(parsed)) = objects.into_iter().next() else {
         return fail("Could not extract JSON from llm-rubric response".into());
     };
@@ -305,6 +328,252 @@ pub fn grade(request: &Request, inverse: bool) -> Result<Grade, GradeError> {
     Ok(crate::judged(pass != inverse, score, reason))
 }
 
+/// The leftmost match of the JavaScript regex `<prefix>.+\}` (`.` stops at
+/// a line break; greedy: to the line's last `}`).
+fn line_match<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let mut from = 0;
+    while let Some(i) = text[from..].find(prefix).map(|i| i + from) {
+        let rest = &text[i + prefix.len()..];
+        let line = rest
+            .find(['\n', '\r', '\u{2028}', '\u{2029}'])
+            .map_or(rest, |end| &rest[..end]);
+        // `.+` takes at least one character before the closing brace.
+        if let Some(close) = line.rfind('}')
+            && close >= line.chars().next().map_or(1, char::len_utf8)
+        {
+            return Some(&text[i..i + prefix.len() + close + 1]);
+        }
+        from = i + prefix.len();
+    }
+    None
+}
+
+const GEVAL_STEPS: &str = "You turn evaluation criteria into a short procedure. From the criteria below, write 3 or 4 brief evaluation steps that would check any text against them.
+
+Criteria:
+{criteria}
+
+Answer with one minified JSON object on a single line, with no code fence and nothing else: {\"steps\": [\"step one\", \"step two\", ...]}";
+
+const GEVAL_EVALUATE: &str = "You rate one reply to a prompt on a single criterion.
+
+Criterion:
+{criteria}
+
+Steps to follow:
+- {steps}
+
+Prompt:
+{input}
+
+Reply:
+{output}
+
+Give an integer score from 0 (the criterion is not met at all) to {maxScore} (it is fully and clearly met), and a brief reason that names specifics of the prompt and reply but does not repeat the score. Answer with one minified JSON object on a single line and nothing else: {\"score\": integer, \"reason\": string}";
+
+/// The highest score G-Eval's judge gives.
+const GEVAL_MAX: f64 = 10.0;
+
+/// One G-Eval criterion (promptfoo's `matchesGEval`): the judge writes
+/// evaluation steps for the criterion, then scores the reply 0–10 by them;
+/// the score is that over 10. `Err` is a grader failure (never inverted).
+fn geval_one(
+    request: &Request,
+    criteria: &str,
+) -> Result<Result<(f64, String), String>, GradeError> {
+    let custom = request
+        .config
+        .get("__rubric_prompt")
+        .and_then(Value::as_object);
+    let part = |name: &str| {
+        custom
+            .and_then(|c| c.get(name))
+            .filter(|v| !v.is_null())
+            .map(|v| {
+                v.as_str()
+                    .map_or_else(|| crate::js::stringify(v), str::to_owned)
+            })
+    };
+    let messages = grading::messages(
+        request,
+        part("steps").as_deref(),
+        &[("criteria", Value::String(criteria.to_owned()))],
+        || vec![("user".into(), GEVAL_STEPS.replace("{criteria}", criteria))],
+    )?;
+    let reply = grading::ask(request, messages)?;
+    if reply.is_empty() {
+        return Ok(Err("G-Eval step-generation call returned no output".into()));
+    }
+    let Some(found) = line_match(&reply, "{\"steps\"") else {
+        return Ok(Err(format!(
+            "LLM-proposed evaluation steps are not in JSON format: {reply}"
+        )));
+    };
+    let steps = match serde_json::from_str::<Value>(found) {
+        Ok(v) => v.get("steps").cloned().unwrap_or(Value::Null),
+        Err(e) => {
+            return Ok(Err(format!(
+                "LLM-proposed evaluation steps are not in JSON format: {e}\n\n{reply}"
+            )));
+        }
+    };
+    let Value::Array(steps) = steps else {
+        return Ok(Err(format!(
+            "G-Eval steps response has invalid or missing steps: {}",
+            crate::js::stringify(&steps)
+        )));
+    };
+    if steps.is_empty() {
+        return Ok(Err("LLM does not propose any evaluation step".into()));
+    }
+    if !steps
+        .iter()
+        .all(|s| s.as_str().is_some_and(|s| !crate::js::trim(s).is_empty()))
+    {
+        return Ok(Err(format!(
+            "G-Eval steps response contains invalid steps: {}",
+            crate::js::stringify(&Value::Array(steps))
+        )));
+    }
+    let steps = steps
+        .iter()
+        .filter_map(Value::as_str)
+        .collect::<Vec<_>>()
+        .join("\n- ");
+    let input = grading::prompt(request);
+    let messages = grading::messages(
+        request,
+        part("evaluate").as_deref(),
+        &[
+            ("criteria", Value::String(criteria.to_owned())),
+            ("steps", Value::String(steps.clone())),
+            ("maxScore", Value::String("10".into())),
+            ("input", try_parse(&input)),
+            ("output", try_parse(&request.output)),
+        ],
+        || {
+            vec![(
+                "user".into(),
+                GEVAL_EVALUATE
+                    .replace("{criteria}", criteria)
+                    .replace("{steps}", &steps)
+                    .replace("{maxScore}", "10")
+                    .replace("{input}", &grading::shown(&try_parse(&input)))
+                    .replace("{output}", &grading::shown(&try_parse(&request.output))),
+            )]
+        },
+    )?;
+    let reply = grading::ask(request, messages)?;
+    if reply.is_empty() {
+        return Ok(Err("G-Eval evaluation call returned no output".into()));
+    }
+    let Some(found) = line_match(&reply, "{") else {
+        return Ok(Err(format!(
+            "LLM-proposed evaluation result is not in JSON format: {reply}"
+        )));
+    };
+    let result = match serde_json::from_str::<Value>(found) {
+        Ok(v) => v,
+        Err(e) => {
+            return Ok(Err(format!(
+                "LLM-proposed evaluation result is not in JSON format: {e}\n\n{reply}"
+            )));
+        }
+    };
+    let raw = match result.get("score") {
+        Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
+        Some(v @ Value::String(s)) if !crate::js::trim(s).is_empty() => js_number(v),
+        _ => f64::NAN,
+    };
+    let shown_score = || {
+        result
+            .get("score")
+            .map_or("undefined".to_owned(), crate::js::stringify)
+    };
+    if !raw.is_finite() {
+        return Ok(Err(format!(
+            "G-Eval result has invalid or missing score: {}",
+            shown_score()
+        )));
+    }
+    if !(0.0..=GEVAL_MAX).contains(&raw) {
+        return Ok(Err(format!(
+            "G-Eval result score {} is outside the expected 0-10 range",
+            crate::js::number(raw)
+        )));
+    }
+    match result.get("reason") {
+        Some(Value::String(r)) if !crate::js::trim(r).is_empty() => {
+            Ok(Ok((raw / GEVAL_MAX, r.clone())))
+        }
+        other => Ok(Err(format!(
+            "G-Eval result has invalid or missing reason: {}",
+            other.map_or("undefined".to_owned(), crate::js::stringify)
+        ))),
+    }
+}
+
+/// `g-eval` (promptfoo's `handleGEval`): one criterion, or the mean over a
+/// list of them; passes at the threshold (default 0.7). `not-` flips the
+/// verdict and scores 1 − score; a grader failure fails either way.
+pub fn g_eval(request: &Request, inverse: bool) -> Result<Grade, GradeError> {
+    let threshold = request
+        .config
+        .optional_f64("threshold")
+        .map_err(GradeError::Failed)?
+        .unwrap_or(0.7);
+    let criteria: Vec<String> = match request.config.get("value") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => {
+            return Err(GradeError::Failed(
+                "G-Eval assertion type must have a string or array of strings value".into(),
+            ));
+        }
+    };
+    let list = matches!(request.config.get("value"), Some(Value::Array(_)));
+    if criteria.is_empty() {
+        return Ok(crate::judged(
+            false,
+            0.0,
+            "G-Eval assertion requires at least one criterion string in the value array.".into(),
+        ));
+    }
+    let mut scores = Vec::new();
+    let mut reasons = Vec::new();
+    for (i, criterion) in criteria.iter().enumerate() {
+        match geval_one(request, criterion)? {
+            Ok((score, reason)) => {
+                scores.push(score);
+                reasons.push(reason);
+            }
+            Err(reason) if list => {
+                return Ok(crate::judged(
+                    false,
+                    0.0,
+                    format!(
+                        "G-Eval criterion {}/{} ({}) failed: {reason}",
+                        i + 1,
+                        criteria.len(),
+                        crate::js::stringify(&Value::String(criterion.clone()))
+                    ),
+                ));
+            }
+            Err(reason) => return Ok(crate::judged(false, 0.0, reason)),
+        }
+    }
+    let score = scores.iter().sum::<f64>() / scores.len() as f64;
+    Ok(crate::judged(
+        (score >= threshold) != inverse,
+        if inverse { 1.0 - score } else { score },
+        reasons.join("\n\n"),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use evalhost_plugin_sdk::testing::Harness;
@@ -338,6 +607,73 @@ mod tests {
 
     fn verdict(g: &Grade) -> bool {
         g.details.as_ref().unwrap()["verdict"] == "pass"
+    }
+
+    #[test]
+    fn line_matches_are_javascripts() {
+        assert_eq!(
+            line_match("x {\"steps\": [1]} y }", "{\"steps\""),
+            Some("{\"steps\": [1]} y }")
+        );
+        // `.` stops at a line break; `.+` needs a character.
+        assert_eq!(line_match("{\"steps\"\n}", "{\"steps\""), None);
+        assert_eq!(line_match("{}\n{a}", "{"), Some("{a}"));
+        assert_eq!(line_match("no braces", "{"), None);
+    }
+
+    fn geval(replies: &'static [&'static str], config: Value) -> Grade {
+        let calls = std::cell::Cell::new(0);
+        let harness = Harness::<crate::PromptfooGrader>::new().llm(move |req| {
+            let i = calls.get();
+            calls.set(i + 1);
+            // The evaluation call shows the steps and the output.
+            if i % 2 == 1 {
+                let user = &req.messages[0].1;
+                assert!(
+                    user.contains("- S1\n- S2") && user.contains("the answer"),
+                    "{user}"
+                );
+            }
+            Ok(Completion {
+                text: replies[i % replies.len()].into(),
+                model: "m".into(),
+                input_tokens: None,
+                output_tokens: None,
+                cost_usd: None,
+                cached: false,
+            })
+        });
+        harness
+            .grade(&Request::new("promptfoo-g-eval", "the answer").with_config(config))
+            .unwrap()
+    }
+
+    #[test]
+    fn g_eval_scores_over_ten_against_its_threshold() {
+        let ok: &[&str] = &[
+            r#"{"steps": ["S1", "S2"]}"#,
+            r#"{"score": 7, "reason": "fine"}"#,
+        ];
+        let g = geval(ok, json!({"value": "c"}));
+        assert!(verdict(&g) && (g.score - 0.7).abs() < 1e-12);
+        let g = geval(ok, json!({"value": "c", "threshold": 0.8}));
+        assert!(!verdict(&g));
+        let g = geval(ok, json!({"value": "c", "inverse": true}));
+        assert!(!verdict(&g) && (g.score - 0.3).abs() < 1e-9);
+        // An unusable reply fails, inverted or not.
+        let bad: &[&str] = &[
+            r#"{"steps": ["S1", "S2"]}"#,
+            r#"{"score": 11, "reason": "x"}"#,
+        ];
+        for inverse in [false, true] {
+            let g = geval(bad, json!({"value": "c", "inverse": inverse}));
+            assert!(!verdict(&g) && g.score == 0.0, "{:?}", g.checks);
+        }
+        let g = geval(bad, json!({"value": ["a", "b"]}));
+        assert_eq!(
+            g.checks[0].text,
+            "G-Eval criterion 1/2 (\"a\") failed: G-Eval result score 11 is outside the expected 0-10 range"
+        );
     }
 
     #[test]

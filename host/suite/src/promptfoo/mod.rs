@@ -159,8 +159,29 @@ struct Row {
     /// `options.postprocess`, its old name (a `transform` wins, the
     /// default's too).
     postprocess: Option<(Value, KeyPath)>,
+    /// `options.provider` and `options.rubricPrompt`: how the test's
+    /// model-graded assertions are graded.
+    grading: Grading,
     at: KeyPath,
     file: Arc<PathBuf>,
+}
+
+/// A test's grading options (an assertion's own `provider` and
+/// `rubricPrompt` win over them).
+#[derive(Debug, Clone, Default)]
+struct Grading {
+    provider: Option<(Value, KeyPath)>,
+    rubric_prompt: Option<(Value, KeyPath)>,
+    /// `options.factuality`: the score of each factuality category.
+    factuality: Option<Map<String, Value>>,
+}
+
+/// A grading model a test or an assertion names, as a judge target.
+struct NamedGrader {
+    /// The provider as written (its JSON text), to share one target.
+    key: String,
+    spec: Value,
+    at: KeyPath,
 }
 
 struct Reader {
@@ -172,6 +193,9 @@ struct Reader {
     value_files: std::collections::HashMap<PathBuf, Result<Value, String>>,
     /// `defaultTest.options.provider`: the model that grades `llm-rubric`.
     grading_provider: Option<(Value, KeyPath)>,
+    /// The grading models tests and assertions name (`provider`), each a
+    /// judge target `promptfoo-grader-<n>`.
+    named_graders: Vec<NamedGrader>,
     /// Whether an assertion needs the grading model.
     uses_grader: bool,
     diags: Diagnostics,
@@ -239,6 +263,7 @@ pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnos
         provider_infos: Vec::new(),
         value_files: std::collections::HashMap::new(),
         grading_provider: None,
+        named_graders: Vec::new(),
         uses_grader: false,
         diags,
         options,
@@ -870,16 +895,113 @@ impl Reader {
                 .entry
                 .insert("grader_target".into(), Value::String(GRADER.into()));
         }
-        for (name, id, config) in graders {
+        let named = std::mem::take(&mut self.named_graders);
+        let graders = graders
+            .into_iter()
+            .map(|(name, id, config)| (name.to_owned(), id, config, at.clone()))
+            .chain(named.iter().enumerate().filter_map(|(i, g)| {
+                let (id, config) = grader_spec(&g.spec)?;
+                Some((format!("{GRADER}-{}", i + 1), id, config, g.at.clone()))
+            }));
+        for (name, id, config, at) in graders.collect::<Vec<_>>() {
             let Some(mut entry) = self.provider_entry(&id, &config, &at, renderer) else {
-                return;
+                continue;
             };
-            entry.insert("name".into(), Value::String(name.into()));
+            entry.insert("name".into(), Value::String(name));
             inline.push(InlineTarget {
                 entry,
                 loc: self.loc(&at),
             });
         }
+    }
+
+    /// The judge target of a model-graded assertion: the provider the
+    /// assertion or its test names (promptfoo's `provider` in the grading
+    /// options), else the config's grading model (`json`: the one asked for
+    /// JSON, which `llm-rubric` uses).
+    fn judge(&mut self, json: bool, provider: Option<(Value, KeyPath)>) -> String {
+        self.uses_grader = true;
+        let Some((spec, at)) = provider else {
+            return if json { GRADER_JSON } else { GRADER }.to_owned();
+        };
+        // A map by output type (`{text: …, embedding: …}`): the text one.
+        let spec = match &spec {
+            Value::Object(o) if !o.contains_key("id") && o.contains_key("text") => {
+                o["text"].clone()
+            }
+            _ => spec,
+        };
+        if grader_spec(&spec).is_none() {
+            self.error(
+                &at,
+                "a grading `provider` must be a provider id, `{id, config}`, or a map by type (`text: …`)",
+            );
+        }
+        let key = serde_json::to_string(&spec).unwrap_or_default();
+        let i = match self.named_graders.iter().position(|g| g.key == key) {
+            Some(i) => i,
+            None => {
+                self.named_graders.push(NamedGrader { key, spec, at });
+                self.named_graders.len() - 1
+            }
+        };
+        format!("{GRADER}-{}", i + 1)
+    }
+
+    /// `options.factuality`: a number per category name promptfoo knows.
+    fn factuality_scores(&mut self, v: &Value, at: &KeyPath) -> Option<Map<String, Value>> {
+        const CATEGORIES: [&str; 5] = [
+            "subset",
+            "superset",
+            "agree",
+            "disagree",
+            "differButFactual",
+        ];
+        let Value::Object(o) = v else {
+            self.error(at, "`options.factuality` must be a mapping of category scores (subset, superset, agree, disagree, differButFactual)");
+            return None;
+        };
+        for (k, score) in o {
+            if !CATEGORIES.contains(&k.as_str()) {
+                self.error(&at.key(k), format!("`{k}` is not a factuality category; promptfoo reads subset, superset, agree, disagree and differButFactual"))
+                    .hint = crate::diag::nearest(k, CATEGORIES.iter().copied()).map(|n| format!("did you mean `{n}`?"));
+            } else if !score.is_number() {
+                self.error(
+                    &at.key(k),
+                    format!("a factuality score must be a number, got {score}"),
+                );
+            }
+        }
+        Some(o.clone())
+    }
+
+    /// A `rubricPrompt` as promptfoo's `loadRubricPrompt` reads it: a
+    /// `file://` reference is that file's text (a JavaScript one is run by
+    /// promptfoo, and refused here); text, a list of messages or a mapping
+    /// is the prompt itself.
+    fn rubric_prompt(&mut self, prompt: &Value, at: &KeyPath) -> Option<Value> {
+        let Value::String(text) = prompt else {
+            return Some(prompt.clone());
+        };
+        let Some(rest) = text.strip_prefix("file://") else {
+            return Some(prompt.clone());
+        };
+        let (file, _) = file_and_function(text);
+        let lower = file.to_ascii_lowercase();
+        if [".js", ".cjs", ".mjs", ".ts", ".cts", ".mts"]
+            .iter()
+            .any(|e| lower.ends_with(e))
+        {
+            self.error(
+                at,
+                format!("`{text}`: promptfoo runs this JavaScript file on the host to build the grading prompt, and evalhost does not run host code for a prompt"),
+            )
+            .hint = Some("write the prompt in a .txt or .json file, or inline".into());
+            return None;
+        }
+        let path = self.relative(file, &format!("`file://{rest}`"), at)?;
+        let text = self.read_file(&path, at)?;
+        Some(Value::String(text))
     }
 
     /// A provider id as a targets-file entry.
@@ -1534,6 +1656,7 @@ impl Reader {
             }
         }
         let (mut transform, mut postprocess) = (None, None);
+        let mut grading = Grading::default();
         if let Some(Value::Object(options)) = t.get("options") {
             for (key, v) in options {
                 let oat = at.key("options").key(key);
@@ -1541,6 +1664,9 @@ impl Reader {
                     "transform" => transform = Some((v.clone(), oat)),
                     "postprocess" => postprocess = Some((v.clone(), oat)),
                     "provider" if default => self.grading_provider = Some((v.clone(), oat)),
+                    "provider" => grading.provider = Some((v.clone(), oat)),
+                    "rubricPrompt" => grading.rubric_prompt = Some((v.clone(), oat)),
+                    "factuality" => grading.factuality = self.factuality_scores(v, &oat),
                     _ => {
                         self.error(
                             &oat,
@@ -1605,6 +1731,7 @@ impl Reader {
             provider_output: t.get("providerOutput").cloned(),
             transform,
             postprocess,
+            grading,
             at: at.clone(),
             file: self.file.clone(),
         }
@@ -1648,7 +1775,8 @@ impl Reader {
         }];
         let mut assertions = Vec::new();
         for (a, at) in &row.assert {
-            if let Some(assertion) = self.assertion(a, at, &vars, renderer, &row.file) {
+            if let Some(assertion) = self.assertion(a, at, &vars, renderer, &row.file, &row.grading)
+            {
                 assertions.push(assertion);
             }
         }
@@ -1806,6 +1934,7 @@ impl Reader {
         vars: &Map<String, Value>,
         renderer: &Renderer,
         file: &Arc<PathBuf>,
+        grading: &Grading,
     ) -> Option<Assertion> {
         let Value::Object(a) = a else {
             self.error(at, format!("Expected an object, but got {} (promptfoo assertions are mappings with `type`)", crate::agentv4::kind(a)))
@@ -1860,7 +1989,7 @@ impl Reader {
                 .iter()
                 .enumerate()
                 .filter_map(|(i, c)| {
-                    self.assertion(c, &at.key("assert").index(i), vars, renderer, file)
+                    self.assertion(c, &at.key("assert").index(i), vars, renderer, file, grading)
                 })
                 .collect();
             let name: Arc<str> = metric.unwrap_or_else(|| "assert-set".into()).into();
@@ -1878,25 +2007,16 @@ impl Reader {
         let code_type = match base.as_str() {
             "javascript" => Some("promptfoo-javascript".to_owned()),
             "python" => Some("promptfoo-python".to_owned()),
-            "llm-rubric" | "model-graded-closedqa" | "factuality" => {
-                self.uses_grader = true;
+            "llm-rubric" | "model-graded-closedqa" | "factuality" | "g-eval" => {
                 Some(format!("promptfoo-{base}"))
             }
-            "model-graded-factuality" => {
-                self.uses_grader = true;
-                Some("promptfoo-factuality".to_owned())
-            }
+            "model-graded-factuality" => Some("promptfoo-factuality".to_owned()),
             _ => None,
         };
         if !DETERMINISTIC.contains(&base.as_str()) && trace_type.is_none() && code_type.is_none() {
             let why = match base.as_str() {
                 "ruby" => "evalhost runs no Ruby (promptfoo runs it with the machine's ruby)",
-                "llm-rubric"
-                | "g-eval"
-                | "factuality"
-                | "model-graded-closedqa"
-                | "model-graded-factuality"
-                | "answer-relevance"
+                "answer-relevance"
                 | "context-faithfulness"
                 | "context-recall"
                 | "context-relevance"
@@ -1940,9 +2060,16 @@ impl Reader {
         }
         let mut transform = None;
         let mut config = Map::new();
+        let mut grading = grading.clone();
         for (k, v) in a {
             match k.as_str() {
                 "type" | "weight" | "metric" => {}
+                "provider" if MODEL_GRADED.contains(&base.as_str()) => {
+                    grading.provider = Some((v.clone(), at.key(k)));
+                }
+                "rubricPrompt" if MODEL_GRADED.contains(&base.as_str()) => {
+                    grading.rubric_prompt = Some((v.clone(), at.key(k)));
+                }
                 "value" => {
                     let vat = at.key("value");
                     let value = match v {
@@ -2035,8 +2162,16 @@ impl Reader {
                 "promptfoo 0.121.20 itself makes every `meteor` row an error (`PorterStemmer should be loaded`: its import of the `natural` package sees none of its exports); evalhost grades it as promptfoo's METEOR code computes it once `natural` loads, so this row has a score where promptfoo has an error (docs/dialects.md)",
             );
         }
-        if base == "llm-rubric" {
-            config.insert("__judge".into(), Value::String(GRADER_JSON.into()));
+        if MODEL_GRADED.contains(&base.as_str()) {
+            let judge = self.judge(base == "llm-rubric", grading.provider.clone());
+            config.insert("__judge".into(), Value::String(judge));
+            if let Some(scores) = &grading.factuality {
+                config.insert("__factuality".into(), Value::Object(scores.clone()));
+            }
+            if let Some((prompt, pat)) = &grading.rubric_prompt {
+                let prompt = self.rubric_prompt(prompt, pat)?;
+                config.insert("__rubric_prompt".into(), prompt);
+            }
         }
         // promptfoo's handlers apply `not-` themselves, each its own way.
         if negate {
@@ -2070,6 +2205,31 @@ impl Reader {
         })
     }
 }
+
+/// A grading provider written as an id or `{id, config}`: the id and its
+/// config.
+fn grader_spec(spec: &Value) -> Option<(String, Map<String, Value>)> {
+    match spec {
+        Value::String(id) => Some((id.clone(), Map::new())),
+        Value::Object(o) => Some((
+            o.get("id")?.as_str()?.to_owned(),
+            o.get("config")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+        )),
+        _ => None,
+    }
+}
+
+/// The types graded by a model, which read `provider` and `rubricPrompt`.
+const MODEL_GRADED: &[&str] = &[
+    "llm-rubric",
+    "model-graded-closedqa",
+    "factuality",
+    "model-graded-factuality",
+    "g-eval",
+];
 
 /// `file://path[:function]` as promptfoo's `runAssertion` splits it: at the
 /// first `:`.
@@ -2473,6 +2633,12 @@ fn merge_default(d: &Row, mut row: Row) -> Row {
     }
     if row.postprocess.is_none() {
         row.postprocess = d.postprocess.clone();
+    }
+    if row.grading.rubric_prompt.is_none() {
+        row.grading.rubric_prompt = d.grading.rubric_prompt.clone();
+    }
+    if row.grading.factuality.is_none() {
+        row.grading.factuality = d.grading.factuality.clone();
     }
     row
 }

@@ -54,7 +54,7 @@ fn prompts_times_vars_times_providers() {
 fn what_is_not_run_yet_is_an_error_at_its_place() {
     let (_, diags) = load(&[(
         "promptfooconfig.yaml",
-        "prompts: [file://p.py]\nproviders: [file://p.go]\ntests:\n  - vars: {a: 1}\n    assert: [{type: g-eval, value: good}, {type: ruby, value: 'output.length > 2'}, {type: javascript, value: file://check.ts}]\n",
+        "prompts: [file://p.py]\nproviders: [file://p.go]\ntests:\n  - vars: {a: 1}\n    assert: [{type: moderation}, {type: ruby, value: 'output.length > 2'}, {type: javascript, value: file://check.ts}]\n",
     )]);
     let text: Vec<String> = diags.0.iter().map(|d| d.message.clone()).collect();
     let all = text.join("\n");
@@ -63,7 +63,7 @@ fn what_is_not_run_yet_is_an_error_at_its_place() {
         all.contains("the provider `file://p.go` is not run"),
         "{all}"
     );
-    assert!(all.contains("`g-eval`: model-graded"), "{all}");
+    assert!(all.contains("assertion type `moderation`: "), "{all}");
     assert!(all.contains("`ruby`: evalhost runs no Ruby"), "{all}");
     assert!(
         all.contains("`file://check.ts`: a TypeScript assertion is not run"),

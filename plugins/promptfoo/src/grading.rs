@@ -1,0 +1,246 @@
+//! What promptfoo's model-graded types share: the call to the grading model
+//! (the host's `llm` capability: the plugin never sees a key), a user's
+//! `rubricPrompt` rendered as promptfoo renders it, and promptfoo's
+//! `tryParse` of the values a prompt shows.
+//!
+//! A `rubricPrompt` replaces evalhost's wording with the user's own, so it
+//! is rendered exactly as promptfoo's `renderLlmRubricPrompt` does: Nunjucks
+//! (here `minijinja`, Jinja2's Rust port) over the test's vars and the
+//! type's own variables, object values shown as JSON; a prompt that is JSON
+//! has each of its strings rendered instead; a rendered prompt that is a
+//! JSON list of chat messages is sent as those messages, anything else as
+//! one user message — the OpenAI provider's rule.
+
+use evalhost_plugin_sdk::{CompletionRequest, GradeError, LlmError, Request, Value};
+use minijinja::{Environment, UndefinedBehavior};
+use serde_json::Map;
+
+/// The most instructions one rubric prompt may run.
+const TEMPLATE_FUEL: u64 = 5_000_000;
+
+/// Chat messages, `(role, content)`.
+pub type Messages = Vec<(String, String)>;
+
+pub fn judge_error(e: LlmError) -> GradeError {
+    match e {
+        LlmError::NotGranted(m) | LlmError::Unavailable(m) | LlmError::Failed(m) => {
+            GradeError::Judge(m)
+        }
+    }
+}
+
+/// promptfoo's `tryParse`: the value JSON text stands for, else the text.
+pub fn try_parse(text: &str) -> Value {
+    crate::js::json_parse(text).unwrap_or_else(|| Value::String(text.to_owned()))
+}
+
+/// A value as a Nunjucks template shows it once promptfoo has prepared it
+/// (objects as JSON, text as itself).
+pub fn shown(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => crate::js::stringify(other),
+    }
+}
+
+/// The test's vars (the reader keeps them in the metadata).
+pub fn vars(request: &Request) -> Map<String, Value> {
+    request
+        .metadata
+        .get("vars")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The rendered prompt the target was given (its one input message).
+pub fn prompt(request: &Request) -> String {
+    request
+        .input
+        .first()
+        .map(|m| m.content.clone())
+        .unwrap_or_default()
+}
+
+/// promptfoo's `processContextForTemplating`: an object becomes its JSON
+/// text, a list keeps its items but shows objects inside it as JSON.
+fn templating_context(vars: &Map<String, Value>) -> Value {
+    Value::Object(
+        vars.iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    Value::Object(_) => Value::String(crate::js::stringify(v)),
+                    Value::Array(items) => Value::Array(
+                        items
+                            .iter()
+                            .map(|i| match i {
+                                Value::Object(_) | Value::Array(_) => {
+                                    Value::String(crate::js::stringify(i))
+                                }
+                                other => other.clone(),
+                            })
+                            .collect(),
+                    ),
+                    other => other.clone(),
+                };
+                (k.clone(), v)
+            })
+            .collect(),
+    )
+}
+
+fn environment() -> Environment<'static> {
+    let mut e = Environment::new();
+    e.set_undefined_behavior(UndefinedBehavior::Lenient);
+    e.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    e.set_keep_trailing_newline(true);
+    e.set_fuel(Some(TEMPLATE_FUEL));
+    e.add_filter(
+        "dump",
+        |v: minijinja::Value| -> Result<String, minijinja::Error> {
+            serde_json::to_string(&v).map_err(|err| {
+                minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, err.to_string())
+            })
+        },
+    );
+    e
+}
+
+fn render_str(env: &Environment<'_>, template: &str, ctx: &Value) -> Result<String, GradeError> {
+    env.render_str(template, ctx)
+        .map_err(|e| GradeError::Failed(format!("rubricPrompt: {e}")))
+}
+
+/// `template` (a user's `rubricPrompt`) rendered with `vars`, as the
+/// messages the grading model is sent.
+pub fn render(template: &str, vars: &Map<String, Value>) -> Result<Messages, GradeError> {
+    let env = environment();
+    let ctx = templating_context(vars);
+    let rendered = match crate::js::json_parse(template) {
+        Some(parsed) => {
+            fn walk(v: &Value, env: &Environment<'_>, ctx: &Value) -> Result<Value, GradeError> {
+                Ok(match v {
+                    Value::String(s) => Value::String(render_str(env, s, ctx)?),
+                    Value::Array(items) => Value::Array(
+                        items
+                            .iter()
+                            .map(|i| walk(i, env, ctx))
+                            .collect::<Result<_, _>>()?,
+                    ),
+                    Value::Object(o) => Value::Object(
+                        o.iter()
+                            .map(|(k, v)| Ok((k.clone(), walk(v, env, ctx)?)))
+                            .collect::<Result<_, GradeError>>()?,
+                    ),
+                    other => other.clone(),
+                })
+            }
+            crate::js::stringify(&walk(&parsed, &env, &ctx)?)
+        }
+        None => render_str(&env, template, &ctx)?,
+    };
+    Ok(chat(&rendered))
+}
+
+/// The OpenAI provider's reading of a prompt: a JSON list of messages is
+/// sent as those messages; any other text as one user message.
+pub fn chat(prompt: &str) -> Messages {
+    if let Some(Value::Array(items)) = crate::js::json_parse(prompt)
+        && !items.is_empty()
+        && items
+            .iter()
+            .all(|m| m.get("role").is_some_and(Value::is_string))
+    {
+        return items
+            .iter()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap_or_default().to_owned(),
+                    m.get("content").map(shown).unwrap_or_default(),
+                )
+            })
+            .collect();
+    }
+    vec![("user".into(), prompt.to_owned())]
+}
+
+/// The user's `rubricPrompt` for this assertion, when it gave one as text
+/// (promptfoo turns an object into its JSON text).
+pub fn custom_prompt(request: &Request) -> Option<String> {
+    match request.config.get("__rubric_prompt") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Object(o)) if o.is_empty() => None,
+        Some(other) => Some(crate::js::stringify(other)),
+    }
+}
+
+/// The messages for one grading call: the user's prompt rendered with the
+/// test's vars and `own`, else evalhost's `default` wording.
+pub fn messages(
+    request: &Request,
+    custom: Option<&str>,
+    own: &[(&str, Value)],
+    default: impl FnOnce() -> Messages,
+) -> Result<Messages, GradeError> {
+    match custom {
+        None => Ok(default()),
+        Some(template) => {
+            let mut v = vars(request);
+            for (k, val) in own {
+                v.insert((*k).to_owned(), val.clone());
+            }
+            render(template, &v)
+        }
+    }
+}
+
+/// The reply of the grading model named by the assertion (`__judge`), or
+/// the run's judge.
+pub fn ask(request: &Request, messages: Messages) -> Result<String, GradeError> {
+    evalhost_plugin_sdk::complete(&CompletionRequest {
+        messages,
+        target: request
+            .config
+            .get("__judge")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        ..CompletionRequest::default()
+    })
+    .map(|c| c.text)
+    .map_err(judge_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use evalhost_plugin_sdk::json;
+
+    #[test]
+    fn rubric_prompts_render_as_promptfoo_renders_them() {
+        let vars = json!({"output": "Paris", "rubric": "names a city", "obj": {"a": 1}})
+            .as_object()
+            .cloned()
+            .unwrap();
+        // A JSON chat: each string rendered, sent as its messages.
+        let m = render(
+            r#"[{"role": "system", "content": "Grade {{ rubric }}"}, {"role": "user", "content": "{{ output }} {{ obj }}"}]"#,
+            &vars,
+        )
+        .unwrap();
+        assert_eq!(
+            m,
+            vec![
+                ("system".into(), "Grade names a city".into()),
+                ("user".into(), "Paris {\"a\":1}".into())
+            ]
+        );
+        // Plain text: one user message; unknown names render as nothing.
+        let m = render("Is {{output}} {{missing}}ok?", &vars).unwrap();
+        assert_eq!(m, vec![("user".into(), "Is Paris ok?".into())]);
+        // A template that does not compile is the assertion's error.
+        assert!(render("{% if %}", &vars).is_err());
+    }
+}
