@@ -24,6 +24,7 @@ mod is_html;
 mod js;
 mod meteor;
 mod provider;
+mod rag;
 mod refusal;
 mod rouge;
 mod rubric;
@@ -162,6 +163,18 @@ const TYPES: &[(&str, &str)] = &[
         "The grading model places the output against the reference: a disagreement (D) fails",
     ),
     (
+        "context-recall",
+        "The grading model attributes each sentence of the expected answer to the context, or not; the attributed share reaches the threshold (default 0)",
+    ),
+    (
+        "context-relevance",
+        "The grading model copies the context's sentences the query needs; their share of the context reaches the threshold (default 0)",
+    ),
+    (
+        "context-faithfulness",
+        "The grading model breaks the output into statements and checks each against the context; the supported share reaches the threshold (default 0)",
+    ),
+    (
         "g-eval",
         "G-Eval: the grading model writes steps for each criterion, then scores the output 0-10 by them; the mean over 10 reaches the threshold (default 0.7)",
     ),
@@ -173,6 +186,9 @@ pub const MODEL_GRADED: &[&str] = &[
     "model-graded-closedqa",
     "factuality",
     "g-eval",
+    "context-recall",
+    "context-relevance",
+    "context-faithfulness",
 ];
 
 /// Types whose score is not 0 or 1: the plugin's verdict decides.
@@ -185,6 +201,9 @@ const SCORED: &[&str] = &[
     "meteor",
     "llm-rubric",
     "g-eval",
+    "context-recall",
+    "context-relevance",
+    "context-faithfulness",
 ];
 
 /// A result as promptfoo's handler returns it: its pass, its score, its
@@ -553,6 +572,11 @@ impl Grader for PromptfooGrader {
                 Some(Value::String(_)) => Ok(()),
                 _ => Err(prefix("must have a string value".into())),
             },
+            "context-recall" => match config.get("value") {
+                Some(Value::String(_)) => Ok(()),
+                _ => Err("context-recall assertion requires a string value (expected answer or fact to verify)".into()),
+            },
+            "context-relevance" | "context-faithfulness" => Ok(()),
             "g-eval" => match config.get("value") {
                 Some(Value::String(_)) => Ok(()),
                 Some(Value::Array(items)) if items.iter().all(Value::is_string) => Ok(()),
@@ -819,6 +843,9 @@ impl Grader for PromptfooGrader {
             "model-graded-closedqa" => rubric::closed_qa(request)?,
             "factuality" => rubric::factuality(request)?,
             "g-eval" => rubric::g_eval(request, inverse)?,
+            "context-recall" => rag::context_recall(request)?,
+            "context-relevance" => rag::context_relevance(request)?,
+            "context-faithfulness" => rag::context_faithfulness(request)?,
             "perplexity" => provider::perplexity(config, request, inverse)?,
             "perplexity-score" => provider::perplexity_score(config, request, inverse)?,
             "latency" => {

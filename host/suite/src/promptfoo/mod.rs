@@ -2007,22 +2007,22 @@ impl Reader {
         let code_type = match base.as_str() {
             "javascript" => Some("promptfoo-javascript".to_owned()),
             "python" => Some("promptfoo-python".to_owned()),
-            "llm-rubric" | "model-graded-closedqa" | "factuality" | "g-eval" => {
-                Some(format!("promptfoo-{base}"))
-            }
+            "llm-rubric"
+            | "model-graded-closedqa"
+            | "factuality"
+            | "g-eval"
+            | "context-recall"
+            | "context-relevance"
+            | "context-faithfulness" => Some(format!("promptfoo-{base}")),
             "model-graded-factuality" => Some("promptfoo-factuality".to_owned()),
             _ => None,
         };
         if !DETERMINISTIC.contains(&base.as_str()) && trace_type.is_none() && code_type.is_none() {
             let why = match base.as_str() {
                 "ruby" => "evalhost runs no Ruby (promptfoo runs it with the machine's ruby)",
-                "answer-relevance"
-                | "context-faithfulness"
-                | "context-recall"
-                | "context-relevance"
-                | "similar"
-                | "moderation"
-                | "classifier" => "model-graded assertions are not run by this version of evalhost",
+                "answer-relevance" | "similar" | "moderation" | "classifier" => {
+                    "model-graded assertions are not run by this version of evalhost"
+                }
                 "trace-span-count" | "trace-span-duration" | "trace-error-spans" => {
                     "it reads OpenTelemetry trace spans, which evalhost does not collect"
                 }
@@ -2178,7 +2178,12 @@ impl Reader {
             if PROVIDER_TYPES.contains(&base.as_str())
                 || matches!(
                     base.as_str(),
-                    "model-graded-closedqa" | "factuality" | "model-graded-factuality"
+                    "model-graded-closedqa"
+                        | "factuality"
+                        | "model-graded-factuality"
+                        | "context-recall"
+                        | "context-relevance"
+                        | "context-faithfulness"
                 )
             {
                 self.warning(
@@ -2229,6 +2234,9 @@ const MODEL_GRADED: &[&str] = &[
     "factuality",
     "model-graded-factuality",
     "g-eval",
+    "context-recall",
+    "context-relevance",
+    "context-faithfulness",
 ];
 
 /// `file://path[:function]` as promptfoo's `runAssertion` splits it: at the
