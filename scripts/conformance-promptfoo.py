@@ -49,7 +49,8 @@ def openai_server(replies):
                 # An embedding request: the vector of the first reply whose
                 # `embed` is the input text (or is in it).
                 text = body["input"] if isinstance(body["input"], str) else json.dumps(body["input"])
-                reply = next((r for r in replies if "embed" in r and r["embed"] in text), None)
+                reply = next((r for r in replies if "embed" in r and r["embed"] in text
+                              and ("model" not in r or r["model"] == body.get("model"))), None)
                 status, payload = ((200, {"object": "list", "model": body.get("model"),
                                           "data": [{"object": "embedding", "index": 0, "embedding": reply["vector"]}],
                                           "usage": {"prompt_tokens": 3, "total_tokens": 3}})

@@ -64,6 +64,22 @@ pub enum JudgeError {
     Failed(String),
 }
 
+/// An embedding from the host's embedding model.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Embedding {
+    /// The vector.
+    pub vector: Vec<f64>,
+    /// The model that answered.
+    pub model: String,
+    /// Input tokens.
+    pub input_tokens: Option<u64>,
+    /// Cost in USD.
+    pub cost_usd: Option<f64>,
+    /// Answered from the cache.
+    #[serde(skip)]
+    pub cached: bool,
+}
+
 #[derive(Serialize, Deserialize)]
 struct CachedCompletion {
     text: String,
@@ -214,6 +230,99 @@ impl Judge {
             let _ = crate::safe_fs::write_atomic(path, text.as_bytes());
         }
         Ok(record(&answer, false, usage))
+    }
+
+    /// Embeds `text` for a plugin with `digest` through the target named
+    /// `target` (there is no default embedding model), from the cache when
+    /// it can.
+    pub fn embed(
+        &self,
+        target: Option<&str>,
+        digest: &str,
+        text: &str,
+        usage: &mut JudgeUsage,
+    ) -> Result<Embedding, JudgeError> {
+        let Some(name) = target else {
+            return Err(JudgeError::Unavailable(
+                "no embedding model is configured for this assertion: name one (promptfoo: the assertion's or the test's `provider`; AgentV 5: `config.embedding_provider`)".into(),
+            ));
+        };
+        let target = self
+            .targets
+            .select(name)
+            .map_err(|e| JudgeError::Unavailable(format!("embedding target: {e}")))?
+            .clone();
+        let Provider::OpenAi(config) = &target.provider else {
+            return Err(JudgeError::Unavailable(format!(
+                "target `{}` cannot embed: evalhost asks OpenAI-compatible endpoints (`/embeddings`) for embeddings",
+                target.name
+            )));
+        };
+        let key = sha256_hex(
+            serde_json::json!({
+                "plugin": digest,
+                "scope": self.scope,
+                "embed": Self::identity(&target),
+                "text": text,
+            })
+            .to_string()
+            .as_bytes(),
+        );
+        let record = |e: Embedding, cached: bool, usage: &mut JudgeUsage| {
+            usage.calls += 1;
+            usage.cached += u64::from(cached);
+            usage.input_tokens += e.input_tokens.unwrap_or(0);
+            usage.cost_usd += e.cost_usd.unwrap_or(0.0);
+            Embedding { cached, ..e }
+        };
+        let path = self
+            .cache_dir
+            .as_ref()
+            .map(|d| d.join(format!("{key}.json")));
+        if let Some(path) = &path
+            && let Ok(text) = crate::safe_fs::read_text_capped(path, 64 << 20)
+            && let Ok(hit) = serde_json::from_str::<Embedding>(&text)
+        {
+            return Ok(record(hit, true, usage));
+        }
+        let mut attempt = 0;
+        let answer = loop {
+            let result = {
+                let _permit = self.permits.acquire();
+                openai::embed(config, text, Some(self.timeout))
+            };
+            match result {
+                Ok(e) => break e,
+                Err(e) if e.retryable && attempt < target.retry.max_retries => {
+                    std::thread::sleep(
+                        e.retry_after.unwrap_or_else(|| target.retry.delay(attempt)),
+                    );
+                    attempt += 1;
+                }
+                Err(e) => {
+                    return Err(JudgeError::Failed(format!(
+                        "embedding target `{}`: {}",
+                        target.name, e.message
+                    )));
+                }
+            }
+        };
+        let answer = Embedding {
+            vector: answer.vector,
+            model: config.model.clone(),
+            input_tokens: answer.input_tokens,
+            cost_usd: answer.cost_usd,
+            cached: false,
+        };
+        if let Some(path) = &path
+            && let Some(dir) = path.parent()
+            && std::fs::create_dir_all(dir).is_ok()
+            && let Ok(text) = serde_json::to_string(&answer)
+        {
+            // A cache that cannot be written only costs a call.
+            let _ = crate::safe_fs::write_atomic(path, text.as_bytes());
+        }
+        Ok(record(answer, false, usage))
     }
 
     fn call(

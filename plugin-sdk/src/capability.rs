@@ -1,8 +1,8 @@
-//! Host capabilities a grader may call: a judge model (`llm`) and commands
-//! (`exec`). Each is denied unless the run grants it to the plugin; a denied
+//! Host capabilities a grader may call: a judge model (`llm`, with
+//! embeddings) and commands (`exec`). Each is denied unless the run grants it to the plugin; a denied
 //! call returns an error naming the missing grant.
 
-use crate::__private::bindings::evalhost::grader::{exec, llm};
+use crate::__private::bindings::evalhost::grader::{embed as wit_embed, exec, llm};
 
 /// A chat-completion request to the host's judge model.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -85,6 +85,53 @@ pub fn complete(request: &CompletionRequest) -> Result<Completion, LlmError> {
             output_tokens: c.output_tokens,
             cost_usd: c.cost_usd,
             cached: c.cached,
+        }),
+        Err(llm::LlmError::NotGranted(m)) => Err(LlmError::NotGranted(m)),
+        Err(llm::LlmError::Unavailable(m)) => Err(LlmError::Unavailable(m)),
+        Err(llm::LlmError::Failed(m)) => Err(LlmError::Failed(m)),
+    }
+}
+
+/// A text to embed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EmbeddingRequest {
+    /// The text.
+    pub text: String,
+    /// An embedding target named by the assertion.
+    pub target: Option<String>,
+}
+
+/// An embedding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedding {
+    /// The vector.
+    pub vector: Vec<f64>,
+    /// The model that answered.
+    pub model: String,
+    /// Input tokens.
+    pub input_tokens: Option<u64>,
+    /// Cost in US dollars.
+    pub cost_usd: Option<f64>,
+    /// True when answered from the host's cache.
+    pub cached: bool,
+}
+
+/// Embeds a text through a model the host calls. Needs
+/// [`Capability::Llm`](crate::Capability::Llm).
+pub fn embed(request: &EmbeddingRequest) -> Result<Embedding, LlmError> {
+    if cfg!(not(target_arch = "wasm32")) {
+        return crate::testing::fake_embed(request);
+    }
+    match wit_embed::embed(&wit_embed::EmbeddingRequest {
+        text: request.text.clone(),
+        target: request.target.clone(),
+    }) {
+        Ok(e) => Ok(Embedding {
+            vector: e.vector,
+            model: e.model,
+            input_tokens: e.input_tokens,
+            cost_usd: e.cost_usd,
+            cached: e.cached,
         }),
         Err(llm::LlmError::NotGranted(m)) => Err(LlmError::NotGranted(m)),
         Err(llm::LlmError::Unavailable(m)) => Err(LlmError::Unavailable(m)),

@@ -47,8 +47,8 @@ mod response;
 pub mod testing;
 
 pub use capability::{
-    Command, Completion, CompletionRequest, ExecError, ExecOutput, LlmError, complete, run_command,
-    write_temp_file,
+    Command, Completion, CompletionRequest, Embedding, EmbeddingRequest, ExecError, ExecOutput,
+    LlmError, complete, embed, run_command, write_temp_file,
 };
 pub use request::{Config, Message, Request, TokenUsage, ToolCall, Trace};
 pub use response::{AssertionType, Capability, Check, Grade, Plugin};

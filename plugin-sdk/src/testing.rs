@@ -34,8 +34,8 @@ use std::rc::Rc;
 use serde_json::Value;
 
 use crate::{
-    Capability, Command, Completion, CompletionRequest, ExecError, ExecOutput, Grade, GradeError,
-    Grader, LlmError, Plugin, Request,
+    Capability, Command, Completion, CompletionRequest, Embedding, EmbeddingRequest, ExecError,
+    ExecOutput, Grade, GradeError, Grader, LlmError, Plugin, Request,
 };
 
 /// The host's cap on the checks of one grade.
@@ -45,10 +45,12 @@ pub const MAX_RESULT_TEXT: usize = 4 << 20;
 
 type LlmFake = Rc<dyn Fn(&CompletionRequest) -> Result<Completion, LlmError>>;
 type ExecFake = Rc<dyn Fn(&Command) -> Result<ExecOutput, ExecError>>;
+type EmbedFake = Rc<dyn Fn(&EmbeddingRequest) -> Result<Embedding, LlmError>>;
 
 #[derive(Clone, Default)]
 struct Fakes {
     llm: Option<LlmFake>,
+    embed: Option<EmbedFake>,
     exec: Option<ExecFake>,
     granted: Vec<Capability>,
     llm_calls: Vec<CompletionRequest>,
@@ -63,6 +65,7 @@ thread_local! {
 pub struct Harness<G: Grader> {
     plugin: Plugin,
     llm: Option<LlmFake>,
+    embed: Option<EmbedFake>,
     exec: Option<ExecFake>,
     llm_calls: RefCell<Vec<CompletionRequest>>,
     exec_calls: RefCell<Vec<Command>>,
@@ -81,6 +84,7 @@ impl<G: Grader> Harness<G> {
         Self {
             plugin: G::describe(),
             llm: None,
+            embed: None,
             exec: None,
             llm_calls: RefCell::new(Vec::new()),
             exec_calls: RefCell::new(Vec::new()),
@@ -96,6 +100,17 @@ impl<G: Grader> Harness<G> {
         fake: impl Fn(&CompletionRequest) -> Result<Completion, LlmError> + 'static,
     ) -> Self {
         self.llm = Some(Rc::new(fake));
+        self
+    }
+
+    /// Answers [`embed`](crate::embed) calls with `fake`, for types that
+    /// declare [`Capability::Llm`].
+    #[must_use]
+    pub fn embedder(
+        mut self,
+        fake: impl Fn(&EmbeddingRequest) -> Result<Embedding, LlmError> + 'static,
+    ) -> Self {
+        self.embed = Some(Rc::new(fake));
         self
     }
 
@@ -137,6 +152,7 @@ impl<G: Grader> Harness<G> {
         }
         let fakes = Fakes {
             llm: self.llm.clone(),
+            embed: self.embed.clone(),
             exec: self.exec.clone(),
             granted,
             ..Fakes::default()
@@ -244,6 +260,31 @@ pub(crate) fn fake_complete(request: &CompletionRequest) -> Result<Completion, L
             Some(fake) => fake(request),
             None => Err(LlmError::Unavailable(
                 "no judge in this test: give the harness one with Harness::llm".into(),
+            )),
+        }
+    })
+}
+
+/// A native `embed`: the harness's fake, if the type declares `llm`.
+pub(crate) fn fake_embed(request: &EmbeddingRequest) -> Result<Embedding, LlmError> {
+    FAKES.with(|f| {
+        let mut fakes = f.borrow_mut();
+        let Some(fakes) = fakes.as_mut() else {
+            return Err(LlmError::Unavailable(
+                "no host: natively, grade through evalhost_plugin_sdk::testing::Harness".into(),
+            ));
+        };
+        if !fakes.granted.contains(&Capability::Llm) {
+            return Err(LlmError::NotGranted(
+                "was not granted the `llm` capability: its assertion type does not declare it"
+                    .into(),
+            ));
+        }
+        match &fakes.embed {
+            Some(fake) => fake(request),
+            None => Err(LlmError::Unavailable(
+                "no embedding model in this test: give the harness one with Harness::embedder"
+                    .into(),
             )),
         }
     })

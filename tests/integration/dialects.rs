@@ -185,7 +185,10 @@ fn promptfoo_configs_score_as_promptfoo() {
                         };
                         return match replies
                             .iter()
-                            .find(|r| r["embed"].as_str().is_some_and(|e| text.contains(e)))
+                            .find(|r| {
+                                r["embed"].as_str().is_some_and(|e| text.contains(e))
+                                    && r.get("model").is_none_or(|m| *m == body["model"])
+                            })
                         {
                             Some(r) => crate::support::Reply::json(
                                 200,

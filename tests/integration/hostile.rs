@@ -200,6 +200,18 @@ fn an_undeclared_llm_call_is_refused() {
 }
 
 #[test]
+fn an_undeclared_embedding_call_is_refused() {
+    // Embeddings go through the `llm` grant: a type that does not declare
+    // it cannot reach a model through `embed` either.
+    let s = attack("{type: call-embed}");
+    expect(
+        &s,
+        "plugin_error",
+        "was not granted the `llm` capability (embeddings go through it): its assertion type does not declare it",
+    );
+}
+
+#[test]
 fn an_undeclared_exec_call_is_refused() {
     let s = attack("{type: call-exec}");
     expect(

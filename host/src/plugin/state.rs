@@ -10,7 +10,7 @@
 //!   cannot behave differently depending on the time;
 //! - random numbers come from fixed seeds, so grading is reproducible;
 //! - `llm` and `exec` refuse every call with a message naming the missing
-//!   grant unless the plugin was granted them;
+//!   grant unless the plugin was granted them (`embed` goes with `llm`);
 //! - `response` answers with what the target reported about the case being
 //!   graded (its finish reason, token log-probabilities), nothing else.
 
@@ -26,7 +26,7 @@ use wasmtime_wasi::{
     HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
 
-use super::bindings::evalhost::grader::{exec, llm, response, types};
+use super::bindings::evalhost::grader::{embed, exec, llm, response, types};
 
 /// How much a plugin may write to stdout and to stderr, each, per call.
 pub const OUTPUT_CAP: usize = 64 << 10;
@@ -334,6 +334,42 @@ impl llm::Host for HostState {
                 output_tokens: a.output_tokens,
                 cost_usd: a.cost_usd,
                 cached: a.cached,
+            }),
+            Err(crate::judge::JudgeError::Unavailable(m)) => Err(llm::LlmError::Unavailable(m)),
+            Err(crate::judge::JudgeError::Failed(m)) => Err(llm::LlmError::Failed(m)),
+        }
+    }
+}
+
+impl embed::Host for HostState {
+    fn embed(
+        &mut self,
+        request: embed::EmbeddingRequest,
+    ) -> Result<embed::Embedding, llm::LlmError> {
+        let grant = match &self.grants.llm {
+            Ok(grant) => grant.clone(),
+            Err(reason) => {
+                return Err(llm::LlmError::NotGranted(format!(
+                    "plugin `{}` was not granted the `llm` capability (embeddings go through it): {reason}",
+                    self.plugin
+                )));
+            }
+        };
+        let started = Instant::now();
+        let answer = grant.judge.embed(
+            request.target.as_deref(),
+            &grant.digest,
+            &request.text,
+            &mut self.judge_usage,
+        );
+        self.host_time += started.elapsed();
+        match answer {
+            Ok(e) => Ok(embed::Embedding {
+                vector: e.vector,
+                model: e.model,
+                input_tokens: e.input_tokens,
+                cost_usd: e.cost_usd,
+                cached: e.cached,
             }),
             Err(crate::judge::JudgeError::Unavailable(m)) => Err(llm::LlmError::Unavailable(m)),
             Err(crate::judge::JudgeError::Failed(m)) => Err(llm::LlmError::Failed(m)),

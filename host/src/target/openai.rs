@@ -154,6 +154,132 @@ impl OpenAiConfig {
     }
 }
 
+/// POSTs `body` to `url` with the endpoint's key: the answer as JSON, or
+/// why there is none (429 and 5xx retryable, with the server's
+/// `retry-after`).
+fn post(
+    config: &OpenAiConfig,
+    url: &str,
+    body: &Value,
+    timeout: Option<Duration>,
+) -> Result<Value, TargetFailure> {
+    let timeout = timeout.map_or(config.timeout, |t| t.min(config.timeout));
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut request = agent.post(url).header("Content-Type", "application/json");
+    if let Some(key) = &config.api_key {
+        request = if config.provider.starts_with("azure") {
+            request.header("api-key", key)
+        } else {
+            request.header("Authorization", &format!("Bearer {key}"))
+        };
+    }
+    let mut response = match request.send(body.to_string().as_bytes()) {
+        Ok(r) => r,
+        Err(ureq::Error::Timeout(_)) => {
+            return Err(TargetFailure::new(format!(
+                "{} did not answer within {:.1}s",
+                url,
+                timeout.as_secs_f64()
+            )));
+        }
+        Err(e) => {
+            return Err(TargetFailure::new(format!(
+                "request to {} failed: {e}",
+                url
+            )));
+        }
+    };
+    let status = response.status().as_u16();
+    let retry_after = retry_after(response.headers());
+    let text = match response.body_mut().read_to_string() {
+        Ok(t) => t,
+        Err(ureq::Error::Timeout(_)) => {
+            return Err(TargetFailure::new(format!(
+                "{} timed out while answering",
+                url
+            )));
+        }
+        Err(e) => {
+            return Err(TargetFailure::new(format!(
+                "reading the answer of {} failed: {e}",
+                url
+            )));
+        }
+    };
+    if !(200..300).contains(&status) {
+        let excerpt: String = text.chars().take(300).collect();
+        let message = format!("{} answered HTTP {status}: {excerpt}", url);
+        return Err(if status == 429 || status >= 500 {
+            TargetFailure {
+                retry_after,
+                ..TargetFailure::new(message)
+            }
+        } else {
+            TargetFailure::fatal(message)
+        });
+    }
+    let doc: Value = serde_json::from_str(&text).map_err(|e| {
+        let excerpt: String = text.chars().take(200).collect();
+        TargetFailure::fatal(format!(
+            "{} answered with invalid JSON ({e}): {excerpt}",
+            url
+        ))
+    })?;
+    Ok(doc)
+}
+
+/// An embedding and what it cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedded {
+    /// The vector.
+    pub vector: Vec<f64>,
+    /// Input tokens, as reported.
+    pub input_tokens: Option<u64>,
+    /// Cost in USD, when the config prices input tokens.
+    pub cost_usd: Option<f64>,
+}
+
+/// The embedding of `text` from the endpoint's `/embeddings` (OpenAI's
+/// shape: `{model, input}` → `data[0].embedding`).
+pub fn embed(
+    config: &OpenAiConfig,
+    text: &str,
+    timeout: Option<Duration>,
+) -> Result<Embedded, TargetFailure> {
+    let mut body = json!({"model": config.model, "input": text});
+    for (k, v) in &config.request_params {
+        if k != "model" && k != "input" {
+            body[k] = v.clone();
+        }
+    }
+    let url = format!("{}/embeddings", config.base_url);
+    let doc = post(config, &url, &body, timeout)?;
+    let vector = doc
+        .pointer("/data/0/embedding")
+        .and_then(Value::as_array)
+        .and_then(|v| v.iter().map(Value::as_f64).collect::<Option<Vec<f64>>>())
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| {
+            TargetFailure::fatal(match doc.get("error") {
+                Some(error) => format!("{url} answered with an error: {error}"),
+                None => format!("{url} answered without data[0].embedding, a list of numbers"),
+            })
+        })?;
+    let input_tokens = doc.pointer("/usage/prompt_tokens").and_then(Value::as_u64);
+    Ok(Embedded {
+        vector,
+        input_tokens,
+        cost_usd: config
+            .input_per_million
+            .zip(input_tokens)
+            .map(|(p, t)| p * t as f64 / 1e6),
+    })
+}
+
 /// Optional request parameters beyond the config's.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChatParams {
@@ -196,75 +322,8 @@ pub fn chat(
             body[k] = v.clone();
         }
     }
-    let timeout = timeout.map_or(config.timeout, |t| t.min(config.timeout));
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut request = agent
-        .post(&config.url())
-        .header("Content-Type", "application/json");
-    if let Some(key) = &config.api_key {
-        request = if config.provider.starts_with("azure") {
-            request.header("api-key", key)
-        } else {
-            request.header("Authorization", &format!("Bearer {key}"))
-        };
-    }
     let started = Instant::now();
-    let mut response = match request.send(body.to_string().as_bytes()) {
-        Ok(r) => r,
-        Err(ureq::Error::Timeout(_)) => {
-            return Err(TargetFailure::new(format!(
-                "{} did not answer within {:.1}s",
-                config.url(),
-                timeout.as_secs_f64()
-            )));
-        }
-        Err(e) => {
-            return Err(TargetFailure::new(format!(
-                "request to {} failed: {e}",
-                config.url()
-            )));
-        }
-    };
-    let status = response.status().as_u16();
-    let retry_after = retry_after(response.headers());
-    let text = match response.body_mut().read_to_string() {
-        Ok(t) => t,
-        Err(ureq::Error::Timeout(_)) => {
-            return Err(TargetFailure::new(format!(
-                "{} timed out while answering",
-                config.url()
-            )));
-        }
-        Err(e) => {
-            return Err(TargetFailure::new(format!(
-                "reading the answer of {} failed: {e}",
-                config.url()
-            )));
-        }
-    };
-    if !(200..300).contains(&status) {
-        let excerpt: String = text.chars().take(300).collect();
-        let message = format!("{} answered HTTP {status}: {excerpt}", config.url());
-        return Err(if status == 429 || status >= 500 {
-            TargetFailure {
-                retry_after,
-                ..TargetFailure::new(message)
-            }
-        } else {
-            TargetFailure::fatal(message)
-        });
-    }
-    let doc: Value = serde_json::from_str(&text).map_err(|e| {
-        let excerpt: String = text.chars().take(200).collect();
-        TargetFailure::fatal(format!(
-            "{} answered with invalid JSON ({e}): {excerpt}",
-            config.url()
-        ))
-    })?;
+    let doc = post(config, &config.url(), &body, timeout)?;
     let Some(message) = doc.pointer("/choices/0/message") else {
         if let Some(error) = doc.get("error") {
             return Err(TargetFailure::fatal(format!(

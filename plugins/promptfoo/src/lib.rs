@@ -29,6 +29,7 @@ mod refusal;
 mod rouge;
 mod rubric;
 pub mod schema;
+mod similar;
 mod toolcall;
 mod tools;
 mod unicode;
@@ -175,6 +176,14 @@ const TYPES: &[(&str, &str)] = &[
         "The grading model breaks the output into statements and checks each against the context; the supported share reaches the threshold (default 0)",
     ),
     (
+        "similar",
+        "The output's embedding is close to the value's (cosine, dot product, or euclidean distance) at the threshold (default 0.75)",
+    ),
+    (
+        "answer-relevance",
+        "The grading model writes the question the output answers, three times; their mean embedding similarity to the query reaches the threshold (default 0)",
+    ),
+    (
         "g-eval",
         "G-Eval: the grading model writes steps for each criterion, then scores the output 0-10 by them; the mean over 10 reaches the threshold (default 0.7)",
     ),
@@ -189,6 +198,8 @@ pub const MODEL_GRADED: &[&str] = &[
     "context-recall",
     "context-relevance",
     "context-faithfulness",
+    "similar",
+    "answer-relevance",
 ];
 
 /// Types whose score is not 0 or 1: the plugin's verdict decides.
@@ -204,6 +215,8 @@ const SCORED: &[&str] = &[
     "context-recall",
     "context-relevance",
     "context-faithfulness",
+    "similar",
+    "answer-relevance",
 ];
 
 /// A result as promptfoo's handler returns it: its pass, its score, its
@@ -576,7 +589,13 @@ impl Grader for PromptfooGrader {
                 Some(Value::String(_)) => Ok(()),
                 _ => Err("context-recall assertion requires a string value (expected answer or fact to verify)".into()),
             },
-            "context-relevance" | "context-faithfulness" => Ok(()),
+            "context-relevance" | "context-faithfulness" | "answer-relevance" => Ok(()),
+            "similar" => match config.get("value") {
+                Some(Value::String(_)) => Ok(()),
+                Some(Value::Array(items)) if !items.is_empty() => Ok(()),
+                Some(Value::Array(_)) => Err("Similarity assertion must have at least one value to compare against".into()),
+                _ => Err("Similarity assertion type must have a string or array of strings value".into()),
+            },
             "g-eval" => match config.get("value") {
                 Some(Value::String(_)) => Ok(()),
                 Some(Value::Array(items)) if items.iter().all(Value::is_string) => Ok(()),
@@ -846,6 +865,8 @@ impl Grader for PromptfooGrader {
             "context-recall" => rag::context_recall(request)?,
             "context-relevance" => rag::context_relevance(request)?,
             "context-faithfulness" => rag::context_faithfulness(request)?,
+            "similar" => similar::similar(request, inverse)?,
+            "answer-relevance" => similar::answer_relevance(request)?,
             "perplexity" => provider::perplexity(config, request, inverse)?,
             "perplexity-score" => provider::perplexity_score(config, request, inverse)?,
             "latency" => {

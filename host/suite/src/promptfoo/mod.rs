@@ -115,6 +115,8 @@ pub const DETERMINISTIC: &[&str] = &[
 /// JSON (the judge targets of a config's model-graded assertions).
 const GRADER: &str = "promptfoo-grader";
 const GRADER_JSON: &str = "promptfoo-grader-json";
+/// promptfoo's default embedding model, the judge target of `similar`.
+const EMBEDDER: &str = "promptfoo-embedder";
 
 const PROVIDER_TYPES: &[&str] = &[
     "is-valid-openai-tools-call",
@@ -196,6 +198,8 @@ struct Reader {
     /// The grading models tests and assertions name (`provider`), each a
     /// judge target `promptfoo-grader-<n>`.
     named_graders: Vec<NamedGrader>,
+    /// Whether an assertion needs promptfoo's default embedding model.
+    uses_embedder: bool,
     /// Whether an assertion needs the grading model.
     uses_grader: bool,
     diags: Diagnostics,
@@ -264,6 +268,7 @@ pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnos
         value_files: std::collections::HashMap::new(),
         grading_provider: None,
         named_graders: Vec::new(),
+        uses_embedder: false,
         uses_grader: false,
         diags,
         options,
@@ -895,6 +900,14 @@ impl Reader {
                 .entry
                 .insert("grader_target".into(), Value::String(GRADER.into()));
         }
+        let mut graders = graders;
+        if self.uses_embedder {
+            graders.push((
+                EMBEDDER,
+                "openai:embedding:text-embedding-3-large".to_owned(),
+                Map::new(),
+            ));
+        }
         let named = std::mem::take(&mut self.named_graders);
         let graders = graders
             .into_iter()
@@ -937,6 +950,12 @@ impl Reader {
                 "a grading `provider` must be a provider id, `{id, config}`, or a map by type (`text: …`)",
             );
         }
+        self.named(spec, at)
+    }
+
+    /// The judge target of a provider a test or an assertion names, one
+    /// per distinct provider.
+    fn named(&mut self, spec: Value, at: KeyPath) -> String {
         let key = serde_json::to_string(&spec).unwrap_or_default();
         let i = match self.named_graders.iter().position(|g| g.key == key) {
             Some(i) => i,
@@ -946,6 +965,49 @@ impl Reader {
             }
         };
         format!("{GRADER}-{}", i + 1)
+    }
+
+    /// The embedding model of `similar` and `answer-relevance`, as
+    /// promptfoo picks it: the assertion's or the test's `provider` (its
+    /// `embedding` entry, when it is a map by type), which must be an
+    /// embedding model; else `defaultTest.options.provider` when it is one;
+    /// else promptfoo's default, OpenAI's `text-embedding-3-large`.
+    fn embedder(&mut self, provider: Option<(Value, KeyPath)>) -> Option<String> {
+        self.uses_grader = true;
+        let by_type = |v: Value| match &v {
+            Value::Object(o) if o.contains_key("embedding") => o["embedding"].clone(),
+            _ => v,
+        };
+        if let Some((spec, at)) = provider {
+            let spec = by_type(spec);
+            let id = grader_spec(&spec).map(|(id, _)| id);
+            if !id.as_deref().is_some_and(is_embedding_id) {
+                self.error(
+                    &at,
+                    format!(
+                        "{} is not an embedding model evalhost can ask (promptfoo fails the assertion: \"not a valid embedding provider\")",
+                        id.map_or("this provider".to_owned(), |id| format!("`{id}`"))
+                    ),
+                )
+                .hint = Some("name an OpenAI-compatible one, `openai:embedding:<model>` (with `config.apiBaseUrl` for another endpoint)".into());
+                return None;
+            }
+            return Some(self.named(spec, at));
+        }
+        if let Some((default, at)) = self.grading_provider.clone() {
+            let candidate = match &default {
+                Value::Object(o) if !o.contains_key("id") && o.get("text").is_some() => {
+                    o["text"].clone()
+                }
+                _ => default,
+            };
+            let candidate = by_type(candidate);
+            if grader_spec(&candidate).is_some_and(|(id, _)| is_embedding_id(&id)) {
+                return Some(self.named(candidate, at));
+            }
+        }
+        self.uses_embedder = true;
+        Some(EMBEDDER.to_owned())
     }
 
     /// `options.factuality`: a number per category name promptfoo knows.
@@ -1018,7 +1080,9 @@ impl Reader {
             return Some(entry);
         }
         let model = id
-            .strip_prefix("openai:chat:")
+            .strip_prefix("openai:embedding:")
+            .or_else(|| id.strip_prefix("openai:embeddings:"))
+            .or_else(|| id.strip_prefix("openai:chat:"))
             .or_else(|| id.strip_prefix("openai:responses:"))
             .or_else(|| id.strip_prefix("openai:"));
         if let Some(model) = model {
@@ -2013,14 +2077,18 @@ impl Reader {
             | "g-eval"
             | "context-recall"
             | "context-relevance"
-            | "context-faithfulness" => Some(format!("promptfoo-{base}")),
+            | "context-faithfulness"
+            | "answer-relevance" => Some(format!("promptfoo-{base}")),
+            "similar" | "similar:cosine" | "similar:dot" | "similar:euclidean" => {
+                Some("promptfoo-similar".to_owned())
+            }
             "model-graded-factuality" => Some("promptfoo-factuality".to_owned()),
             _ => None,
         };
         if !DETERMINISTIC.contains(&base.as_str()) && trace_type.is_none() && code_type.is_none() {
             let why = match base.as_str() {
                 "ruby" => "evalhost runs no Ruby (promptfoo runs it with the machine's ruby)",
-                "answer-relevance" | "similar" | "moderation" | "classifier" => {
+                "moderation" | "classifier" => {
                     "model-graded assertions are not run by this version of evalhost"
                 }
                 "trace-span-count" | "trace-span-duration" | "trace-error-spans" => {
@@ -2064,7 +2132,9 @@ impl Reader {
         for (k, v) in a {
             match k.as_str() {
                 "type" | "weight" | "metric" => {}
-                "provider" if MODEL_GRADED.contains(&base.as_str()) => {
+                "provider"
+                    if MODEL_GRADED.contains(&base.as_str()) || base.starts_with("similar") =>
+                {
                     grading.provider = Some((v.clone(), at.key(k)));
                 }
                 "rubricPrompt" if MODEL_GRADED.contains(&base.as_str()) => {
@@ -2162,6 +2232,13 @@ impl Reader {
                 "promptfoo 0.121.20 itself makes every `meteor` row an error (`PorterStemmer should be loaded`: its import of the `natural` package sees none of its exports); evalhost grades it as promptfoo's METEOR code computes it once `natural` loads, so this row has a score where promptfoo has an error (docs/dialects.md)",
             );
         }
+        if base == "answer-relevance" || base.starts_with("similar") {
+            let embedder = self.embedder(grading.provider.clone())?;
+            config.insert("__embedder".into(), Value::String(embedder));
+        }
+        if let Some(metric) = base.strip_prefix("similar:") {
+            config.insert("__metric".into(), Value::String(metric.to_owned()));
+        }
         if MODEL_GRADED.contains(&base.as_str()) {
             let judge = self.judge(base == "llm-rubric", grading.provider.clone());
             config.insert("__judge".into(), Value::String(judge));
@@ -2184,6 +2261,7 @@ impl Reader {
                         | "context-recall"
                         | "context-relevance"
                         | "context-faithfulness"
+                        | "answer-relevance"
                 )
             {
                 self.warning(
@@ -2237,7 +2315,13 @@ const MODEL_GRADED: &[&str] = &[
     "context-recall",
     "context-relevance",
     "context-faithfulness",
+    "answer-relevance",
 ];
+
+/// An OpenAI embedding model's provider id.
+fn is_embedding_id(id: &str) -> bool {
+    id.starts_with("openai:embedding:") || id.starts_with("openai:embeddings:")
+}
 
 /// `file://path[:function]` as promptfoo's `runAssertion` splits it: at the
 /// first `:`.

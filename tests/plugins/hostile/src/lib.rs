@@ -28,6 +28,7 @@ const TYPES: &[&str] = &[
     "read-clock",
     "open-socket",
     "call-llm",
+    "call-embed",
     "call-exec",
     "exit",
     "echo",
@@ -143,6 +144,16 @@ impl Grader for Hostile {
                 match complete(&request) {
                     Ok(c) => Ok(Grade::from_check(Check::pass(c.text))),
                     Err(err) => Err(format!("llm refused: {err}").into()),
+                }
+            }
+            "call-embed" => {
+                let request = evalhost_plugin_sdk::EmbeddingRequest {
+                    text: "hello".into(),
+                    target: Some("default".into()),
+                };
+                match evalhost_plugin_sdk::embed(&request) {
+                    Ok(e) => Ok(Grade::from_check(Check::pass(format!("{:?}", e.vector)))),
+                    Err(err) => Err(format!("embed refused: {err}").into()),
                 }
             }
             "call-exec" => {
