@@ -1108,3 +1108,180 @@ fn code_assertion_mistakes_say_what_to_do() {
     assert!(!all.contains("unknown assertion type `python`"), "{all}");
     assert!(all.contains("promptfooconfig.yaml:7:"), "{all}");
 }
+
+/// AgentV 5's `similar`: the embedding endpoint its
+/// `config.embedding_provider` names is asked (OpenAI's `/embeddings`, with
+/// the key it gives), and the score is AgentV 5's `(cosine + 1) / 2`.
+#[test]
+fn agentv5_similar_scores_rescaled_cosine_through_its_embedding_provider() {
+    let server = crate::support::FakeServer::start_fn(|req| {
+        let body: serde_json::Value = serde_json::from_str(&req.body).unwrap_or_default();
+        let text = body["input"].as_str().unwrap_or_default();
+        // The output and the value are orthogonal: cosine 0.
+        let vector = if text.contains("EXP") {
+            [0.0, 1.0]
+        } else {
+            [1.0, 0.0]
+        };
+        crate::support::Reply::json(
+            200,
+            serde_json::json!({"data": [{"embedding": vector}], "usage": {"prompt_tokens": 2}}),
+        )
+    });
+    let project = crate::support::Project::with_mock("unused");
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    project.write(
+        ".agentv/providers.yaml",
+        "- id: cli\n  label: agent\n  command: echo answer > {OUTPUT_FILE}\n  cwd: ..\n",
+    );
+    project.write(
+        "evals/suite.yaml",
+        &format!(
+            r#"providers: [agent]
+prompts: ['{{{{ input }}}}']
+tests:
+  - id: t
+    vars: {{input: go}}
+    assert:
+      - metric: half
+        type: similar
+        value: EXP text
+        threshold: 0.5
+        config: {{embedding_provider: {{base_url: "{url}/v1", model: tiny-embed, api_key: "{{{{ env.EMB_KEY }}}}"}}}}
+      - metric: strict
+        type: similar
+        value: EXP text
+        config: {{embedding_provider: {{base_url: "{url}/v1", model: tiny-embed}}}}
+      - metric: inherited
+        type: assert-set
+        config: {{embedding_provider: {{base_url: "{url}/v1", model: tiny-embed}}}}
+        assert:
+          - type: similar
+            value: EXP text
+            threshold: 0.5
+"#,
+            url = server.url
+        ),
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("EMB_KEY", "sk-embed")
+        .args(["run", "evals/suite.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert!(r.code == 0 || r.code == 1, "{}{}", r.stdout, r.stderr);
+    let row: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(project.path().join("out/results.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let score = |name: &str| {
+        row["scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no score {name}: {row}"))
+            .clone()
+    };
+    assert_eq!(score("half")["score"], 0.5, "{row}");
+    assert_eq!(score("half")["verdict"], "pass", "{row}");
+    assert_eq!(score("strict")["verdict"], "fail", "{row}");
+    // A set's `config` reaches its members, as in AgentV 5.
+    assert_eq!(score("inherited")["verdict"], "pass", "{row}");
+    let received = server.received.lock().unwrap().clone();
+    assert!(
+        received.iter().all(|r| r.path == "/v1/embeddings"),
+        "{:?}",
+        received.iter().map(|r| &r.path).collect::<Vec<_>>()
+    );
+    let first: serde_json::Value = serde_json::from_str(&received[0].body).unwrap();
+    assert_eq!(first["model"], "tiny-embed");
+    assert!(
+        received.iter().any(|r| r
+            .headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("authorization") && v == "Bearer sk-embed")),
+        "the key reaches the endpoint"
+    );
+    // ... and no file the run wrote.
+    for entry in walkdir::WalkDir::new(project.path().join("out")) {
+        let entry = entry.unwrap();
+        if entry.file_type().is_file() {
+            let text = String::from_utf8_lossy(&std::fs::read(entry.path()).unwrap()).into_owned();
+            assert!(
+                !text.contains("sk-embed"),
+                "{} holds the key",
+                entry.path().display()
+            );
+        }
+    }
+}
+
+/// AgentV 5's `llm-rubric` reads a reply in promptfoo's shape with its own
+/// rules (AgentV 4's rubric grader would refuse a reply without per-item
+/// checks): the reply's score, its pass, and the threshold on top.
+#[test]
+fn agentv5_llm_rubric_reads_promptfoo_shaped_replies() {
+    let project = crate::support::Project::with_mock("unused");
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    project.write(
+        ".agentv/providers.yaml",
+        "- id: mock\n  label: canned\n  response: 'Hello Ada.'\n- id: mock\n  label: judge\n  response: '{\"reason\": \"polite enough\", \"pass\": true, \"score\": 0.4}'\n",
+    );
+    project.write(
+        "evals/suite.yaml",
+        r#"providers: [canned]
+defaults: {grader: judge}
+prompts: ['{{ input }}']
+tests:
+  - id: t
+    vars: {input: hi}
+    assert:
+      - {metric: plain, type: llm-rubric, value: is polite}
+      - {metric: gated, type: llm-rubric, value: is polite, threshold: 0.5}
+      - {metric: items, type: llm-rubric, value: [is polite, greets by name]}
+      - is short
+"#,
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .args(["run", "evals/suite.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert!(r.code == 0 || r.code == 1, "{}{}", r.stdout, r.stderr);
+    let row: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(project.path().join("out/results.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let scores = row["scores"].as_array().unwrap();
+    let by = |name: &str| {
+        scores
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {row}"))
+    };
+    for name in ["plain", "items"] {
+        assert_eq!(by(name)["score"], 0.4, "{row}");
+        assert_eq!(by(name)["verdict"], "pass", "{row}");
+    }
+    // The threshold needs the score too.
+    assert_eq!(by("gated")["score"], 0.4, "{row}");
+    assert_eq!(by("gated")["verdict"], "fail", "{row}");
+    // The plain-string criterion is an AgentV 5 llm-rubric too.
+    let grouped = scores
+        .iter()
+        .find(|s| s["type"] == "rubrics" && s["name"] != "items")
+        .unwrap_or_else(|| panic!("{row}"));
+    assert_eq!(grouped["score"], 0.4, "{row}");
+    assert!(row.to_string().contains("polite enough"), "{row}");
+}

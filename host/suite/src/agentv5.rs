@@ -508,6 +508,7 @@ impl Rewriter {
                 }
                 ("grader", Value::String(g)) if !g.trim().is_empty() => {
                     self.grader.get_or_insert_with(|| g.trim().to_owned());
+                    self.catalog_target(g.trim(), &at.key(k));
                 }
                 ("provider" | "grader", other) => {
                     self.error(
@@ -547,6 +548,7 @@ impl Rewriter {
                 ("rubric_prompt", Value::String(p)) => self.rubric_prompt = Some(p.clone()),
                 ("provider", Value::String(p)) if !p.trim().is_empty() => {
                     self.grader = Some(p.trim().to_owned());
+                    self.catalog_target(p.trim(), &at.key(k));
                 }
                 ("transform", _) => {
                     self.error(
@@ -570,13 +572,10 @@ impl Rewriter {
     }
 
     /// AgentV 5 groups a list's plain-string criteria into one `llm-rubric`
-    /// (weight = their number) at the first one's place; evalhost's AgentV
-    /// 4 reader does the same, so the strings are grouped here only when a
-    /// default judge prompt or provider must reach them.
+    /// (weight = their number) at the first one's place, graded with AgentV
+    /// 5's reading of the judge's reply, the default judge prompt and
+    /// provider.
     fn group_criteria(&self, list: Vec<Value>) -> Vec<Value> {
-        if self.rubric_prompt.is_none() && self.grader.is_none() {
-            return list;
-        }
         let criteria: Vec<Value> = list
             .iter()
             .filter_map(Value::as_str)
@@ -591,6 +590,7 @@ impl Rewriter {
         group.insert("type".into(), "rubrics".into());
         group.insert("weight".into(), json!(criteria.len()));
         group.insert("criteria".into(), Value::Array(criteria));
+        group.insert("agentv5".into(), Value::Bool(true));
         if let Some(p) = &self.rubric_prompt {
             group.insert("prompt".into(), Value::String(p.clone()));
         }
@@ -1304,6 +1304,18 @@ impl Rewriter {
         Some(Value::Object(ws))
     }
 
+    /// A judge named by its label: its catalog entry becomes a target
+    /// (once), as the providers' do.
+    fn catalog_target(&mut self, label: &str, at: &KeyPath) {
+        let known = self
+            .inline
+            .iter()
+            .any(|t| t.entry.get("name").and_then(Value::as_str) == Some(label));
+        if !known {
+            self.providers(Some(&Value::String(label.to_owned())), at);
+        }
+    }
+
     /// `providers`: each a label in `.agentv/providers.yaml` (walking up),
     /// or an object; returns the labels.
     fn providers(&mut self, value: Option<&Value>, at: &KeyPath) -> Vec<String> {
@@ -1325,7 +1337,12 @@ impl Rewriter {
                         .iter()
                         .find(|e| entry_label(e).as_deref() == Some(label.as_str()))
                     {
-                        if let Some(t) = self.target(entry, &iat) {
+                        if let Some(t) = self.target(entry, &iat)
+                            && !self
+                                .inline
+                                .iter()
+                                .any(|k| k.entry.get("name") == t.entry.get("name"))
+                        {
                             self.inline.push(t);
                         }
                     } else if label == "echo" {
@@ -1888,6 +1905,22 @@ impl Rewriter {
             return Value::Null;
         }
         if base == "llm-rubric" {
+            // AgentV 5 reads a promptfoo-shaped reply with its own rules,
+            // and its threshold is `threshold` (kept in the grader's
+            // config), else `min_score`.
+            a.insert("agentv5".into(), Value::Bool(true));
+            let threshold = a
+                .remove("threshold")
+                .and_then(|t| t.as_f64())
+                .or_else(|| {
+                    a.get("config")
+                        .and_then(|c| c.get("threshold"))
+                        .and_then(Value::as_f64)
+                })
+                .or_else(|| a.get("min_score").and_then(Value::as_f64));
+            if let Some(t) = threshold {
+                a.insert("agentv5_threshold".into(), json!(t));
+            }
             if let Some(p) = a.remove("provider") {
                 a.insert("target".into(), p);
             } else if let Some(g) = &self.grader {
@@ -1924,12 +1957,56 @@ impl Rewriter {
                     a.insert("target".into(), p);
                 }
             }
+            "similar" => {
+                if a.get("value")
+                    .and_then(Value::as_str)
+                    .is_none_or(|s| s.trim().is_empty())
+                {
+                    self.error(
+                        &at.key("value"),
+                        "AgentV 5's `similar` compares against one text: `value` must be a non-empty string (a list, as promptfoo takes, is refused by AgentV 5's schema)",
+                    );
+                    return Value::Null;
+                }
+                let Some(embedder) = self.embedder(&a, at) else {
+                    return Value::Null;
+                };
+                a.remove("config");
+                a.remove("provider");
+                a.insert("type".into(), "agentv5-similar".into());
+                a.insert("__embedder".into(), Value::String(embedder));
+            }
             "assert-set" => {
                 if let Some(Value::Array(members)) = a.remove("assert") {
+                    // AgentV 5's `withAssertSetConfig`: the set's `config`
+                    // under each member's own, key by key.
+                    let shared = a.remove("config").and_then(|c| c.as_object().cloned());
                     let list: Vec<Value> = members
                         .iter()
                         .enumerate()
-                        .map(|(i, m)| self.assertion(m, &at.key("assert").index(i)))
+                        .map(|(i, m)| {
+                            // Only the members that read a `config` get it
+                            // (the others would be warned about a key they
+                            // ignore).
+                            let m = match (&shared, m) {
+                                (Some(shared), Value::Object(child))
+                                    if matches!(
+                                        child.get("type").and_then(Value::as_str),
+                                        Some("similar" | "script")
+                                    ) =>
+                                {
+                                    let mut child = child.clone();
+                                    let mut config = shared.clone();
+                                    if let Some(Value::Object(own)) = child.get("config") {
+                                        config.extend(own.clone());
+                                    }
+                                    child.insert("config".into(), Value::Object(config));
+                                    Value::Object(child)
+                                }
+                                _ => m.clone(),
+                            };
+                            self.assertion(&m, &at.key("assert").index(i))
+                        })
                         .collect();
                     a.insert("assert".into(), Value::Array(list));
                 }
@@ -1950,12 +2027,7 @@ impl Rewriter {
                     a.insert("inverse".into(), Value::Bool(true));
                 }
             }
-            "agent-rubric"
-            | "javascript"
-            | "python"
-            | "webhook"
-            | "similar"
-            | "trajectory:goal-success" => {
+            "agent-rubric" | "javascript" | "python" | "webhook" | "trajectory:goal-success" => {
                 self.error(
                     &at.key("type"),
                     format!(
@@ -1978,6 +2050,57 @@ impl Rewriter {
             _ => {}
         }
         Value::Object(a)
+    }
+}
+
+impl Rewriter {
+    /// The embedding target of a `similar` assertion, as AgentV 5 finds its
+    /// endpoint: `config.embedding_provider`, else an object `provider`,
+    /// else `config` itself, with `model` and `base_url` (or `endpoint`),
+    /// and an optional `api_key`.
+    fn embedder(&mut self, a: &Map<String, Value>, at: &KeyPath) -> Option<String> {
+        let config = a.get("config").and_then(Value::as_object);
+        let (embedding, eat) = match (
+            config
+                .and_then(|c| c.get("embedding_provider"))
+                .and_then(Value::as_object),
+            a.get("provider").and_then(Value::as_object),
+        ) {
+            (Some(e), _) => (Some(e), at.key("config").key("embedding_provider")),
+            (None, Some(p)) => (Some(p), at.key("provider")),
+            (None, None) => (config, at.key("config")),
+        };
+        let text = |k: &str| {
+            embedding
+                .and_then(|e| e.get(k))
+                .and_then(Value::as_str)
+                .filter(|s| !s.trim().is_empty())
+                .map(|s| render_env(s, &self.env))
+        };
+        let (Some(model), Some(base_url)) =
+            (text("model"), text("base_url").or_else(|| text("endpoint")))
+        else {
+            self.error(
+                &eat,
+                "AgentV 5's `similar` needs `config.embedding_provider` with an OpenAI-compatible `base_url` and `model` (AgentV 5 fails the assertion without them)",
+            )
+            .hint = Some("config: {embedding_provider: {base_url: https://api.openai.com/v1, model: text-embedding-3-small, api_key: \"${{ OPENAI_API_KEY }}\"}}".into());
+            return None;
+        };
+        let name = format!("agentv5-embedder-{}", self.inline.len() + 1);
+        let mut entry = Map::new();
+        entry.insert("name".into(), Value::String(name.clone()));
+        entry.insert("provider".into(), "openai".into());
+        entry.insert("model".into(), Value::String(model));
+        entry.insert("base_url".into(), Value::String(base_url));
+        if let Some(key) = text("api_key") {
+            entry.insert("api_key".into(), Value::String(key));
+        }
+        self.inline.push(InlineTarget {
+            entry,
+            loc: self.loc(&eat),
+        });
+        Some(name)
     }
 }
 

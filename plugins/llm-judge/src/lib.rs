@@ -9,6 +9,7 @@ use evalhost_plugin_sdk::{
     Request, Value, complete, export_grader, json,
 };
 
+mod agentv5;
 mod parse;
 mod prompt;
 mod rubric;
@@ -113,13 +114,39 @@ pub fn spread(scores: &[f64]) -> (f64, f64) {
     (mean, var.sqrt())
 }
 
+/// AgentV 5's threshold of an `llm-rubric` (its `config.threshold`, else
+/// its `min_score`), when the suite is AgentV 5's.
+fn agentv5_threshold(config: &Config) -> Result<Option<Option<f64>>, String> {
+    if config.optional_bool("agentv5")? != Some(true) {
+        return Ok(None);
+    }
+    Ok(Some(config.optional_f64("agentv5_threshold")?))
+}
+
 fn grade_rubrics(request: &Request) -> Result<Grade, GradeError> {
     let config = &request.config;
     let criteria = parse_criteria(config)?;
     let n = samples(config)?;
     let mut runs = Vec::new();
+    let agentv5 = agentv5_threshold(config)?;
     for sample in 0..n {
-        runs.push(rubric::judge_once(request, &criteria, sample)?);
+        match agentv5 {
+            Some(threshold) => {
+                let fallback = criteria
+                    .iter()
+                    .map(|c| c.outcome.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                match rubric::judge_once_agentv5(request, &criteria, sample, threshold, &fallback)?
+                {
+                    rubric::Reply::Run(run) => runs.push(run),
+                    // AgentV 5 grades a promptfoo-shaped reply whole (one
+                    // sample: it asks once).
+                    rubric::Reply::Whole(grade) => return Ok(grade),
+                }
+            }
+            None => runs.push(rubric::judge_once(request, &criteria, sample)?),
+        }
     }
     let zero = config
         .optional_bool("zero_on_required_failure")?
@@ -139,6 +166,20 @@ fn grade_free_form(request: &Request) -> Result<Grade, GradeError> {
     let n = samples(config)?;
     let (system, user) = prompt::free_form(request)?;
     let schema = prompt::free_form_schema();
+    if let Some(threshold) = agentv5_threshold(config)? {
+        // AgentV 5's `llm-rubric` without criteria: the judge is asked for
+        // promptfoo's shape, and a reply in it is graded whole.
+        let read = |reply: &Value| -> Result<Result<Grade, parse::FreeForm>, String> {
+            if agentv5::is_promptfoo_shaped(reply) {
+                return Ok(Ok(agentv5::grade(reply, threshold, &[], "")));
+            }
+            parse::free_form(reply).map(Err)
+        };
+        match ask(config, agentv5::SYSTEM, &user, &schema, 0, read)? {
+            Ok(grade) => return Ok(grade),
+            Err(first) => return Ok(free_form_grade(vec![first], 1)),
+        }
+    }
     let mut replies = Vec::new();
     for sample in 0..n {
         replies.push(ask(
@@ -150,6 +191,11 @@ fn grade_free_form(request: &Request) -> Result<Grade, GradeError> {
             parse::free_form,
         )?);
     }
+    Ok(free_form_grade(replies, n))
+}
+
+/// The grade of free-form replies: their mean, with the spread of several.
+fn free_form_grade(replies: Vec<parse::FreeForm>, n: u32) -> Grade {
     let scores: Vec<f64> = replies.iter().map(|r| r.score).collect();
     let (mean, sd) = spread(&scores);
     let first = &replies[0];
@@ -174,7 +220,7 @@ fn grade_free_form(request: &Request) -> Result<Grade, GradeError> {
     }
     let mut grade = Grade::new(mean);
     grade.checks = checks;
-    Ok(grade.with_details(details))
+    grade.with_details(details)
 }
 
 impl Grader for LlmJudge {
@@ -186,6 +232,8 @@ impl Grader for LlmJudge {
             "target": {"type": "string"},
             "prompt": {"type": "string"},
             "prompt_is_template": {"type": "boolean", "description": "the prompt is the whole judge prompt (a prompt script's output, an aggregator's prompt), never criteria for the default template"},
+            "agentv5": {"type": "boolean", "description": "AgentV 5's llm-rubric: a reply in promptfoo's shape ({reason, pass, score, checks}) is read with AgentV 5's rules"},
+            "agentv5_threshold": {"type": "number", "description": "AgentV 5's llm-rubric threshold (its config.threshold, else min_score)"},
         });
         let mut common = common;
         common["zero_on_required_failure"] = json!({"type": "boolean", "description": "evalhost's stricter rule: a failed required criterion zeroes the score (AgentV keeps the weighted score and fails the verdict)"});
@@ -220,6 +268,7 @@ impl Grader for LlmJudge {
         config.optional_str("target")?;
         config.optional_str("prompt")?;
         config.optional_bool("prompt_is_template")?;
+        agentv5_threshold(config)?;
         match assertion_type {
             "rubrics" => parse_criteria(config).map(|_| ()),
             "llm-grader" => {

@@ -236,7 +236,44 @@ pub fn judge_once(
     let scored = criteria.iter().any(|c| !c.score_ranges.is_empty());
     let (system, user) = prompt::rubric(request, criteria)?;
     let schema = prompt::checks_schema(scored);
-    let read = |reply: &Value| -> Result<Run, String> {
+    let read = |reply: &Value| read_run(reply, criteria, scored);
+    ask(&request.config, &system, &user, &schema, sample, read)
+}
+
+/// A reply AgentV 5 may read whole (promptfoo's shape) or per criterion.
+pub enum Reply {
+    /// Per criterion, as AgentV 4 reads it.
+    Run(Run),
+    /// Graded whole, as AgentV 5 reads a promptfoo-shaped reply.
+    Whole(Grade),
+}
+
+/// Asks the judge once, reading the reply as AgentV 5's `llm-rubric`
+/// does.
+pub fn judge_once_agentv5(
+    request: &Request,
+    criteria: &[Criterion],
+    sample: u32,
+    threshold: Option<f64>,
+    fallback: &str,
+) -> Result<Reply, GradeError> {
+    let scored = criteria.iter().any(|c| !c.score_ranges.is_empty());
+    let (system, user) = prompt::rubric(request, criteria)?;
+    let schema = prompt::checks_schema(scored);
+    let read = |reply: &Value| -> Result<Reply, String> {
+        if crate::agentv5::is_promptfoo_shaped(reply) {
+            return Ok(Reply::Whole(crate::agentv5::grade(
+                reply, threshold, criteria, fallback,
+            )));
+        }
+        read_run(reply, criteria, scored).map(Reply::Run)
+    };
+    ask(&request.config, &system, &user, &schema, sample, read)
+}
+
+/// A reply's verdict per criterion.
+fn read_run(reply: &Value, criteria: &[Criterion], scored: bool) -> Result<Run, String> {
+    {
         let checks = reply
             .get("checks")
             .and_then(Value::as_array)
@@ -307,8 +344,7 @@ pub fn judge_once(
             return Err("the reply's `checks` name none of the criteria".into());
         }
         Ok(run)
-    };
-    ask(&request.config, &system, &user, &schema, sample, read)
+    }
 }
 
 /// One sample's score and the gated items it failed. Only the items the

@@ -18,6 +18,7 @@ mod date;
 mod field;
 mod js;
 mod metrics;
+mod similar;
 mod skill;
 mod trajectory;
 
@@ -123,6 +124,12 @@ fn types() -> Vec<AssertionType> {
             "type": "object", "required": ["value"],
             "properties": {"value": {}, "inverse": {"type": "boolean"}},
         })),
+        AssertionType::new(similar::SIMILAR, "AgentV 5's similar: (cosine + 1) / 2 of the value's and the output's embeddings reaches the threshold (default 0.75)")
+            .capability(evalhost_plugin_sdk::Capability::Llm)
+            .schema(json!({
+                "type": "object", "required": ["value"],
+                "properties": {"value": {"type": "string"}, "threshold": {"type": "number"}, "__embedder": {"type": "string"}},
+            })),
         AssertionType::new("field-accuracy", "Fields of a JSON answer match the expected output's").schema(json!({
             "type": "object",
             "required": ["fields"],
@@ -163,6 +170,7 @@ impl Grader for MetricsGrader {
             "tool-trajectory" => trajectory::check(config),
             "skill-trigger" => skill::check(config),
             "field-accuracy" => field::check(config),
+            similar::SIMILAR => similar::check(config),
             t if t.starts_with("agentv5-") => agentv5::check(t, config),
             other => Err(format!("evalhost-metrics does not grade `{other}`")),
         }
@@ -177,6 +185,7 @@ impl Grader for MetricsGrader {
             "tool-trajectory" => trajectory::grade(request),
             "skill-trigger" => skill::grade(request),
             "field-accuracy" => field::grade(request),
+            similar::SIMILAR => similar::grade(request),
             t if t.starts_with("agentv5-") => agentv5::grade(request),
             other => Err(format!("evalhost-metrics does not grade `{other}`")),
         };
