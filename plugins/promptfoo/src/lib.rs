@@ -184,6 +184,10 @@ const TYPES: &[(&str, &str)] = &[
         "The grading model writes the question the output answers, three times; their mean embedding similarity to the query reaches the threshold (default 0)",
     ),
     (
+        "search-rubric",
+        "A grading model that searches the web judges the output against the rubric (JSON pass, score, reason)",
+    ),
+    (
         "g-eval",
         "G-Eval: the grading model writes steps for each criterion, then scores the output 0-10 by them; the mean over 10 reaches the threshold (default 0.7)",
     ),
@@ -200,6 +204,7 @@ pub const MODEL_GRADED: &[&str] = &[
     "context-faithfulness",
     "similar",
     "answer-relevance",
+    "search-rubric",
 ];
 
 /// Types whose score is not 0 or 1: the plugin's verdict decides.
@@ -217,6 +222,7 @@ const SCORED: &[&str] = &[
     "context-faithfulness",
     "similar",
     "answer-relevance",
+    "search-rubric",
 ];
 
 /// A result as promptfoo's handler returns it: its pass, its score, its
@@ -590,6 +596,10 @@ impl Grader for PromptfooGrader {
                 _ => Err("context-recall assertion requires a string value (expected answer or fact to verify)".into()),
             },
             "context-relevance" | "context-faithfulness" | "answer-relevance" => Ok(()),
+            "search-rubric" => match config.get("value") {
+                None | Some(Value::Null) => Err("search-rubric assertion type must have a string value".into()),
+                Some(_) => Ok(()),
+            },
             "similar" => match config.get("value") {
                 Some(Value::String(_)) => Ok(()),
                 Some(Value::Array(items)) if !items.is_empty() => Ok(()),
@@ -867,6 +877,7 @@ impl Grader for PromptfooGrader {
             "context-faithfulness" => rag::context_faithfulness(request)?,
             "similar" => similar::similar(request, inverse)?,
             "answer-relevance" => similar::answer_relevance(request)?,
+            "search-rubric" => rubric::search_rubric(request, inverse)?,
             "perplexity" => provider::perplexity(config, request, inverse)?,
             "perplexity-score" => provider::perplexity_score(config, request, inverse)?,
             "latency" => {

@@ -574,6 +574,109 @@ pub fn g_eval(request: &Request, inverse: bool) -> Result<Grade, GradeError> {
     ))
 }
 
+const SEARCH_SYSTEM: &str = "You grade an output against a rubric written by a user, and you can search the web. The output passes when what the rubric states is true of it. Search the web whenever the rubric concerns current or time-sensitive facts (prices, news, who holds an office) or a fact needs checking against recent data. Answer with one JSON object and nothing else: {\"reason\": string, \"pass\": boolean, \"score\": number between 0 and 1}.
+
+Examples:
+
+<Output>The Eiffel Tower is in Paris</Output>
+<Rubric>States the tower's location correctly</Rubric>
+{\"reason\": \"A search confirms the Eiffel Tower stands in Paris\", \"pass\": true, \"score\": 1.0}
+
+<Output>The euro is worth two US dollars today</Output>
+<Rubric>Gives today's exchange rate within 5%</Rubric>
+{\"reason\": \"Searching shows a rate far from 2.0, off by more than 5%\", \"pass\": false, \"score\": 0.0}";
+
+/// JavaScript truthiness of a JSON value.
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|x| x != 0.0 && !x.is_nan()),
+        Value::String(s) => !s.is_empty(),
+        _ => true,
+    }
+}
+
+/// `search-rubric` (promptfoo's `matchesSearchRubric`): `llm-rubric` with a
+/// grader that searches the web. The reply's first JSON object: a missing
+/// `pass` fails (unlike `llm-rubric`), a missing score is the pass as 0 or
+/// 1, a threshold needs the score too; a reply without JSON passes only
+/// when it says `"pass": true`. `not-` flips the verdict, not the score.
+/// A grader that gives no answer fails, inverted or not.
+pub fn search_rubric(request: &Request, inverse: bool) -> Result<Grade, GradeError> {
+    let rubric = match request.config.get("value") {
+        None | Some(Value::Null) => {
+            return Err(GradeError::Failed(
+                "search-rubric assertion type must have a string value".into(),
+            ));
+        }
+        Some(v) => crate::js::string(v),
+    };
+    let threshold = request
+        .config
+        .optional_f64("threshold")
+        .map_err(GradeError::Failed)?;
+    let messages = grading::messages(
+        request,
+        grading::custom_prompt(request).as_deref(),
+        &[
+            ("output", try_parse(&request.output)),
+            ("rubric", Value::String(rubric.clone())),
+        ],
+        || {
+            vec![
+                ("system".into(), SEARCH_SYSTEM.into()),
+                (
+                    "user".into(),
+                    format!(
+                        "<Output>\n{}\n</Output>\n<Rubric>\n{rubric}\n</Rubric>",
+                        request.output
+                    ),
+                ),
+            ]
+        },
+    )?;
+    let reply = grading::ask(request, messages)?;
+    if reply.is_empty() {
+        return Err(GradeError::Judge(
+            "Search rubric evaluation failed: No output".into(),
+        ));
+    }
+    let (mut pass, score, reason) = match crate::json_objects(&reply).into_iter().next() {
+        Some(Value::Object(result)) => {
+            let mut pass = result.get("pass").is_some_and(truthy);
+            let score = match result.get("score") {
+                Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0),
+                _ => f64::from(u8::from(pass)),
+            };
+            if let Some(t) = threshold {
+                pass = pass && score >= t;
+            }
+            let reason = match result.get("reason") {
+                Some(r) if truthy(r) => crate::js::string(r),
+                _ => "No reason provided".to_owned(),
+            };
+            (pass, score, reason)
+        }
+        _ => {
+            let lower = reply.to_lowercase();
+            let pass = lower.contains("\"pass\":true") || lower.contains("\"pass\": true");
+            (pass, f64::from(u8::from(pass)), reply.clone())
+        }
+    };
+    let reason = if inverse {
+        pass = !pass;
+        if pass {
+            format!("Output does not require web search verification: {reason}")
+        } else {
+            format!("Output requires web search verification: {reason}")
+        }
+    } else {
+        reason
+    };
+    Ok(crate::judged(pass, score, reason))
+}
+
 #[cfg(test)]
 mod tests {
     use evalhost_plugin_sdk::testing::Harness;

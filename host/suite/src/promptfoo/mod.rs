@@ -967,6 +967,50 @@ impl Reader {
         format!("{GRADER}-{}", i + 1)
     }
 
+    /// The grader of `search-rubric`: the provider the assertion or its
+    /// test names, else `defaultTest.options.provider`, which must search
+    /// the web. Of promptfoo's web-search graders evalhost runs OpenAI's
+    /// chat search models (`gpt-4o-search-preview`, `gpt-4o-mini-search-preview`,
+    /// `gpt-5-search-api`); promptfoo's own default is its Responses API
+    /// with the web-search tool, which evalhost does not run, so one must be
+    /// named.
+    fn search_judge(&mut self, provider: Option<(Value, KeyPath)>) -> Option<String> {
+        self.uses_grader = true;
+        let top = KeyPath::default();
+        let Some((spec, at)) = provider.or_else(|| self.grading_provider.clone()) else {
+            self.error(
+                &top.key("defaultTest"),
+                "`search-rubric` needs a grading model that searches the web; promptfoo's default one runs on OpenAI's Responses API, which evalhost does not run",
+            )
+            .hint = Some("name one evalhost runs: `provider: openai:chat:gpt-4o-search-preview` on the assertion, the test's options or `defaultTest.options`".into());
+            return None;
+        };
+        let spec = match &spec {
+            Value::Object(o) if !o.contains_key("id") && o.contains_key("text") => {
+                o["text"].clone()
+            }
+            _ => spec,
+        };
+        let searches = grader_spec(&spec).is_some_and(|(id, config)| {
+            let model = config
+                .get("passthrough")
+                .and_then(|p| p.get("model"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .or_else(|| id.strip_prefix("openai:chat:").map(str::to_owned));
+            id.starts_with("openai:chat:") && model.is_some_and(|m| is_search_model(&m))
+        });
+        if !searches {
+            self.error(
+                &at,
+                "`search-rubric` needs a grading model that searches the web (promptfoo: \"search-rubric assertion requires a grading provider with web search capabilities\"); of those, evalhost runs OpenAI's chat search models",
+            )
+            .hint = Some("`provider: openai:chat:gpt-4o-search-preview` (or gpt-4o-mini-search-preview, gpt-5-search-api)".into());
+            return None;
+        }
+        Some(self.named(spec, at))
+    }
+
     /// The embedding model of `similar` and `answer-relevance`, as
     /// promptfoo picks it: the assertion's or the test's `provider` (its
     /// `embedding` entry, when it is a map by type), which must be an
@@ -2078,7 +2122,8 @@ impl Reader {
             | "context-recall"
             | "context-relevance"
             | "context-faithfulness"
-            | "answer-relevance" => Some(format!("promptfoo-{base}")),
+            | "answer-relevance"
+            | "search-rubric" => Some(format!("promptfoo-{base}")),
             "similar" | "similar:cosine" | "similar:dot" | "similar:euclidean" => {
                 Some("promptfoo-similar".to_owned())
             }
@@ -2088,8 +2133,14 @@ impl Reader {
         if !DETERMINISTIC.contains(&base.as_str()) && trace_type.is_none() && code_type.is_none() {
             let why = match base.as_str() {
                 "ruby" => "evalhost runs no Ruby (promptfoo runs it with the machine's ruby)",
-                "moderation" | "classifier" => {
-                    "model-graded assertions are not run by this version of evalhost"
+                "moderation" => {
+                    "it needs a moderation model (promptfoo asks OpenAI's moderation API, or Azure Content Safety, LlamaGuard or a Hugging Face classifier), and evalhost has no such provider: nothing here could say whether the output is flagged"
+                }
+                "classifier" => {
+                    "it needs a classification model (promptfoo asks a Hugging Face text-classification pipeline through `huggingface:text-classification:<model>`), and evalhost has no such provider: nothing here could classify the output"
+                }
+                "select-best" | "max-score" => {
+                    "it compares the outputs of every prompt and provider for the test after all of them are graded, which this version of evalhost does not do (each row is graded alone)"
                 }
                 "trace-span-count" | "trace-span-duration" | "trace-error-spans" => {
                     "it reads OpenTelemetry trace spans, which evalhost does not collect"
@@ -2240,7 +2291,11 @@ impl Reader {
             config.insert("__metric".into(), Value::String(metric.to_owned()));
         }
         if MODEL_GRADED.contains(&base.as_str()) {
-            let judge = self.judge(base == "llm-rubric", grading.provider.clone());
+            let judge = if base == "search-rubric" {
+                self.search_judge(grading.provider.clone())?
+            } else {
+                self.judge(base == "llm-rubric", grading.provider.clone())
+            };
             config.insert("__judge".into(), Value::String(judge));
             if let Some(scores) = &grading.factuality {
                 config.insert("__factuality".into(), Value::Object(scores.clone()));
@@ -2316,7 +2371,27 @@ const MODEL_GRADED: &[&str] = &[
     "context-relevance",
     "context-faithfulness",
     "answer-relevance",
+    "search-rubric",
 ];
+
+/// promptfoo's test for an OpenAI chat model that searches the web:
+/// `gpt-5-search-api`, `gpt-4o-search-preview` or
+/// `gpt-4o-mini-search-preview`, at the start or after `/` or `:`, then the
+/// end or `-`.
+fn is_search_model(model: &str) -> bool {
+    [
+        "gpt-5-search-api",
+        "gpt-4o-search-preview",
+        "gpt-4o-mini-search-preview",
+    ]
+    .iter()
+    .any(|name| {
+        model.match_indices(name).any(|(i, _)| {
+            (i == 0 || model[..i].ends_with(['/', ':']))
+                && matches!(model[i + name.len()..].chars().next(), None | Some('-'))
+        })
+    })
+}
 
 /// An OpenAI embedding model's provider id.
 fn is_embedding_id(id: &str) -> bool {

@@ -63,7 +63,10 @@ fn what_is_not_run_yet_is_an_error_at_its_place() {
         all.contains("the provider `file://p.go` is not run"),
         "{all}"
     );
-    assert!(all.contains("assertion type `moderation`: "), "{all}");
+    assert!(
+        all.contains("assertion type `moderation`: it needs a moderation model"),
+        "{all}"
+    );
     assert!(all.contains("`ruby`: evalhost runs no Ruby"), "{all}");
     assert!(
         all.contains("`file://check.ts`: a TypeScript assertion is not run"),
