@@ -35,6 +35,7 @@ use crate::suite::{self, Suite, TestCase};
 use crate::target::{self, Target, Targets};
 
 mod check;
+mod compare;
 mod conversation;
 mod custom_types;
 mod execute;
@@ -806,6 +807,29 @@ pub fn run(
     })?;
     progress.finish();
     let interrupted = INTERRUPTED.load(Ordering::SeqCst);
+    // Comparisons (promptfoo's `select-best`): graded across each group's
+    // outputs now that all exist, and merged into their rows.
+    writer
+        .flush()
+        .with_context(|| format!("cannot write {}", writer.path().display()))?;
+    let compared = compare::grade(&ctx, writer.path(), interrupted, out)?;
+    let mut new_rows = new_rows;
+    if let Some(all) = &compared {
+        writer
+            .rewrite_in_order(all)
+            .with_context(|| format!("cannot write {}", writer.path().display()))?;
+        let fresh: HashMap<(&str, &str, Option<u32>), &ResultRow> = all
+            .iter()
+            .map(|r| ((r.test_id.as_str(), r.target.as_str(), r.trial), r))
+            .collect();
+        let suite_arc: Arc<str> = Arc::from(suite.name.as_str());
+        for brief in new_rows.iter_mut().chain(done.values_mut()) {
+            if let Some(row) = fresh.get(&(brief.test_id(), brief.target(), brief.trial())) {
+                *brief = RowBrief::of(row, &suite_arc, &suite_arc);
+            }
+        }
+    }
+    drop(compared);
     let Ctx { lifecycle, .. } = ctx;
     for rt in &run_targets {
         if let Some(hook) = &rt.hooks.after_all {

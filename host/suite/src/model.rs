@@ -339,6 +339,13 @@ pub struct TestCase {
     /// assertion-shaped call whose plugin returns the new output in its
     /// details (`output`).
     pub output_transform: Option<Box<Assertion>>,
+    /// Assertions graded across the outputs of this test's `compare_group`
+    /// once every one of them exists (promptfoo's `select-best`): not part
+    /// of the test's own score, they can only fail it.
+    pub comparisons: Vec<Assertion>,
+    /// The tests whose outputs a comparison sees together (promptfoo: one
+    /// test row and vars, over every prompt and provider).
+    pub compare_group: Option<String>,
 }
 
 /// A prompt template of a promptfoo-style suite, rendered for one test.
@@ -433,11 +440,14 @@ impl TestCase {
     /// Every assertion the test grades with: its own, then each turn's of a
     /// conversation (for checks that look at all of them).
     pub fn every_assertion(&self) -> impl Iterator<Item = &Assertion> {
-        self.assertions.iter().chain(
-            self.conversation
-                .iter()
-                .flat_map(|c| c.turns.iter().flat_map(|t| t.assertions.iter())),
-        )
+        self.assertions
+            .iter()
+            .chain(
+                self.conversation
+                    .iter()
+                    .flat_map(|c| c.turns.iter().flat_map(|t| t.assertions.iter())),
+            )
+            .chain(self.comparisons.iter())
     }
 
     /// A test with only an id and input messages (for judge calls through a
@@ -467,6 +477,8 @@ impl TestCase {
             pass_rule: PassRule::WeightedMean,
             prompt: None,
             output_transform: None,
+            comparisons: Vec::new(),
+            compare_group: None,
         }
     }
 

@@ -188,6 +188,10 @@ const TYPES: &[(&str, &str)] = &[
         "A grading model that searches the web judges the output against the rubric (JSON pass, score, reason)",
     ),
     (
+        "select-best",
+        "The grading model picks, among the outputs of every prompt and provider for a test, the one that best fits the criteria",
+    ),
+    (
         "g-eval",
         "G-Eval: the grading model writes steps for each criterion, then scores the output 0-10 by them; the mean over 10 reaches the threshold (default 0.7)",
     ),
@@ -205,6 +209,7 @@ pub const MODEL_GRADED: &[&str] = &[
     "similar",
     "answer-relevance",
     "search-rubric",
+    "select-best",
 ];
 
 /// Types whose score is not 0 or 1: the plugin's verdict decides.
@@ -596,6 +601,10 @@ impl Grader for PromptfooGrader {
                 _ => Err("context-recall assertion requires a string value (expected answer or fact to verify)".into()),
             },
             "context-relevance" | "context-faithfulness" | "answer-relevance" => Ok(()),
+            "select-best" => match config.get("value") {
+                Some(Value::String(_)) => Ok(()),
+                _ => Err("select-best must have a string value".into()),
+            },
             "search-rubric" => match config.get("value") {
                 None | Some(Value::Null) => Err("search-rubric assertion type must have a string value".into()),
                 Some(_) => Ok(()),
@@ -878,6 +887,7 @@ impl Grader for PromptfooGrader {
             "similar" => similar::similar(request, inverse)?,
             "answer-relevance" => similar::answer_relevance(request)?,
             "search-rubric" => rubric::search_rubric(request, inverse)?,
+            "select-best" => rubric::select_best(request)?,
             "perplexity" => provider::perplexity(config, request, inverse)?,
             "perplexity-score" => provider::perplexity_score(config, request, inverse)?,
             "latency" => {

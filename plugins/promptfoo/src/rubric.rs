@@ -677,6 +677,93 @@ pub fn search_rubric(request: &Request, inverse: bool) -> Result<Grade, GradeErr
     Ok(crate::judged(pass, score, reason))
 }
 
+/// `select-best` (promptfoo's `matchesSelectBest`), called once for a
+/// group of outputs (`__outputs`, in promptfoo's order): the text grader
+/// names the index of the one that best fits the criteria. The grade's
+/// details say which (`best`), or that none could be chosen (`best` null,
+/// and why): then every output fails.
+pub fn select_best(request: &Request) -> Result<Grade, GradeError> {
+    let criteria = match request.config.get("value") {
+        Some(Value::String(s)) => s.clone(),
+        _ => {
+            return Err(GradeError::Failed(
+                "select-best must have a string value".into(),
+            ));
+        }
+    };
+    let outputs: Vec<String> = match request.config.get("__outputs") {
+        Some(Value::Array(items)) => items.iter().map(crate::js::string).collect(),
+        _ => {
+            return Err(GradeError::Failed(
+                "select-best is graded across the outputs of a test, by the host once all of them exist".into(),
+            ));
+        }
+    };
+    if outputs.len() < 2 {
+        return Err(GradeError::Failed(
+            "select-best assertion must have at least two outputs to compare between".into(),
+        ));
+    }
+    let parsed: Vec<Value> = outputs.iter().map(|o| try_parse(o)).collect();
+    let messages = grading::messages(
+        request,
+        grading::custom_prompt(request).as_deref(),
+        &[
+            ("criteria", Value::String(criteria.clone())),
+            ("outputs", Value::Array(parsed.clone())),
+        ],
+        || {
+            let mut text = format!(
+                "Several texts follow. Pick the one that best fits this criterion: {criteria}\n\n"
+            );
+            for (i, o) in parsed.iter().enumerate() {
+                text.push_str(&format!(
+                    "<Text index=\"{i}\">\n{}\n</Text>\n\n",
+                    grading::shown(o)
+                ));
+            }
+            text.push_str("Answer with the index of that text: a single integer and nothing else.");
+            vec![("system".into(), text)]
+        },
+    )?;
+    let reply = grading::ask(request, messages)?;
+    let none = |reason: String| {
+        let mut g = Grade::new(0.0);
+        g.checks
+            .push(evalhost_plugin_sdk::Check::new(false, reason.clone()));
+        g.with_details(serde_json::json!({"verdict": "fail", "best": null, "reason": reason}))
+    };
+    if reply.is_empty() {
+        return Ok(none("No output".into()));
+    }
+    // promptfoo: the first run of digits in the trimmed reply.
+    let digits: String = crate::js::trim(&reply)
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let best = digits.parse::<usize>().ok().filter(|b| *b < outputs.len());
+    Ok(match best {
+        Some(b) => {
+            let mut g = Grade::new(1.0);
+            g.checks.push(evalhost_plugin_sdk::Check::new(
+                true,
+                format!("Output {b} selected as the best: {criteria}"),
+            ));
+            g.with_details(serde_json::json!({"verdict": "pass", "best": b}))
+        }
+        None => none(format!(
+            "Invalid select-best verdict: {}",
+            if digits.is_empty() {
+                "NaN".to_owned()
+            } else {
+                // parseInt of a long run of digits: JavaScript's number.
+                crate::js::number(digits.parse::<f64>().unwrap_or(f64::NAN))
+            }
+        )),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use evalhost_plugin_sdk::testing::Harness;

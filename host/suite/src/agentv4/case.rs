@@ -524,6 +524,8 @@ impl Loader {
             pass_rule: crate::model::PassRule::WeightedMean,
             prompt: None,
             output_transform: None,
+            comparisons: Vec::new(),
+            compare_group: None,
         })
     }
 }

@@ -404,6 +404,9 @@ impl Reader {
                         i += 1;
                     }
                     if let Some(mut test) = self.test(&row, vars, prompt, unique, &renderer) {
+                        if !test.comparisons.is_empty() {
+                            test.compare_group = Some(format!("{n}/{k}"));
+                        }
                         // Rows show the vars as written (`file://…`), as
                         // promptfoo's results do; templates saw the contents.
                         if written != vars {
@@ -1882,9 +1885,23 @@ impl Reader {
             content_json: None,
         }];
         let mut assertions = Vec::new();
+        let mut comparisons = Vec::new();
         for (a, at) in &row.assert {
             if let Some(assertion) = self.assertion(a, at, &vars, renderer, &row.file, &row.grading)
             {
+                // `select-best` is graded across the test's outputs, after
+                // the rest (promptfoo's comparison pass), and only the first.
+                if assertion.plugin_type.as_deref() == Some("promptfoo-select-best") {
+                    if comparisons.is_empty() {
+                        comparisons.push(assertion);
+                    } else {
+                        self.error(
+                            at,
+                            "a second `select-best` in one test: promptfoo grades only the first",
+                        );
+                    }
+                    continue;
+                }
                 assertions.push(assertion);
             }
         }
@@ -1957,6 +1974,8 @@ impl Reader {
                 id: prompt.id.clone(),
             })),
             output_transform,
+            comparisons,
+            compare_group: None,
         })
     }
 
@@ -2081,6 +2100,13 @@ impl Reader {
         {
             self.metrics.push(m.clone());
         }
+        if base == "select-best" && negate {
+            self.error(
+                &at.key("type"),
+                "`not-select-best` is not a type: promptfoo compares only `select-best`",
+            );
+            return None;
+        }
         if base == "assert-set" {
             if negate {
                 self.error(&at.key("type"), "`not-assert-set` is not a type");
@@ -2123,7 +2149,8 @@ impl Reader {
             | "context-relevance"
             | "context-faithfulness"
             | "answer-relevance"
-            | "search-rubric" => Some(format!("promptfoo-{base}")),
+            | "search-rubric"
+            | "select-best" => Some(format!("promptfoo-{base}")),
             "similar" | "similar:cosine" | "similar:dot" | "similar:euclidean" => {
                 Some("promptfoo-similar".to_owned())
             }
@@ -2139,8 +2166,8 @@ impl Reader {
                 "classifier" => {
                     "it needs a classification model (promptfoo asks a Hugging Face text-classification pipeline through `huggingface:text-classification:<model>`), and evalhost has no such provider: nothing here could classify the output"
                 }
-                "select-best" | "max-score" => {
-                    "it compares the outputs of every prompt and provider for the test after all of them are graded, which this version of evalhost does not do (each row is graded alone)"
+                "max-score" => {
+                    "it aggregates the scores of every prompt and provider for the test after all of them are graded, which this version of evalhost does not do (`select-best` it does)"
                 }
                 "trace-span-count" | "trace-span-duration" | "trace-error-spans" => {
                     "it reads OpenTelemetry trace spans, which evalhost does not collect"
@@ -2372,6 +2399,7 @@ const MODEL_GRADED: &[&str] = &[
     "context-faithfulness",
     "answer-relevance",
     "search-rubric",
+    "select-best",
 ];
 
 /// promptfoo's test for an OpenAI chat model that searches the web:
