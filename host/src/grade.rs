@@ -145,6 +145,60 @@ pub fn run_transform(
     }
 }
 
+/// Whether a transform step computes the context an assertion reads
+/// (promptfoo's `contextTransform`) rather than its output.
+pub fn is_context_transform(transform: &Assertion) -> bool {
+    transform
+        .config
+        .get("__into")
+        .and_then(serde_json::Value::as_str)
+        == Some("context")
+}
+
+/// `request` with the transform's result as its test's `context` var
+/// (text, or a list of texts, as promptfoo requires); the metadata it had,
+/// to put back.
+pub fn with_context(
+    request: &mut Request,
+    (text, json): (String, Option<serde_json::Value>),
+) -> Result<String, String> {
+    let context = match json {
+        None => serde_json::Value::String(text),
+        Some(v @ serde_json::Value::Array(_))
+            if v.as_array()
+                .is_some_and(|a| a.iter().all(serde_json::Value::is_string)) =>
+        {
+            v
+        }
+        Some(other) => {
+            return Err(format!(
+                "contextTransform must return a string or array of strings. Got {}",
+                match other {
+                    serde_json::Value::Array(_)
+                    | serde_json::Value::Object(_)
+                    | serde_json::Value::Null => "object",
+                    serde_json::Value::Bool(_) => "boolean",
+                    serde_json::Value::Number(_) => "number",
+                    serde_json::Value::String(_) => "string",
+                }
+            ));
+        }
+    };
+    let mut metadata: serde_json::Value =
+        serde_json::from_str(&request.metadata_json).unwrap_or_else(|_| serde_json::json!({}));
+    if !metadata
+        .get("vars")
+        .is_some_and(serde_json::Value::is_object)
+    {
+        metadata["vars"] = serde_json::json!({});
+    }
+    metadata["vars"]["context"] = context;
+    Ok(std::mem::replace(
+        &mut request.metadata_json,
+        metadata.to_string(),
+    ))
+}
+
 /// `request` with `output` (and its structured value) in place of its own;
 /// what it had, to put back.
 pub fn swap_output(

@@ -274,6 +274,7 @@ fn run_trial_into(
         };
         // An assertion's own `transform`: the output it reads.
         let mut untransformed = None;
+        let mut context = None;
         if let Some(transform) = &assertion.transform {
             let done = {
                 let _permit = ctx.graders.acquire();
@@ -287,6 +288,19 @@ fn run_trial_into(
                 )
             };
             match done {
+                // A `contextTransform`: its result is the context the
+                // assertion reads (`vars.context`), the output unchanged.
+                Ok(new) if grade::is_context_transform(transform) => {
+                    match grade::with_context(request, new) {
+                        Ok(old) => context = Some(old),
+                        Err(why) => {
+                            if let Some(original) = original_output {
+                                request.output = original;
+                            }
+                            return grade::refused_row(assertion, why);
+                        }
+                    }
+                }
                 Ok(new) => untransformed = Some(grade::swap_output(request, new)),
                 Err(why) => {
                     if let Some(original) = original_output {
@@ -312,6 +326,9 @@ fn run_trial_into(
         if let Some((text, info)) = untransformed {
             request.output = text;
             request.response = info;
+        }
+        if let Some(metadata) = context {
+            request.metadata_json = metadata;
         }
         if let Some(original) = original_output {
             request.output = original;

@@ -2205,6 +2205,7 @@ impl Reader {
             return None;
         }
         let mut transform = None;
+        let mut context_transform = None;
         let mut config = Map::new();
         let mut grading = grading.clone();
         for (k, v) in a {
@@ -2293,6 +2294,16 @@ impl Reader {
                         "transform",
                     )?));
                 }
+                "contextTransform" if base.starts_with("context-") => {
+                    let mut step = self.transform_step(v, &at.key(k), file, "contextTransform")?;
+                    // Its result is the context the assertion reads, not
+                    // the output (see `Assertion::transform`).
+                    let mut c = (*step.config).clone();
+                    c.insert("__into".into(), Value::String("context".into()));
+                    step.config_json = Value::Object(c.clone()).to_string().into();
+                    step.config = Arc::new(c);
+                    context_transform = Some(Arc::new(step));
+                }
                 "provider" | "rubricPrompt" | "contextTransform" => {
                     self.error(
                         &at.key(k),
@@ -2352,6 +2363,16 @@ impl Reader {
                 );
             }
             config.insert("inverse".into(), Value::Bool(true));
+        }
+        if let Some(step) = context_transform {
+            if transform.is_some() {
+                self.error(
+                    &at.key("contextTransform"),
+                    "an assertion with both `transform` and `contextTransform` is not read by this version of evalhost; keep one",
+                );
+                return None;
+            }
+            transform = Some(step);
         }
         if trace_type.is_some() && base.starts_with("trajectory:") {
             config.insert("require_trace".into(), Value::Bool(true));
