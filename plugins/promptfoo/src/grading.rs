@@ -197,6 +197,86 @@ pub fn messages(
     }
 }
 
+thread_local! {
+    /// The seed of the judge sample being taken (`judge_samples`), none for
+    /// a single answer (the request is then promptfoo's, without a seed).
+    static SEED: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// The types `judge_samples` applies to: one verdict from the judge's
+/// answer.
+pub const SAMPLED: &[&str] = &[
+    "llm-rubric",
+    "g-eval",
+    "model-graded-closedqa",
+    "factuality",
+    "search-rubric",
+];
+
+/// `judge_samples: N` (evalhost's own key, promptfoo has none): the grade
+/// taken N times, each answer asked with its own seed (so the judge cache
+/// keeps them apart): the mean score, the verdict of a strict majority
+/// (a tie fails), the spread and agreement in the details. A failed sample
+/// fails the assertion.
+pub fn sampled(
+    request: &Request,
+    grade: impl Fn() -> Result<evalhost_plugin_sdk::Grade, GradeError>,
+) -> Result<evalhost_plugin_sdk::Grade, GradeError> {
+    let n = match request
+        .config
+        .optional_u64("judge_samples")
+        .map_err(GradeError::Failed)?
+    {
+        None | Some(1) => return grade(),
+        Some(n) if (2..=20).contains(&n) => n,
+        Some(n) => {
+            return Err(GradeError::Failed(format!(
+                "`judge_samples` must be from 1 to 20, got {n}"
+            )));
+        }
+    };
+    let mut grades = Vec::new();
+    for i in 0..n {
+        SEED.with(|s| s.set(Some(i + 1)));
+        let g = grade();
+        SEED.with(|s| s.set(None));
+        grades.push(g?);
+    }
+    let passed = |g: &evalhost_plugin_sdk::Grade| {
+        g.details
+            .as_ref()
+            .and_then(|d| d.get("verdict"))
+            .and_then(Value::as_str)
+            == Some("pass")
+    };
+    let scores: Vec<f64> = grades.iter().map(|g| g.score).collect();
+    let mean = scores.iter().sum::<f64>() / n as f64;
+    let stdev = (scores.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+    let passes = grades.iter().filter(|g| passed(g)).count() as u64;
+    let pass = passes * 2 > n;
+    let agreement = passes.max(n - passes) as f64 / n as f64;
+    let mut out = evalhost_plugin_sdk::Grade::new(mean);
+    out.checks.push(evalhost_plugin_sdk::Check::new(
+        pass,
+        format!(
+            "{n} judge samples: {passes} pass, {} fail (mean {mean:.2}, agreement {:.0}%)",
+            n - passes,
+            agreement * 100.0
+        ),
+    ));
+    out.checks.extend(grades[0].checks.iter().cloned());
+    Ok(out.with_details(serde_json::json!({
+        "verdict": if pass { "pass" } else { "fail" },
+        "samples": {
+            "scores": scores,
+            "verdicts": grades.iter().map(|g| passed(g)).collect::<Vec<_>>(),
+            "mean": mean,
+            "stdev": stdev,
+            "agreement": agreement,
+        },
+    })))
+}
+
 /// The reply of the grading model named by the assertion (`__judge`), or
 /// the run's judge.
 pub fn ask(request: &Request, messages: Messages) -> Result<String, GradeError> {
@@ -207,6 +287,7 @@ pub fn ask(request: &Request, messages: Messages) -> Result<String, GradeError> 
             .get("__judge")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        seed: SEED.with(std::cell::Cell::get),
         ..CompletionRequest::default()
     })
     .map(|c| c.text)

@@ -565,6 +565,17 @@ impl Grader for PromptfooGrader {
         let prefix = |e: String| format!("\"{t}\" assertion type {e}");
         config.optional_bool("inverse")?;
         config.optional_f64("threshold")?;
+        if let Some(n) = config.optional_u64("judge_samples")? {
+            if !grading::SAMPLED.contains(&t) {
+                return Err(format!(
+                    "`judge_samples` applies to {} only",
+                    grading::SAMPLED.join(", ")
+                ));
+            }
+            if !(1..=20).contains(&n) {
+                return Err(format!("`judge_samples` must be from 1 to 20, got {n}"));
+            }
+        }
         match t {
             "contains" | "icontains" => contains_value(config).map(drop).map_err(prefix),
             "contains-any" | "contains-all" | "icontains-any" | "icontains-all" => {
@@ -877,16 +888,18 @@ impl Grader for PromptfooGrader {
                 )
             }
             "finish-reason" => provider::finish_reason(config, request, inverse)?,
-            "llm-rubric" => rubric::grade(request, inverse)?,
-            "model-graded-closedqa" => rubric::closed_qa(request)?,
-            "factuality" => rubric::factuality(request)?,
-            "g-eval" => rubric::g_eval(request, inverse)?,
+            "llm-rubric" => grading::sampled(request, || rubric::grade(request, inverse))?,
+            "model-graded-closedqa" => grading::sampled(request, || rubric::closed_qa(request))?,
+            "factuality" => grading::sampled(request, || rubric::factuality(request))?,
+            "g-eval" => grading::sampled(request, || rubric::g_eval(request, inverse))?,
             "context-recall" => rag::context_recall(request)?,
             "context-relevance" => rag::context_relevance(request)?,
             "context-faithfulness" => rag::context_faithfulness(request)?,
             "similar" => similar::similar(request, inverse)?,
             "answer-relevance" => similar::answer_relevance(request)?,
-            "search-rubric" => rubric::search_rubric(request, inverse)?,
+            "search-rubric" => {
+                grading::sampled(request, || rubric::search_rubric(request, inverse))?
+            }
             "select-best" => rubric::select_best(request)?,
             "perplexity" => provider::perplexity(config, request, inverse)?,
             "perplexity-score" => provider::perplexity_score(config, request, inverse)?,

@@ -800,6 +800,48 @@ mod tests {
     }
 
     #[test]
+    fn judge_samples_take_the_mean_and_a_strict_majority() {
+        let seeds = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let seen = seeds.clone();
+        let harness = Harness::<crate::PromptfooGrader>::new().llm(move |req| {
+            seen.borrow_mut().push(req.seed);
+            // Seeds 1 and 2 pass with 0.9; seed 3 fails with 0.
+            let text = if req.seed == Some(3) {
+                r#"{"pass": false, "score": 0, "reason": "no"}"#
+            } else {
+                r#"{"pass": true, "score": 0.9, "reason": "yes"}"#
+            };
+            Ok(Completion {
+                text: text.into(),
+                model: "m".into(),
+                input_tokens: None,
+                output_tokens: None,
+                cost_usd: None,
+                cached: false,
+            })
+        });
+        let g = harness
+            .grade(
+                &Request::new("promptfoo-llm-rubric", "x")
+                    .with_config(json!({"value": "r", "judge_samples": 3})),
+            )
+            .unwrap();
+        assert_eq!(*seeds.borrow(), vec![Some(1), Some(2), Some(3)]);
+        assert!((g.score - 0.6).abs() < 1e-12);
+        assert!(verdict(&g));
+        assert_eq!(
+            g.details.as_ref().unwrap()["samples"]["verdicts"],
+            json!([true, true, false])
+        );
+        // One answer: no seed, promptfoo's own request.
+        seeds.borrow_mut().clear();
+        harness
+            .grade(&Request::new("promptfoo-llm-rubric", "x").with_config(json!({"value": "r"})))
+            .unwrap();
+        assert_eq!(*seeds.borrow(), vec![None]);
+    }
+
+    #[test]
     fn line_matches_are_javascripts() {
         assert_eq!(
             line_match("x {\"steps\": [1]} y }", "{\"steps\""),

@@ -2294,6 +2294,13 @@ impl Reader {
                         "transform",
                     )?));
                 }
+                "judge_samples" => {
+                    self.warning(
+                        &at.key(k),
+                        "`judge_samples` is evalhost's own key (promptfoo ignores it): the judge answers that many times and the score is their mean, so it can differ from promptfoo's single answer",
+                    );
+                    config.insert(k.clone(), v.clone());
+                }
                 "contextTransform" if base.starts_with("context-") => {
                     let mut step = self.transform_step(v, &at.key(k), file, "contextTransform")?;
                     // Its result is the context the assertion reads, not
