@@ -269,7 +269,7 @@ pub fn sampled(
         "verdict": if pass { "pass" } else { "fail" },
         "samples": {
             "scores": scores,
-            "verdicts": grades.iter().map(|g| passed(g)).collect::<Vec<_>>(),
+            "verdicts": grades.iter().map(passed).collect::<Vec<_>>(),
             "mean": mean,
             "stdev": stdev,
             "agreement": agreement,
