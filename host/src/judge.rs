@@ -89,6 +89,20 @@ struct CachedCompletion {
     cost_usd: Option<f64>,
 }
 
+/// A model on OpenAI's own API without a key cannot answer: said at once,
+/// not after the retries of a refused request.
+fn no_key(target: &Target) -> Result<(), JudgeError> {
+    match &target.provider {
+        Provider::OpenAi(c) if c.api_key.is_none() && c.base_url.contains("api.openai.com") => {
+            Err(JudgeError::Unavailable(format!(
+                "`{}` ({} on {}) has no API key: set OPENAI_API_KEY (or the variable its `apiKeyEnvar`/`api_key` names)",
+                target.name, c.model, c.base_url
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The judge of a run.
 #[derive(Debug)]
 pub struct Judge {
@@ -176,6 +190,7 @@ impl Judge {
                 .clone(),
             None => default.clone().map_err(JudgeError::Unavailable)?,
         };
+        no_key(&target)?;
         let messages = &request.messages;
         let key = sha256_hex(
             serde_json::json!({
@@ -258,6 +273,7 @@ impl Judge {
                 target.name
             )));
         };
+        no_key(&target)?;
         let key = sha256_hex(
             serde_json::json!({
                 "plugin": digest,

@@ -977,12 +977,15 @@ impl Reader {
     /// `gpt-5-search-api`); promptfoo's own default is its Responses API
     /// with the web-search tool, which evalhost does not run, so one must be
     /// named.
-    fn search_judge(&mut self, provider: Option<(Value, KeyPath)>) -> Option<String> {
+    fn search_judge(
+        &mut self,
+        provider: Option<(Value, KeyPath)>,
+        assertion: &KeyPath,
+    ) -> Option<String> {
         self.uses_grader = true;
-        let top = KeyPath::default();
         let Some((spec, at)) = provider.or_else(|| self.grading_provider.clone()) else {
             self.error(
-                &top.key("defaultTest"),
+                &assertion.key("type"),
                 "`search-rubric` needs a grading model that searches the web; promptfoo's default one runs on OpenAI's Responses API, which evalhost does not run",
             )
             .hint = Some("name one evalhost runs: `provider: openai:chat:gpt-4o-search-preview` on the assertion, the test's options or `defaultTest.options`".into());
@@ -2337,7 +2340,7 @@ impl Reader {
         }
         if MODEL_GRADED.contains(&base.as_str()) {
             let judge = if base == "search-rubric" {
-                self.search_judge(grading.provider.clone())?
+                self.search_judge(grading.provider.clone(), at)?
             } else {
                 self.judge(base == "llm-rubric", grading.provider.clone())
             };
@@ -2370,6 +2373,31 @@ impl Reader {
                 );
             }
             config.insert("inverse".into(), Value::Bool(true));
+        }
+        // What promptfoo's handlers require of the test, said before
+        // anything runs (promptfoo makes the row an error).
+        if matches!(base.as_str(), "context-relevance" | "context-faithfulness") {
+            if !vars.get("query").is_some_and(Value::is_string) {
+                self.error(
+                    &at.key("type"),
+                    format!("`{base}` needs a `query` var holding the user's question (promptfoo makes the row an error without it)"),
+                )
+                .hint = Some("add `query: ...` to the test's vars".into());
+                return None;
+            }
+            let has_context = match vars.get("context") {
+                Some(Value::String(c)) => !c.is_empty(),
+                Some(Value::Array(c)) => !c.is_empty(),
+                _ => false,
+            };
+            if !has_context && context_transform.is_none() {
+                self.error(
+                    &at.key("type"),
+                    format!("`{base}` needs the retrieved context: a `context` var (text, or a list of texts) or a `contextTransform` that computes it from the output"),
+                )
+                .hint = Some("add `context: ...` to the test's vars".into());
+                return None;
+            }
         }
         if let Some(step) = context_transform {
             if transform.is_some() {
