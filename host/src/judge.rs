@@ -152,7 +152,9 @@ impl Judge {
             return self.targets.select(name).cloned();
         }
         match run_target.provider {
-            Provider::OpenAi(_) | Provider::Mock { .. } => Ok(run_target.clone()),
+            Provider::OpenAi(_) | Provider::Anthropic(_) | Provider::Mock { .. } => {
+                Ok(run_target.clone())
+            }
             _ => Err(format!(
                 "target `{}` is not a model that can judge; give it a `grader_target`, or pass --grader-target",
                 run_target.name
@@ -163,6 +165,7 @@ impl Judge {
     fn identity(target: &Target) -> String {
         match &target.provider {
             Provider::OpenAi(c) => format!("openai\u{0}{}\u{0}{}", c.base_url, c.model),
+            Provider::Anthropic(c) => format!("anthropic\u{0}{}\u{0}{}", c.base_url, c.model),
             Provider::Mock { response, .. } => format!("mock\u{0}{response}"),
             Provider::Cli(c) => format!(
                 "cli\u{0}{}\u{0}{}",
@@ -370,6 +373,20 @@ impl Judge {
                         }
                     })
                 }
+                Provider::Anthropic(config) => crate::target::anthropic::chat(
+                    config,
+                    messages,
+                    request.temperature,
+                    request.max_tokens.map(u64::from),
+                    Some(self.timeout),
+                )
+                .map(|out| CachedCompletion {
+                    text: out.text,
+                    model: config.model.clone(),
+                    input_tokens: out.token_usage.map(|t| t.input),
+                    output_tokens: out.token_usage.map(|t| t.output),
+                    cost_usd: out.cost_usd,
+                }),
                 _ => {
                     // Mock and command judges: the user turns are the prompt.
                     let test = crate::suite::TestCase::synthetic(

@@ -16,6 +16,8 @@ pub use crate::results::output::{
     LlmCalls, OutputMessage, Retry as RetryRecord, TargetOutput, TokenUsage, ToolCall,
 };
 
+pub mod anthropic;
+mod api;
 pub mod cli;
 pub mod http;
 pub mod openai;
@@ -37,6 +39,7 @@ use crate::suite::source_map::KeyPath;
 mod file;
 pub use file::*;
 pub mod keys;
+pub mod models;
 
 /// AgentV's mock response when none is configured.
 pub const MOCK_DEFAULT_RESPONSE: &str =
@@ -73,6 +76,8 @@ pub enum Provider {
     Cli(cli::CliConfig),
     /// An OpenAI-compatible endpoint.
     OpenAi(openai::OpenAiConfig),
+    /// Anthropic's Messages API.
+    Anthropic(anthropic::AnthropicConfig),
     /// Any HTTP API (promptfoo's `http` provider).
     Http(http::HttpConfig),
     /// Recorded outputs.
@@ -290,7 +295,7 @@ impl Targets {
         if let Provider::Unsupported(p) = &target.provider {
             return Err(format!(
                 "target `{name}` uses provider `{p}`, which this version of evalhost does not run \
-                 (supported: mock, echo, cli, openai and compatible endpoints, http, replay)"
+                 (supported: mock, echo, cli, openai and compatible endpoints, anthropic, http, replay)"
             ));
         }
         for fallback in &target.fallback_targets {
@@ -455,6 +460,7 @@ impl Target {
             }),
             Provider::Cli(config) => cli::invoke(config, self, test, inv),
             Provider::OpenAi(config) => openai::invoke(config, test, inv),
+            Provider::Anthropic(config) => anthropic::invoke(config, test, inv),
             Provider::Http(config) => http::invoke(config, test, inv),
             Provider::Replay(config) => replay::invoke(config, test, inv.trial),
             Provider::Recorded(outputs) => outputs

@@ -32,6 +32,8 @@ mod schema;
 mod run_control;
 // Targets: cli, OpenAI-compatible endpoints on loopback, replay, fallbacks.
 mod targets;
+
+mod providers;
 // The code-grader bridge and the exec capability.
 mod code_grader;
 // Workspaces, repos, hooks and the SWE-style example.

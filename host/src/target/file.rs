@@ -379,6 +379,7 @@ pub(super) fn parse_target(
         "openai" | "azure" | "azure-openai" | "openrouter" | "vllm" | "ollama" => {
             Provider::OpenAi(openai::OpenAiConfig::parse(&provider_name, entry)?)
         }
+        "anthropic" => Provider::Anthropic(super::anthropic::AnthropicConfig::parse(entry)?),
         "replay" => Provider::Replay(replay::ReplayConfig::parse(entry, base_dir)?),
         "http" => Provider::Http(super::http::HttpConfig::parse(entry)?),
         other => Provider::Unsupported(other.to_owned()),

@@ -164,72 +164,16 @@ fn post(
     timeout: Option<Duration>,
 ) -> Result<Value, TargetFailure> {
     let timeout = timeout.map_or(config.timeout, |t| t.min(config.timeout));
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut request = agent.post(url).header("Content-Type", "application/json");
+    let mut headers = Vec::new();
     if let Some(key) = &config.api_key {
-        request = if config.provider.starts_with("azure") {
-            request.header("api-key", key)
+        headers.push(if config.provider.starts_with("azure") {
+            ("api-key", key.clone())
         } else {
-            request.header("Authorization", &format!("Bearer {key}"))
-        };
-    }
-    let mut response = match request.send(body.to_string().as_bytes()) {
-        Ok(r) => r,
-        Err(ureq::Error::Timeout(_)) => {
-            return Err(TargetFailure::new(format!(
-                "{} did not answer within {:.1}s",
-                url,
-                timeout.as_secs_f64()
-            )));
-        }
-        Err(e) => {
-            return Err(TargetFailure::new(format!(
-                "request to {} failed: {e}",
-                url
-            )));
-        }
-    };
-    let status = response.status().as_u16();
-    let retry_after = retry_after(response.headers());
-    let text = match response.body_mut().read_to_string() {
-        Ok(t) => t,
-        Err(ureq::Error::Timeout(_)) => {
-            return Err(TargetFailure::new(format!(
-                "{} timed out while answering",
-                url
-            )));
-        }
-        Err(e) => {
-            return Err(TargetFailure::new(format!(
-                "reading the answer of {} failed: {e}",
-                url
-            )));
-        }
-    };
-    if !(200..300).contains(&status) {
-        let excerpt: String = text.chars().take(300).collect();
-        let message = format!("{} answered HTTP {status}: {excerpt}", url);
-        return Err(if status == 429 || status >= 500 {
-            TargetFailure {
-                retry_after,
-                ..TargetFailure::new(message)
-            }
-        } else {
-            TargetFailure::fatal(message)
+            ("Authorization", format!("Bearer {key}"))
         });
     }
-    let doc: Value = serde_json::from_str(&text).map_err(|e| {
-        let excerpt: String = text.chars().take(200).collect();
-        TargetFailure::fatal(format!(
-            "{} answered with invalid JSON ({e}): {excerpt}",
-            url
-        ))
-    })?;
-    Ok(doc)
+    let response = super::api::send(url, &headers, body, timeout)?;
+    super::api::json(url, response)
 }
 
 /// An embedding and what it cost.
@@ -550,28 +494,6 @@ fn is_falsy(v: &Value) -> bool {
         Value::String(s) => s.is_empty(),
         _ => false,
     }
-}
-
-/// The longest wait a server's `Retry-After` is honoured for.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
-
-/// `Retry-After` (seconds, or an HTTP date) or `retry-after-ms`: NaN or a
-/// negative number is no wait, more than five minutes is five minutes.
-fn retry_after(headers: &ureq::http::HeaderMap) -> Option<Duration> {
-    if let Some(ms) = headers
-        .get("retry-after-ms")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-    {
-        return Some(super::clamp_seconds(ms / 1000.0, MAX_RETRY_AFTER));
-    }
-    let value = headers.get("retry-after")?.to_str().ok()?.trim();
-    if let Ok(secs) = value.parse::<f64>() {
-        return Some(super::clamp_seconds(secs, MAX_RETRY_AFTER));
-    }
-    let when = jiff::fmt::rfc2822::parse(value).ok()?.timestamp();
-    let wait = when.duration_since(jiff::Timestamp::now());
-    Some(super::clamp_seconds(wait.as_secs_f64(), MAX_RETRY_AFTER))
 }
 
 /// Runs the endpoint for one test.

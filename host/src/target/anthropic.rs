@@ -1,0 +1,379 @@
+//! AgentV's `anthropic` target: Anthropic's Messages API, called as
+//! AgentV 4.42.4 calls it (through pi-ai 0.74's Anthropic provider):
+//! streamed (`stream: true`), the system messages joined into one `system`
+//! block, AgentV's default system prompt when the test has none,
+//! `max_tokens` from `max_output_tokens` else a third of the model's
+//! ceiling, `thinking` for reasoning models when `thinking_budget` is set
+//! (adaptive on the 4.6 models), temperature only without thinking, the
+//! prompt-cache marker on the system block and the last user message.
+//! Tokens (cache reads as `cached`) and cost (pi-ai's price table) are
+//! recorded; 408, 429, 5xx and 529 are retried after the server's
+//! `retry-after`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::file::{get_f64, get_str, get_u64};
+use super::{Invocation, OutputMessage, TargetFailure, TargetOutput, TokenUsage, ToolCall};
+use crate::suite::TestCase;
+
+/// The API's address, pi-ai's for every Anthropic model.
+const BASE_URL: &str = "https://api.anthropic.com";
+
+/// AgentV's system prompt for a test that gives none.
+pub const DEFAULT_SYSTEM_PROMPT: &str =
+    "You are a careful assistant. Follow all provided instructions and do not fabricate results.";
+
+/// The models whose thinking is adaptive (no budget).
+const ADAPTIVE: &[&str] = &["claude-opus-4-6", "claude-sonnet-4-6", "claude-opus-4-7"];
+
+/// An `anthropic` target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnthropicConfig {
+    /// The model id.
+    pub model: String,
+    /// The API key.
+    pub api_key: Option<String>,
+    /// The API's address (an evalhost extension, `base_url`, for proxies and
+    /// tests; AgentV always calls Anthropic's).
+    pub base_url: String,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// `max_tokens`.
+    pub max_output_tokens: Option<u64>,
+    /// The thinking budget, in tokens.
+    pub thinking_budget: Option<u64>,
+    /// Request timeout.
+    pub timeout: Duration,
+}
+
+impl AnthropicConfig {
+    /// Reads an `anthropic` entry (AgentV's field names).
+    pub fn parse(entry: &Map<String, Value>) -> Result<Self, (String, String)> {
+        let model = get_str(entry, "model")?
+            .or(get_str(entry, "deployment")?)
+            .or(get_str(entry, "variant")?)
+            .filter(|m| !m.is_empty())
+            .ok_or_else(|| {
+                (
+                    "model".to_owned(),
+                    "an `anthropic` target needs a `model` (e.g. claude-sonnet-4-5)".to_owned(),
+                )
+            })?;
+        Ok(Self {
+            model,
+            api_key: get_str(entry, "api_key")?.filter(|k| !k.is_empty()),
+            base_url: get_str(entry, "base_url")?
+                .or(get_str(entry, "endpoint")?)
+                .unwrap_or_else(|| BASE_URL.to_owned())
+                .trim_end_matches('/')
+                .to_owned(),
+            temperature: get_f64(entry, "temperature")?,
+            max_output_tokens: get_u64(entry, "max_output_tokens")?,
+            thinking_budget: get_u64(entry, "thinking_budget")?,
+            timeout: super::seconds_field(
+                "timeout_seconds",
+                get_f64(entry, "timeout_seconds")?.unwrap_or(120.0),
+            )?,
+        })
+    }
+
+    fn url(&self) -> String {
+        format!("{}/v1/messages", self.base_url)
+    }
+
+    /// The request body AgentV sends for `messages`.
+    pub fn body(&self, messages: &[(String, String)], temperature: Option<f64>) -> Value {
+        let known = super::models::find("anthropic", &self.model);
+        let ceiling = known.map_or(16_384, |m| m.max_tokens);
+        let reasoning = known.is_some_and(|m| m.reasoning);
+        let cache = json!({"type": "ephemeral"});
+        let system: Vec<&str> = messages
+            .iter()
+            .filter(|(r, _)| r == "system")
+            .map(|(_, c)| c.as_str())
+            .collect();
+        let system = if system.is_empty() {
+            DEFAULT_SYSTEM_PROMPT.to_owned()
+        } else {
+            system.join("\n\n")
+        };
+        let mut turns: Vec<Value> = messages
+            .iter()
+            .filter(|(r, c)| r != "system" && !(r == "user" && c.trim().is_empty()))
+            .map(|(role, content)| match role.as_str() {
+                "user" => json!({"role": "user", "content": content}),
+                // A tool message is an assistant turn naming the tool, as
+                // AgentV's adapter writes it.
+                "tool" | "function" => {
+                    json!({"role": "assistant", "content": [{"type": "text", "text": format!("@[Tool]: {content}")}]})
+                }
+                _ => json!({"role": "assistant", "content": [{"type": "text", "text": content}]}),
+            })
+            .collect();
+        if let Some(last) = turns.last_mut()
+            && last["role"] == "user"
+            && let Some(text) = last["content"].as_str().map(str::to_owned)
+        {
+            last["content"] = json!([{"type": "text", "text": text, "cache_control": cache}]);
+        }
+        let mut body = json!({
+            "model": self.model,
+            "messages": turns,
+            "max_tokens": self.max_output_tokens.unwrap_or(ceiling / 3),
+            "stream": true,
+            "system": [{"type": "text", "text": system, "cache_control": cache}],
+        });
+        let thinking = reasoning && self.thinking_budget.is_some();
+        if let Some(t) = temperature.or(self.temperature)
+            && !thinking
+        {
+            body["temperature"] = json!(t);
+        }
+        if thinking {
+            body["thinking"] = if ADAPTIVE.iter().any(|a| self.model.starts_with(a)) {
+                json!({"type": "adaptive", "display": "summarized"})
+            } else {
+                json!({"type": "enabled", "budget_tokens": self.thinking_budget, "display": "summarized"})
+            };
+        }
+        body
+    }
+}
+
+/// The answer of one streamed call.
+#[derive(Debug, Default)]
+struct Answer {
+    text: String,
+    tool_calls: Vec<ToolCall>,
+    tool_inputs: Vec<String>,
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+    stop_reason: Option<String>,
+}
+
+/// Calls the API once for `messages`.
+pub fn chat(
+    config: &AnthropicConfig,
+    messages: &[(String, String)],
+    temperature: Option<f64>,
+    max_tokens: Option<u64>,
+    timeout: Option<Duration>,
+) -> Result<TargetOutput, TargetFailure> {
+    let url = config.url();
+    let Some(key) = &config.api_key else {
+        return Err(TargetFailure::fatal(format!(
+            "the `anthropic` target for {} has no `api_key`: give it `api_key: ${{{{ ANTHROPIC_API_KEY }}}}`",
+            config.model
+        )));
+    };
+    let mut body = config.body(messages, temperature);
+    if let Some(m) = max_tokens {
+        body["max_tokens"] = json!(m);
+    }
+    let timeout = timeout.map_or(config.timeout, |t| t.min(config.timeout));
+    let started = Instant::now();
+    let response = super::api::send(
+        &url,
+        &[
+            ("x-api-key", key.clone()),
+            ("anthropic-version", "2023-06-01".to_owned()),
+            ("accept", "text/event-stream".to_owned()),
+        ],
+        &body,
+        timeout,
+    )?;
+    let mut answer = Answer::default();
+    super::api::events(&url, response, |event| {
+        read_event(&url, &event, &mut answer)
+    })?;
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    for (call, input) in answer.tool_calls.iter_mut().zip(&answer.tool_inputs) {
+        if !input.is_empty() {
+            call.input = Some(serde_json::from_str(input).unwrap_or(Value::String(input.clone())));
+        }
+    }
+    let token_usage = TokenUsage {
+        input: answer.input,
+        output: answer.output,
+        cached: answer.cache_read,
+        reasoning: 0,
+    };
+    // pi-ai's cost: each kind of token at the model's price; none when the
+    // model is not in its table (AgentV then reports no cost).
+    let cost_usd = super::models::find("anthropic", &config.model)
+        .map(|m| {
+            (answer.input as f64 * m.cost[0]
+                + answer.output as f64 * m.cost[1]
+                + answer.cache_read as f64 * m.cost[2]
+                + answer.cache_write as f64 * m.cost[3])
+                / 1e6
+        })
+        .filter(|c| *c > 0.0);
+    // The thinking is not part of the answer (AgentV keeps only the text).
+    let mut out = TargetOutput::text(answer.text.clone());
+    out.messages = vec![OutputMessage {
+        role: "assistant".into(),
+        content: answer.text,
+        content_json: None,
+        tool_calls: answer.tool_calls,
+        name: None,
+    }];
+    out.duration_ms = Some(duration_ms);
+    out.token_usage = Some(token_usage);
+    out.cost_usd = cost_usd;
+    out.finish_reason = answer.stop_reason;
+    Ok(out)
+}
+
+/// Folds one streamed event into the answer.
+fn read_event(
+    url: &str,
+    event: &super::api::Event,
+    answer: &mut Answer,
+) -> Result<(), TargetFailure> {
+    if event.data.is_empty() || event.event == "ping" {
+        return Ok(());
+    }
+    let data: Value = serde_json::from_str(&event.data).map_err(|e| {
+        TargetFailure::fatal(format!("{url} streamed an event that is not JSON ({e})"))
+    })?;
+    let kind = data["type"].as_str().unwrap_or(event.event.as_str());
+    let u64_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    match kind {
+        "message_start" => {
+            answer.input = u64_at(&data, "/message/usage/input_tokens");
+            answer.output = u64_at(&data, "/message/usage/output_tokens");
+            answer.cache_read = u64_at(&data, "/message/usage/cache_read_input_tokens");
+            answer.cache_write = u64_at(&data, "/message/usage/cache_creation_input_tokens");
+        }
+        "content_block_start" => {
+            let block = &data["content_block"];
+            if block["type"] == "tool_use" {
+                answer.tool_calls.push(ToolCall {
+                    id: block["id"].as_str().map(str::to_owned),
+                    tool: block["name"].as_str().unwrap_or_default().to_owned(),
+                    ..ToolCall::default()
+                });
+                answer.tool_inputs.push(String::new());
+            } else if block["type"] == "text"
+                && let Some(t) = block["text"].as_str()
+            {
+                answer.text.push_str(t);
+            }
+        }
+        "content_block_delta" => {
+            let delta = &data["delta"];
+            match delta["type"].as_str() {
+                Some("text_delta") => answer.text.push_str(delta["text"].as_str().unwrap_or("")),
+                Some("input_json_delta") => {
+                    if let Some(input) = answer.tool_inputs.last_mut() {
+                        input.push_str(delta["partial_json"].as_str().unwrap_or(""));
+                    }
+                }
+                _ => {}
+            }
+        }
+        "message_delta" => {
+            if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                answer.stop_reason = Some(reason.to_owned());
+            }
+            let usage = &data["usage"];
+            // The final counts (pi-ai keeps the later value when present).
+            for (key, slot) in [
+                ("input_tokens", &mut answer.input),
+                ("output_tokens", &mut answer.output),
+                ("cache_read_input_tokens", &mut answer.cache_read),
+                ("cache_creation_input_tokens", &mut answer.cache_write),
+            ] {
+                if let Some(n) = usage.get(key).and_then(Value::as_u64) {
+                    *slot = n;
+                }
+            }
+        }
+        "error" => {
+            let kind = data
+                .pointer("/error/type")
+                .and_then(Value::as_str)
+                .unwrap_or("error");
+            let message = data
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let text = format!("{url} streamed an error: {kind}: {message}");
+            // An overloaded or rate-limited stream is worth another try.
+            return Err(
+                if matches!(kind, "overloaded_error" | "rate_limit_error" | "api_error") {
+                    TargetFailure::new(text)
+                } else {
+                    TargetFailure::fatal(text)
+                },
+            );
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Runs the target for one test.
+pub fn invoke(
+    config: &AnthropicConfig,
+    test: &TestCase,
+    inv: &Invocation<'_>,
+) -> Result<TargetOutput, TargetFailure> {
+    let messages = super::prompt::chat_messages(&test.input);
+    chat(
+        config,
+        &messages,
+        None,
+        None,
+        inv.time_left(Some(config.timeout)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(model: &str, thinking: Option<u64>) -> AnthropicConfig {
+        AnthropicConfig {
+            model: model.into(),
+            api_key: Some("k".into()),
+            base_url: BASE_URL.into(),
+            temperature: Some(0.2),
+            max_output_tokens: None,
+            thinking_budget: thinking,
+            timeout: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn the_request_is_agentvs() {
+        let m = vec![("user".to_owned(), "Hi".to_owned())];
+        let b = config("claude-sonnet-4-5", None).body(&m, None);
+        // No system message: AgentV's; a third of the model's 64,000.
+        assert_eq!(b["system"][0]["text"], DEFAULT_SYSTEM_PROMPT);
+        assert_eq!(b["max_tokens"], 21333);
+        assert_eq!(b["temperature"], 0.2);
+        assert_eq!(
+            b["messages"][0]["content"][0]["cache_control"]["type"],
+            "ephemeral"
+        );
+        // A thinking budget on a reasoning model: no temperature.
+        let b = config("claude-sonnet-4-5", Some(2048)).body(&m, None);
+        assert_eq!(
+            b["thinking"],
+            json!({"type": "enabled", "budget_tokens": 2048, "display": "summarized"})
+        );
+        assert!(b.get("temperature").is_none());
+        let b = config("claude-opus-4-6", Some(2048)).body(&m, None);
+        assert_eq!(b["thinking"]["type"], "adaptive");
+        // An unknown model: pi-ai's fallback ceiling, and no thinking.
+        let b = config("claude-next", Some(2048)).body(&m, None);
+        assert_eq!(b["max_tokens"], 5461);
+        assert!(b.get("thinking").is_none());
+    }
+}

@@ -1,0 +1,169 @@
+//! What the model-API targets share: one POST with the provider's headers
+//! (a failure says which URL and why; 408, 429 and 5xx are retryable, after
+//! the server's `retry-after`), and the server-sent events a streaming
+//! answer arrives as.
+
+use std::io::{BufRead, BufReader};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::TargetFailure;
+
+/// The longest wait a server's `retry-after` is honoured for.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
+
+/// The statuses worth another try: AgentV's list (`withRetry`) and
+/// Anthropic's "overloaded".
+fn retryable(status: u16) -> bool {
+    matches!(status, 408 | 429 | 500 | 502 | 503 | 504 | 529)
+}
+
+/// How long the server asks to wait: `retry-after-ms`, else `retry-after`
+/// in seconds or as a date.
+pub fn retry_after(headers: &ureq::http::HeaderMap) -> Option<Duration> {
+    if let Some(ms) = headers
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+    {
+        return Some(super::clamp_seconds(ms / 1000.0, MAX_RETRY_AFTER));
+    }
+    let value = headers.get("retry-after")?.to_str().ok()?.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return Some(super::clamp_seconds(secs, MAX_RETRY_AFTER));
+    }
+    let when = jiff::fmt::rfc2822::parse(value).ok()?.timestamp();
+    let wait = when.duration_since(jiff::Timestamp::now());
+    Some(super::clamp_seconds(wait.as_secs_f64(), MAX_RETRY_AFTER))
+}
+
+/// POSTs `body` as JSON to `url` with `headers`; the response when its
+/// status is 2xx.
+pub fn send(
+    url: &str,
+    headers: &[(&str, String)],
+    body: &Value,
+    timeout: Duration,
+) -> Result<ureq::http::Response<ureq::Body>, TargetFailure> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut request = agent.post(url).header("Content-Type", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    let mut response = match request.send(body.to_string().as_bytes()) {
+        Ok(r) => r,
+        Err(ureq::Error::Timeout(_)) => {
+            return Err(TargetFailure::new(format!(
+                "{url} did not answer within {:.1}s",
+                timeout.as_secs_f64()
+            )));
+        }
+        Err(e) => return Err(TargetFailure::new(format!("request to {url} failed: {e}"))),
+    };
+    let status = response.status().as_u16();
+    if (200..300).contains(&status) {
+        return Ok(response);
+    }
+    let retry_after = retry_after(response.headers());
+    let text = response
+        .body_mut()
+        .with_config()
+        .limit(1 << 20)
+        .read_to_string()
+        .unwrap_or_default();
+    let excerpt: String = text.chars().take(300).collect();
+    let message = format!("{url} answered HTTP {status}: {excerpt}");
+    Err(if retryable(status) {
+        TargetFailure {
+            retry_after,
+            ..TargetFailure::new(message)
+        }
+    } else {
+        TargetFailure::fatal(message)
+    })
+}
+
+/// The body of a 2xx response as JSON.
+pub fn json(
+    url: &str,
+    mut response: ureq::http::Response<ureq::Body>,
+) -> Result<Value, TargetFailure> {
+    let text = match response
+        .body_mut()
+        .with_config()
+        .limit(64 << 20)
+        .read_to_string()
+    {
+        Ok(t) => t,
+        Err(ureq::Error::Timeout(_)) => {
+            return Err(TargetFailure::new(format!(
+                "{url} timed out while answering"
+            )));
+        }
+        Err(e) => {
+            return Err(TargetFailure::new(format!(
+                "reading the answer of {url} failed: {e}"
+            )));
+        }
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        let excerpt: String = text.chars().take(200).collect();
+        TargetFailure::fatal(format!("{url} answered with invalid JSON ({e}): {excerpt}"))
+    })
+}
+
+/// One server-sent event: its `event:` name (empty when none) and its
+/// `data:` lines joined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub event: String,
+    pub data: String,
+}
+
+/// The events of a streamed 2xx response, in order, calling `each` on
+/// every one; stops at the first error `each` returns.
+pub fn events(
+    url: &str,
+    mut response: ureq::http::Response<ureq::Body>,
+    mut each: impl FnMut(Event) -> Result<(), TargetFailure>,
+) -> Result<(), TargetFailure> {
+    let reader = BufReader::new(response.body_mut().with_config().limit(64 << 20).reader());
+    let mut event = String::new();
+    let mut data: Vec<String> = Vec::new();
+    for line in reader.lines() {
+        let line = line
+            .map_err(|e| TargetFailure::new(format!("reading the stream of {url} failed: {e}")))?;
+        let line = line.strip_suffix('\r').unwrap_or(&line);
+        if line.is_empty() {
+            if !data.is_empty() || !event.is_empty() {
+                each(Event {
+                    event: std::mem::take(&mut event),
+                    data: std::mem::take(&mut data).join("\n"),
+                })?;
+            }
+            continue;
+        }
+        if line.starts_with(':') {
+            continue;
+        }
+        let (field, value) = line.split_once(':').unwrap_or((line, ""));
+        let value = value.strip_prefix(' ').unwrap_or(value);
+        match field {
+            "event" => event = value.to_owned(),
+            "data" => data.push(value.to_owned()),
+            _ => {}
+        }
+    }
+    if !data.is_empty() {
+        each(Event {
+            event,
+            data: data.join("\n"),
+        })?;
+    }
+    Ok(())
+}

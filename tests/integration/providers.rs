@@ -1,0 +1,200 @@
+//! AgentV's model-API providers on loopback servers replaying each API's
+//! documented answers: the request evalhost sends (path, headers, body) is
+//! checked, not only what it reads back.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{FakeServer, Project, Reply};
+
+fn with_targets(targets_yaml: &str) -> Project {
+    let project = Project::with_mock("unused");
+    std::fs::write(project.path().join(".evalhost/targets.yaml"), targets_yaml).unwrap();
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t1\n    input: Say hi\n    assertions: [{type: contains, value: hi}]\n",
+    );
+    project
+}
+
+fn run(project: &Project) -> crate::support::Run {
+    crate::support::evalhost()
+        .current_dir(project.path())
+        .env("EVALHOST_TEST_KEY", "sk-loopback")
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into()
+}
+
+/// A streamed answer: `events` as server-sent events.
+fn sse(events: &[(&str, Value)]) -> Reply {
+    let mut reply = Reply::json(200, json!(null));
+    reply
+        .headers
+        .push(("Content-Type".into(), "text/event-stream".into()));
+    reply.body = events
+        .iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect();
+    reply
+}
+
+/// Anthropic's documented stream for a text answer (with a tool-use block).
+fn anthropic_stream(text: &str) -> Reply {
+    sse(&[
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [], "stop_reason": null, "usage": {"input_tokens": 25, "output_tokens": 1, "cache_read_input_tokens": 10, "cache_creation_input_tokens": 0}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ),
+        ("ping", json!({"type": "ping"})),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": &text[..2]}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": &text[2..]}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"city\": "}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "\"Paris\"}"}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 1}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null}, "usage": {"output_tokens": 15}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ])
+}
+
+fn anthropic_targets(url: &str, extra: &str) -> String {
+    format!(
+        "targets:\n  - {{name: default, provider: anthropic, base_url: '{url}', model: claude-sonnet-4-5, api_key: '${{{{ EVALHOST_TEST_KEY }}}}', retry_initial_delay_ms: 20{extra}}}\n"
+    )
+}
+
+#[test]
+fn anthropic_streams_the_messages_api_and_records_tokens_and_cost() {
+    let server = FakeServer::start(vec![anthropic_stream("hi there")]);
+    let project = with_targets(&anthropic_targets(&server.url, ", thinking_budget: 2048"));
+    let r = run(&project);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let row = project.row("t1");
+    assert_eq!(row["output"], "hi there");
+    assert_eq!(row["token_usage"]["input"], 25);
+    assert_eq!(row["token_usage"]["output"], 15);
+    assert_eq!(row["token_usage"]["cached"], 10);
+    // pi-ai's price for claude-sonnet-4-5: $3 / $15 / $0.30 per million.
+    let cost = row["cost_usd"].as_f64().unwrap();
+    assert!(
+        (cost - (25.0 * 3.0 + 15.0 * 15.0 + 10.0 * 0.3) / 1e6).abs() < 1e-12,
+        "{cost}"
+    );
+    assert_eq!(row["finish_reason"], "tool_use");
+    let calls = &row["output_messages"][0]["tool_calls"];
+    assert_eq!(calls[0]["tool"], "get_weather");
+    assert_eq!(calls[0]["input"], json!({"city": "Paris"}));
+    // The request is AgentV's.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].path, "/v1/messages");
+    let header = |name: &str| {
+        requests[0]
+            .headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(header("x-api-key").as_deref(), Some("sk-loopback"));
+    assert_eq!(header("anthropic-version").as_deref(), Some("2023-06-01"));
+    assert_eq!(header("authorization"), None);
+    let body: Value = serde_json::from_str(&requests[0].body).unwrap();
+    assert_eq!(body["model"], "claude-sonnet-4-5");
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["max_tokens"], 21333);
+    assert_eq!(
+        body["system"][0]["text"],
+        "You are a careful assistant. Follow all provided instructions and do not fabricate results."
+    );
+    assert_eq!(body["messages"][0]["role"], "user");
+    assert_eq!(body["messages"][0]["content"][0]["text"], "Say hi");
+    assert_eq!(body["thinking"]["budget_tokens"], 2048);
+    assert!(body.get("temperature").is_none());
+    let results = std::fs::read_to_string(project.path().join("out/results.jsonl")).unwrap();
+    assert!(!results.contains("sk-loopback"));
+}
+
+#[test]
+fn anthropic_rate_limits_are_retried_after_the_servers_wait_and_errors_are_said() {
+    let mut busy = Reply::json(
+        429,
+        json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}),
+    );
+    busy.headers.push(("retry-after".into(), "1".into()));
+    let overloaded = Reply::json(
+        529,
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}),
+    );
+    let server = FakeServer::start(vec![busy, overloaded, anthropic_stream("hi again")]);
+    let project = with_targets(&anthropic_targets(&server.url, ", max_retries: 3"));
+    let start = Instant::now();
+    let r = run(&project);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(server.requests().len(), 3, "429, then 529, then the answer");
+    assert!(
+        start.elapsed() >= Duration::from_millis(1000),
+        "{:?}",
+        start.elapsed()
+    );
+    // A bad key is not retried, and its message reaches the row.
+    let server = FakeServer::start(vec![Reply::json(
+        401,
+        json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
+    )]);
+    let project = with_targets(&anthropic_targets(&server.url, ", max_retries: 3"));
+    assert_eq!(run(&project).code, 3);
+    assert_eq!(server.requests().len(), 1);
+    let error = project.row("t1")["error"].as_str().unwrap().to_owned();
+    assert!(
+        error.contains("HTTP 401") && error.contains("invalid x-api-key"),
+        "{error}"
+    );
+    // An error in the middle of a stream is an error, not a short answer.
+    let broken = sse(&[
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 1}}}),
+        ),
+        (
+            "error",
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": "bad turn"}}),
+        ),
+    ]);
+    let server = FakeServer::start(vec![broken]);
+    let project = with_targets(&anthropic_targets(&server.url, ", max_retries: 0"));
+    assert_eq!(run(&project).code, 3);
+    let error = project.row("t1")["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("invalid_request_error: bad turn"), "{error}");
+}
