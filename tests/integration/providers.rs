@@ -198,3 +198,21 @@ fn anthropic_rate_limits_are_retried_after_the_servers_wait_and_errors_are_said(
     let error = project.row("t1")["error"].as_str().unwrap().to_owned();
     assert!(error.contains("invalid_request_error: bad turn"), "{error}");
 }
+
+#[test]
+fn an_openai_target_sends_agentvs_system_prompt_when_the_test_has_none() {
+    let server = FakeServer::start(vec![Reply::chat("hi")]);
+    let project = with_targets(&format!(
+        "targets:\n  - {{name: default, provider: openai, base_url: '{}/v1', model: m, api_key: '${{{{ EVALHOST_TEST_KEY }}}}'}}\n",
+        server.url
+    ));
+    assert_eq!(run(&project).code, 0);
+    let body: Value = serde_json::from_str(&server.requests()[0].body).unwrap();
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "system", "content": "You are a careful assistant. Follow all provided instructions and do not fabricate results."},
+            {"role": "user", "content": "Say hi"}
+        ])
+    );
+}

@@ -502,7 +502,18 @@ pub fn invoke(
     test: &TestCase,
     inv: &Invocation<'_>,
 ) -> Result<TargetOutput, TargetFailure> {
-    let messages = prompt::chat_messages(&test.input);
+    let mut messages = prompt::chat_messages(&test.input);
+    // AgentV's chat prompt always has a system message: its default when
+    // the test gives none (promptfoo's provider sends the prompt alone).
+    if config.output_style == OutputStyle::Content && !messages.iter().any(|(r, _)| r == "system") {
+        messages.insert(
+            0,
+            (
+                "system".to_owned(),
+                super::anthropic::DEFAULT_SYSTEM_PROMPT.to_owned(),
+            ),
+        );
+    }
     let timeout = inv.time_left(Some(config.timeout));
     let case_bound = inv.deadline.is_some() && timeout.is_some_and(|t| t < config.timeout);
     chat(config, &messages, &ChatParams::default(), timeout).map_err(|e| {
