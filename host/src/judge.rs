@@ -80,6 +80,19 @@ pub struct Embedding {
     pub cached: bool,
 }
 
+impl CachedCompletion {
+    /// A model target's answer, as the judge keeps it.
+    fn of(out: crate::target::TargetOutput, model: &str) -> Self {
+        Self {
+            text: out.text,
+            model: model.to_owned(),
+            input_tokens: out.token_usage.map(|t| t.input),
+            output_tokens: out.token_usage.map(|t| t.output),
+            cost_usd: out.cost_usd,
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct CachedCompletion {
     text: String,
@@ -152,9 +165,10 @@ impl Judge {
             return self.targets.select(name).cloned();
         }
         match run_target.provider {
-            Provider::OpenAi(_) | Provider::Anthropic(_) | Provider::Mock { .. } => {
-                Ok(run_target.clone())
-            }
+            Provider::OpenAi(_)
+            | Provider::Anthropic(_)
+            | Provider::Gemini(_)
+            | Provider::Mock { .. } => Ok(run_target.clone()),
             _ => Err(format!(
                 "target `{}` is not a model that can judge; give it a `grader_target`, or pass --grader-target",
                 run_target.name
@@ -166,6 +180,7 @@ impl Judge {
         match &target.provider {
             Provider::OpenAi(c) => format!("openai\u{0}{}\u{0}{}", c.base_url, c.model),
             Provider::Anthropic(c) => format!("anthropic\u{0}{}\u{0}{}", c.base_url, c.model),
+            Provider::Gemini(c) => format!("gemini\u{0}{}\u{0}{}", c.base_url, c.model),
             Provider::Mock { response, .. } => format!("mock\u{0}{response}"),
             Provider::Cli(c) => format!(
                 "cli\u{0}{}\u{0}{}",
@@ -380,13 +395,15 @@ impl Judge {
                     request.max_tokens.map(u64::from),
                     Some(self.timeout),
                 )
-                .map(|out| CachedCompletion {
-                    text: out.text,
-                    model: config.model.clone(),
-                    input_tokens: out.token_usage.map(|t| t.input),
-                    output_tokens: out.token_usage.map(|t| t.output),
-                    cost_usd: out.cost_usd,
-                }),
+                .map(|out| CachedCompletion::of(out, &config.model)),
+                Provider::Gemini(config) => crate::target::gemini::chat(
+                    config,
+                    messages,
+                    request.temperature,
+                    request.max_tokens.map(u64::from),
+                    Some(self.timeout),
+                )
+                .map(|out| CachedCompletion::of(out, &config.model)),
                 _ => {
                     // Mock and command judges: the user turns are the prompt.
                     let test = crate::suite::TestCase::synthetic(

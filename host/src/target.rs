@@ -19,6 +19,7 @@ pub use crate::results::output::{
 pub mod anthropic;
 mod api;
 pub mod cli;
+pub mod gemini;
 pub mod http;
 pub mod openai;
 pub mod prompt;
@@ -78,6 +79,8 @@ pub enum Provider {
     OpenAi(openai::OpenAiConfig),
     /// Anthropic's Messages API.
     Anthropic(anthropic::AnthropicConfig),
+    /// Google's Gemini API.
+    Gemini(gemini::GeminiConfig),
     /// Any HTTP API (promptfoo's `http` provider).
     Http(http::HttpConfig),
     /// Recorded outputs.
@@ -295,7 +298,7 @@ impl Targets {
         if let Provider::Unsupported(p) = &target.provider {
             return Err(format!(
                 "target `{name}` uses provider `{p}`, which this version of evalhost does not run \
-                 (supported: mock, echo, cli, openai and compatible endpoints, anthropic, http, replay)"
+                 (supported: mock, echo, cli, openai and compatible endpoints, anthropic, gemini, http, replay)"
             ));
         }
         for fallback in &target.fallback_targets {
@@ -461,6 +464,7 @@ impl Target {
             Provider::Cli(config) => cli::invoke(config, self, test, inv),
             Provider::OpenAi(config) => openai::invoke(config, test, inv),
             Provider::Anthropic(config) => anthropic::invoke(config, test, inv),
+            Provider::Gemini(config) => gemini::invoke(config, test, inv),
             Provider::Http(config) => http::invoke(config, test, inv),
             Provider::Replay(config) => replay::invoke(config, test, inv.trial),
             Provider::Recorded(outputs) => outputs

@@ -216,3 +216,94 @@ fn an_openai_target_sends_agentvs_system_prompt_when_the_test_has_none() {
         ])
     );
 }
+
+/// Gemini's documented `streamGenerateContent?alt=sse` chunks: a thought, the
+/// text in two parts, then the finish reason and usage.
+fn gemini_stream(text: &str) -> Reply {
+    let chunk = |v: Value| format!("data: {v}\r\n\r\n");
+    let mut reply = Reply::json(200, json!(null));
+    reply
+        .headers
+        .push(("Content-Type".into(), "text/event-stream".into()));
+    reply.body = [
+        chunk(json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "thinking it over", "thought": true}]}}]})),
+        chunk(json!({"candidates": [{"content": {"role": "model", "parts": [{"text": &text[..3]}]}}]})),
+        chunk(json!({"candidates": [{"content": {"role": "model", "parts": [{"text": &text[3..]}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 40, "cachedContentTokenCount": 8, "candidatesTokenCount": 12, "thoughtsTokenCount": 5, "totalTokenCount": 57}})),
+    ]
+    .concat();
+    reply
+}
+
+#[test]
+fn gemini_streams_generate_content_and_records_pi_ai_tokens() {
+    let server = FakeServer::start(vec![gemini_stream("hi from gemini")]);
+    let project = with_targets(&format!(
+        "targets:\n  - {{name: default, provider: gemini, base_url: '{}/v1beta', model: gemini-2.5-flash, api_key: '${{{{ EVALHOST_TEST_KEY }}}}', temperature: 0.3}}\n",
+        server.url
+    ));
+    let r = run(&project);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let row = project.row("t1");
+    // The thought is not the answer.
+    assert_eq!(row["output"], "hi from gemini");
+    assert_eq!(row["finish_reason"], "STOP");
+    // pi-ai's counts: input less cached, output with thoughts.
+    assert_eq!(row["token_usage"]["input"], 32);
+    assert_eq!(row["token_usage"]["output"], 17);
+    assert_eq!(row["token_usage"]["cached"], 8);
+    assert!(row["cost_usd"].as_f64().is_some_and(|c| c > 0.0), "{row}");
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].path,
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+    assert!(
+        requests[0]
+            .headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("x-goog-api-key") && v == "sk-loopback")
+    );
+    let body: Value = serde_json::from_str(&requests[0].body).unwrap();
+    assert_eq!(
+        body["contents"],
+        json!([{"role": "user", "parts": [{"text": "Say hi"}]}])
+    );
+    assert_eq!(
+        body["systemInstruction"]["parts"][0]["text"],
+        "You are a careful assistant. Follow all provided instructions and do not fabricate results."
+    );
+    assert_eq!(body["generationConfig"], json!({"temperature": 0.3}));
+}
+
+/// Any model kind can be the judge: an `llm-grader` asks an Anthropic
+/// target through the `llm` capability.
+#[test]
+fn an_anthropic_target_judges_through_the_llm_capability() {
+    let server = FakeServer::start(vec![anthropic_stream(
+        r#"{"score": 0.9, "assertions": [{"text": "greets", "passed": true}]}"#,
+    )]);
+    let project = Project::with_mock("hi there");
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        format!(
+            "targets:\n  - {{name: default, provider: mock, response: 'hi there', grader_target: claude}}\n  - {{name: claude, provider: anthropic, base_url: '{}', model: claude-haiku-4-5, api_key: '${{{{ EVALHOST_TEST_KEY }}}}'}}\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t1\n    input: Say hi\n    assertions: [{type: llm-grader, prompt: 'Does it greet?'}]\n",
+    );
+    let r = run(&project);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(project.row("t1")["score"], 0.9);
+    let body: Value = serde_json::from_str(&server.requests()[0].body).unwrap();
+    assert_eq!(body["model"], "claude-haiku-4-5");
+    // The judge's own system message, not AgentV's default.
+    assert_ne!(
+        body["system"][0]["text"],
+        "You are a careful assistant. Follow all provided instructions and do not fabricate results."
+    );
+}

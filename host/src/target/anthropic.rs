@@ -202,17 +202,16 @@ pub fn chat(
         cached: answer.cache_read,
         reasoning: 0,
     };
-    // pi-ai's cost: each kind of token at the model's price; none when the
-    // model is not in its table (AgentV then reports no cost).
-    let cost_usd = super::models::find("anthropic", &config.model)
-        .map(|m| {
-            (answer.input as f64 * m.cost[0]
-                + answer.output as f64 * m.cost[1]
-                + answer.cache_read as f64 * m.cost[2]
-                + answer.cache_write as f64 * m.cost[3])
-                / 1e6
-        })
-        .filter(|c| *c > 0.0);
+    let cost_usd = super::api::cost(
+        "anthropic",
+        &config.model,
+        [
+            answer.input,
+            answer.output,
+            answer.cache_read,
+            answer.cache_write,
+        ],
+    );
     // The thinking is not part of the answer (AgentV keeps only the text).
     let mut out = TargetOutput::text(answer.text.clone());
     out.messages = vec![OutputMessage {

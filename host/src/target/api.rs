@@ -117,6 +117,20 @@ pub fn json(
     })
 }
 
+/// The cost of a call at pi-ai's prices for `model` of `provider`: input,
+/// output, cache-read and cache-write tokens; none when the table does not
+/// price the model (AgentV then reports no cost).
+pub fn cost(provider: &str, model: &str, tokens: [u64; 4]) -> Option<f64> {
+    let m = super::models::find(provider, model)?;
+    let usd: f64 = tokens
+        .iter()
+        .zip(m.cost)
+        .map(|(t, price)| *t as f64 * price)
+        .sum::<f64>()
+        / 1e6;
+    (usd > 0.0).then_some(usd)
+}
+
 /// One server-sent event: its `event:` name (empty when none) and its
 /// `data:` lines joined.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -380,6 +380,9 @@ pub(super) fn parse_target(
             Provider::OpenAi(openai::OpenAiConfig::parse(&provider_name, entry)?)
         }
         "anthropic" => Provider::Anthropic(super::anthropic::AnthropicConfig::parse(entry)?),
+        "gemini" | "google" | "google-gemini" => {
+            Provider::Gemini(super::gemini::GeminiConfig::parse(entry)?)
+        }
         "replay" => Provider::Replay(replay::ReplayConfig::parse(entry, base_dir)?),
         "http" => Provider::Http(super::http::HttpConfig::parse(entry)?),
         other => Provider::Unsupported(other.to_owned()),
