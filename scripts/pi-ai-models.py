@@ -29,11 +29,17 @@ def main():
         end = text.find('\n    },\n', start)
         block = text[start:end]
         for m in re.finditer(
-            r'id: "([^"]+)",.*?reasoning: (true|false),.*?cost: \{\s*input: ([\d.e-]+),\s*output: ([\d.e-]+),\s*cacheRead: ([\d.e-]+),\s*cacheWrite: ([\d.e-]+),.*?maxTokens: (\d+),',
+            r'id: "([^"]+)",.*?reasoning: (true|false),(.*?)cost: \{\s*input: ([\d.e-]+),\s*output: ([\d.e-]+),\s*cacheRead: ([\d.e-]+),\s*cacheWrite: ([\d.e-]+),.*?maxTokens: (\d+),',
             block,
             re.S,
         ):
-            rows.append((provider,) + m.groups())
+            mid, reasoning, between, ci, co, cr, cw, mt = m.groups()
+            # What pi-ai sends to switch reasoning off on the Responses API:
+            # `thinkingLevelMap.off`, "none" when the map has no `off`, and
+            # nothing when it is null (the model cannot stop reasoning).
+            off = re.search(r'"off":\s*(null|"[^"]*")', between)
+            off = "None" if off and off.group(1) == "null" else f'Some({off.group(1)})' if off else 'Some("none")'
+            rows.append((provider, mid, reasoning, ci, co, cr, cw, mt, off))
     lines = [
         "//! The model table AgentV 4.42.4's direct-API providers use (pi-ai",
         f"//! {version}'s `models.generated.js`): whether a model reasons (so a",
@@ -54,16 +60,19 @@ def main():
         "    pub cost: [f64; 4],",
         "    /// The most output tokens it gives.",
         "    pub max_tokens: u64,",
+        "    /// The reasoning effort that switches a reasoning model's thinking",
+        "    /// off on the Responses API; none when it cannot be switched off.",
+        "    pub reasoning_off: Option<&'static str>,",
         "}",
         "",
         "/// Every model of the providers evalhost calls directly.",
         "#[rustfmt::skip]",
         "pub const MODELS: &[Model] = &[",
     ]
-    for provider, mid, reasoning, ci, co, cr, cw, mt in rows:
+    for provider, mid, reasoning, ci, co, cr, cw, mt, off in rows:
         f = lambda x: x if "." in x or "e" in x else x + ".0"
         lines.append(
-            f'    Model {{ provider: "{provider}", id: "{mid}", reasoning: {reasoning}, cost: [{f(ci)}, {f(co)}, {f(cr)}, {f(cw)}], max_tokens: {mt} }},'
+            f'    Model {{ provider: "{provider}", id: "{mid}", reasoning: {reasoning}, cost: [{f(ci)}, {f(co)}, {f(cr)}, {f(cw)}], max_tokens: {mt}, reasoning_off: {off} }},'
         )
     lines += [
         "];",

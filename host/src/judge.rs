@@ -181,6 +181,7 @@ impl Judge {
             Provider::OpenAi(c) => format!("openai\u{0}{}\u{0}{}", c.base_url, c.model),
             Provider::Anthropic(c) => format!("anthropic\u{0}{}\u{0}{}", c.base_url, c.model),
             Provider::Gemini(c) => format!("gemini\u{0}{}\u{0}{}", c.base_url, c.model),
+            Provider::Responses(c) => format!("responses\u{0}{}\u{0}{}", c.base_url, c.model),
             Provider::Mock { response, .. } => format!("mock\u{0}{response}"),
             Provider::Cli(c) => format!(
                 "cli\u{0}{}\u{0}{}",
@@ -397,6 +398,14 @@ impl Judge {
                 )
                 .map(|out| CachedCompletion::of(out, &config.model)),
                 Provider::Gemini(config) => crate::target::gemini::chat(
+                    config,
+                    messages,
+                    request.temperature,
+                    request.max_tokens.map(u64::from),
+                    Some(self.timeout),
+                )
+                .map(|out| CachedCompletion::of(out, &config.model)),
+                Provider::Responses(config) => crate::target::responses::chat(
                     config,
                     messages,
                     request.temperature,

@@ -24,6 +24,7 @@ pub mod http;
 pub mod openai;
 pub mod prompt;
 pub mod replay;
+pub mod responses;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -81,6 +82,9 @@ pub enum Provider {
     Anthropic(anthropic::AnthropicConfig),
     /// Google's Gemini API.
     Gemini(gemini::GeminiConfig),
+    /// OpenAI's Responses API (Azure's, or OpenAI's with
+    /// `api_format: responses`).
+    Responses(responses::ResponsesConfig),
     /// Any HTTP API (promptfoo's `http` provider).
     Http(http::HttpConfig),
     /// Recorded outputs.
@@ -298,7 +302,7 @@ impl Targets {
         if let Provider::Unsupported(p) = &target.provider {
             return Err(format!(
                 "target `{name}` uses provider `{p}`, which this version of evalhost does not run \
-                 (supported: mock, echo, cli, openai and compatible endpoints, anthropic, gemini, http, replay)"
+                 (supported: mock, echo, cli, openai and compatible endpoints, azure, anthropic, gemini, http, replay)"
             ));
         }
         for fallback in &target.fallback_targets {
@@ -465,6 +469,7 @@ impl Target {
             Provider::OpenAi(config) => openai::invoke(config, test, inv),
             Provider::Anthropic(config) => anthropic::invoke(config, test, inv),
             Provider::Gemini(config) => gemini::invoke(config, test, inv),
+            Provider::Responses(config) => responses::invoke(config, test, inv),
             Provider::Http(config) => http::invoke(config, test, inv),
             Provider::Replay(config) => replay::invoke(config, test, inv.trial),
             Provider::Recorded(outputs) => outputs

@@ -307,3 +307,118 @@ fn an_anthropic_target_judges_through_the_llm_capability() {
         "You are a careful assistant. Follow all provided instructions and do not fabricate results."
     );
 }
+
+/// The Responses API's documented stream: deltas, the finished message
+/// item, then `response.completed` with usage.
+fn responses_stream(text: &str) -> Reply {
+    sse(&[
+        (
+            "response.created",
+            json!({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}}),
+        ),
+        (
+            "response.output_item.added",
+            json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}}),
+        ),
+        (
+            "response.output_text.delta",
+            json!({"type": "response.output_text.delta", "item_id": "msg_1", "delta": &text[..2]}),
+        ),
+        (
+            "response.output_text.delta",
+            json!({"type": "response.output_text.delta", "item_id": "msg_1", "delta": &text[2..]}),
+        ),
+        (
+            "response.output_item.done",
+            json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": text, "annotations": []}]}}),
+        ),
+        (
+            "response.completed",
+            json!({"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "usage": {"input_tokens": 30, "input_tokens_details": {"cached_tokens": 6}, "output_tokens": 9, "total_tokens": 39}}}),
+        ),
+    ])
+}
+
+#[test]
+fn azure_calls_the_responses_api_of_its_resource_with_its_api_version() {
+    let server = FakeServer::start(vec![responses_stream("hi from azure")]);
+    let project = with_targets(&format!(
+        "targets:\n  - {{name: default, provider: azure, endpoint: '{}', deployment: gpt-5-mini, version: '2025-04-01-preview', api_key: '${{{{ EVALHOST_TEST_KEY }}}}', max_output_tokens: 300}}\n",
+        server.url
+    ));
+    let r = run(&project);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let row = project.row("t1");
+    assert_eq!(row["output"], "hi from azure");
+    assert_eq!(row["finish_reason"], "completed");
+    assert_eq!(row["token_usage"]["input"], 24);
+    assert_eq!(row["token_usage"]["cached"], 6);
+    assert_eq!(row["token_usage"]["output"], 9);
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].path,
+        "/openai/v1/responses?api-version=2025-04-01-preview"
+    );
+    assert!(
+        requests[0]
+            .headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("api-key") && v == "sk-loopback")
+    );
+    let body: Value = serde_json::from_str(&requests[0].body).unwrap();
+    assert_eq!(body["model"], "gpt-5-mini");
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["max_output_tokens"], 300);
+    // gpt-5-mini reasons: the system prompt is the developer's.
+    assert_eq!(body["input"][0]["role"], "developer");
+    assert_eq!(
+        body["input"][1],
+        json!({"role": "user", "content": [{"type": "input_text", "text": "Say hi"}]})
+    );
+    // A failed response is an error with its reason.
+    let failed = sse(&[(
+        "response.failed",
+        json!({"type": "response.failed", "response": {"status": "failed", "error": {"code": "server_error", "message": "it broke"}}}),
+    )]);
+    let server = FakeServer::start(vec![failed]);
+    let project = with_targets(&format!(
+        "targets:\n  - {{name: default, provider: azure, endpoint: '{}', deployment: d, api_key: '${{{{ EVALHOST_TEST_KEY }}}}', max_retries: 0}}\n",
+        server.url
+    ));
+    assert_eq!(run(&project).code, 3);
+    let error = project.row("t1")["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("server_error: it broke"), "{error}");
+    assert_eq!(
+        server.requests()[0].path,
+        "/openai/v1/responses?api-version=v1"
+    );
+}
+
+#[test]
+fn an_openai_target_with_api_format_responses_calls_the_responses_api() {
+    let server = FakeServer::start(vec![responses_stream("hi responses")]);
+    let project = with_targets(&format!(
+        "targets:\n  - {{name: default, provider: openai, api_format: responses, base_url: '{}/v1', model: gpt-4.1, api_key: '${{{{ EVALHOST_TEST_KEY }}}}', temperature: 0}}\n",
+        server.url
+    ));
+    let r = run(&project);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(project.row("t1")["output"], "hi responses");
+    // gpt-4.1 at pi-ai's prices: $2 in, $8 out, $0.50 cached, per million.
+    let cost = project.row("t1")["cost_usd"].as_f64().unwrap();
+    assert!(
+        (cost - (24.0 * 2.0 + 9.0 * 8.0 + 6.0 * 0.5) / 1e6).abs() < 1e-12,
+        "{cost}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/v1/responses");
+    assert!(
+        requests[0]
+            .headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("authorization") && v == "Bearer sk-loopback")
+    );
+    let body: Value = serde_json::from_str(&requests[0].body).unwrap();
+    assert_eq!(body["input"][0]["role"], "system");
+    assert_eq!(body["temperature"], 0.0);
+}

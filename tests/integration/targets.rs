@@ -577,7 +577,7 @@ fn an_entry_missing_its_variable_stops_only_the_runs_that_use_it() {
     let r = project.run(&["--target", "azure-llm"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
-        r.stderr.contains("target `azure-llm`: a `azure` target needs a `model`: `model` is `${{ EVALHOST_TEST_UNSET_DEPLOYMENT }}` and EVALHOST_TEST_UNSET_DEPLOYMENT is not set"),
+        r.stderr.contains("target `azure-llm`: an `azure` target needs an `endpoint` (https://<resource>.openai.azure.com, or the resource name): `endpoint` is `${{ EVALHOST_TEST_UNSET_ENDPOINT }}` and EVALHOST_TEST_UNSET_ENDPOINT is not set"),
         "{}",
         r.stderr
     );

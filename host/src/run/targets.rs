@@ -35,7 +35,20 @@ pub fn load(
             .filter(|t| {
                 !matches!(
                     t.entry.get("provider").and_then(serde_json::Value::as_str),
-                    Some("echo" | "mock" | "openai" | "azure" | "openrouter" | "vllm" | "ollama")
+                    Some(
+                        "echo"
+                            | "mock"
+                            | "openai"
+                            | "azure"
+                            | "azure-openai"
+                            | "anthropic"
+                            | "gemini"
+                            | "google"
+                            | "google-gemini"
+                            | "openrouter"
+                            | "vllm"
+                            | "ollama"
+                    )
                 )
             })
             .map(|t| {

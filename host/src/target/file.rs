@@ -376,7 +376,27 @@ pub(super) fn parse_target(
         },
         "echo" => Provider::Echo,
         "cli" => Provider::Cli(cli::CliConfig::parse(entry, base_dir)?),
-        "openai" | "azure" | "azure-openai" | "openrouter" | "vllm" | "ollama" => {
+        "azure" | "azure-openai" => {
+            Provider::Responses(super::responses::ResponsesConfig::azure(entry)?)
+        }
+        "openai" => {
+            let config = openai::OpenAiConfig::parse(&provider_name, entry)?;
+            match get_str(entry, "api_format")?.as_deref() {
+                None | Some("chat") => Provider::OpenAi(config),
+                Some("responses") => {
+                    Provider::Responses(super::responses::ResponsesConfig::openai(&config))
+                }
+                Some(other) => {
+                    return Err((
+                        "api_format".into(),
+                        format!(
+                            "Invalid api_format '{other}' for target '{name}'. Must be 'chat' or 'responses'."
+                        ),
+                    ));
+                }
+            }
+        }
+        "openrouter" | "vllm" | "ollama" => {
             Provider::OpenAi(openai::OpenAiConfig::parse(&provider_name, entry)?)
         }
         "anthropic" => Provider::Anthropic(super::anthropic::AnthropicConfig::parse(entry)?),

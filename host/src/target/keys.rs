@@ -71,7 +71,31 @@ const AZURE: &[&str] = &[
     "temperature",
     "max_output_tokens",
     "timeout_seconds",
-    "pricing",
+];
+
+const ANTHROPIC: &[&str] = &[
+    "api_key",
+    "model",
+    "deployment",
+    "variant",
+    "temperature",
+    "max_output_tokens",
+    "thinking_budget",
+    "timeout_seconds",
+    "base_url",
+    "endpoint",
+];
+
+const GEMINI: &[&str] = &[
+    "api_key",
+    "model",
+    "deployment",
+    "variant",
+    "temperature",
+    "max_output_tokens",
+    "timeout_seconds",
+    "base_url",
+    "endpoint",
 ];
 
 const OPENROUTER: &[&str] = &[
@@ -120,19 +144,6 @@ const NOT_ACTED_ON: &[(&str, &str)] = &[
         "fixtures are matched by test id and the run's target",
     ),
     ("suite", "fixtures are matched by test id"),
-    (
-        "resource",
-        "evalhost calls `endpoint`/chat/completions (AgentV's Responses API comes with its providers)",
-    ),
-    (
-        "version",
-        "evalhost calls `endpoint`/chat/completions without an api-version",
-    ),
-    (
-        "api_version",
-        "evalhost calls `endpoint`/chat/completions without an api-version",
-    ),
-    ("api_format", "evalhost always uses chat/completions"),
     ("eval_path", "fixtures are matched by test id"),
 ];
 
@@ -145,6 +156,8 @@ fn provider_keys(provider: &str) -> Option<Vec<&'static str>> {
         "cli" => CLI,
         "openai" | "vllm" | "ollama" => OPENAI,
         "azure" | "azure-openai" => AZURE,
+        "anthropic" => ANTHROPIC,
+        "gemini" | "google" | "google-gemini" => GEMINI,
         "openrouter" => OPENROUTER,
         "replay" => REPLAY,
         _ => return None,
