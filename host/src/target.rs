@@ -16,6 +16,7 @@ pub use crate::results::output::{
     LlmCalls, OutputMessage, Retry as RetryRecord, TargetOutput, TokenUsage, ToolCall,
 };
 
+pub mod agent;
 pub mod anthropic;
 mod api;
 pub mod cli;
@@ -82,6 +83,8 @@ pub enum Provider {
     Anthropic(anthropic::AnthropicConfig),
     /// Google's Gemini API.
     Gemini(gemini::GeminiConfig),
+    /// A coding agent (Claude Code, Codex), run as AgentV runs it.
+    Agent(agent::AgentConfig),
     /// OpenAI's Responses API (Azure's, or OpenAI's with
     /// `api_format: responses`).
     Responses(responses::ResponsesConfig),
@@ -302,7 +305,7 @@ impl Targets {
         if let Provider::Unsupported(p) = &target.provider {
             return Err(format!(
                 "target `{name}` uses provider `{p}`, which this version of evalhost does not run \
-                 (supported: mock, echo, cli, openai and compatible endpoints, azure, anthropic, gemini, http, replay)"
+                 (supported: mock, echo, cli, openai and compatible endpoints, azure, anthropic, gemini, claude, codex, http, replay)"
             ));
         }
         for fallback in &target.fallback_targets {
@@ -470,6 +473,7 @@ impl Target {
             Provider::Anthropic(config) => anthropic::invoke(config, test, inv),
             Provider::Gemini(config) => gemini::invoke(config, test, inv),
             Provider::Responses(config) => responses::invoke(config, test, inv),
+            Provider::Agent(config) => agent::invoke(config, test, inv),
             Provider::Http(config) => http::invoke(config, test, inv),
             Provider::Replay(config) => replay::invoke(config, test, inv.trial),
             Provider::Recorded(outputs) => outputs

@@ -354,7 +354,7 @@ fn sandbox_strict_refuses_the_suite_s_commands_and_the_operator_s_environment() 
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
-        r.stderr.contains("refuses the `cli` target `default`"),
+        r.stderr.contains("refuses the command target `default`"),
         "{}",
         r.stderr
     );

@@ -422,3 +422,165 @@ fn an_openai_target_with_api_format_responses_calls_the_responses_api() {
     assert_eq!(body["input"][0]["role"], "system");
     assert_eq!(body["temperature"], 0.0);
 }
+
+/// A fake agent on `PATH`: records its arguments, environment, working
+/// directory and stdin, then prints a recorded stream.
+fn fake_agent(project: &Project, name: &str, trace: &str) -> std::path::PathBuf {
+    let bin = project.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = project.path().join(format!("{name}-log"));
+    std::fs::create_dir_all(&log).unwrap();
+    let trace = crate::support::root().join("tests/data/traces").join(trace);
+    let script = bin.join(name);
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{log}/args'\nenv > '{log}/env'\npwd > '{log}/cwd'\ncat > '{log}/stdin'\ncat '{trace}'\n",
+            log = log.display(),
+            trace = trace.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    log
+}
+
+fn run_with_agents(project: &Project) -> crate::support::Run {
+    let path = format!(
+        "{}:{}",
+        project.path().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    crate::support::evalhost()
+        .current_dir(project.path())
+        .env("PATH", path)
+        .env("CLAUDECODE", "1")
+        .env("CLAUDE_CODE_ENTRYPOINT", "cli")
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into()
+}
+
+#[test]
+fn claude_runs_as_agentv_runs_it_and_its_stream_reaches_the_graders() {
+    let project = Project::with_mock("unused");
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: claude, model: sonnet, max_turns: 3}\n",
+    )
+    .unwrap();
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t1\n    input: Run the tests\n    assertions:\n      - {type: contains, value: '12 tests pass'}\n",
+    );
+    let log = fake_agent(&project, "claude", "claude-basic.jsonl");
+    let r = run_with_agents(&project);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let args = std::fs::read_to_string(log.join("args")).unwrap();
+    assert_eq!(
+        args.lines().collect::<Vec<_>>(),
+        [
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--include-partial-messages",
+            "--verbose",
+            "--dangerously-skip-permissions",
+            "--model",
+            "sonnet",
+            "--max-turns",
+            "3"
+        ]
+    );
+    // The prompt document on stdin; the nested-session variables removed.
+    assert_eq!(
+        std::fs::read_to_string(log.join("stdin")).unwrap(),
+        "[[ ## user_query ## ]]\n\nRun the tests"
+    );
+    let env = std::fs::read_to_string(log.join("env")).unwrap();
+    assert!(
+        !env.contains("CLAUDECODE=") && !env.contains("CLAUDE_CODE_ENTRYPOINT="),
+        "{env}"
+    );
+    let row = project.row("t1");
+    assert_eq!(
+        row["output"],
+        "The server listens on port 8080 and all 12 tests pass."
+    );
+    assert_eq!(row["cost_usd"], 0.0237135);
+    let tools: Vec<&str> = row["output_messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+        .filter_map(|c| c["tool"].as_str())
+        .collect();
+    assert!(
+        tools.contains(&"Read") && tools.contains(&"Bash"),
+        "{tools:?}"
+    );
+}
+
+#[test]
+fn codex_runs_as_agentvs_sdk_runs_it_and_failures_are_said() {
+    let project = Project::with_mock("unused");
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: codex, model: gpt-5-codex, model_reasoning_effort: low, cwd: work, system_prompt: Be terse.}\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(project.path().join(".evalhost/work")).unwrap();
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t1\n    input: Fix parse\n    assertions:\n      - {type: contains, value: 'all 3 tests now pass'}\n",
+    );
+    let log = fake_agent(&project, "codex", "codex-basic.jsonl");
+    let r = run_with_agents(&project);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let args = std::fs::read_to_string(log.join("args")).unwrap();
+    let work = project.path().join(".evalhost/work");
+    assert_eq!(
+        args.lines().collect::<Vec<_>>(),
+        [
+            "exec",
+            "--experimental-json",
+            "--config",
+            "model=\"gpt-5-codex\"",
+            "--cd",
+            &work.display().to_string(),
+            "--skip-git-repo-check",
+            "--config",
+            "model_reasoning_effort=\"low\""
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(log.join("stdin")).unwrap(),
+        "Be terse.\n\n[[ ## user_query ## ]]\n\nFix parse"
+    );
+    let env = std::fs::read_to_string(log.join("env")).unwrap();
+    assert!(
+        env.contains("CODEX_INTERNAL_ORIGINATOR_OVERRIDE=codex_sdk_ts"),
+        "{env}"
+    );
+    let row = project.row("t1");
+    assert_eq!(row["token_usage"]["output"], 512);
+    // A failed turn is the target's error.
+    fake_agent(&project, "codex", "codex-failed.jsonl");
+    let r = run_with_agents(&project);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    // An agent that is not installed is said plainly.
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: claude, executable: no-such-claude-here}\n",
+    )
+    .unwrap();
+    let r = run_with_agents(&project);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let error = project.row("t1")["error"].as_str().unwrap().to_owned();
+    assert!(
+        error.contains("'no-such-claude-here' was not found on PATH"),
+        "{error}"
+    );
+}

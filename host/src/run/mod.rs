@@ -369,12 +369,17 @@ pub fn run(
         let refused: Vec<Diagnostic> = targets
             .targets
             .iter()
-            .filter(|t| matches!(t.provider, target::Provider::Cli(_)))
+            .filter(|t| {
+                matches!(
+                    t.provider,
+                    target::Provider::Cli(_) | target::Provider::Agent(_)
+                )
+            })
             .map(|t| {
                 Diagnostic::error(
                     targets.file.as_deref().unwrap_or(&eval),
                     format!(
-                        "`--sandbox strict` refuses the `cli` target `{}` of a targets file found beside the suite: it could be the suite's own command",
+                        "`--sandbox strict` refuses the command target `{}` (a `cli` or agent target) of a targets file found beside the suite: it could be the suite's own command",
                         t.name
                     ),
                 )

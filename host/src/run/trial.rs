@@ -232,6 +232,7 @@ fn run_trial_into(
                 .map(std::path::PathBuf::from)
                 .or_else(|| match &run_target.target.provider {
                     target::Provider::Cli(c) => c.cwd.clone(),
+                    target::Provider::Agent(c) => c.cwd.clone(),
                     _ => None,
                 })
                 .unwrap_or_else(|| ctx.suite.dir.clone());

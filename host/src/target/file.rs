@@ -400,6 +400,14 @@ pub(super) fn parse_target(
             Provider::OpenAi(openai::OpenAiConfig::parse(&provider_name, entry)?)
         }
         "anthropic" => Provider::Anthropic(super::anthropic::AnthropicConfig::parse(entry)?),
+        "claude" | "claude-code" | "claude-cli" => Provider::Agent(
+            super::agent::AgentConfig::parse(super::agent::AgentKind::Claude, entry, base_dir)?,
+        ),
+        "codex" | "codex-cli" => Provider::Agent(super::agent::AgentConfig::parse(
+            super::agent::AgentKind::Codex,
+            entry,
+            base_dir,
+        )?),
         "gemini" | "google" | "google-gemini" => {
             Provider::Gemini(super::gemini::GeminiConfig::parse(entry)?)
         }

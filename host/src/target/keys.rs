@@ -112,6 +112,40 @@ const OPENROUTER: &[&str] = &[
     "endpoint",
 ];
 
+const CLAUDE: &[&str] = &[
+    "executable",
+    "command",
+    "binary",
+    "model",
+    "cwd",
+    "timeout_seconds",
+    "max_turns",
+    "bypass_permissions",
+    "system_prompt",
+    "max_budget_usd",
+    "log_dir",
+    "log_directory",
+    "log_format",
+    "log_output_format",
+    "stream_log",
+];
+
+const CODEX: &[&str] = &[
+    "executable",
+    "command",
+    "binary",
+    "model",
+    "model_reasoning_effort",
+    "cwd",
+    "timeout_seconds",
+    "system_prompt",
+    "args",
+    "arguments",
+    "log_dir",
+    "log_directory",
+    "stream_log",
+];
+
 const REPLAY: &[&str] = &[
     "fixtures",
     "execution_traces",
@@ -145,6 +179,18 @@ const NOT_ACTED_ON: &[(&str, &str)] = &[
     ),
     ("suite", "fixtures are matched by test id"),
     ("eval_path", "fixtures are matched by test id"),
+    (
+        "max_budget_usd",
+        "AgentV 4.42.4's claude provider does not pass it to Claude Code either; the run is not capped",
+    ),
+    (
+        "args",
+        "AgentV 4.42.4's codex provider does not pass them to Codex either",
+    ),
+    (
+        "arguments",
+        "AgentV 4.42.4's codex provider does not pass them to Codex either",
+    ),
 ];
 
 /// The keys `provider` entries may have beyond [`BASE`], or `None` when
@@ -154,6 +200,8 @@ fn provider_keys(provider: &str) -> Option<Vec<&'static str>> {
     let own: &[&str] = match provider {
         "mock" => MOCK,
         "cli" => CLI,
+        "claude" | "claude-code" | "claude-cli" => CLAUDE,
+        "codex" | "codex-cli" => CODEX,
         "openai" | "vllm" | "ollama" => OPENAI,
         "azure" | "azure-openai" => AZURE,
         "anthropic" => ANTHROPIC,

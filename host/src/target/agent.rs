@@ -1,0 +1,366 @@
+//! AgentV's coding-agent targets, run as AgentV 4.42.4 runs them, their
+//! streams read by the trace normalizer (`crate::trace`), so tool calls,
+//! tokens, cost, duration and skill use reach the graders, and the
+//! messages are kept with the row.
+//!
+//! - `claude` (`claude-code`, `claude-cli`): AgentV's `ClaudeCliProvider`:
+//!   `claude -p --output-format stream-json --include-partial-messages
+//!   --verbose [--dangerously-skip-permissions] [--model M] [--max-turns N]`,
+//!   the prompt on stdin, `CLAUDECODE` and `CLAUDE_CODE_ENTRYPOINT` removed
+//!   from the environment (so it runs inside another Claude Code session).
+//! - `codex` (`codex-cli`): what AgentV's `CodexProvider` has the Codex SDK
+//!   run: `codex exec --experimental-json [--config model="M"] [--cd DIR]
+//!   --skip-git-repo-check [--config model_reasoning_effort="E"]`, the prompt
+//!   (after `system_prompt`) on stdin, `CODEX_INTERNAL_ORIGINATOR_OVERRIDE`
+//!   set as the SDK sets it.
+//!
+//! The prompt is AgentV's prompt document (`buildPromptDocument`): the
+//! input files to read first, then `[[ ## user_query ## ]]` and the
+//! question. The working directory is the case workspace, else `cwd`
+//! (relative to the targets file), else evalhost's own, as in AgentV.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::file::{get_f64, get_str, get_u64};
+use super::{Invocation, TargetFailure, TargetOutput, prompt};
+use crate::process;
+use crate::suite::TestCase;
+use crate::trace::TraceFormat;
+
+/// Which agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentKind {
+    /// Claude Code.
+    Claude,
+    /// OpenAI's Codex CLI.
+    Codex,
+}
+
+impl AgentKind {
+    /// Its name in messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            AgentKind::Claude => "Claude CLI",
+            AgentKind::Codex => "Codex CLI",
+        }
+    }
+
+    /// The executable AgentV runs when the target names none.
+    pub fn default_executable(self) -> &'static str {
+        match self {
+            AgentKind::Claude => "claude",
+            AgentKind::Codex => "codex",
+        }
+    }
+}
+
+/// A coding-agent target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentConfig {
+    /// Which agent.
+    pub kind: AgentKind,
+    /// The program (`executable`, `command` or `binary`).
+    pub executable: String,
+    /// `--model`.
+    pub model: Option<String>,
+    /// The working directory when the case has no workspace.
+    pub cwd: Option<PathBuf>,
+    /// The longest a run may take.
+    pub timeout: Option<Duration>,
+    /// Claude's `--max-turns`.
+    pub max_turns: Option<u64>,
+    /// Claude's `--dangerously-skip-permissions` (AgentV's default: on).
+    pub bypass_permissions: bool,
+    /// Codex: put before the prompt.
+    pub system_prompt: Option<String>,
+    /// Codex: `model_reasoning_effort`.
+    pub reasoning_effort: Option<String>,
+}
+
+impl AgentConfig {
+    /// Reads an agent entry (AgentV's field names).
+    pub fn parse(
+        kind: AgentKind,
+        entry: &Map<String, Value>,
+        base_dir: &Path,
+    ) -> Result<Self, (String, String)> {
+        let executable = get_str(entry, "executable")?
+            .or(get_str(entry, "command")?)
+            .or(get_str(entry, "binary")?)
+            .filter(|e| !e.trim().is_empty())
+            .unwrap_or_else(|| kind.default_executable().to_owned());
+        let timeout = match get_f64(entry, "timeout_seconds")? {
+            None => None,
+            Some(s) => Some(super::seconds_field("timeout_seconds", s)?),
+        };
+        let bypass_permissions = match entry.get("bypass_permissions") {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(b)) => *b,
+            Some(Value::String(s)) => {
+                !matches!(s.trim().to_ascii_lowercase().as_str(), "false" | "0" | "no")
+            }
+            Some(_) => {
+                return Err((
+                    "bypass_permissions".into(),
+                    "`bypass_permissions` must be true or false".into(),
+                ));
+            }
+        };
+        let reasoning_effort = get_str(entry, "model_reasoning_effort")?;
+        if let Some(e) = &reasoning_effort
+            && !["minimal", "low", "medium", "high", "xhigh"].contains(&e.as_str())
+        {
+            return Err((
+                "model_reasoning_effort".into(),
+                format!(
+                    "`model_reasoning_effort` must be minimal, low, medium, high or xhigh, got `{e}`"
+                ),
+            ));
+        }
+        Ok(Self {
+            kind,
+            executable,
+            model: get_str(entry, "model")?.filter(|m| !m.is_empty()),
+            cwd: get_str(entry, "cwd")?
+                .filter(|c| !c.is_empty())
+                .map(|c| base_dir.join(c)),
+            timeout,
+            max_turns: get_u64(entry, "max_turns")?,
+            bypass_permissions,
+            system_prompt: get_str(entry, "system_prompt")?
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty()),
+            reasoning_effort,
+        })
+    }
+
+    /// The arguments AgentV runs the agent with.
+    pub fn args(&self, cwd: Option<&Path>) -> Vec<String> {
+        let mut args: Vec<String> = Vec::new();
+        match self.kind {
+            AgentKind::Claude => {
+                args.extend(
+                    [
+                        "-p",
+                        "--output-format",
+                        "stream-json",
+                        "--include-partial-messages",
+                        "--verbose",
+                    ]
+                    .map(str::to_owned),
+                );
+                if self.bypass_permissions {
+                    args.push("--dangerously-skip-permissions".into());
+                }
+                if let Some(m) = &self.model {
+                    args.extend(["--model".to_owned(), m.clone()]);
+                }
+                if let Some(n) = self.max_turns {
+                    args.extend(["--max-turns".to_owned(), n.to_string()]);
+                }
+            }
+            AgentKind::Codex => {
+                args.extend(["exec", "--experimental-json"].map(str::to_owned));
+                if let Some(m) = &self.model {
+                    // The SDK's TOML value: the string JSON-quoted.
+                    args.extend([
+                        "--config".to_owned(),
+                        format!("model={}", Value::String(m.clone())),
+                    ]);
+                }
+                if let Some(dir) = cwd {
+                    args.extend(["--cd".to_owned(), dir.display().to_string()]);
+                }
+                args.push("--skip-git-repo-check".into());
+                if let Some(e) = &self.reasoning_effort {
+                    args.extend([
+                        "--config".to_owned(),
+                        format!("model_reasoning_effort=\"{e}\""),
+                    ]);
+                }
+            }
+        }
+        args
+    }
+}
+
+/// AgentV's prompt document: the input files to read first, then the
+/// question after `[[ ## user_query ## ]]`.
+pub fn prompt_document(test: &TestCase) -> String {
+    let question = prompt::agent_prompt(&test.input);
+    let mut files: Vec<PathBuf> = Vec::new();
+    for f in prompt::input_files(&test.input) {
+        if !files.contains(&f) {
+            files.push(f);
+        }
+    }
+    let mut parts: Vec<String> = Vec::new();
+    if !files.is_empty() {
+        let list: Vec<String> = files
+            .iter()
+            .map(|p| {
+                let name = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                format!("* [{name}](file://{})", p.display())
+            })
+            .collect();
+        parts.push("\n".into());
+        parts.push(format!(
+            "Read all input files:\n{}.\nIf any file is missing, fail with ERROR: missing-file <filename> and stop.\nThen apply system_instructions on the user query below.",
+            list.join("\n")
+        ));
+    }
+    parts.push("\n[[ ## user_query ## ]]\n".into());
+    parts.push(question.trim().to_owned());
+    parts.join("\n").trim().to_owned()
+}
+
+/// Runs the agent for one test.
+pub fn invoke(
+    config: &AgentConfig,
+    test: &TestCase,
+    inv: &Invocation<'_>,
+) -> Result<TargetOutput, TargetFailure> {
+    let cwd: Option<PathBuf> = inv
+        .workspace
+        .map(Path::to_path_buf)
+        .or_else(|| config.cwd.clone());
+    let mut prompt = prompt_document(test);
+    if config.kind == AgentKind::Codex
+        && let Some(system) = &config.system_prompt
+    {
+        prompt = format!("{system}\n\n{prompt}");
+    }
+    let args = config.args(cwd.as_deref());
+    let mut argv = vec![config.executable.clone()];
+    argv.extend(args);
+    let (env, remove): (Vec<(String, String)>, Vec<String>) = match config.kind {
+        AgentKind::Claude => (
+            Vec::new(),
+            vec!["CLAUDECODE".into(), "CLAUDE_CODE_ENTRYPOINT".into()],
+        ),
+        AgentKind::Codex => (
+            if std::env::var_os("CODEX_INTERNAL_ORIGINATOR_OVERRIDE").is_some() {
+                Vec::new()
+            } else {
+                vec![(
+                    "CODEX_INTERNAL_ORIGINATOR_OVERRIDE".into(),
+                    "codex_sdk_ts".into(),
+                )]
+            },
+            Vec::new(),
+        ),
+    };
+    let timeout = inv.time_left(config.timeout);
+    let case_bound = inv.deadline.is_some() && timeout != config.timeout;
+    let label = config.kind.label();
+    let outcome = process::run(&process::Spec {
+        argv: &argv,
+        // Codex is told its directory with `--cd`; Claude runs in it.
+        cwd: match config.kind {
+            AgentKind::Claude => cwd.as_deref(),
+            AgentKind::Codex => None,
+        },
+        stdin: prompt.as_bytes(),
+        timeout,
+        env: &env,
+        env_remove: &remove,
+        ..process::Spec::default()
+    })
+    .map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            TargetFailure::fatal(format!(
+                "{label} executable '{}' was not found on PATH. Install it or give the target an `executable` (`evalhost doctor` checks)",
+                config.executable
+            ))
+        } else {
+            TargetFailure::new(format!("{label} could not start: {e}"))
+        }
+    })?;
+    if outcome.timed_out {
+        let secs = timeout.unwrap_or_default().as_secs_f64();
+        return Err(if case_bound {
+            TargetFailure::timeout(format!(
+                "the case ran past its timeout_ms while {label} ran ({secs:.1}s)"
+            ))
+        } else {
+            TargetFailure::new(format!("{label} timed out after {}s", secs.ceil()))
+        });
+    }
+    if outcome.code != Some(0) {
+        let detail = outcome.message();
+        let prefix = match outcome.code {
+            Some(code) => format!("{label} exited with code {code}"),
+            None => format!("{label} was killed by a signal"),
+        };
+        return Err(TargetFailure::new(if detail.is_empty() {
+            prefix
+        } else {
+            format!("{prefix}: {detail}")
+        }));
+    }
+    let stdout = String::from_utf8_lossy(&outcome.stdout);
+    let format = match config.kind {
+        AgentKind::Claude => TraceFormat::ClaudeCode,
+        AgentKind::Codex => TraceFormat::Codex,
+    };
+    let mut output =
+        crate::trace::normalize(&stdout, format).map_err(|e| TargetFailure::fatal(e.message))?;
+    if output.duration_ms.is_none() {
+        output.duration_ms = Some(outcome.duration.as_millis() as u64);
+    }
+    Ok(output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_lines_are_agentvs() {
+        let mut entry = Map::new();
+        entry.insert("model".into(), Value::String("sonnet".into()));
+        entry.insert("max_turns".into(), Value::from(5));
+        let c = AgentConfig::parse(AgentKind::Claude, &entry, Path::new("/p")).unwrap();
+        assert_eq!(
+            c.args(None),
+            [
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--include-partial-messages",
+                "--verbose",
+                "--dangerously-skip-permissions",
+                "--model",
+                "sonnet",
+                "--max-turns",
+                "5"
+            ]
+        );
+        entry.insert("bypass_permissions".into(), Value::Bool(false));
+        entry.insert(
+            "model_reasoning_effort".into(),
+            Value::String("high".into()),
+        );
+        let c = AgentConfig::parse(AgentKind::Codex, &entry, Path::new("/p")).unwrap();
+        assert_eq!(
+            c.args(Some(Path::new("/ws"))),
+            [
+                "exec",
+                "--experimental-json",
+                "--config",
+                "model=\"sonnet\"",
+                "--cd",
+                "/ws",
+                "--skip-git-repo-check",
+                "--config",
+                "model_reasoning_effort=\"high\""
+            ]
+        );
+    }
+}
