@@ -44,10 +44,31 @@ pub enum Command {
     /// Inspect and create grader plugins.
     #[command(subcommand)]
     Plugin(PluginCommand),
+    /// Check, before a run, that the targets a suite would use can run
+    /// here: agent CLIs on PATH with the flags evalhost passes, API keys
+    /// set (named, never shown), endpoints answering, commands found.
+    Doctor(DoctorArgs),
     /// Read an agent CLI's output (Claude Code stream-json, Codex JSONL,
     /// AgentV's output file) and print the trace graders see, as AgentV's
     /// output-file JSON.
     Trace(TraceArgs),
+}
+
+/// `evalhost doctor`.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// The eval file whose targets to check.
+    pub eval: PathBuf,
+    /// The targets file a run would be given (default: the one found
+    /// walking up from the suite).
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+    /// The target a run would be given (default: the suite's).
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
+    /// The suite's dialect: agentv4, agentv5 or promptfoo.
+    #[arg(long, value_name = "DIALECT", value_parser = parse_dialect)]
+    pub dialect: Option<evalhost_suite::dialect::Dialect>,
 }
 
 /// `evalhost trace`.
@@ -300,6 +321,7 @@ pub fn run_cli(cli: Cli) -> ExitCode {
         Command::Cache(command) => cache_command(&command, &mut stderr),
         Command::Plugin(command) => crate::plugin_cli::run(&command, &mut stderr),
         Command::Trace(args) => trace_command(&args, &mut stderr),
+        Command::Doctor(args) => doctor_command(&args, &mut stdout, &mut stderr),
     };
     ExitCode::from(code)
 }
@@ -427,6 +449,68 @@ fn report_run_error(err: &mut dyn Write, error: &RunError) -> u8 {
         }
     }
     exit_codes::USAGE
+}
+
+fn doctor_command(args: &DoctorArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let engine = match run::engine(false, 2) {
+        Ok(e) => e,
+        Err(error) => {
+            let _ = writeln!(err, "error: {error:#}");
+            return exit_codes::INTERNAL;
+        }
+    };
+    let prepared = match run::prepare(&args.eval, &engine, false, args.dialect) {
+        Ok(p) => p,
+        Err(error) => return report_run_error(err, &error),
+    };
+    let suite = &prepared.suite;
+    let targets = match run::targets::load(suite, &args.eval, args.targets.as_ref(), false) {
+        Ok(t) => t,
+        Err(diags) => {
+            for d in diags.iter() {
+                let _ = writeln!(err, "{d}");
+            }
+            return exit_codes::USAGE;
+        }
+    };
+    let names: Vec<String> = run::targets::chosen(suite, args.target.as_deref())
+        .into_iter()
+        .map(|m| m.use_target)
+        .collect();
+    let _ = writeln!(
+        out,
+        "evalhost doctor · suite `{}` · targets from {}",
+        suite.name,
+        targets
+            .file
+            .as_deref()
+            .map_or_else(|| "the suite".to_owned(), |f| f.display().to_string())
+    );
+    // A variable the targets file names and the environment lacks: named,
+    // never a value.
+    let unset: Vec<String> = targets
+        .warnings
+        .iter()
+        .map(ToString::to_string)
+        .filter(|w| w.contains("environment variable") && w.contains("is not set"))
+        .collect();
+    for w in &unset {
+        let _ = writeln!(out, "  ✗ {}", w.rsplit("warning: ").next().unwrap_or(w));
+    }
+    match crate::doctor::run(&targets, &names, out).map(|n| n + unset.len()) {
+        Ok(0) => {
+            let _ = writeln!(out, "ready: every target a run would use can run here");
+            exit_codes::SUCCESS
+        }
+        Ok(n) => {
+            let _ = writeln!(out, "{n} problem(s): a run would fail on them");
+            exit_codes::TEST_FAILED
+        }
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            exit_codes::INTERNAL
+        }
+    }
 }
 
 fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {

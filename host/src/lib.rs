@@ -10,6 +10,7 @@
 pub mod cli;
 pub use evalhost_suite::{diag, text};
 pub mod digest;
+pub mod doctor;
 pub mod exit_codes;
 pub mod failure;
 pub mod grade;

@@ -259,6 +259,9 @@ impl Targets {
             .iter()
             .filter_map(|t| match &t.provider {
                 Provider::OpenAi(c) => c.api_key.as_deref(),
+                Provider::Anthropic(c) => c.api_key.as_deref(),
+                Provider::Gemini(c) => c.api_key.as_deref(),
+                Provider::Responses(c) => c.api_key.as_deref(),
                 _ => None,
             })
             .filter(|k| !k.is_empty())

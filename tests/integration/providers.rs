@@ -584,3 +584,133 @@ fn codex_runs_as_agentvs_sdk_runs_it_and_failures_are_said() {
         "{error}"
     );
 }
+
+/// `evalhost doctor`: one line per target a run would use (with its judge
+/// and fallbacks), each problem with its reason; a key's variable is named,
+/// its value never shown.
+#[test]
+fn doctor_checks_each_target_a_run_would_use() {
+    let api = FakeServer::start_fn(|req| {
+        if req.path == "/v1/models" {
+            Reply::json(200, json!({"data": []}))
+        } else {
+            Reply::json(401, json!({"error": "bad key"}))
+        }
+    });
+    let project = Project::with_mock("unused");
+    let bin = project.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(
+        bin.join("claude"),
+        "#!/bin/sh\ncase \"$1\" in\n  --version) echo '2.0.14 (Claude Code)';;\n  --help) echo 'Usage: claude [options] --output-format <format> --include-partial-messages --verbose --max-turns <n>';;\nesac\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(bin.join("claude"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        format!(
+            "targets:
+  - {{name: agent, provider: claude, grader_target: judge, fallback_targets: [backup, gem]}}
+  - {{name: judge, provider: anthropic, base_url: '{url}', model: claude-haiku-4-5, api_key: '${{{{ EVALHOST_TEST_KEY }}}}'}}
+  - {{name: backup, provider: codex, executable: no-such-codex-here}}
+  - {{name: gem, provider: gemini, base_url: '{url}/v1beta', api_key: '${{{{ EVALHOST_TEST_KEY }}}}'}}
+  - {{name: keyless, provider: openai, model: m, api_key: '${{{{ EVALHOST_TEST_UNSET_KEY }}}}'}}
+  - {{name: default, provider: mock, response: hi}}
+",
+            url = api.url
+        ),
+    )
+    .unwrap();
+    project.write(
+        "EVAL.yaml",
+        "execution: {targets: [agent, keyless]}\ntests:\n  - id: t1\n    input: hi\n    assertions: [{type: contains, value: hi}]\n",
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("PATH", path)
+        .env("EVALHOST_TEST_KEY", "sk-doctor-secret")
+        .args(["doctor", "EVAL.yaml"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let out = &r.stdout;
+    assert!(
+        out.contains("ok agent (claude): claude (2.0.14 (Claude Code))"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ok judge (anthropic):") && out.contains("/v1/models answered"),
+        "{out}"
+    );
+    assert!(
+        out.contains("✗ backup (codex): `no-such-codex-here` is not on PATH"),
+        "{out}"
+    );
+    assert!(
+        out.contains("✗ gem (gemini):") && out.contains("refused the key (HTTP 401)"),
+        "{out}"
+    );
+    assert!(out.contains("✗ keyless (openai): no API key"), "{out}");
+    assert!(
+        out.contains("✗ environment variable `EVALHOST_TEST_UNSET_KEY` is not set"),
+        "{out}"
+    );
+    assert!(out.contains("4 problem(s)"), "{out}");
+    assert!(!out.contains("sk-doctor-secret") && !r.stderr.contains("sk-doctor-secret"));
+    // The health request carried the key where the API wants it.
+    let models = api
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/v1/models")
+        .unwrap();
+    assert!(
+        models
+            .headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("x-api-key") && v == "sk-doctor-secret")
+    );
+}
+
+/// The keys of every model-API target stay out of grader commands: a
+/// code grader does not see the variable an `anthropic`, `gemini` or
+/// `azure` target reads its key from.
+#[test]
+fn grader_commands_do_not_see_the_model_targets_keys() {
+    let project = Project::with_mock("hi");
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:
+  - {name: default, provider: mock, response: hi}
+  - {name: a, provider: anthropic, model: claude-haiku-4-5, api_key: '${{ EVALHOST_TEST_KEY }}'}
+  - {name: g, provider: gemini, api_key: '${{ EVALHOST_TEST_GEMINI_KEY }}'}
+  - {name: z, provider: azure, endpoint: r, deployment: d, api_key: '${{ EVALHOST_TEST_AZURE_KEY }}'}
+",
+    )
+    .unwrap();
+    project.write(
+        "check.sh",
+        "cat > /dev/null\nif env | grep -q 'sk-'; then echo '{\"score\": 0}'; else echo '{\"score\": 1}'; fi\n",
+    );
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t1\n    input: hi\n    assertions:\n      - {type: code-grader, command: [sh, check.sh]}\n",
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("EVALHOST_TEST_KEY", "sk-anthropic")
+        .env("EVALHOST_TEST_GEMINI_KEY", "sk-gemini")
+        .env("EVALHOST_TEST_AZURE_KEY", "sk-azure")
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(project.row("t1")["score"], 1.0);
+}

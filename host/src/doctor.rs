@@ -1,0 +1,308 @@
+//! `evalhost doctor`: before a run, whether the targets a suite would use
+//! can run here — each agent CLI on `PATH` with the flags evalhost passes,
+//! each model API's key set (its variable named, never its value) and its
+//! endpoint answering, each command's program found, each recording
+//! present — one line per check, a clear reason for each problem.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::target::{Provider, Target, Targets};
+
+/// How long one check may take.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One check's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The target checked.
+    pub target: String,
+    /// True when nothing is wrong.
+    pub ok: bool,
+    /// What was found.
+    pub message: String,
+}
+
+impl Finding {
+    fn ok(target: &str, message: impl Into<String>) -> Self {
+        Self {
+            target: target.to_owned(),
+            ok: true,
+            message: message.into(),
+        }
+    }
+
+    fn problem(target: &str, message: impl Into<String>) -> Self {
+        Self {
+            target: target.to_owned(),
+            ok: false,
+            message: message.into(),
+        }
+    }
+}
+
+/// `program` found on `PATH` (or as a path).
+fn which(program: &str) -> Option<PathBuf> {
+    let p = Path::new(program);
+    if p.components().count() > 1 {
+        return p.is_file().then(|| p.to_path_buf());
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(program))
+            .find(|c| {
+                use std::os::unix::fs::PermissionsExt as _;
+                c.metadata()
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+    })
+}
+
+/// What `argv` prints (stdout and stderr), if it ran in time.
+fn output_of(argv: &[String]) -> Option<String> {
+    let outcome = crate::process::run(&crate::process::Spec {
+        argv,
+        timeout: Some(CHECK_TIMEOUT),
+        ..crate::process::Spec::default()
+    })
+    .ok()?;
+    if outcome.timed_out {
+        return None;
+    }
+    Some(format!(
+        "{}{}",
+        String::from_utf8_lossy(&outcome.stdout),
+        String::from_utf8_lossy(&outcome.stderr)
+    ))
+}
+
+/// An agent CLI: on `PATH`, its version, and the flags evalhost passes in
+/// its help (an older CLI without them cannot run as AgentV runs it).
+fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Finding> {
+    use crate::target::agent::AgentKind;
+    let name = &target.name;
+    let Some(path) = which(&config.executable) else {
+        return vec![Finding::problem(
+            name,
+            format!(
+                "`{}` is not on PATH: install {} or give the target an `executable`",
+                config.executable,
+                match config.kind {
+                    AgentKind::Claude => "Claude Code (npm install -g @anthropic-ai/claude-code)",
+                    AgentKind::Codex => "the Codex CLI (npm install -g @openai/codex)",
+                }
+            ),
+        )];
+    };
+    let version = output_of(&[path.display().to_string(), "--version".into()])
+        .map(|v| v.lines().next().unwrap_or("").trim().to_owned())
+        .filter(|v| !v.is_empty());
+    let (help_args, flags): (Vec<String>, &[&str]) = match config.kind {
+        AgentKind::Claude => (
+            vec!["--help".into()],
+            &[
+                "--output-format",
+                "--include-partial-messages",
+                "--verbose",
+                "--max-turns",
+            ],
+        ),
+        AgentKind::Codex => (
+            vec!["exec".into(), "--help".into()],
+            &["--cd", "--skip-git-repo-check", "--config"],
+        ),
+    };
+    let mut argv = vec![path.display().to_string()];
+    argv.extend(help_args);
+    let help = output_of(&argv).unwrap_or_default();
+    let missing: Vec<&str> = flags
+        .iter()
+        .copied()
+        .filter(|f| !help.contains(f))
+        .collect();
+    let shown = version.unwrap_or_else(|| "no version printed".into());
+    if missing.is_empty() {
+        vec![Finding::ok(
+            name,
+            format!("{} ({shown}) at {}", config.executable, path.display()),
+        )]
+    } else {
+        vec![Finding::problem(
+            name,
+            format!(
+                "{} ({shown}) at {} does not list {} in its help: it is likely too old for the command line evalhost runs (AgentV 4.42.4's)",
+                config.executable,
+                path.display(),
+                missing.join(", ")
+            ),
+        )]
+    }
+}
+
+/// A model API: its key, and a health request to its model list.
+fn model_api(name: &str, url: String, headers: Vec<(&str, String)>, key: bool) -> Finding {
+    if !key {
+        return Finding::problem(
+            name,
+            "no API key: give the target `api_key: ${{ VAR }}` and set that variable",
+        );
+    }
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(CHECK_TIMEOUT))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut request = agent.get(&url);
+    for (k, v) in &headers {
+        request = request.header(*k, v);
+    }
+    match request.call() {
+        Ok(r) if r.status().is_success() => Finding::ok(name, format!("{url} answered")),
+        Ok(r) if matches!(r.status().as_u16(), 401 | 403) => Finding::problem(
+            name,
+            format!("{url} refused the key (HTTP {})", r.status().as_u16()),
+        ),
+        Ok(r) => Finding::problem(name, format!("{url} answered HTTP {}", r.status().as_u16())),
+        Err(e) => Finding::problem(name, format!("{url} did not answer: {e}")),
+    }
+}
+
+/// The checks for one target.
+pub fn check(target: &Target) -> Vec<Finding> {
+    let name = target.name.as_str();
+    match &target.provider {
+        Provider::Unavailable(message) => vec![Finding::problem(name, message.clone())],
+        Provider::Unsupported(p) => vec![Finding::problem(
+            name,
+            format!("provider `{p}` is not run by this version of evalhost (docs/targets.md)"),
+        )],
+        Provider::Agent(config) => agent(target, config),
+        Provider::Cli(config) => {
+            let program = config.command.split_whitespace().next().unwrap_or("");
+            match which(program) {
+                Some(path) => vec![Finding::ok(
+                    name,
+                    format!("`{program}` at {}", path.display()),
+                )],
+                None if program.contains(['{', '$', '=']) => vec![Finding::ok(
+                    name,
+                    "the command starts with a placeholder or variable: not checked",
+                )],
+                None => vec![Finding::problem(
+                    name,
+                    format!("`{program}` (the command's program) is not on PATH"),
+                )],
+            }
+        }
+        Provider::OpenAi(c) => vec![model_api(
+            name,
+            format!("{}/models", c.base_url),
+            c.api_key
+                .iter()
+                .map(|k| ("Authorization", format!("Bearer {k}")))
+                .collect(),
+            c.api_key.is_some() || !c.base_url.contains("api.openai.com"),
+        )],
+        Provider::Responses(c) => vec![model_api(
+            name,
+            match &c.api_version {
+                Some(v) => format!("{}/models?api-version={v}", c.base_url),
+                None => format!("{}/models", c.base_url),
+            },
+            c.api_key
+                .iter()
+                .map(|k| {
+                    if c.azure {
+                        ("api-key", k.clone())
+                    } else {
+                        ("Authorization", format!("Bearer {k}"))
+                    }
+                })
+                .collect(),
+            c.api_key.is_some(),
+        )],
+        Provider::Anthropic(c) => vec![model_api(
+            name,
+            format!("{}/v1/models", c.base_url),
+            c.api_key
+                .iter()
+                .map(|k| ("x-api-key", k.clone()))
+                .chain([("anthropic-version", "2023-06-01".to_owned())])
+                .collect(),
+            c.api_key.is_some(),
+        )],
+        Provider::Gemini(c) => vec![model_api(
+            name,
+            format!("{}/models", c.base_url),
+            c.api_key
+                .iter()
+                .map(|k| ("x-goog-api-key", k.clone()))
+                .collect(),
+            c.api_key.is_some(),
+        )],
+        Provider::Replay(_) | Provider::Mock { .. } | Provider::Echo | Provider::Recorded(_) => {
+            vec![Finding::ok(name, "offline: nothing to check")]
+        }
+        Provider::Http(_) => vec![Finding::ok(
+            name,
+            "an HTTP API: not checked (it may not answer GET)",
+        )],
+    }
+}
+
+/// Checks `names` and the judges and fallbacks they name, each once, and
+/// prints a line per check; returns how many problems there were.
+pub fn run(targets: &Targets, names: &[String], out: &mut dyn Write) -> std::io::Result<usize> {
+    let mut todo: Vec<String> = names.to_vec();
+    let mut seen: Vec<String> = Vec::new();
+    let mut problems = 0;
+    while let Some(name) = todo.first().cloned() {
+        todo.remove(0);
+        if seen.contains(&name) {
+            continue;
+        }
+        seen.push(name.clone());
+        let target = match targets.select(&name) {
+            Ok(t) => t.clone(),
+            Err(e) => {
+                problems += 1;
+                writeln!(out, "  ✗ {name}: {e}")?;
+                continue;
+            }
+        };
+        for f in check(&target) {
+            if f.ok {
+                writeln!(out, "  ok {} ({}): {}", f.target, kind(&target), f.message)?;
+            } else {
+                problems += 1;
+                writeln!(out, "  ✗ {} ({}): {}", f.target, kind(&target), f.message)?;
+            }
+        }
+        todo.extend(target.grader_target.iter().cloned());
+        todo.extend(target.fallback_targets.iter().cloned());
+    }
+    Ok(problems)
+}
+
+fn kind(target: &Target) -> &'static str {
+    match &target.provider {
+        Provider::Mock { .. } => "mock",
+        Provider::Echo => "echo",
+        Provider::Cli(_) => "cli",
+        Provider::OpenAi(_) => "openai",
+        Provider::Anthropic(_) => "anthropic",
+        Provider::Gemini(_) => "gemini",
+        Provider::Responses(c) if c.azure => "azure",
+        Provider::Responses(_) => "openai responses",
+        Provider::Agent(c) => match c.kind {
+            crate::target::agent::AgentKind::Claude => "claude",
+            crate::target::agent::AgentKind::Codex => "codex",
+        },
+        Provider::Http(_) => "http",
+        Provider::Replay(_) => "replay",
+        Provider::Recorded(_) => "recorded",
+        Provider::Unsupported(_) => "unsupported",
+        Provider::Unavailable(_) => "unavailable",
+    }
+}
