@@ -714,3 +714,91 @@ fn grader_commands_do_not_see_the_model_targets_keys() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert_eq!(project.row("t1")["score"], 1.0);
 }
+
+/// A discovered provider (`provider: my-llm` with `.agentv/providers/my-llm.ts`)
+/// runs as AgentV 4.42.4 runs it — `bun run <script> {PROMPT}` through the
+/// cli runner — so its answer is read from `{OUTPUT_FILE}`, which that
+/// command does not pass: a script that only prints fails, as in AgentV,
+/// with the reason; a `command` with `{OUTPUT_FILE}` works; `--sandbox
+/// strict` refuses it like any command.
+#[test]
+fn a_discovered_provider_runs_its_script_with_bun_as_agentv_does() {
+    let project = Project::with_mock("unused");
+    project.write(".agentv/providers/my-llm.ts", "console.log('hi')\n");
+    let bin = project.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = project.path().join("bun-args");
+    std::fs::write(
+        bin.join("bun"),
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\nlast=''; for a in \"$@\"; do last=$a; done\ncase \"$last\" in /*) echo 'hi from the script' > \"$last\";; esac\necho 'hi from stdout'\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(bin.join("bun"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: my-llm, max_retries: 0}\n",
+    )
+    .unwrap();
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t1\n    input: Say hi\n    assertions: [{type: contains, value: hi}]\n",
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |args: &[&str]| -> crate::support::Run {
+        crate::support::evalhost()
+            .current_dir(project.path())
+            .env("PATH", &path)
+            .args(args)
+            .output()
+            .unwrap()
+            .into()
+    };
+    let r = run(&["run", "EVAL.yaml", "-o", "out"]);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let args = std::fs::read_to_string(&log).unwrap();
+    let script = project.path().join(".agentv/providers/my-llm.ts");
+    assert_eq!(
+        args.lines().collect::<Vec<_>>(),
+        ["run", &script.display().to_string(), "Say hi"]
+    );
+    let error = project.row("t1")["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("Failed to read output file"), "{error}");
+    // With {OUTPUT_FILE} in its own command, the answer is read.
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: my-llm, command: 'bun run .agentv/providers/my-llm.ts {PROMPT} {OUTPUT_FILE}'}\n",
+    )
+    .unwrap();
+    let r = run(&["run", "EVAL.yaml", "-o", "out"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(project.row("t1")["output"], "hi from the script\n");
+    let r = run(&["run", "EVAL.yaml", "-o", "out", "--sandbox", "strict"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("refuses the command target `default`"),
+        "{}",
+        r.stderr
+    );
+    // A kind with no script and no command is not run, and says where a
+    // script would be.
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: your-llm}\n",
+    )
+    .unwrap();
+    let r = run(&["run", "EVAL.yaml", "-o", "out"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains(".agentv/providers/<kind>.ts"),
+        "{}",
+        r.stderr
+    );
+}

@@ -351,6 +351,38 @@ pub(super) fn get_str(
     }
 }
 
+/// A provider kind AgentV does not have built in: a discovered
+/// `.agentv/providers/<kind>.ts` (`.js`, `.mts`, `.mjs`), found walking up
+/// from the targets file, run as AgentV runs it — a `cli` target whose
+/// command is the entry's own `command`, else `bun run <script> {PROMPT}`.
+/// None found and no `command`: a kind evalhost does not know.
+fn discovered(
+    kind: &str,
+    entry: &Map<String, Value>,
+    base_dir: &Path,
+) -> Result<Provider, (String, String)> {
+    let mut entry = entry.clone();
+    if !entry.contains_key("command") {
+        let script = base_dir.ancestors().find_map(|dir| {
+            ["ts", "js", "mts", "mjs"].iter().find_map(|ext| {
+                let p = dir.join(".agentv/providers").join(format!("{kind}.{ext}"));
+                p.is_file().then_some(p)
+            })
+        });
+        let Some(script) = script else {
+            return Ok(Provider::Unsupported(kind.to_owned()));
+        };
+        entry.insert(
+            "command".into(),
+            Value::String(format!(
+                "bun run {} {{PROMPT}}",
+                crate::process::shell_quote(&script.display().to_string())
+            )),
+        );
+    }
+    Ok(Provider::Cli(cli::CliConfig::parse(&entry, base_dir)?))
+}
+
 pub(super) fn parse_target(
     name: &str,
     entry: &Map<String, Value>,
@@ -413,7 +445,13 @@ pub(super) fn parse_target(
         }
         "replay" => Provider::Replay(replay::ReplayConfig::parse(entry, base_dir)?),
         "http" => Provider::Http(super::http::HttpConfig::parse(entry)?),
-        other => Provider::Unsupported(other.to_owned()),
+        // AgentV kinds evalhost does not run yet.
+        "copilot" | "copilot-cli" | "copilot-sdk" | "copilot_sdk" | "copilot-log" | "pi"
+        | "pi-coding-agent" | "pi-cli" | "claude-sdk" | "cc-mirror" | "vscode"
+        | "vscode-insiders" | "agentv" | "transcript" => {
+            Provider::Unsupported(provider_name.clone())
+        }
+        other => discovered(other, entry, base_dir)?,
     };
     let default = Retry::default();
     let retry = Retry {
