@@ -802,3 +802,57 @@ fn a_discovered_provider_runs_its_script_with_bun_as_agentv_does() {
         r.stderr
     );
 }
+
+/// `examples/coding-agent`: offline, the recording of Claude Code solving
+/// both tasks passes every grader (the repository's tests in the case
+/// workspace, the trajectory, the tool budget); the same transcript
+/// without the recorded edit fails the tests, so the graders can fail.
+#[test]
+fn the_coding_agent_example_replays_offline_and_its_graders_can_fail() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("run");
+    let root = crate::support::root();
+    let r = crate::support::run_in(
+        &root,
+        &[
+            "run",
+            "examples/coding-agent/EVAL.yaml",
+            "-o",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let rows: Vec<Value> = std::fs::read_to_string(dir.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        assert_eq!(row["status"], "passed", "{row}");
+        for name in ["read-edit-test", "stays-focused"] {
+            assert_eq!(crate::support::score(row, name)["score"], 1.0, "{row}");
+        }
+        assert!(row["cost_usd"].as_f64().is_some_and(|c| c > 0.0));
+    }
+    let control = out.path().join("control");
+    let r = crate::support::run_in(
+        &root,
+        &[
+            "run",
+            "examples/coding-agent/EVAL.yaml",
+            "--target",
+            "recording",
+            "-o",
+            control.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    for line in std::fs::read_to_string(control.join("results.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let row: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(row["status"], "failed", "{row}");
+    }
+}
