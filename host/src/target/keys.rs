@@ -349,10 +349,19 @@ mod tests {
     fn providers_evalhost_does_not_run_are_not_second_guessed() {
         assert!(
             problems(
-                "claude",
-                r#"{"name": "t", "provider": "claude", "anything": 1}"#
+                "copilot",
+                r#"{"name": "t", "provider": "copilot", "anything": 1}"#
             )
             .is_empty()
+        );
+        // One it runs is: a near miss of a known key is an error.
+        assert!(
+            problems(
+                "claude",
+                r#"{"name": "t", "provider": "claude", "max_turn": 1}"#
+            )
+            .iter()
+            .any(|p| p.error)
         );
     }
 }
