@@ -91,6 +91,7 @@ fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Fin
                 match config.kind {
                     AgentKind::Claude => "Claude Code (npm install -g @anthropic-ai/claude-code)",
                     AgentKind::Codex => "the Codex CLI (npm install -g @openai/codex)",
+                    AgentKind::Pi => "the pi coding agent",
                 }
             ),
         )];
@@ -111,6 +112,10 @@ fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Fin
         AgentKind::Codex => (
             vec!["exec".into(), "--help".into()],
             &["--cd", "--skip-git-repo-check", "--config"],
+        ),
+        AgentKind::Pi => (
+            vec!["--help".into()],
+            &["--mode", "--print", "--no-session"],
         ),
     };
     let mut argv = vec![path.display().to_string()];
@@ -298,6 +303,7 @@ fn kind(target: &Target) -> &'static str {
         Provider::Agent(c) => match c.kind {
             crate::target::agent::AgentKind::Claude => "claude",
             crate::target::agent::AgentKind::Codex => "codex",
+            crate::target::agent::AgentKind::Pi => "pi-cli",
         },
         Provider::Http(_) => "http",
         Provider::Replay(_) => "replay",

@@ -262,6 +262,7 @@ impl Targets {
                 Provider::Anthropic(c) => c.api_key.as_deref(),
                 Provider::Gemini(c) => c.api_key.as_deref(),
                 Provider::Responses(c) => c.api_key.as_deref(),
+                Provider::Agent(c) => c.api_key.as_deref(),
                 _ => None,
             })
             .filter(|k| !k.is_empty())

@@ -12,6 +12,8 @@
 //!   (the `result` object alone: no tool calls).
 //! - `codex`: `codex exec --json` JSONL events (`thread.started`,
 //!   `item.completed`, `turn.completed`, ...).
+//! - `pi`: the pi coding agent's `--mode json` events (`agent_end` with the
+//!   messages, `turn_end`, `tool_execution_*`).
 //! - `text`: the file is the answer.
 //!
 //! `auto` (the default) tells them apart by their first JSON lines.
@@ -29,6 +31,9 @@ use claude_code::*;
 mod codex_exec;
 use codex_exec::*;
 
+mod pi_json;
+use pi_json::*;
+
 /// A trace format.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum TraceFormat {
@@ -41,6 +46,8 @@ pub enum TraceFormat {
     ClaudeCode,
     /// Codex `exec --json` events.
     Codex,
+    /// The pi coding agent's `--mode json` events.
+    Pi,
     /// Plain text.
     Text,
     /// Plain text with ANSI escapes removed and surrounding whitespace
@@ -55,6 +62,7 @@ impl TraceFormat {
         "agentv",
         "claude-code",
         "codex",
+        "pi",
         "text",
         "text-trimmed",
     ];
@@ -66,6 +74,7 @@ impl TraceFormat {
             Self::AgentV => "agentv",
             Self::ClaudeCode => "claude-code",
             Self::Codex => "codex",
+            Self::Pi => "pi",
             Self::Text => "text",
             Self::TextTrimmed => "text-trimmed",
         }
@@ -81,6 +90,7 @@ impl FromStr for TraceFormat {
             "agentv" => Ok(Self::AgentV),
             "claude-code" | "claude" | "claude-stream-json" => Ok(Self::ClaudeCode),
             "codex" | "codex-jsonl" => Ok(Self::Codex),
+            "pi" | "pi-json" => Ok(Self::Pi),
             "text" => Ok(Self::Text),
             "text-trimmed" => Ok(Self::TextTrimmed),
             other => Err(format!(
@@ -154,6 +164,12 @@ pub fn detect(text: &str) -> TraceFormat {
         if is_codex(line) {
             return TraceFormat::Codex;
         }
+        if matches!(
+            type_of(line),
+            "agent_start" | "agent_end" | "turn_end" | "message_end" | "tool_execution_start"
+        ) {
+            return TraceFormat::Pi;
+        }
         if is_claude(line) {
             return TraceFormat::ClaudeCode;
         }
@@ -172,6 +188,7 @@ pub fn normalize(text: &str, format: TraceFormat) -> Result<TargetOutput, TraceE
         TraceFormat::TextTrimmed => Ok(TargetOutput::text(strip_ansi(text).trim())),
         TraceFormat::ClaudeCode => claude(text),
         TraceFormat::Codex => codex(text),
+        TraceFormat::Pi => pi(text),
     }
 }
 

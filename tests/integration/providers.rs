@@ -856,3 +856,79 @@ fn the_coding_agent_example_replays_offline_and_its_graders_can_fail() {
         assert_eq!(row["status"], "failed", "{row}");
     }
 }
+
+#[test]
+fn pi_cli_runs_as_agentv_runs_it_with_the_key_in_its_providers_variable() {
+    let project = Project::with_mock("unused");
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: pi-cli, subprovider: anthropic, model: claude-sonnet-4-5, api_key: '${{ EVALHOST_TEST_KEY }}', tools: 'read,bash', thinking: low, args: [--verbose-off]}\n",
+    )
+    .unwrap();
+    project.write(
+        "EVAL.yaml",
+        "input: [{role: system, content: Be careful.}]\ntests:\n  - id: t1\n    input: Check the tests\n    assertions:\n      - {type: contains, value: 'All 4 tests pass'}\n",
+    );
+    let log = fake_agent(&project, "pi", "pi-basic.jsonl");
+    let path = format!(
+        "{}:{}",
+        project.path().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("PATH", path)
+        .env("EVALHOST_TEST_KEY", "sk-pi")
+        .env("OPENAI_API_KEY", "sk-other")
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let args = std::fs::read_to_string(log.join("args")).unwrap();
+    assert_eq!(
+        args.lines().collect::<Vec<_>>(),
+        [
+            "--provider",
+            "anthropic",
+            "--model",
+            "claude-sonnet-4-5",
+            "--mode",
+            "json",
+            "--print",
+            "--no-session",
+            "--tools",
+            "read,bash",
+            "--thinking",
+            "low",
+            "--verbose-off",
+            // The question, its role markers escaped as AgentV escapes them.
+            "[[System]]:",
+            "Be careful.",
+            "",
+            "[[User]]:",
+            "Check the tests"
+        ]
+    );
+    // The key is in the provider's variable, never on the command line;
+    // another provider's variables are removed.
+    let env = std::fs::read_to_string(log.join("env")).unwrap();
+    assert!(env.contains("ANTHROPIC_API_KEY=sk-pi"), "{env}");
+    assert!(!env.contains("OPENAI_API_KEY"), "{env}");
+    assert!(!args.contains("sk-pi"));
+    // No workspace and no `cwd`: a fresh directory of its own, as in AgentV.
+    let cwd = std::fs::read_to_string(log.join("cwd")).unwrap();
+    assert!(cwd.contains("agentv-pi-"), "{cwd}");
+    let row = project.row("t1");
+    assert_eq!(row["output"], "All 4 tests pass; nothing to fix.");
+    assert_eq!(row["token_usage"]["input"], 2700);
+    assert_eq!(row["token_usage"]["cached"], 900);
+    let tools: Vec<&str> = row["output_messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+        .filter_map(|c| c["tool"].as_str())
+        .collect();
+    assert_eq!(tools, ["bash", "read"]);
+}

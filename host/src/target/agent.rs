@@ -37,6 +37,8 @@ pub enum AgentKind {
     Claude,
     /// OpenAI's Codex CLI.
     Codex,
+    /// The pi coding agent's CLI.
+    Pi,
 }
 
 impl AgentKind {
@@ -45,6 +47,7 @@ impl AgentKind {
         match self {
             AgentKind::Claude => "Claude CLI",
             AgentKind::Codex => "Codex CLI",
+            AgentKind::Pi => "Pi CLI",
         }
     }
 
@@ -53,6 +56,7 @@ impl AgentKind {
         match self {
             AgentKind::Claude => "claude",
             AgentKind::Codex => "codex",
+            AgentKind::Pi => "pi",
         }
     }
 }
@@ -78,6 +82,18 @@ pub struct AgentConfig {
     pub system_prompt: Option<String>,
     /// Codex: `model_reasoning_effort`.
     pub reasoning_effort: Option<String>,
+    /// pi: `--provider` (`subprovider`).
+    pub subprovider: Option<String>,
+    /// pi: the key for the subprovider (given in its environment variable).
+    pub api_key: Option<String>,
+    /// pi: the Azure endpoint or resource (`base_url`).
+    pub base_url: Option<String>,
+    /// pi: `--tools`.
+    pub tools: Option<String>,
+    /// pi: `--thinking`.
+    pub thinking: Option<String>,
+    /// pi: more arguments, before the prompt.
+    pub extra_args: Vec<String>,
 }
 
 impl AgentConfig {
@@ -123,7 +139,9 @@ impl AgentConfig {
         Ok(Self {
             kind,
             executable,
-            model: get_str(entry, "model")?.filter(|m| !m.is_empty()),
+            model: get_str(entry, "model")?
+                .or(get_str(entry, "pi_model")?)
+                .filter(|m| !m.is_empty()),
             cwd: get_str(entry, "cwd")?
                 .filter(|c| !c.is_empty())
                 .map(|c| base_dir.join(c)),
@@ -134,6 +152,27 @@ impl AgentConfig {
                 .map(|s| s.trim().to_owned())
                 .filter(|s| !s.is_empty()),
             reasoning_effort,
+            subprovider: get_str(entry, "subprovider")?.filter(|s| !s.is_empty()),
+            api_key: get_str(entry, "api_key")?.filter(|s| !s.is_empty()),
+            base_url: get_str(entry, "base_url")?
+                .or(get_str(entry, "endpoint")?)
+                .filter(|s| !s.is_empty()),
+            tools: get_str(entry, "tools")?.or(get_str(entry, "pi_tools")?),
+            thinking: get_str(entry, "thinking")?.or(get_str(entry, "pi_thinking")?),
+            extra_args: match entry.get("args").or(entry.get("arguments")) {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(|i| i.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| {
+                        (
+                            "args".to_owned(),
+                            "`args` must be a list of strings".to_owned(),
+                        )
+                    })?,
+                Some(_) => return Err(("args".into(), "`args` must be a list of strings".into())),
+            },
         })
     }
 
@@ -162,6 +201,22 @@ impl AgentConfig {
                     args.extend(["--max-turns".to_owned(), n.to_string()]);
                 }
             }
+            AgentKind::Pi => {
+                if let Some(p) = &self.subprovider {
+                    args.extend(["--provider".to_owned(), pi_provider(p)]);
+                }
+                if let Some(m) = &self.model {
+                    args.extend(["--model".to_owned(), m.clone()]);
+                }
+                args.extend(["--mode", "json", "--print", "--no-session"].map(str::to_owned));
+                if let Some(t) = &self.tools {
+                    args.extend(["--tools".to_owned(), t.clone()]);
+                }
+                if let Some(t) = &self.thinking {
+                    args.extend(["--thinking".to_owned(), t.clone()]);
+                }
+                args.extend(self.extra_args.iter().cloned());
+            }
             AgentKind::Codex => {
                 args.extend(["exec", "--experimental-json"].map(str::to_owned));
                 if let Some(m) = &self.model {
@@ -185,6 +240,90 @@ impl AgentConfig {
         }
         args
     }
+}
+
+/// AgentV's `resolveCliProvider`: `azure` is pi's `azure-openai-responses`.
+fn pi_provider(name: &str) -> String {
+    if name.eq_ignore_ascii_case("azure") {
+        "azure-openai-responses".into()
+    } else {
+        name.to_owned()
+    }
+}
+
+/// The environment variable pi reads a subprovider's key from (AgentV's
+/// `ENV_KEY_MAP`; `google` when none is named).
+fn pi_key_variable(provider: &str) -> Option<&'static str> {
+    Some(match provider.to_ascii_lowercase().as_str() {
+        "google" | "gemini" => "GEMINI_API_KEY",
+        "anthropic" => "ANTHROPIC_API_KEY",
+        "openai" => "OPENAI_API_KEY",
+        "groq" => "GROQ_API_KEY",
+        "xai" => "XAI_API_KEY",
+        "openrouter" => "OPENROUTER_API_KEY",
+        "azure" => "AZURE_OPENAI_API_KEY",
+        _ => return None,
+    })
+}
+
+/// pi's environment as AgentV builds it (`buildEnv`): the key in the
+/// subprovider's variable (Azure: its key, and its base URL or resource
+/// name), and, when a subprovider is named, the other providers' variables
+/// removed (pi would pick them up over `--provider`).
+fn pi_env(config: &AgentConfig) -> (Vec<(String, String)>, Vec<String>) {
+    let provider = config
+        .subprovider
+        .as_deref()
+        .unwrap_or("google")
+        .to_ascii_lowercase();
+    let mut set = Vec::new();
+    if provider == "azure" {
+        if let Some(k) = &config.api_key {
+            set.push(("AZURE_OPENAI_API_KEY".to_owned(), k.clone()));
+        }
+        if let Some(url) = &config.base_url {
+            if url.starts_with("http://") || url.starts_with("https://") {
+                set.push(("AZURE_OPENAI_BASE_URL".to_owned(), url.clone()));
+            } else {
+                set.push(("AZURE_OPENAI_RESOURCE_NAME".to_owned(), url.clone()));
+            }
+        }
+    } else if let (Some(k), Some(var)) = (&config.api_key, pi_key_variable(&provider)) {
+        set.push((var.to_owned(), k.clone()));
+    }
+    let mut remove = Vec::new();
+    if let Some(sub) = &config.subprovider {
+        const OWN: &[(&str, &[&str])] = &[
+            ("openrouter", &["OPENROUTER_"]),
+            ("anthropic", &["ANTHROPIC_"]),
+            ("openai", &["OPENAI_"]),
+            ("azure-openai-responses", &["AZURE_OPENAI_"]),
+            ("google", &["GEMINI_", "GOOGLE_GENERATIVE_AI_"]),
+            ("gemini", &["GEMINI_", "GOOGLE_GENERATIVE_AI_"]),
+            ("groq", &["GROQ_"]),
+            ("xai", &["XAI_"]),
+        ];
+        let resolved = pi_provider(sub);
+        let own: Vec<&str> = OWN
+            .iter()
+            .filter(|(k, _)| *k == resolved)
+            .flat_map(|(_, p)| p.iter().copied())
+            .collect();
+        let others: Vec<&str> = OWN
+            .iter()
+            .filter(|(k, _)| *k != provider)
+            .flat_map(|(_, p)| p.iter().copied())
+            .collect();
+        for (name, _) in std::env::vars_os() {
+            let name = name.to_string_lossy().into_owned();
+            if others.iter().any(|p| name.starts_with(p))
+                && !own.iter().any(|p| name.starts_with(p))
+            {
+                remove.push(name);
+            }
+        }
+    }
+    (set, remove)
 }
 
 /// AgentV's prompt document: the input files to read first, then the
@@ -226,10 +365,25 @@ pub fn invoke(
     test: &TestCase,
     inv: &Invocation<'_>,
 ) -> Result<TargetOutput, TargetFailure> {
-    let cwd: Option<PathBuf> = inv
+    let mut cwd: Option<PathBuf> = inv
         .workspace
         .map(Path::to_path_buf)
         .or_else(|| config.cwd.clone());
+    // pi with neither: a fresh temporary directory, removed after, as
+    // AgentV's pi-cli makes one (`agentv-pi-…`).
+    let _scratch = match (config.kind, &cwd) {
+        (AgentKind::Pi, None) => {
+            let dir = tempfile::Builder::new()
+                .prefix("agentv-pi-")
+                .tempdir()
+                .map_err(|e| {
+                    TargetFailure::fatal(format!("cannot create a directory for pi: {e}"))
+                })?;
+            cwd = Some(dir.path().to_path_buf());
+            Some(dir)
+        }
+        _ => None,
+    };
     let mut prompt = prompt_document(test);
     if config.kind == AgentKind::Codex
         && let Some(system) = &config.system_prompt
@@ -239,11 +393,29 @@ pub fn invoke(
     let args = config.args(cwd.as_deref());
     let mut argv = vec![config.executable.clone()];
     argv.extend(args);
+    // pi: the input files as `@file`, then the question itself (not the
+    // prompt document) as the last argument, `@[Role]:` written
+    // `[[Role]]:` so pi does not read it as a file, stdin empty.
+    let prompt = if config.kind == AgentKind::Pi {
+        for f in prompt::input_files(&test.input) {
+            argv.push(format!("@{}", f.display()));
+        }
+        let question = prompt::agent_prompt(&test.input);
+        let question = match &config.system_prompt {
+            Some(system) => format!("{system}\n\n{question}"),
+            None => question,
+        };
+        argv.push(escape_at_roles(&question));
+        String::new()
+    } else {
+        prompt
+    };
     let (env, remove): (Vec<(String, String)>, Vec<String>) = match config.kind {
         AgentKind::Claude => (
             Vec::new(),
             vec!["CLAUDECODE".into(), "CLAUDE_CODE_ENTRYPOINT".into()],
         ),
+        AgentKind::Pi => pi_env(config),
         AgentKind::Codex => (
             if std::env::var_os("CODEX_INTERNAL_ORIGINATOR_OVERRIDE").is_some() {
                 Vec::new()
@@ -263,7 +435,7 @@ pub fn invoke(
         argv: &argv,
         // Codex is told its directory with `--cd`; Claude runs in it.
         cwd: match config.kind {
-            AgentKind::Claude => cwd.as_deref(),
+            AgentKind::Claude | AgentKind::Pi => cwd.as_deref(),
             AgentKind::Codex => None,
         },
         stdin: prompt.as_bytes(),
@@ -308,6 +480,7 @@ pub fn invoke(
     let format = match config.kind {
         AgentKind::Claude => TraceFormat::ClaudeCode,
         AgentKind::Codex => TraceFormat::Codex,
+        AgentKind::Pi => TraceFormat::Pi,
     };
     let mut output =
         crate::trace::normalize(&stdout, format).map_err(|e| TargetFailure::fatal(e.message))?;
@@ -315,6 +488,30 @@ pub fn invoke(
         output.duration_ms = Some(outcome.duration.as_millis() as u64);
     }
     Ok(output)
+}
+
+/// AgentV's `escapeAtSymbols`: `@[Role]:` becomes `[[Role]]:`.
+fn escape_at_roles(prompt: &str) -> String {
+    let mut out = String::with_capacity(prompt.len());
+    let mut rest = prompt;
+    while let Some(i) = rest.find("@[") {
+        let after = &rest[i + 2..];
+        match after.find(']') {
+            Some(j) if j > 0 && after[j..].starts_with("]:") => {
+                out.push_str(&rest[..i]);
+                out.push_str("[[");
+                out.push_str(&after[..j]);
+                out.push_str("]]:");
+                rest = &after[j + 2..];
+            }
+            _ => {
+                out.push_str(&rest[..i + 2]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]

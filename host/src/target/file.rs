@@ -446,11 +446,14 @@ pub(super) fn parse_target(
         "replay" => Provider::Replay(replay::ReplayConfig::parse(entry, base_dir)?),
         "http" => Provider::Http(super::http::HttpConfig::parse(entry)?),
         // AgentV kinds evalhost does not run yet.
+        "pi-cli" => Provider::Agent(super::agent::AgentConfig::parse(
+            super::agent::AgentKind::Pi,
+            entry,
+            base_dir,
+        )?),
         "copilot" | "copilot-cli" | "copilot-sdk" | "copilot_sdk" | "copilot-log" | "pi"
-        | "pi-coding-agent" | "pi-cli" | "claude-sdk" | "cc-mirror" | "vscode"
-        | "vscode-insiders" | "agentv" | "transcript" => {
-            Provider::Unsupported(provider_name.clone())
-        }
+        | "pi-coding-agent" | "claude-sdk" | "cc-mirror" | "vscode" | "vscode-insiders"
+        | "agentv" | "transcript" => Provider::Unsupported(provider_name.clone()),
         other => discovered(other, entry, base_dir)?,
     };
     let default = Retry::default();

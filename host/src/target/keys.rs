@@ -146,6 +146,31 @@ const CODEX: &[&str] = &[
     "stream_log",
 ];
 
+const PI_CLI: &[&str] = &[
+    "executable",
+    "command",
+    "binary",
+    "subprovider",
+    "model",
+    "pi_model",
+    "api_key",
+    "base_url",
+    "endpoint",
+    "tools",
+    "pi_tools",
+    "thinking",
+    "pi_thinking",
+    "args",
+    "arguments",
+    "cwd",
+    "timeout_seconds",
+    "system_prompt",
+    "log_dir",
+    "log_directory",
+    "log_format",
+    "stream_log",
+];
+
 const REPLAY: &[&str] = &[
     "fixtures",
     "execution_traces",
@@ -202,6 +227,7 @@ fn provider_keys(provider: &str) -> Option<Vec<&'static str>> {
         "cli" => CLI,
         "claude" | "claude-code" | "claude-cli" => CLAUDE,
         "codex" | "codex-cli" => CODEX,
+        "pi-cli" => PI_CLI,
         "openai" | "vllm" | "ollama" => OPENAI,
         "azure" | "azure-openai" => AZURE,
         "anthropic" => ANTHROPIC,
@@ -250,6 +276,8 @@ pub fn check(
             if let Some((_, effect)) = NOT_ACTED_ON.iter().find(|(k, _)| k == key)
                 && !(key == "provider_batching"
                     && entry.get(key) == Some(&serde_json::json!(false)))
+                // pi passes its `args` on; only codex drops them.
+                && !(provider == "pi-cli" && matches!(key.as_str(), "args" | "arguments"))
             {
                 out.push(KeyProblem {
                     key: key.clone(),
