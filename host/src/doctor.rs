@@ -92,6 +92,7 @@ fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Fin
                     AgentKind::Claude => "Claude Code (npm install -g @anthropic-ai/claude-code)",
                     AgentKind::Codex => "the Codex CLI (npm install -g @openai/codex)",
                     AgentKind::Pi => "the pi coding agent",
+                    AgentKind::Copilot => "GitHub Copilot CLI (npm install -g @github/copilot)",
                 }
             ),
         )];
@@ -116,6 +117,10 @@ fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Fin
         AgentKind::Pi => (
             vec!["--help".into()],
             &["--mode", "--print", "--no-session"],
+        ),
+        AgentKind::Copilot => (
+            vec!["--help".into()],
+            &["--acp", "--allow-all-tools", "--yolo"],
         ),
     };
     let mut argv = vec![path.display().to_string()];
@@ -304,6 +309,7 @@ fn kind(target: &Target) -> &'static str {
             crate::target::agent::AgentKind::Claude => "claude",
             crate::target::agent::AgentKind::Codex => "codex",
             crate::target::agent::AgentKind::Pi => "pi-cli",
+            crate::target::agent::AgentKind::Copilot => "copilot",
         },
         Provider::Http(_) => "http",
         Provider::Replay(_) => "replay",

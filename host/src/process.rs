@@ -175,7 +175,7 @@ pub fn run(spec: &Spec<'_>) -> std::io::Result<Outcome> {
     Ok(outcome)
 }
 
-fn kill_group(pid: i32) {
+pub(crate) fn kill_group(pid: i32) {
     // SAFETY: sending a signal has no memory-safety preconditions; a negative
     // pid names the process group the child leads.
     unsafe {

@@ -16,6 +16,7 @@ pub use crate::results::output::{
     LlmCalls, OutputMessage, Retry as RetryRecord, TargetOutput, TokenUsage, ToolCall,
 };
 
+mod acp;
 pub mod agent;
 pub mod anthropic;
 mod api;

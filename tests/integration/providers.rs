@@ -932,3 +932,130 @@ fn pi_cli_runs_as_agentv_runs_it_with_the_key_in_its_providers_variable() {
         .collect();
     assert_eq!(tools, ["bash", "read"]);
 }
+
+/// A fake Copilot CLI speaking the Agent Client Protocol on stdio: it
+/// records its arguments and every message it receives, asks for a
+/// permission, streams a tool call and the answer, then answers the prompt.
+const FAKE_COPILOT: &str = r#"#!/usr/bin/env python3
+import json, os, sys
+log = os.environ["FAKE_COPILOT_LOG"]
+open(os.path.join(log, "args"), "w").write("\n".join(sys.argv[1:]))
+received = open(os.path.join(log, "received"), "w")
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
+def update(sid, u):
+    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": u}})
+for line in sys.stdin:
+    msg = json.loads(line)
+    received.write(line); received.flush()
+    if msg.get("method") == "initialize":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+    elif msg.get("method") == "session/new":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"sessionId": "sess-1"}})
+    elif msg.get("method") == "session/prompt":
+        sid = msg["params"]["sessionId"]
+        send({"jsonrpc": "2.0", "id": 900, "method": "session/request_permission", "params": {"sessionId": sid, "options": [{"optionId": "allow", "kind": "allow_once"}]}})
+        reply = json.loads(sys.stdin.readline()); received.write(json.dumps(reply) + "\n"); received.flush()
+        send({"jsonrpc": "2.0", "id": 901, "method": "fs/read_text_file", "params": {"sessionId": sid, "path": "/etc/passwd"}})
+        reply = json.loads(sys.stdin.readline()); received.write(json.dumps(reply) + "\n"); received.flush()
+        update(sid, {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "bash", "kind": "execute", "status": "pending", "rawInput": {"command": "ls"}})
+        code = "rejected" if os.environ.get("FAKE_COPILOT_REJECT") else None
+        update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed", "rawOutput": {"code": code} if code else {"stdout": "a.txt"}})
+        update(sid, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi, I found "}})
+        update(sid, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "a.txt"}})
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"stopReason": "end_turn", "usage": {"inputTokens": 120, "outputTokens": 30, "totalTokens": 150, "cachedReadTokens": 40}}})
+"#;
+
+#[test]
+fn copilot_speaks_the_agent_client_protocol_as_agentv_does() {
+    let project = Project::with_mock("unused");
+    let bin = project.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("copilot"), FAKE_COPILOT).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(bin.join("copilot"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let log = project.path().join("copilot-log");
+    std::fs::create_dir_all(&log).unwrap();
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: copilot, model: gpt-5, system_prompt: Be brief., max_retries: 0}\n",
+    )
+    .unwrap();
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t1\n    input: List the files\n    assertions: [{type: contains, value: a.txt}]\n",
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |reject: bool| -> crate::support::Run {
+        let mut cmd = crate::support::evalhost();
+        cmd.current_dir(project.path())
+            .env("PATH", &path)
+            .env("FAKE_COPILOT_LOG", &log)
+            .args(["run", "EVAL.yaml", "-o", "out"]);
+        if reject {
+            cmd.env("FAKE_COPILOT_REJECT", "1");
+        }
+        cmd.output().unwrap().into()
+    };
+    let r = run(false);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(log.join("args"))
+            .unwrap()
+            .lines()
+            .collect::<Vec<_>>(),
+        [
+            "--acp",
+            "--stdio",
+            "--allow-all-tools",
+            "--yolo",
+            "--model",
+            "gpt-5"
+        ]
+    );
+    let received: Vec<Value> = std::fs::read_to_string(log.join("received"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(received[0]["method"], "initialize");
+    assert_eq!(received[0]["params"]["protocolVersion"], 1);
+    assert_eq!(received[1]["method"], "session/new");
+    assert_eq!(
+        received[1]["params"]["cwd"],
+        project.path().display().to_string()
+    );
+    assert_eq!(received[2]["method"], "session/prompt");
+    assert_eq!(
+        received[2]["params"]["prompt"],
+        json!([{"type": "text", "text": "Be brief."}, {"type": "text", "text": "[[ ## user_query ## ]]\n\nList the files"}])
+    );
+    // The permission is granted; a request not offered is refused.
+    assert_eq!(
+        received[3]["result"]["outcome"],
+        json!({"outcome": "selected", "optionId": "allow"})
+    );
+    assert_eq!(received[4]["error"]["code"], -32601);
+    let row = project.row("t1");
+    assert_eq!(row["output"], "hi, I found a.txt");
+    assert_eq!(row["finish_reason"], "end_turn");
+    assert_eq!(row["token_usage"]["input"], 120);
+    assert_eq!(row["token_usage"]["cached"], 40);
+    assert_eq!(row["output_messages"][0]["tool_calls"][0]["tool"], "bash");
+    assert_eq!(
+        row["output_messages"][0]["tool_calls"][0]["input"],
+        json!({"command": "ls"})
+    );
+    // A tool call the CLI rejected fails the run, with AgentV's advice.
+    let r = run(true);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let error = project.row("t1")["error"].as_str().unwrap().to_owned();
+    assert!(
+        error.contains("Copilot rejected 1 tool call(s): bash"),
+        "{error}"
+    );
+}

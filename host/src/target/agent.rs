@@ -39,6 +39,8 @@ pub enum AgentKind {
     Codex,
     /// The pi coding agent's CLI.
     Pi,
+    /// GitHub Copilot CLI, over the Agent Client Protocol.
+    Copilot,
 }
 
 impl AgentKind {
@@ -48,6 +50,7 @@ impl AgentKind {
             AgentKind::Claude => "Claude CLI",
             AgentKind::Codex => "Codex CLI",
             AgentKind::Pi => "Pi CLI",
+            AgentKind::Copilot => "Copilot CLI",
         }
     }
 
@@ -57,6 +60,7 @@ impl AgentKind {
             AgentKind::Claude => "claude",
             AgentKind::Codex => "codex",
             AgentKind::Pi => "pi",
+            AgentKind::Copilot => "copilot",
         }
     }
 }
@@ -201,6 +205,7 @@ impl AgentConfig {
                     args.extend(["--max-turns".to_owned(), n.to_string()]);
                 }
             }
+            AgentKind::Copilot => args.extend(super::acp::args(self)),
             AgentKind::Pi => {
                 if let Some(p) = &self.subprovider {
                     args.extend(["--provider".to_owned(), pi_provider(p)]);
@@ -365,6 +370,9 @@ pub fn invoke(
     test: &TestCase,
     inv: &Invocation<'_>,
 ) -> Result<TargetOutput, TargetFailure> {
+    if config.kind == AgentKind::Copilot {
+        return super::acp::invoke(config, test, inv);
+    }
     let mut cwd: Option<PathBuf> = inv
         .workspace
         .map(Path::to_path_buf)
@@ -416,6 +424,7 @@ pub fn invoke(
             vec!["CLAUDECODE".into(), "CLAUDE_CODE_ENTRYPOINT".into()],
         ),
         AgentKind::Pi => pi_env(config),
+        AgentKind::Copilot => (Vec::new(), Vec::new()),
         AgentKind::Codex => (
             if std::env::var_os("CODEX_INTERNAL_ORIGINATOR_OVERRIDE").is_some() {
                 Vec::new()
@@ -435,7 +444,7 @@ pub fn invoke(
         argv: &argv,
         // Codex is told its directory with `--cd`; Claude runs in it.
         cwd: match config.kind {
-            AgentKind::Claude | AgentKind::Pi => cwd.as_deref(),
+            AgentKind::Claude | AgentKind::Pi | AgentKind::Copilot => cwd.as_deref(),
             AgentKind::Codex => None,
         },
         stdin: prompt.as_bytes(),
@@ -481,6 +490,7 @@ pub fn invoke(
         AgentKind::Claude => TraceFormat::ClaudeCode,
         AgentKind::Codex => TraceFormat::Codex,
         AgentKind::Pi => TraceFormat::Pi,
+        AgentKind::Copilot => TraceFormat::AgentV,
     };
     let mut output =
         crate::trace::normalize(&stdout, format).map_err(|e| TargetFailure::fatal(e.message))?;

@@ -451,9 +451,15 @@ pub(super) fn parse_target(
             entry,
             base_dir,
         )?),
-        "copilot" | "copilot-cli" | "copilot-sdk" | "copilot_sdk" | "copilot-log" | "pi"
-        | "pi-coding-agent" | "claude-sdk" | "cc-mirror" | "vscode" | "vscode-insiders"
-        | "agentv" | "transcript" => Provider::Unsupported(provider_name.clone()),
+        "copilot" | "copilot-cli" => Provider::Agent(super::agent::AgentConfig::parse(
+            super::agent::AgentKind::Copilot,
+            entry,
+            base_dir,
+        )?),
+        "copilot-sdk" | "copilot_sdk" | "copilot-log" | "pi" | "pi-coding-agent" | "claude-sdk"
+        | "cc-mirror" | "vscode" | "vscode-insiders" | "agentv" | "transcript" => {
+            Provider::Unsupported(provider_name.clone())
+        }
         other => discovered(other, entry, base_dir)?,
     };
     let default = Retry::default();

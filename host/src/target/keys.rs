@@ -171,6 +171,22 @@ const PI_CLI: &[&str] = &[
     "stream_log",
 ];
 
+const COPILOT: &[&str] = &[
+    "executable",
+    "command",
+    "binary",
+    "model",
+    "args",
+    "arguments",
+    "cwd",
+    "timeout_seconds",
+    "system_prompt",
+    "log_dir",
+    "log_directory",
+    "log_format",
+    "stream_log",
+];
+
 const REPLAY: &[&str] = &[
     "fixtures",
     "execution_traces",
@@ -228,6 +244,7 @@ fn provider_keys(provider: &str) -> Option<Vec<&'static str>> {
         "claude" | "claude-code" | "claude-cli" => CLAUDE,
         "codex" | "codex-cli" => CODEX,
         "pi-cli" => PI_CLI,
+        "copilot" | "copilot-cli" => COPILOT,
         "openai" | "vllm" | "ollama" => OPENAI,
         "azure" | "azure-openai" => AZURE,
         "anthropic" => ANTHROPIC,
@@ -277,7 +294,8 @@ pub fn check(
                 && !(key == "provider_batching"
                     && entry.get(key) == Some(&serde_json::json!(false)))
                 // pi passes its `args` on; only codex drops them.
-                && !(provider == "pi-cli" && matches!(key.as_str(), "args" | "arguments"))
+                && !(matches!(provider, "pi-cli" | "copilot" | "copilot-cli")
+                    && matches!(key.as_str(), "args" | "arguments"))
             {
                 out.push(KeyProblem {
                     key: key.clone(),
