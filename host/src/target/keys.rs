@@ -395,8 +395,8 @@ mod tests {
     fn providers_evalhost_does_not_run_are_not_second_guessed() {
         assert!(
             problems(
-                "copilot",
-                r#"{"name": "t", "provider": "copilot", "anything": 1}"#
+                "copilot-sdk",
+                r#"{"name": "t", "provider": "copilot-sdk", "anything": 1}"#
             )
             .is_empty()
         );
