@@ -1059,3 +1059,52 @@ fn copilot_speaks_the_agent_client_protocol_as_agentv_does() {
         "{error}"
     );
 }
+
+/// AgentV's `cc-mirror`: Claude Code installed under a variant, found
+/// through `~/.cc-mirror/<variant>/variant.json`, run as `claude` is.
+#[test]
+fn cc_mirror_runs_the_variants_claude_binary() {
+    let project = Project::with_mock("unused");
+    let log = fake_agent(&project, "zai-claude", "claude-basic.jsonl");
+    let home = project.path().join("home");
+    std::fs::create_dir_all(home.join(".cc-mirror/zai")).unwrap();
+    std::fs::write(
+        home.join(".cc-mirror/zai/variant.json"),
+        json!({"binaryPath": project.path().join("bin/zai-claude")}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: cc-mirror, variant: zai, model: glm}\n  - {name: other, provider: cc-mirror}\n",
+    )
+    .unwrap();
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t1\n    input: Run the tests\n    assertions:\n      - {type: contains, value: '12 tests pass'}\n",
+    );
+    let run = |args: &[&str]| -> crate::support::Run {
+        crate::support::evalhost()
+            .current_dir(project.path())
+            .env("HOME", &home)
+            .args(args)
+            .output()
+            .unwrap()
+            .into()
+    };
+    let r = run(&["run", "EVAL.yaml", "-o", "out"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let args = std::fs::read_to_string(log.join("args")).unwrap();
+    assert!(
+        args.starts_with("-p\n--output-format\nstream-json"),
+        "{args}"
+    );
+    assert!(args.contains("--model\nglm"), "{args}");
+    // A variant that is not installed stops only the runs that select it.
+    let r = run(&["run", "EVAL.yaml", "-o", "out", "--target", "other"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("cc-mirror variant \"other\""),
+        "{}",
+        r.stderr
+    );
+}

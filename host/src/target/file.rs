@@ -351,6 +351,63 @@ pub(super) fn get_str(
     }
 }
 
+/// AgentV's `cc-mirror`: Claude Code under another name, its executable
+/// the entry's own, else the `binaryPath` of
+/// `~/.cc-mirror/<variant>/variant.json` (`variant`, else the target's
+/// name). A variant that is not installed stops only the runs that select
+/// the target.
+fn cc_mirror(
+    name: &str,
+    entry: &Map<String, Value>,
+    base_dir: &Path,
+) -> Result<Provider, (String, String)> {
+    let mut entry = entry.clone();
+    if get_str(&entry, "executable")?.is_none() {
+        let variant = get_str(&entry, "variant")?.unwrap_or_else(|| name.to_owned());
+        let file = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default()
+            .join(".cc-mirror")
+            .join(&variant)
+            .join("variant.json");
+        let binary = std::fs::read_to_string(&file)
+            .map_err(|_| {
+                format!(
+                    "cc-mirror variant \"{variant}\": {} not found. Install the variant or set \"executable\" explicitly.",
+                    file.display()
+                )
+            })
+            .and_then(|text| {
+                serde_json::from_str::<Value>(&text).map_err(|e| {
+                    format!("cc-mirror variant \"{variant}\": failed to parse {}: {e}", file.display())
+                })
+            })
+            .and_then(|doc| {
+                doc.get("binaryPath")
+                    .and_then(Value::as_str)
+                    .filter(|p| !p.trim().is_empty())
+                    .map(str::to_owned)
+                    .ok_or_else(|| {
+                        format!(
+                            "cc-mirror variant \"{variant}\": {} missing \"binaryPath\" field",
+                            file.display()
+                        )
+                    })
+            });
+        match binary {
+            Ok(path) => {
+                entry.insert("executable".into(), Value::String(path));
+            }
+            Err(message) => return Ok(Provider::Unavailable(message)),
+        }
+    }
+    Ok(Provider::Agent(super::agent::AgentConfig::parse(
+        super::agent::AgentKind::Claude,
+        &entry,
+        base_dir,
+    )?))
+}
+
 /// A provider kind AgentV does not have built in: a discovered
 /// `.agentv/providers/<kind>.ts` (`.js`, `.mts`, `.mjs`), found walking up
 /// from the targets file, run as AgentV runs it — a `cli` target whose
@@ -456,8 +513,9 @@ pub(super) fn parse_target(
             entry,
             base_dir,
         )?),
+        "cc-mirror" => cc_mirror(name, entry, base_dir)?,
         "copilot-sdk" | "copilot_sdk" | "copilot-log" | "pi" | "pi-coding-agent" | "claude-sdk"
-        | "cc-mirror" | "vscode" | "vscode-insiders" | "agentv" | "transcript" => {
+        | "vscode" | "vscode-insiders" | "agentv" | "transcript" => {
             Provider::Unsupported(provider_name.clone())
         }
         other => discovered(other, entry, base_dir)?,

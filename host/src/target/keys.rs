@@ -113,6 +113,7 @@ const OPENROUTER: &[&str] = &[
 ];
 
 const CLAUDE: &[&str] = &[
+    "variant",
     "executable",
     "command",
     "binary",
@@ -241,7 +242,7 @@ fn provider_keys(provider: &str) -> Option<Vec<&'static str>> {
     let own: &[&str] = match provider {
         "mock" => MOCK,
         "cli" => CLI,
-        "claude" | "claude-code" | "claude-cli" => CLAUDE,
+        "claude" | "claude-code" | "claude-cli" | "cc-mirror" => CLAUDE,
         "codex" | "codex-cli" => CODEX,
         "pi-cli" => PI_CLI,
         "copilot" | "copilot-cli" => COPILOT,
