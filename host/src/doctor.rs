@@ -251,7 +251,11 @@ pub fn check(target: &Target) -> Vec<Finding> {
                 .collect(),
             c.api_key.is_some(),
         )],
-        Provider::Replay(_) | Provider::Mock { .. } | Provider::Echo | Provider::Recorded(_) => {
+        Provider::Replay(_)
+        | Provider::Mock { .. }
+        | Provider::Echo
+        | Provider::Recorded(_)
+        | Provider::CopilotLog(_) => {
             vec![Finding::ok(name, "offline: nothing to check")]
         }
         Provider::Http(_) => vec![Finding::ok(
@@ -313,6 +317,7 @@ fn kind(target: &Target) -> &'static str {
         },
         Provider::Http(_) => "http",
         Provider::Replay(_) => "replay",
+        Provider::CopilotLog(_) => "copilot-log",
         Provider::Recorded(_) => "recorded",
         Provider::Unsupported(_) => "unsupported",
         Provider::Unavailable(_) => "unavailable",

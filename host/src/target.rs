@@ -21,6 +21,7 @@ pub mod agent;
 pub mod anthropic;
 mod api;
 pub mod cli;
+pub mod copilot_log;
 pub mod gemini;
 pub mod http;
 pub mod openai;
@@ -86,6 +87,8 @@ pub enum Provider {
     Gemini(gemini::GeminiConfig),
     /// A coding agent (Claude Code, Codex), run as AgentV runs it.
     Agent(agent::AgentConfig),
+    /// A Copilot CLI session already on disk.
+    CopilotLog(copilot_log::CopilotLogConfig),
     /// OpenAI's Responses API (Azure's, or OpenAI's with
     /// `api_format: responses`).
     Responses(responses::ResponsesConfig),
@@ -480,6 +483,7 @@ impl Target {
             Provider::Gemini(config) => gemini::invoke(config, test, inv),
             Provider::Responses(config) => responses::invoke(config, test, inv),
             Provider::Agent(config) => agent::invoke(config, test, inv),
+            Provider::CopilotLog(config) => copilot_log::invoke(config),
             Provider::Http(config) => http::invoke(config, test, inv),
             Provider::Replay(config) => replay::invoke(config, test, inv.trial),
             Provider::Recorded(outputs) => outputs

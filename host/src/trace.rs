@@ -14,6 +14,7 @@
 //!   `item.completed`, `turn.completed`, ...).
 //! - `pi`: the pi coding agent's `--mode json` events (`agent_end` with the
 //!   messages, `turn_end`, `tool_execution_*`).
+//! - `copilot-log`: GitHub Copilot CLI's session transcript (`events.jsonl`).
 //! - `text`: the file is the answer.
 //!
 //! `auto` (the default) tells them apart by their first JSON lines.
@@ -34,6 +35,9 @@ use codex_exec::*;
 mod pi_json;
 use pi_json::*;
 
+mod copilot_log;
+use copilot_log::*;
+
 /// A trace format.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum TraceFormat {
@@ -48,6 +52,8 @@ pub enum TraceFormat {
     Codex,
     /// The pi coding agent's `--mode json` events.
     Pi,
+    /// GitHub Copilot CLI's session transcript (`events.jsonl`).
+    CopilotLog,
     /// Plain text.
     Text,
     /// Plain text with ANSI escapes removed and surrounding whitespace
@@ -63,6 +69,7 @@ impl TraceFormat {
         "claude-code",
         "codex",
         "pi",
+        "copilot-log",
         "text",
         "text-trimmed",
     ];
@@ -75,6 +82,7 @@ impl TraceFormat {
             Self::ClaudeCode => "claude-code",
             Self::Codex => "codex",
             Self::Pi => "pi",
+            Self::CopilotLog => "copilot-log",
             Self::Text => "text",
             Self::TextTrimmed => "text-trimmed",
         }
@@ -91,6 +99,7 @@ impl FromStr for TraceFormat {
             "claude-code" | "claude" | "claude-stream-json" => Ok(Self::ClaudeCode),
             "codex" | "codex-jsonl" => Ok(Self::Codex),
             "pi" | "pi-json" => Ok(Self::Pi),
+            "copilot-log" | "copilot" => Ok(Self::CopilotLog),
             "text" => Ok(Self::Text),
             "text-trimmed" => Ok(Self::TextTrimmed),
             other => Err(format!(
@@ -170,6 +179,11 @@ pub fn detect(text: &str) -> TraceFormat {
         ) {
             return TraceFormat::Pi;
         }
+        if type_of(line).starts_with("session.")
+            || matches!(type_of(line), "user.message" | "assistant.message")
+        {
+            return TraceFormat::CopilotLog;
+        }
         if is_claude(line) {
             return TraceFormat::ClaudeCode;
         }
@@ -189,6 +203,7 @@ pub fn normalize(text: &str, format: TraceFormat) -> Result<TargetOutput, TraceE
         TraceFormat::ClaudeCode => claude(text),
         TraceFormat::Codex => codex(text),
         TraceFormat::Pi => pi(text),
+        TraceFormat::CopilotLog => copilot_log(text),
     }
 }
 

@@ -1108,3 +1108,64 @@ fn cc_mirror_runs_the_variants_claude_binary() {
         r.stderr
     );
 }
+
+/// AgentV's `copilot-log`: a Copilot CLI session on disk is the output —
+/// named by id, or the latest one started in a directory.
+#[test]
+fn copilot_log_reads_a_recorded_session() {
+    let project = Project::with_mock("unused");
+    let state = project.path().join("state");
+    let trace = crate::support::root().join("tests/data/traces/copilot-session.jsonl");
+    for id in ["0b9e1c2d", "older"] {
+        std::fs::create_dir_all(state.join(id)).unwrap();
+    }
+    std::fs::write(
+        state.join("older/events.jsonl"),
+        "{\"type\":\"session.start\",\"data\":{\"context\":{\"cwd\":\"/elsewhere\"}}}\n{\"type\":\"assistant.message\",\"data\":{\"content\":\"wrong session\"}}\n",
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::copy(&trace, state.join("0b9e1c2d/events.jsonl")).unwrap();
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t1\n    input: unused\n    assertions:\n      - {type: contains, value: '42 in all'}\n",
+    );
+    for target in [
+        "{name: default, provider: copilot-log, session_state_dir: ../state, session_id: 0b9e1c2d}",
+        "{name: default, provider: copilot-log, session_state_dir: ../state, discover: latest, cwd: /work/app}",
+    ] {
+        std::fs::write(
+            project.path().join(".evalhost/targets.yaml"),
+            format!("targets:\n  - {target}\n"),
+        )
+        .unwrap();
+        let r = project.run(&[]);
+        assert_eq!(r.code, 0, "{target}: {}{}", r.stdout, r.stderr);
+        let row = project.row("t1");
+        assert_eq!(row["output"], "South sold 32, north 10: 42 in all.");
+        assert_eq!(row["token_usage"]["input"], 6000);
+        assert_eq!(row["duration_ms"], 12500);
+        let tools: Vec<&str> = row["output_messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+            .filter_map(|c| c["tool"].as_str())
+            .collect();
+        assert_eq!(tools, ["view", "view", "Skill"]);
+    }
+    // No session: said, with where it looked.
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: copilot-log, session_state_dir: ../state, discover: latest, cwd: /nowhere}\n",
+    )
+    .unwrap();
+    let r = project.run(&[]);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    assert!(
+        project.row("t1")["error"]
+            .as_str()
+            .unwrap()
+            .contains("No Copilot CLI sessions found for cwd=/nowhere")
+    );
+}

@@ -514,8 +514,11 @@ pub(super) fn parse_target(
             base_dir,
         )?),
         "cc-mirror" => cc_mirror(name, entry, base_dir)?,
-        "copilot-sdk" | "copilot_sdk" | "copilot-log" | "pi" | "pi-coding-agent" | "claude-sdk"
-        | "vscode" | "vscode-insiders" | "agentv" | "transcript" => {
+        "copilot-log" => Provider::CopilotLog(super::copilot_log::CopilotLogConfig::parse(
+            entry, base_dir,
+        )?),
+        "copilot-sdk" | "copilot_sdk" | "pi" | "pi-coding-agent" | "claude-sdk" | "vscode"
+        | "vscode-insiders" | "agentv" | "transcript" => {
             Provider::Unsupported(provider_name.clone())
         }
         other => discovered(other, entry, base_dir)?,

@@ -188,6 +188,14 @@ const COPILOT: &[&str] = &[
     "stream_log",
 ];
 
+const COPILOT_LOG: &[&str] = &[
+    "session_dir",
+    "session_id",
+    "session_state_dir",
+    "discover",
+    "cwd",
+];
+
 const REPLAY: &[&str] = &[
     "fixtures",
     "execution_traces",
@@ -245,6 +253,7 @@ fn provider_keys(provider: &str) -> Option<Vec<&'static str>> {
         "claude" | "claude-code" | "claude-cli" | "cc-mirror" => CLAUDE,
         "codex" | "codex-cli" => CODEX,
         "pi-cli" => PI_CLI,
+        "copilot-log" => COPILOT_LOG,
         "copilot" | "copilot-cli" => COPILOT,
         "openai" | "vllm" | "ollama" => OPENAI,
         "azure" | "azure-openai" => AZURE,
