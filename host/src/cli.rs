@@ -76,7 +76,7 @@ pub struct DoctorArgs {
 pub struct TraceArgs {
     /// The file an agent wrote (`-` for standard input).
     pub file: PathBuf,
-    /// Its format: auto, agentv, claude-code, codex, pi, text.
+    /// Its format: auto, agentv, claude-code, codex, pi, copilot-log, text.
     #[arg(long, default_value = "auto")]
     pub format: String,
 }

@@ -566,7 +566,7 @@ mod tests {
         let (key, message) = CliConfig::parse(&entry("xml"), Path::new(".")).unwrap_err();
         assert_eq!(key, "trace_format");
         assert!(
-            message.contains("auto, agentv, claude-code, codex, pi, text"),
+            message.contains("auto, agentv, claude-code, codex, pi, copilot-log, text"),
             "{message}"
         );
     }
