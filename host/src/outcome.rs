@@ -460,6 +460,7 @@ mod tests {
             target_used: None,
             finish_reason: None,
             logprobs: None,
+            transcript: None,
             untransformed_output: None,
             retries: Vec::new(),
             cached: false,

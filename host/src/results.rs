@@ -306,6 +306,10 @@ pub struct ResultRow {
     /// The output tokens' log-probabilities, when the target returned them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logprobs: Option<Vec<f64>>,
+    /// The agent's own transcript (its stream as it wrote it), saved in
+    /// the run directory: its path there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
     /// Every failed target attempt that was tried again (or handed to a
     /// fallback), in order, with why and how long evalhost waited.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -509,6 +509,18 @@ fn claude_runs_as_agentv_runs_it_and_its_stream_reaches_the_graders() {
         row["output"],
         "The server listens on port 8080 and all 12 tests pass."
     );
+    // The agent's own stream is kept whole beside the row.
+    let kept = project
+        .path()
+        .join("out")
+        .join(row["transcript"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(kept).unwrap(),
+        std::fs::read_to_string(
+            crate::support::root().join("tests/data/traces/claude-basic.jsonl")
+        )
+        .unwrap()
+    );
     assert_eq!(row["cost_usd"], 0.0237135);
     let tools: Vec<&str> = row["output_messages"]
         .as_array()
@@ -1042,6 +1054,21 @@ fn copilot_speaks_the_agent_client_protocol_as_agentv_does() {
     assert_eq!(received[4]["error"]["code"], -32601);
     let row = project.row("t1");
     assert_eq!(row["output"], "hi, I found a.txt");
+    let kept = std::fs::read_to_string(
+        project
+            .path()
+            .join("out")
+            .join(row["transcript"].as_str().unwrap()),
+    )
+    .unwrap();
+    assert!(
+        kept.starts_with("> {") && kept.contains("\"method\":\"initialize\""),
+        "{kept}"
+    );
+    assert!(
+        kept.contains("< {") && kept.contains("agent_message_chunk"),
+        "{kept}"
+    );
     assert_eq!(row["finish_reason"], "end_turn");
     assert_eq!(row["token_usage"]["input"], 120);
     assert_eq!(row["token_usage"]["cached"], 40);

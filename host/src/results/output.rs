@@ -118,6 +118,10 @@ pub struct TargetOutput {
     /// returned an object); `text` is then its JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_json: Option<serde_json::Value>,
+    /// What an agent wrote as it ran (its stream, the protocol messages),
+    /// kept beside the row as its transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
 }
 
 impl TargetOutput {

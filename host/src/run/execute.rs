@@ -23,6 +23,8 @@ pub(super) struct Ctx<'a> {
     pub(super) dependencies: Dependencies,
     /// The targets' reported cost so far, in USD (for `budget_usd`).
     pub(super) spent: std::sync::Mutex<f64>,
+    /// Where agents' transcripts are kept (`<run>/transcripts`).
+    pub(super) transcripts: PathBuf,
 }
 
 /// The `depends_on` graph of a run and the (test, target) entries that have

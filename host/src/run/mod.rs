@@ -799,6 +799,7 @@ pub fn run(
         cache_scope,
         dependencies: execute::Dependencies::new(&suite, &plan),
         spent: std::sync::Mutex::new(0.0),
+        transcripts: run_dir.join("transcripts"),
     };
     let mut progress =
         report::terminal::Progress::new(plan.len(), options.quiet, options.full_output);

@@ -51,6 +51,7 @@ pub(super) fn recorded_targets(
             finish_reason: row.finish_reason.clone(),
             logprobs: row.logprobs.clone(),
             output_json: None,
+            raw: None,
         };
         by_target
             .entry(row.target.clone())

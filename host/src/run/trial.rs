@@ -114,6 +114,7 @@ fn base_row(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) -
         target_used: None,
         finish_reason: None,
         logprobs: None,
+        transcript: None,
         untransformed_output: None,
         retries: Vec::new(),
         cached: false,
@@ -502,6 +503,10 @@ fn run_trial_into(
     row.target_used = output.target_used;
     row.finish_reason = output.finish_reason;
     row.logprobs = output.logprobs;
+    // An agent's own stream, kept whole beside the row.
+    if let Some(raw) = &output.raw {
+        row.transcript = save_transcript(ctx, &row, raw);
+    }
     let plain = output.messages.len() == 1
         && output.messages[0].role == "assistant"
         && output.messages[0].tool_calls.is_empty()
@@ -519,6 +524,31 @@ fn run_trial_into(
         row.workspace_path = case.finish(passed).map(|p| p.display().to_string());
     }
     finish(row)
+}
+
+/// Writes an agent's transcript into the run directory; its path there
+/// (none when it cannot be written: the row still has the messages).
+fn save_transcript(ctx: &Ctx<'_>, row: &ResultRow, raw: &str) -> Option<String> {
+    let safe = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let name = format!(
+        "{}__{}__{}.log",
+        safe(&row.test_id),
+        safe(&row.target),
+        row.trial.unwrap_or(1)
+    );
+    std::fs::create_dir_all(&ctx.transcripts).ok()?;
+    crate::safe_fs::write_atomic(&ctx.transcripts.join(&name), raw.as_bytes()).ok()?;
+    Some(format!("transcripts/{name}"))
 }
 
 /// A retried target call, said as it happens: a slow target retried is no

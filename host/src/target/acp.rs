@@ -191,6 +191,8 @@ pub fn invoke(
         let _ = child.wait();
     };
     let mut session = Session::default();
+    // Every protocol line, both ways: the transcript.
+    let mut transcript = String::new();
     let result = (|| -> Result<Value, TargetFailure> {
         let mut next_id = 0u64;
         let mut call = |stdin: &mut std::process::ChildStdin,
@@ -201,6 +203,7 @@ pub fn invoke(
             next_id += 1;
             let id = next_id;
             let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            transcript.push_str(&format!("> {line}\n"));
             writeln!(stdin, "{line}")
                 .map_err(|e| TargetFailure::new(format!("Copilot CLI closed its input ({e})")))?;
             loop {
@@ -221,6 +224,7 @@ pub fn invoke(
                         )));
                     }
                 };
+                transcript.push_str(&format!("< {line}\n"));
                 let Ok(msg) = serde_json::from_str::<Value>(&line) else {
                     continue;
                 };
@@ -232,6 +236,7 @@ pub fn invoke(
                         } else {
                             json!({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": format!("Method not found: {m}")}})
                         };
+                        transcript.push_str(&format!("> {reply}\n"));
                         let _ = writeln!(stdin, "{reply}");
                     }
                     // A notification.
@@ -340,5 +345,6 @@ pub fn invoke(
     out.cost_usd = session.cost;
     out.duration_ms = Some(started.elapsed().as_millis() as u64);
     out.finish_reason = response["stopReason"].as_str().map(str::to_owned);
+    out.raw = Some(transcript);
     Ok(out)
 }

@@ -497,6 +497,7 @@ pub fn invoke(
     if output.duration_ms.is_none() {
         output.duration_ms = Some(outcome.duration.as_millis() as u64);
     }
+    output.raw = Some(stdout.into_owned());
     Ok(output)
 }
 

@@ -380,6 +380,7 @@ pub fn chat(
                     .collect()
             }),
         output_json,
+        raw: None,
     })
 }
 

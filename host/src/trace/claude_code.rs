@@ -210,5 +210,6 @@ pub(super) fn claude(text: &str) -> Result<TargetOutput, TraceError> {
         finish_reason: None,
         logprobs: None,
         output_json: None,
+        raw: None,
     })
 }
