@@ -366,53 +366,39 @@ impl Judge {
         messages: &[(String, String)],
         request: &Request,
     ) -> Result<CachedCompletion, TargetFailure> {
+        let (temperature, max_tokens) = (request.temperature, request.max_tokens.map(u64::from));
+        let timeout = Some(self.timeout);
         let mut attempt = 0;
         loop {
             let result = match &target.provider {
                 Provider::OpenAi(config) => {
                     let params = openai::ChatParams {
-                        temperature: request.temperature,
-                        max_tokens: request.max_tokens.map(u64::from),
+                        temperature,
+                        max_tokens,
                         response_schema: request
                             .response_schema
                             .as_ref()
                             .and_then(|s| serde_json::from_str(s).ok()),
                         seed: request.seed,
                     };
-                    openai::chat(config, messages, &params, Some(self.timeout)).map(|out| {
-                        CachedCompletion {
-                            text: out.text,
-                            model: config.model.clone(),
-                            input_tokens: out.token_usage.map(|t| t.input),
-                            output_tokens: out.token_usage.map(|t| t.output),
-                            cost_usd: out.cost_usd,
-                        }
-                    })
+                    openai::chat(config, messages, &params, timeout)
+                        .map(|out| CachedCompletion::of(out, &config.model))
                 }
-                Provider::Anthropic(config) => crate::target::anthropic::chat(
-                    config,
-                    messages,
-                    request.temperature,
-                    request.max_tokens.map(u64::from),
-                    Some(self.timeout),
-                )
-                .map(|out| CachedCompletion::of(out, &config.model)),
-                Provider::Gemini(config) => crate::target::gemini::chat(
-                    config,
-                    messages,
-                    request.temperature,
-                    request.max_tokens.map(u64::from),
-                    Some(self.timeout),
-                )
-                .map(|out| CachedCompletion::of(out, &config.model)),
-                Provider::Responses(config) => crate::target::responses::chat(
-                    config,
-                    messages,
-                    request.temperature,
-                    request.max_tokens.map(u64::from),
-                    Some(self.timeout),
-                )
-                .map(|out| CachedCompletion::of(out, &config.model)),
+                Provider::Anthropic(config) => {
+                    use crate::target::anthropic::chat;
+                    chat(config, messages, temperature, max_tokens, timeout)
+                        .map(|out| CachedCompletion::of(out, &config.model))
+                }
+                Provider::Gemini(config) => {
+                    use crate::target::gemini::chat;
+                    chat(config, messages, temperature, max_tokens, timeout)
+                        .map(|out| CachedCompletion::of(out, &config.model))
+                }
+                Provider::Responses(config) => {
+                    use crate::target::responses::chat;
+                    chat(config, messages, temperature, max_tokens, timeout)
+                        .map(|out| CachedCompletion::of(out, &config.model))
+                }
                 _ => {
                     // Mock and command judges: the user turns are the prompt.
                     let test = crate::suite::TestCase::synthetic(
