@@ -15,15 +15,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::file::{get_f64, get_str, get_u64};
-use super::{Invocation, OutputMessage, TargetFailure, TargetOutput, TokenUsage, ToolCall};
+use super::{Invocation, TargetFailure, TargetOutput, ToolCall};
 use crate::suite::TestCase;
 
 /// The API's address, pi-ai's for every Anthropic model.
 const BASE_URL: &str = "https://api.anthropic.com";
-
-/// AgentV's system prompt for a test that gives none.
-pub const DEFAULT_SYSTEM_PROMPT: &str =
-    "You are a careful assistant. Follow all provided instructions and do not fabricate results.";
 
 /// The models whose thinking is adaptive (no budget).
 const ADAPTIVE: &[&str] = &["claude-opus-4-6", "claude-sonnet-4-6", "claude-opus-4-7"];
@@ -89,16 +85,7 @@ impl AnthropicConfig {
         let ceiling = known.map_or(16_384, |m| m.max_tokens);
         let reasoning = known.is_some_and(|m| m.reasoning);
         let cache = json!({"type": "ephemeral"});
-        let system: Vec<&str> = messages
-            .iter()
-            .filter(|(r, _)| r == "system")
-            .map(|(_, c)| c.as_str())
-            .collect();
-        let system = if system.is_empty() {
-            DEFAULT_SYSTEM_PROMPT.to_owned()
-        } else {
-            system.join("\n\n")
-        };
+        let system = super::api::system_prompt(messages);
         let mut turns: Vec<Value> = messages
             .iter()
             .filter(|(r, c)| r != "system" && !(r == "user" && c.trim().is_empty()))
@@ -190,42 +177,25 @@ pub fn chat(
     super::api::events(&url, response, |event| {
         read_event(&url, &event, &mut answer)
     })?;
-    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     for (call, input) in answer.tool_calls.iter_mut().zip(&answer.tool_inputs) {
         if !input.is_empty() {
             call.input = Some(serde_json::from_str(input).unwrap_or(Value::String(input.clone())));
         }
     }
-    let token_usage = TokenUsage {
-        input: answer.input,
-        output: answer.output,
-        cached: answer.cache_read,
-        reasoning: 0,
-    };
-    let cost_usd = super::api::cost(
-        "anthropic",
-        &config.model,
+    // The thinking is not part of the answer (AgentV keeps only the text).
+    Ok(super::api::answer(
+        answer.text,
+        answer.tool_calls,
+        started,
         [
             answer.input,
             answer.output,
             answer.cache_read,
             answer.cache_write,
         ],
-    );
-    // The thinking is not part of the answer (AgentV keeps only the text).
-    let mut out = TargetOutput::text(answer.text.clone());
-    out.messages = vec![OutputMessage {
-        role: "assistant".into(),
-        content: answer.text,
-        content_json: None,
-        tool_calls: answer.tool_calls,
-        name: None,
-    }];
-    out.duration_ms = Some(duration_ms);
-    out.token_usage = Some(token_usage);
-    out.cost_usd = cost_usd;
-    out.finish_reason = answer.stop_reason;
-    Ok(out)
+        ("anthropic", &config.model),
+        answer.stop_reason,
+    ))
 }
 
 /// Folds one streamed event into the answer.
@@ -354,7 +324,10 @@ mod tests {
         let m = vec![("user".to_owned(), "Hi".to_owned())];
         let b = config("claude-sonnet-4-5", None).body(&m, None);
         // No system message: AgentV's; a third of the model's 64,000.
-        assert_eq!(b["system"][0]["text"], DEFAULT_SYSTEM_PROMPT);
+        assert_eq!(
+            b["system"][0]["text"],
+            super::super::api::DEFAULT_SYSTEM_PROMPT
+        );
         assert_eq!(b["max_tokens"], 21333);
         assert_eq!(b["temperature"], 0.2);
         assert_eq!(

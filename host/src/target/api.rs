@@ -1,14 +1,65 @@
 //! What the model-API targets share: one POST with the provider's headers
 //! (a failure says which URL and why; 408, 429 and 5xx are retryable, after
-//! the server's `retry-after`), and the server-sent events a streaming
-//! answer arrives as.
+//! the server's `retry-after`), the server-sent events a streaming answer
+//! arrives as, AgentV's system prompt, and the output one answer makes.
 
 use std::io::{BufRead, BufReader};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::TargetFailure;
+use super::{OutputMessage, TargetFailure, TargetOutput, TokenUsage, ToolCall};
+
+/// AgentV's system prompt for a test that gives none.
+pub const DEFAULT_SYSTEM_PROMPT: &str =
+    "You are a careful assistant. Follow all provided instructions and do not fabricate results.";
+
+/// The system messages of `messages` joined into one prompt, as pi-ai joins
+/// them; AgentV's default when there are none.
+pub fn system_prompt(messages: &[(String, String)]) -> String {
+    let system: Vec<&str> = messages
+        .iter()
+        .filter(|(r, _)| r == "system")
+        .map(|(_, c)| c.as_str())
+        .collect();
+    if system.is_empty() {
+        DEFAULT_SYSTEM_PROMPT.to_owned()
+    } else {
+        system.join("\n\n")
+    }
+}
+
+/// What one streamed answer makes: its text, one assistant message with its
+/// tool calls, the time since `started`, the tokens (input, output, cache
+/// reads, cache writes; the last is priced, not reported) and their cost at
+/// pi-ai's `table` prices for `model`.
+pub fn answer(
+    text: String,
+    tool_calls: Vec<ToolCall>,
+    started: Instant,
+    tokens: [u64; 4],
+    (table, model): (&str, &str),
+    finish_reason: Option<String>,
+) -> TargetOutput {
+    let mut out = TargetOutput::text(text.clone());
+    out.messages = vec![OutputMessage {
+        role: "assistant".into(),
+        content: text,
+        content_json: None,
+        tool_calls,
+        name: None,
+    }];
+    out.duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+    out.token_usage = Some(TokenUsage {
+        input: tokens[0],
+        output: tokens[1],
+        cached: tokens[2],
+        reasoning: 0,
+    });
+    out.cost_usd = cost(table, model, tokens);
+    out.finish_reason = finish_reason;
+    out
+}
 
 /// The longest wait a server's `retry-after` is honoured for.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);

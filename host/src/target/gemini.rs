@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::file::{get_f64, get_str, get_u64};
-use super::{Invocation, OutputMessage, TargetFailure, TargetOutput, TokenUsage, ToolCall};
+use super::{Invocation, TargetFailure, TargetOutput, ToolCall};
 use crate::suite::TestCase;
 
 /// The API's address, pi-ai's for every Gemini model.
@@ -78,16 +78,7 @@ impl GeminiConfig {
         temperature: Option<f64>,
         max_tokens: Option<u64>,
     ) -> Value {
-        let system: Vec<&str> = messages
-            .iter()
-            .filter(|(r, _)| r == "system")
-            .map(|(_, c)| c.as_str())
-            .collect();
-        let system = if system.is_empty() {
-            super::anthropic::DEFAULT_SYSTEM_PROMPT.to_owned()
-        } else {
-            system.join("\n\n")
-        };
+        let system = super::api::system_prompt(messages);
         let contents: Vec<Value> = messages
             .iter()
             .filter(|(r, c)| r != "system" && !(r == "user" && c.trim().is_empty()))
@@ -186,24 +177,14 @@ pub fn chat(
         }
         Ok(())
     })?;
-    let mut out = TargetOutput::text(text.clone());
-    out.messages = vec![OutputMessage {
-        role: "assistant".into(),
-        content: text,
-        content_json: None,
+    Ok(super::api::answer(
+        text,
         tool_calls,
-        name: None,
-    }];
-    out.duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
-    out.token_usage = Some(TokenUsage {
-        input: usage[0],
-        output: usage[1],
-        cached: usage[2],
-        reasoning: 0,
-    });
-    out.cost_usd = super::api::cost("google", &config.model, usage);
-    out.finish_reason = finish;
-    Ok(out)
+        started,
+        usage,
+        ("google", &config.model),
+        finish,
+    ))
 }
 
 /// Runs the target for one test.

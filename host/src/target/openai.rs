@@ -511,7 +511,7 @@ pub fn invoke(
             0,
             (
                 "system".to_owned(),
-                super::anthropic::DEFAULT_SYSTEM_PROMPT.to_owned(),
+                super::api::DEFAULT_SYSTEM_PROMPT.to_owned(),
             ),
         );
     }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::file::{get_f64, get_str, get_u64};
-use super::{Invocation, OutputMessage, TargetFailure, TargetOutput, TokenUsage, ToolCall};
+use super::{Invocation, TargetFailure, TargetOutput, ToolCall};
 use crate::suite::TestCase;
 
 /// AgentV's Azure API version when the target gives none.
@@ -137,14 +137,18 @@ impl ResponsesConfig {
         }
     }
 
-    /// pi-ai's model entry: Azure's table for Azure, OpenAI's otherwise.
-    fn model_entry(&self) -> Option<&'static super::models::Model> {
-        let table = if self.azure {
+    /// pi-ai's model table: Azure's for Azure, OpenAI's otherwise.
+    fn price_table(&self) -> &'static str {
+        if self.azure {
             "azure-openai-responses"
         } else {
             "openai"
-        };
-        super::models::find(table, &self.model)
+        }
+    }
+
+    /// pi-ai's entry for the model.
+    fn model_entry(&self) -> Option<&'static super::models::Model> {
+        super::models::find(self.price_table(), &self.model)
     }
 
     /// The request body AgentV sends for `messages`.
@@ -156,16 +160,7 @@ impl ResponsesConfig {
     ) -> Value {
         let model = self.model_entry();
         let reasoning = model.is_some_and(|m| m.reasoning);
-        let system: Vec<&str> = messages
-            .iter()
-            .filter(|(r, _)| r == "system")
-            .map(|(_, c)| c.as_str())
-            .collect();
-        let system = if system.is_empty() {
-            super::anthropic::DEFAULT_SYSTEM_PROMPT.to_owned()
-        } else {
-            system.join("\n\n")
-        };
+        let system = super::api::system_prompt(messages);
         let mut input = vec![json!({
             "role": if reasoning { "developer" } else { "system" },
             "content": system,
@@ -320,29 +315,14 @@ pub fn chat(
         }
         Ok(())
     })?;
-    let table = if config.azure {
-        "azure-openai-responses"
-    } else {
-        "openai"
-    };
-    let mut out = TargetOutput::text(text.clone());
-    out.messages = vec![OutputMessage {
-        role: "assistant".into(),
-        content: text,
-        content_json: None,
+    Ok(super::api::answer(
+        text,
         tool_calls,
-        name: None,
-    }];
-    out.duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
-    out.token_usage = Some(TokenUsage {
-        input: usage[0],
-        output: usage[1],
-        cached: usage[2],
-        reasoning: 0,
-    });
-    out.cost_usd = super::api::cost(table, &config.model, usage);
-    out.finish_reason = status;
-    Ok(out)
+        started,
+        usage,
+        (config.price_table(), &config.model),
+        status,
+    ))
 }
 
 /// Runs the target for one test.
