@@ -240,8 +240,8 @@ pub fn validate(grade: &Grade) -> Result<(), String> {
     Ok(())
 }
 
-/// A native `complete`: the harness's fake, if the type declares `llm`.
-pub(crate) fn fake_complete(request: &CompletionRequest) -> Result<Completion, LlmError> {
+/// Runs `call` on the harness's fakes if the type declares `llm`.
+fn with_llm<T>(call: impl FnOnce(&mut Fakes) -> Result<T, LlmError>) -> Result<T, LlmError> {
     FAKES.with(|f| {
         let mut fakes = f.borrow_mut();
         let Some(fakes) = fakes.as_mut() else {
@@ -255,6 +255,13 @@ pub(crate) fn fake_complete(request: &CompletionRequest) -> Result<Completion, L
                     .into(),
             ));
         }
+        call(fakes)
+    })
+}
+
+/// A native `complete`: the harness's fake, if the type declares `llm`.
+pub(crate) fn fake_complete(request: &CompletionRequest) -> Result<Completion, LlmError> {
+    with_llm(|fakes| {
         fakes.llm_calls.push(request.clone());
         match &fakes.llm {
             Some(fake) => fake(request),
@@ -267,26 +274,11 @@ pub(crate) fn fake_complete(request: &CompletionRequest) -> Result<Completion, L
 
 /// A native `embed`: the harness's fake, if the type declares `llm`.
 pub(crate) fn fake_embed(request: &EmbeddingRequest) -> Result<Embedding, LlmError> {
-    FAKES.with(|f| {
-        let mut fakes = f.borrow_mut();
-        let Some(fakes) = fakes.as_mut() else {
-            return Err(LlmError::Unavailable(
-                "no host: natively, grade through evalhost_plugin_sdk::testing::Harness".into(),
-            ));
-        };
-        if !fakes.granted.contains(&Capability::Llm) {
-            return Err(LlmError::NotGranted(
-                "was not granted the `llm` capability: its assertion type does not declare it"
-                    .into(),
-            ));
-        }
-        match &fakes.embed {
-            Some(fake) => fake(request),
-            None => Err(LlmError::Unavailable(
-                "no embedding model in this test: give the harness one with Harness::embedder"
-                    .into(),
-            )),
-        }
+    with_llm(|fakes| match &fakes.embed {
+        Some(fake) => fake(request),
+        None => Err(LlmError::Unavailable(
+            "no embedding model in this test: give the harness one with Harness::embedder".into(),
+        )),
     })
 }
 
