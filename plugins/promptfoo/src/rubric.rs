@@ -54,16 +54,20 @@ const CLOSED_QA: &str = "You check a submitted answer against a criterion. You a
 
 Does the submission meet the criterion? Reason step by step first, so that your conclusion comes last. Then write the single letter Y or N alone on the last line.";
 
-/// `model-graded-closedqa` (promptfoo's `matchesClosedQa`): the reply ends
-/// with `Y` to pass; `not-` is ignored, as promptfoo's handler ignores it.
-pub fn closed_qa(request: &Request) -> Result<Grade, GradeError> {
-    let criterion = match request.config.get("value") {
-        Some(Value::String(s)) => s.clone(),
-        _ => {
-            return Err(GradeError::Failed(
-                "model-graded-closedqa assertion type must have a string value".into(),
-            ));
-        }
+/// Asks the text grader about the output against the assertion's string
+/// `value` (`{key}` in `template`, beside `{input}` and `{completion}`), in
+/// the test's `rubricPrompt` when it has one; `None` when the grader says
+/// nothing (promptfoo's "No output").
+fn ask_about_value(
+    request: &Request,
+    kind: &str,
+    key: &str,
+    template: &str,
+) -> Result<Option<String>, GradeError> {
+    let Some(Value::String(value)) = request.config.get("value") else {
+        return Err(GradeError::Failed(format!(
+            "{kind} assertion type must have a string value"
+        )));
     };
     let input = grading::prompt(request);
     let messages = grading::messages(
@@ -71,23 +75,30 @@ pub fn closed_qa(request: &Request) -> Result<Grade, GradeError> {
         grading::custom_prompt(request).as_deref(),
         &[
             ("input", Value::String(input.clone())),
-            ("criteria", Value::String(criterion.clone())),
+            (key, Value::String(value.clone())),
             ("completion", try_parse(&request.output)),
         ],
         || {
             vec![(
                 "user".into(),
-                CLOSED_QA
+                template
                     .replace("{input}", &input)
-                    .replace("{criteria}", &criterion)
+                    .replace(&format!("{{{key}}}"), value)
                     .replace("{completion}", &request.output),
             )]
         },
     )?;
     let reply = grading::ask(request, messages)?;
-    if reply.is_empty() {
+    Ok((!reply.is_empty()).then_some(reply))
+}
+
+/// `model-graded-closedqa` (promptfoo's `matchesClosedQa`): the reply ends
+/// with `Y` to pass; `not-` is ignored, as promptfoo's handler ignores it.
+pub fn closed_qa(request: &Request) -> Result<Grade, GradeError> {
+    let Some(reply) = ask_about_value(request, "model-graded-closedqa", "criteria", CLOSED_QA)?
+    else {
         return Ok(crate::judged(false, 0.0, "No output".into()));
-    }
+    };
     let end = reply.trim_end();
     let pass = end.ends_with('Y');
     let reason = if pass {
@@ -192,37 +203,9 @@ fn factuality_category(reply: &str) -> Result<(char, String), String> {
 /// `options.factuality` scores them otherwise (a score above 0 passes).
 /// `not-` is ignored, as promptfoo ignores it.
 pub fn factuality(request: &Request) -> Result<Grade, GradeError> {
-    let ideal = match request.config.get("value") {
-        Some(Value::String(s)) => s.clone(),
-        _ => {
-            return Err(GradeError::Failed(
-                "factuality assertion type must have a string value".into(),
-            ));
-        }
-    };
-    let input = grading::prompt(request);
-    let messages = grading::messages(
-        request,
-        grading::custom_prompt(request).as_deref(),
-        &[
-            ("input", Value::String(input.clone())),
-            ("ideal", Value::String(ideal.clone())),
-            ("completion", try_parse(&request.output)),
-        ],
-        || {
-            vec![(
-                "user".into(),
-                FACTUALITY
-                    .replace("{input}", &input)
-                    .replace("{ideal}", &ideal)
-                    .replace("{completion}", &request.output),
-            )]
-        },
-    )?;
-    let reply = grading::ask(request, messages)?;
-    if reply.is_empty() {
+    let Some(reply) = ask_about_value(request, "factuality", "ideal", FACTUALITY)? else {
         return Ok(crate::judged(false, 0.0, "No output".into()));
-    }
+    };
     Ok(match factuality_category(&reply) {
         Ok((letter, reason)) => {
             // `options.factuality`: the score of each category; one above
