@@ -1196,3 +1196,71 @@ fn copilot_log_reads_a_recorded_session() {
             .contains("No Copilot CLI sessions found for cwd=/nowhere")
     );
 }
+
+#[test]
+fn the_agentv_provider_calls_its_models_api_with_keys_from_the_environment() {
+    // `azure:` reads its address, deployment map and key from pi-ai's
+    // variables; temperature is AgentV's default 0.
+    let server = FakeServer::start(vec![responses_stream("hi from agentv")]);
+    let project =
+        with_targets("targets:\n  - {name: default, provider: agentv, model: 'azure:gpt-4.1'}\n");
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("AZURE_OPENAI_API_KEY", "sk-azure-env")
+        .env("AZURE_OPENAI_BASE_URL", &server.url)
+        .env(
+            "AZURE_OPENAI_DEPLOYMENT_NAME_MAP",
+            "gpt-5=other, gpt-4.1=my-dep",
+        )
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(project.row("t1")["output"], "hi from agentv");
+    let requests = server.requests();
+    assert!(
+        requests[0].path.starts_with("/openai/v1/responses"),
+        "{}",
+        requests[0].path
+    );
+    assert!(
+        requests[0]
+            .headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("api-key") && v == "sk-azure-env")
+    );
+    let body: Value = serde_json::from_str(&requests[0].body).unwrap();
+    assert_eq!(body["model"], "my-dep");
+    assert_eq!(body["temperature"], 0.0);
+    // No key: the run stops naming the variable, never sending a request.
+    let project = with_targets(
+        "targets:\n  - {name: default, provider: agentv, model: 'openai:gpt-5-mini'}\n",
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env_remove("OPENAI_API_KEY")
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("OPENAI_API_KEY"), "{}", r.stderr);
+    // A model without its provider, or one AgentV does not know, is an
+    // error at its line.
+    for (model, says) in [
+        ("gpt-5-mini", "Expected \"provider:model\""),
+        (
+            "mistral:large",
+            "Supported: openai, anthropic, azure, google",
+        ),
+    ] {
+        let project = with_targets(&format!(
+            "targets:\n  - {{name: default, provider: agentv, model: '{model}'}}\n"
+        ));
+        let r = run(&project);
+        assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(says), "{}", r.stderr);
+        assert!(r.stderr.contains("targets.yaml:2"), "{}", r.stderr);
+    }
+}

@@ -440,6 +440,94 @@ fn discovered(
     Ok(Provider::Cli(cli::CliConfig::parse(&entry, base_dir)?))
 }
 
+/// AgentV's `agentv` provider (its built-in grader): `model` is
+/// `provider:model`, run on that provider's API as pi-ai runs it, the key
+/// (and Azure's address) from the provider's own environment variables,
+/// `temperature` 0 unless given. `openai:` is the Chat Completions API,
+/// `anthropic:` the Messages API, `azure:` Azure's Responses API,
+/// `google:` Gemini.
+fn agentv_model(name: &str, entry: &Map<String, Value>) -> Result<Provider, (String, String)> {
+    let model = get_str(entry, "model")?
+        .filter(|m| !m.trim().is_empty())
+        .ok_or_else(|| {
+            (
+                "model".to_owned(),
+                format!(
+                    "Target \"{name}\" (provider: agentv) requires a \"model\" field (e.g., \"openai:gpt-5-mini\")"
+                ),
+            )
+        })?;
+    let Some((api, id)) = model.split_once(':') else {
+        return Err((
+            "model".into(),
+            format!(
+                "Invalid agentv model \"{model}\". Expected \"provider:model\" (e.g., \"openai:gpt-5-mini\")."
+            ),
+        ));
+    };
+    let env = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
+    let mut inner = Map::new();
+    inner.insert("model".into(), Value::String(id.to_owned()));
+    inner.insert(
+        "temperature".into(),
+        Value::from(get_f64(entry, "temperature")?.unwrap_or(0.0)),
+    );
+    let key_vars: &[&str] = match api {
+        "openai" => &["OPENAI_API_KEY"],
+        // pi-ai: an OAuth token first.
+        "anthropic" => &["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
+        "azure" => &["AZURE_OPENAI_API_KEY"],
+        "google" => &["GEMINI_API_KEY"],
+        other => {
+            return Err((
+                "model".into(),
+                format!(
+                    "Unsupported agentv provider \"{other}\" in \"{model}\". Supported: openai, anthropic, azure, google."
+                ),
+            ));
+        }
+    };
+    match key_vars.iter().find_map(|v| env(v)) {
+        Some(key) => {
+            inner.insert("api_key".into(), Value::String(key));
+        }
+        None => {
+            return Ok(Provider::Unavailable(format!(
+                "the `agentv` model {model} reads its key from {}, which is not set",
+                key_vars.join(" or ")
+            )));
+        }
+    }
+    Ok(match api {
+        "openai" => Provider::OpenAi(openai::OpenAiConfig::parse("openai", &inner)?),
+        "anthropic" => Provider::Anthropic(super::anthropic::AnthropicConfig::parse(&inner)?),
+        "google" => Provider::Gemini(super::gemini::GeminiConfig::parse(&inner)?),
+        _ => {
+            let Some(endpoint) =
+                env("AZURE_OPENAI_BASE_URL").or_else(|| env("AZURE_OPENAI_RESOURCE_NAME"))
+            else {
+                return Ok(Provider::Unavailable(format!(
+                    "the `agentv` model {model} needs Azure's address: set AZURE_OPENAI_BASE_URL or AZURE_OPENAI_RESOURCE_NAME"
+                )));
+            };
+            inner.insert("endpoint".into(), Value::String(endpoint));
+            // pi-ai's AZURE_OPENAI_DEPLOYMENT_NAME_MAP: `model=deployment,…`.
+            if let Some(deployment) = env("AZURE_OPENAI_DEPLOYMENT_NAME_MAP").and_then(|map| {
+                map.split(',').find_map(|pair| {
+                    let (m, d) = pair.trim().split_once('=')?;
+                    (m.trim() == id && !d.trim().is_empty()).then(|| d.trim().to_owned())
+                })
+            }) {
+                inner.insert("deployment".into(), Value::String(deployment));
+            }
+            if let Some(v) = env("AZURE_OPENAI_API_VERSION") {
+                inner.insert("api_version".into(), Value::String(v));
+            }
+            Provider::Responses(super::responses::ResponsesConfig::azure(&inner)?)
+        }
+    })
+}
+
 pub(super) fn parse_target(
     name: &str,
     entry: &Map<String, Value>,
@@ -517,10 +605,9 @@ pub(super) fn parse_target(
         "copilot-log" => Provider::CopilotLog(super::copilot_log::CopilotLogConfig::parse(
             entry, base_dir,
         )?),
+        "agentv" => agentv_model(name, entry)?,
         "copilot-sdk" | "copilot_sdk" | "pi" | "pi-coding-agent" | "claude-sdk" | "vscode"
-        | "vscode-insiders" | "agentv" | "transcript" => {
-            Provider::Unsupported(provider_name.clone())
-        }
+        | "vscode-insiders" | "transcript" => Provider::Unsupported(provider_name.clone()),
         other => discovered(other, entry, base_dir)?,
     };
     let default = Retry::default();

@@ -196,6 +196,8 @@ const COPILOT_LOG: &[&str] = &[
     "cwd",
 ];
 
+const AGENTV: &[&str] = &["model", "temperature"];
+
 const REPLAY: &[&str] = &[
     "fixtures",
     "execution_traces",
@@ -261,6 +263,7 @@ fn provider_keys(provider: &str) -> Option<Vec<&'static str>> {
         "gemini" | "google" | "google-gemini" => GEMINI,
         "openrouter" => OPENROUTER,
         "replay" => REPLAY,
+        "agentv" => AGENTV,
         _ => return None,
     };
     let mut keys = own.to_vec();
