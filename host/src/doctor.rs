@@ -89,7 +89,8 @@ fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Fin
                 "`{}` is not on PATH: install {} or give the target an `executable`",
                 config.executable,
                 match config.kind {
-                    AgentKind::Claude => "Claude Code (npm install -g @anthropic-ai/claude-code)",
+                    AgentKind::Claude | AgentKind::ClaudeSdk =>
+                        "Claude Code (npm install -g @anthropic-ai/claude-code)",
                     AgentKind::Codex => "the Codex CLI (npm install -g @openai/codex)",
                     AgentKind::Pi => "the pi coding agent",
                     AgentKind::Copilot => "GitHub Copilot CLI (npm install -g @github/copilot)",
@@ -107,6 +108,15 @@ fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Fin
                 "--output-format",
                 "--include-partial-messages",
                 "--verbose",
+                "--max-turns",
+            ],
+        ),
+        AgentKind::ClaudeSdk => (
+            vec!["--help".into()],
+            &[
+                "--output-format",
+                "--input-format",
+                "--permission-mode",
                 "--max-turns",
             ],
         ),
@@ -314,6 +324,7 @@ fn kind(target: &Target) -> &'static str {
             crate::target::agent::AgentKind::Codex => "codex",
             crate::target::agent::AgentKind::Pi => "pi-cli",
             crate::target::agent::AgentKind::Copilot => "copilot",
+            crate::target::agent::AgentKind::ClaudeSdk => "claude-sdk",
         },
         Provider::Http(_) => "http",
         Provider::Replay(_) => "replay",

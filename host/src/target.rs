@@ -20,6 +20,7 @@ mod acp;
 pub mod agent;
 pub mod anthropic;
 mod api;
+mod claude_sdk;
 pub mod cli;
 pub mod copilot_log;
 pub mod gemini;

@@ -1264,3 +1264,115 @@ fn the_agentv_provider_calls_its_models_api_with_keys_from_the_environment() {
         assert!(r.stderr.contains("targets.yaml:2"), "{}", r.stderr);
     }
 }
+
+#[test]
+fn claude_sdk_speaks_the_agent_sdks_protocol_to_claude_code() {
+    let project = Project::with_mock("unused");
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: claude-sdk, model: sonnet, max_turns: 3, max_budget_usd: 0.5, system_prompt: Be brief.}\n",
+    )
+    .unwrap();
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t1\n    input: Run the tests\n    assertions:\n      - {type: contains, value: '12 tests pass'}\n",
+    );
+    // A Claude Code that answers the SDK: the initialize request gets its
+    // response, a permission request of its own gets evalhost's answer
+    // logged, the user message is logged, then the recorded stream; it
+    // exits when its input closes.
+    let bin = project.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = project.path().join("claude-log");
+    std::fs::create_dir_all(&log).unwrap();
+    let trace = crate::support::root().join("tests/data/traces/claude-basic.jsonl");
+    let script = bin.join("claude");
+    std::fs::write(
+        &script,
+        format!(
+            r#"#!/bin/sh
+printf '%s\n' "$@" > '{log}/args'
+env > '{log}/env'
+pwd > '{log}/cwd'
+read -r init
+printf '%s\n' "$init" > '{log}/init'
+id=$(printf '%s' "$init" | sed 's/.*"request_id":"\([^"]*\)".*/\1/')
+printf '{{"type":"control_response","response":{{"subtype":"success","request_id":"%s","response":{{}}}}}}\n' "$id"
+read -r user
+printf '%s\n' "$user" > '{log}/user'
+printf '%s\n' '{{"type":"control_request","request_id":"cli-1","request":{{"subtype":"can_use_tool","tool_name":"Bash","input":{{}}}}}}'
+read -r reply
+printf '%s\n' "$reply" > '{log}/reply'
+cat '{trace}'
+cat > /dev/null
+"#,
+            log = log.display(),
+            trace = trace.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let r = run_with_agents(&project);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let args = std::fs::read_to_string(log.join("args")).unwrap();
+    assert_eq!(
+        args.lines().collect::<Vec<_>>(),
+        [
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--input-format",
+            "stream-json",
+            "--max-turns",
+            "3",
+            "--max-budget-usd",
+            "0.5",
+            "--model",
+            "sonnet",
+            "--permission-mode",
+            "bypassPermissions",
+            "--allow-dangerously-skip-permissions"
+        ]
+    );
+    let init: Value =
+        serde_json::from_str(&std::fs::read_to_string(log.join("init")).unwrap()).unwrap();
+    assert_eq!(init["type"], "control_request");
+    assert_eq!(
+        init["request"],
+        json!({"subtype": "initialize", "systemPrompt": ["Be brief."]})
+    );
+    let user: Value =
+        serde_json::from_str(&std::fs::read_to_string(log.join("user")).unwrap()).unwrap();
+    assert_eq!(
+        user,
+        json!({"type": "user", "session_id": "", "message": {"role": "user", "content": [{"type": "text", "text": "[[ ## user_query ## ]]\n\nRun the tests"}]}, "parent_tool_use_id": null})
+    );
+    let reply: Value =
+        serde_json::from_str(&std::fs::read_to_string(log.join("reply")).unwrap()).unwrap();
+    assert_eq!(reply["response"]["subtype"], "error");
+    assert_eq!(reply["response"]["request_id"], "cli-1");
+    let env = std::fs::read_to_string(log.join("env")).unwrap();
+    assert!(!env.contains("CLAUDECODE="), "{env}");
+    assert!(env.contains("CLAUDE_CODE_ENTRYPOINT=sdk-ts"), "{env}");
+    let row = project.row("t1");
+    assert_eq!(
+        row["output"],
+        "The server listens on port 8080 and all 12 tests pass."
+    );
+    assert_eq!(row["cost_usd"], 0.0237135);
+    // A Claude Code that dies before its result fails the row with its
+    // exit code and what it said.
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nread -r init\necho 'Invalid API key' >&2\nexit 1\n",
+    )
+    .unwrap();
+    let r = run_with_agents(&project);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let error = project.row("t1")["error"].as_str().unwrap().to_owned();
+    assert!(
+        error.contains("exited with code 1") && error.contains("Invalid API key"),
+        "{error}"
+    );
+}

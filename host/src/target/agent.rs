@@ -41,6 +41,8 @@ pub enum AgentKind {
     Pi,
     /// GitHub Copilot CLI, over the Agent Client Protocol.
     Copilot,
+    /// Claude Code driven as the Claude Agent SDK drives it.
+    ClaudeSdk,
 }
 
 impl AgentKind {
@@ -51,13 +53,14 @@ impl AgentKind {
             AgentKind::Codex => "Codex CLI",
             AgentKind::Pi => "Pi CLI",
             AgentKind::Copilot => "Copilot CLI",
+            AgentKind::ClaudeSdk => "Claude SDK",
         }
     }
 
     /// The executable AgentV runs when the target names none.
     pub fn default_executable(self) -> &'static str {
         match self {
-            AgentKind::Claude => "claude",
+            AgentKind::Claude | AgentKind::ClaudeSdk => "claude",
             AgentKind::Codex => "codex",
             AgentKind::Pi => "pi",
             AgentKind::Copilot => "copilot",
@@ -80,6 +83,8 @@ pub struct AgentConfig {
     pub timeout: Option<Duration>,
     /// Claude's `--max-turns`.
     pub max_turns: Option<u64>,
+    /// Claude SDK: `--max-budget-usd`.
+    pub max_budget_usd: Option<f64>,
     /// Claude's `--dangerously-skip-permissions` (AgentV's default: on).
     pub bypass_permissions: bool,
     /// Codex: put before the prompt.
@@ -151,6 +156,7 @@ impl AgentConfig {
                 .map(|c| base_dir.join(c)),
             timeout,
             max_turns: get_u64(entry, "max_turns")?,
+            max_budget_usd: get_f64(entry, "max_budget_usd")?,
             bypass_permissions,
             system_prompt: get_str(entry, "system_prompt")?
                 .map(|s| s.trim().to_owned())
@@ -206,6 +212,7 @@ impl AgentConfig {
                 }
             }
             AgentKind::Copilot => args.extend(super::acp::args(self)),
+            AgentKind::ClaudeSdk => args.extend(super::claude_sdk::args(self)),
             AgentKind::Pi => {
                 if let Some(p) = &self.subprovider {
                     args.extend(["--provider".to_owned(), pi_provider(p)]);
@@ -370,8 +377,10 @@ pub fn invoke(
     test: &TestCase,
     inv: &Invocation<'_>,
 ) -> Result<TargetOutput, TargetFailure> {
-    if config.kind == AgentKind::Copilot {
-        return super::acp::invoke(config, test, inv);
+    match config.kind {
+        AgentKind::Copilot => return super::acp::invoke(config, test, inv),
+        AgentKind::ClaudeSdk => return super::claude_sdk::invoke(config, test, inv),
+        _ => {}
     }
     let mut cwd: Option<PathBuf> = inv
         .workspace
@@ -424,7 +433,7 @@ pub fn invoke(
             vec!["CLAUDECODE".into(), "CLAUDE_CODE_ENTRYPOINT".into()],
         ),
         AgentKind::Pi => pi_env(config),
-        AgentKind::Copilot => (Vec::new(), Vec::new()),
+        AgentKind::Copilot | AgentKind::ClaudeSdk => (Vec::new(), Vec::new()),
         AgentKind::Codex => (
             if std::env::var_os("CODEX_INTERNAL_ORIGINATOR_OVERRIDE").is_some() {
                 Vec::new()
@@ -444,7 +453,9 @@ pub fn invoke(
         argv: &argv,
         // Codex is told its directory with `--cd`; Claude runs in it.
         cwd: match config.kind {
-            AgentKind::Claude | AgentKind::Pi | AgentKind::Copilot => cwd.as_deref(),
+            AgentKind::Claude | AgentKind::Pi | AgentKind::Copilot | AgentKind::ClaudeSdk => {
+                cwd.as_deref()
+            }
             AgentKind::Codex => None,
         },
         stdin: prompt.as_bytes(),
@@ -487,7 +498,7 @@ pub fn invoke(
     }
     let stdout = String::from_utf8_lossy(&outcome.stdout);
     let format = match config.kind {
-        AgentKind::Claude => TraceFormat::ClaudeCode,
+        AgentKind::Claude | AgentKind::ClaudeSdk => TraceFormat::ClaudeCode,
         AgentKind::Codex => TraceFormat::Codex,
         AgentKind::Pi => TraceFormat::Pi,
         AgentKind::Copilot => TraceFormat::AgentV,

@@ -606,8 +606,13 @@ pub(super) fn parse_target(
             entry, base_dir,
         )?),
         "agentv" => agentv_model(name, entry)?,
-        "copilot-sdk" | "copilot_sdk" | "pi" | "pi-coding-agent" | "claude-sdk" | "vscode"
-        | "vscode-insiders" | "transcript" => Provider::Unsupported(provider_name.clone()),
+        "claude-sdk" => Provider::Agent(super::agent::AgentConfig::parse(
+            super::agent::AgentKind::ClaudeSdk,
+            entry,
+            base_dir,
+        )?),
+        "copilot-sdk" | "copilot_sdk" | "pi" | "pi-coding-agent" | "vscode" | "vscode-insiders"
+        | "transcript" => Provider::Unsupported(provider_name.clone()),
         other => discovered(other, entry, base_dir)?,
     };
     let default = Retry::default();

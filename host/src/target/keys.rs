@@ -252,7 +252,7 @@ fn provider_keys(provider: &str) -> Option<Vec<&'static str>> {
     let own: &[&str] = match provider {
         "mock" => MOCK,
         "cli" => CLI,
-        "claude" | "claude-code" | "claude-cli" | "cc-mirror" => CLAUDE,
+        "claude" | "claude-code" | "claude-cli" | "cc-mirror" | "claude-sdk" => CLAUDE,
         "codex" | "codex-cli" => CODEX,
         "pi-cli" => PI_CLI,
         "copilot-log" => COPILOT_LOG,
@@ -309,6 +309,8 @@ pub fn check(
                 // pi passes its `args` on; only codex drops them.
                 && !(matches!(provider, "pi-cli" | "copilot" | "copilot-cli")
                     && matches!(key.as_str(), "args" | "arguments"))
+                // The SDK passes the budget on; the CLI provider does not.
+                && !(provider == "claude-sdk" && key == "max_budget_usd")
             {
                 out.push(KeyProblem {
                     key: key.clone(),
