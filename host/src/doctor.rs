@@ -93,7 +93,8 @@ fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Fin
                         "Claude Code (npm install -g @anthropic-ai/claude-code)",
                     AgentKind::Codex => "the Codex CLI (npm install -g @openai/codex)",
                     AgentKind::Pi => "the pi coding agent",
-                    AgentKind::Copilot => "GitHub Copilot CLI (npm install -g @github/copilot)",
+                    AgentKind::Copilot | AgentKind::CopilotSdk =>
+                        "GitHub Copilot CLI (npm install -g @github/copilot)",
                 }
             ),
         )];
@@ -119,6 +120,10 @@ fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Fin
                 "--permission-mode",
                 "--max-turns",
             ],
+        ),
+        AgentKind::CopilotSdk => (
+            vec!["--help".into()],
+            &["--headless", "--stdio", "--log-level"],
         ),
         AgentKind::Codex => (
             vec!["exec".into(), "--help".into()],
@@ -325,6 +330,7 @@ fn kind(target: &Target) -> &'static str {
             crate::target::agent::AgentKind::Pi => "pi-cli",
             crate::target::agent::AgentKind::Copilot => "copilot",
             crate::target::agent::AgentKind::ClaudeSdk => "claude-sdk",
+            crate::target::agent::AgentKind::CopilotSdk => "copilot-sdk",
         },
         Provider::Http(_) => "http",
         Provider::Replay(_) => "replay",

@@ -23,6 +23,7 @@ mod api;
 mod claude_sdk;
 pub mod cli;
 pub mod copilot_log;
+mod copilot_sdk;
 pub mod gemini;
 pub mod http;
 pub mod openai;
@@ -262,14 +263,19 @@ impl Targets {
         let keys: Vec<&str> = self
             .targets
             .iter()
-            .filter_map(|t| match &t.provider {
-                Provider::OpenAi(c) => c.api_key.as_deref(),
-                Provider::Anthropic(c) => c.api_key.as_deref(),
-                Provider::Gemini(c) => c.api_key.as_deref(),
-                Provider::Responses(c) => c.api_key.as_deref(),
-                Provider::Agent(c) => c.api_key.as_deref(),
-                _ => None,
+            .flat_map(|t| match &t.provider {
+                Provider::OpenAi(c) => vec![c.api_key.as_deref()],
+                Provider::Anthropic(c) => vec![c.api_key.as_deref()],
+                Provider::Gemini(c) => vec![c.api_key.as_deref()],
+                Provider::Responses(c) => vec![c.api_key.as_deref()],
+                Provider::Agent(c) => vec![
+                    c.api_key.as_deref(),
+                    c.github_token.as_deref(),
+                    c.bearer_token.as_deref(),
+                ],
+                _ => Vec::new(),
             })
+            .flatten()
             .filter(|k| !k.is_empty())
             .collect();
         if keys.is_empty() {

@@ -1376,3 +1376,205 @@ cat > /dev/null
         "{error}"
     );
 }
+
+/// `messages` framed as vscode-jsonrpc frames them.
+fn frames(messages: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for m in messages {
+        let body = m.to_string();
+        out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+        out.extend_from_slice(body.as_bytes());
+    }
+    out
+}
+
+/// The JSON bodies of a framed stream.
+fn unframe(bytes: &[u8]) -> Vec<Value> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = Vec::new();
+    let mut rest: &str = &text;
+    while let Some(i) = rest.find("\r\n\r\n") {
+        let header = &rest[..i];
+        let n: usize = header
+            .trim()
+            .trim_start_matches("Content-Length:")
+            .trim()
+            .parse()
+            .unwrap();
+        out.push(serde_json::from_str(&rest[i + 4..i + 4 + n]).unwrap());
+        rest = &rest[i + 4 + n..];
+    }
+    out
+}
+
+#[test]
+fn copilot_sdk_speaks_the_sdks_json_rpc_to_the_cli_server() {
+    let project = Project::with_mock("unused");
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: copilot-sdk, timeout_seconds: 60, model: gpt-5, system_prompt: Be brief., args: ['--plugin-dir', './p'], github_token: '${{ EVALHOST_GH }}', base_url: my-resource, subprovider: azure, api_key: '${{ EVALHOST_TEST_KEY }}', api_version: '2025-01-01'}\n",
+    )
+    .unwrap();
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t1\n    input: Fix the bug\n    assertions:\n      - {type: contains, value: fixed}\n",
+    );
+    std::fs::create_dir_all(project.path().join(".claude/skills")).unwrap();
+    // The server's side, recorded: answers by id, a permission request of
+    // its own, and the session's events.
+    let event = |e: Value| json!({"jsonrpc": "2.0", "method": "session.event", "params": {"sessionId": "s1", "event": e}});
+    let server = frames(&[
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"message": "pong", "protocolVersion": 3}}),
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "s1", "workspacePath": "/nowhere"}}),
+        json!({"jsonrpc": "2.0", "id": 3, "result": {"messageId": "m1"}}),
+        json!({"jsonrpc": "2.0", "id": 70, "method": "permission.request", "params": {"sessionId": "s1", "permissionRequest": {"kind": "shell"}}}),
+        event(
+            json!({"type": "tool.execution_start", "data": {"toolCallId": "c1", "toolName": "bash", "arguments": {"command": "cargo test"}}}),
+        ),
+        event(
+            json!({"type": "tool.execution_complete", "data": {"toolCallId": "c1", "result": {"content": "ok"}}}),
+        ),
+        event(
+            json!({"type": "assistant.usage", "data": {"inputTokens": 100, "outputTokens": 20, "costUsd": 0.01}}),
+        ),
+        event(json!({"type": "assistant.usage", "data": {"inputTokens": 50, "outputTokens": 5}})),
+        event(json!({"type": "assistant.message", "data": {"content": "It is fixed."}})),
+        event(json!({"type": "session.idle", "data": {}})),
+        json!({"jsonrpc": "2.0", "id": 4, "result": {}}),
+    ]);
+    let bin = project.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = project.path().join("copilot-log");
+    std::fs::create_dir_all(&log).unwrap();
+    std::fs::write(log.join("server"), &server).unwrap();
+    let script = bin.join("copilot");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{log}/args'\nenv > '{log}/env'\npwd > '{log}/cwd'\nexec 3<&0\ncat <&3 > '{log}/stdin' &\ncat '{log}/server'\nwait\n",
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("PATH", &path)
+        .env("EVALHOST_GH", "gho_secret")
+        .env("EVALHOST_TEST_KEY", "sk-loopback")
+        .env("NODE_DEBUG", "x")
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(log.join("args"))
+            .unwrap()
+            .lines()
+            .collect::<Vec<_>>(),
+        [
+            "--plugin-dir",
+            "./p",
+            "--headless",
+            "--no-auto-update",
+            "--log-level",
+            "debug",
+            "--stdio",
+            "--auth-token-env",
+            "COPILOT_SDK_AUTH_TOKEN",
+            "--no-auto-login"
+        ]
+    );
+    let env = std::fs::read_to_string(log.join("env")).unwrap();
+    assert!(env.contains("COPILOT_SDK_AUTH_TOKEN=gho_secret"), "{env}");
+    assert!(!env.contains("NODE_DEBUG="), "{env}");
+    let sent = unframe(&std::fs::read(log.join("stdin")).unwrap());
+    let methods: Vec<&str> = sent.iter().filter_map(|m| m["method"].as_str()).collect();
+    assert_eq!(
+        methods,
+        ["ping", "session.create", "session.send", "session.destroy"]
+    );
+    let create = &sent[1]["params"];
+    let cwd = project.path().canonicalize().unwrap();
+    assert_eq!(create["model"], "gpt-5");
+    assert_eq!(
+        create["systemMessage"],
+        json!({"mode": "append", "content": "Be brief."})
+    );
+    assert_eq!(create["requestPermission"], true);
+    assert_eq!(
+        create["provider"],
+        json!({"type": "azure", "baseUrl": "https://my-resource.openai.azure.com", "apiKey": "sk-loopback", "azure": {"apiVersion": "2025-01-01"}})
+    );
+    assert_eq!(
+        create["skillDirectories"],
+        json!([cwd.join(".claude/skills").display().to_string()])
+    );
+    assert_eq!(
+        sent[2]["params"],
+        json!({"sessionId": "s1", "prompt": "[[ ## user_query ## ]]\n\nFix the bug"})
+    );
+    // The permission request was approved, as AgentV approves it.
+    let reply = sent.iter().find(|m| m["id"] == 70).unwrap();
+    assert_eq!(reply["result"], json!({"result": {"kind": "approved"}}));
+    let row = project.row("t1");
+    assert_eq!(row["output"], "It is fixed.");
+    assert_eq!(row["token_usage"]["input"], 150);
+    assert_eq!(row["token_usage"]["output"], 25);
+    assert_eq!(row["cost_usd"], 0.01);
+    let calls = &row["output_messages"][0]["tool_calls"];
+    assert_eq!(calls[0]["tool"], "bash");
+    assert_eq!(calls[0]["input"], json!({"command": "cargo test"}));
+    // The token never reaches the results.
+    let results = std::fs::read_to_string(project.path().join("out/results.jsonl")).unwrap();
+    assert!(!results.contains("gho_secret"));
+    // A server on an old protocol is refused with the SDK's words; a
+    // session error fails the row with its message.
+    std::fs::write(
+        log.join("server"),
+        frames(&[json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 1}})]),
+    )
+    .unwrap();
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("PATH", &path)
+        .env("EVALHOST_GH", "gho_secret")
+        .env("EVALHOST_TEST_KEY", "sk-loopback")
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_ne!(r.code, 0);
+    let error = project.row("t1")["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("server reports version 1"), "{error}");
+    std::fs::write(
+        log.join("server"),
+        frames(&[
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 2}}),
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "s1"}}),
+            json!({"jsonrpc": "2.0", "id": 3, "result": {"messageId": "m1"}}),
+            event(json!({"type": "session.error", "data": {"message": "model gpt-5 is not available"}})),
+            json!({"jsonrpc": "2.0", "id": 4, "result": {}}),
+        ]),
+    )
+    .unwrap();
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("PATH", &path)
+        .env("EVALHOST_GH", "gho_secret")
+        .env("EVALHOST_TEST_KEY", "sk-loopback")
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let error = project.row("t1")["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("model gpt-5 is not available"), "{error}");
+}

@@ -43,6 +43,8 @@ pub enum AgentKind {
     Copilot,
     /// Claude Code driven as the Claude Agent SDK drives it.
     ClaudeSdk,
+    /// Copilot CLI driven as the Copilot SDK drives it.
+    CopilotSdk,
 }
 
 impl AgentKind {
@@ -54,6 +56,7 @@ impl AgentKind {
             AgentKind::Pi => "Pi CLI",
             AgentKind::Copilot => "Copilot CLI",
             AgentKind::ClaudeSdk => "Claude SDK",
+            AgentKind::CopilotSdk => "Copilot SDK",
         }
     }
 
@@ -63,7 +66,7 @@ impl AgentKind {
             AgentKind::Claude | AgentKind::ClaudeSdk => "claude",
             AgentKind::Codex => "codex",
             AgentKind::Pi => "pi",
-            AgentKind::Copilot => "copilot",
+            AgentKind::Copilot | AgentKind::CopilotSdk => "copilot",
         }
     }
 }
@@ -103,6 +106,16 @@ pub struct AgentConfig {
     pub thinking: Option<String>,
     /// pi: more arguments, before the prompt.
     pub extra_args: Vec<String>,
+    /// Copilot SDK: a running CLI server (`host:port`).
+    pub cli_url: Option<String>,
+    /// Copilot SDK: the GitHub token, given in `COPILOT_SDK_AUTH_TOKEN`.
+    pub github_token: Option<String>,
+    /// Copilot SDK custom provider: a bearer token (over `api_key`).
+    pub bearer_token: Option<String>,
+    /// Copilot SDK custom provider: Azure's API version.
+    pub api_version: Option<String>,
+    /// Copilot SDK custom provider: `api_format`, the SDK's `wireApi`.
+    pub wire_api: Option<String>,
 }
 
 impl AgentConfig {
@@ -113,6 +126,7 @@ impl AgentConfig {
         base_dir: &Path,
     ) -> Result<Self, (String, String)> {
         let executable = get_str(entry, "executable")?
+            .or(get_str(entry, "cli_path")?)
             .or(get_str(entry, "command")?)
             .or(get_str(entry, "binary")?)
             .filter(|e| !e.trim().is_empty())
@@ -183,6 +197,11 @@ impl AgentConfig {
                     })?,
                 Some(_) => return Err(("args".into(), "`args` must be a list of strings".into())),
             },
+            cli_url: get_str(entry, "cli_url")?.filter(|s| !s.trim().is_empty()),
+            github_token: get_str(entry, "github_token")?.filter(|s| !s.is_empty()),
+            bearer_token: get_str(entry, "bearer_token")?.filter(|s| !s.is_empty()),
+            api_version: get_str(entry, "api_version")?.filter(|s| !s.is_empty()),
+            wire_api: get_str(entry, "api_format")?.filter(|s| !s.is_empty()),
         })
     }
 
@@ -213,6 +232,7 @@ impl AgentConfig {
             }
             AgentKind::Copilot => args.extend(super::acp::args(self)),
             AgentKind::ClaudeSdk => args.extend(super::claude_sdk::args(self)),
+            AgentKind::CopilotSdk => args.extend(super::copilot_sdk::args(self)),
             AgentKind::Pi => {
                 if let Some(p) = &self.subprovider {
                     args.extend(["--provider".to_owned(), pi_provider(p)]);
@@ -380,6 +400,7 @@ pub fn invoke(
     match config.kind {
         AgentKind::Copilot => return super::acp::invoke(config, test, inv),
         AgentKind::ClaudeSdk => return super::claude_sdk::invoke(config, test, inv),
+        AgentKind::CopilotSdk => return super::copilot_sdk::invoke(config, test, inv),
         _ => {}
     }
     let mut cwd: Option<PathBuf> = inv
@@ -433,7 +454,9 @@ pub fn invoke(
             vec!["CLAUDECODE".into(), "CLAUDE_CODE_ENTRYPOINT".into()],
         ),
         AgentKind::Pi => pi_env(config),
-        AgentKind::Copilot | AgentKind::ClaudeSdk => (Vec::new(), Vec::new()),
+        AgentKind::Copilot | AgentKind::ClaudeSdk | AgentKind::CopilotSdk => {
+            (Vec::new(), Vec::new())
+        }
         AgentKind::Codex => (
             if std::env::var_os("CODEX_INTERNAL_ORIGINATOR_OVERRIDE").is_some() {
                 Vec::new()
@@ -453,9 +476,11 @@ pub fn invoke(
         argv: &argv,
         // Codex is told its directory with `--cd`; Claude runs in it.
         cwd: match config.kind {
-            AgentKind::Claude | AgentKind::Pi | AgentKind::Copilot | AgentKind::ClaudeSdk => {
-                cwd.as_deref()
-            }
+            AgentKind::Claude
+            | AgentKind::Pi
+            | AgentKind::Copilot
+            | AgentKind::ClaudeSdk
+            | AgentKind::CopilotSdk => cwd.as_deref(),
             AgentKind::Codex => None,
         },
         stdin: prompt.as_bytes(),
@@ -501,7 +526,7 @@ pub fn invoke(
         AgentKind::Claude | AgentKind::ClaudeSdk => TraceFormat::ClaudeCode,
         AgentKind::Codex => TraceFormat::Codex,
         AgentKind::Pi => TraceFormat::Pi,
-        AgentKind::Copilot => TraceFormat::AgentV,
+        AgentKind::Copilot | AgentKind::CopilotSdk => TraceFormat::AgentV,
     };
     let mut output =
         crate::trace::normalize(&stdout, format).map_err(|e| TargetFailure::fatal(e.message))?;

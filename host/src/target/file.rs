@@ -611,8 +611,14 @@ pub(super) fn parse_target(
             entry,
             base_dir,
         )?),
-        "copilot-sdk" | "copilot_sdk" | "pi" | "pi-coding-agent" | "vscode" | "vscode-insiders"
-        | "transcript" => Provider::Unsupported(provider_name.clone()),
+        "copilot-sdk" | "copilot_sdk" => Provider::Agent(super::agent::AgentConfig::parse(
+            super::agent::AgentKind::CopilotSdk,
+            entry,
+            base_dir,
+        )?),
+        "pi" | "pi-coding-agent" | "vscode" | "vscode-insiders" | "transcript" => {
+            Provider::Unsupported(provider_name.clone())
+        }
         other => discovered(other, entry, base_dir)?,
     };
     let default = Retry::default();

@@ -188,6 +188,28 @@ const COPILOT: &[&str] = &[
     "stream_log",
 ];
 
+const COPILOT_SDK: &[&str] = &[
+    "cli_url",
+    "cli_path",
+    "args",
+    "arguments",
+    "github_token",
+    "model",
+    "cwd",
+    "timeout_seconds",
+    "log_dir",
+    "log_directory",
+    "log_format",
+    "stream_log",
+    "system_prompt",
+    "subprovider",
+    "base_url",
+    "api_key",
+    "bearer_token",
+    "api_version",
+    "api_format",
+];
+
 const COPILOT_LOG: &[&str] = &[
     "session_dir",
     "session_id",
@@ -257,6 +279,7 @@ fn provider_keys(provider: &str) -> Option<Vec<&'static str>> {
         "pi-cli" => PI_CLI,
         "copilot-log" => COPILOT_LOG,
         "copilot" | "copilot-cli" => COPILOT,
+        "copilot-sdk" | "copilot_sdk" => COPILOT_SDK,
         "openai" | "vllm" | "ollama" => OPENAI,
         "azure" | "azure-openai" => AZURE,
         "anthropic" => ANTHROPIC,
@@ -307,7 +330,10 @@ pub fn check(
                 && !(key == "provider_batching"
                     && entry.get(key) == Some(&serde_json::json!(false)))
                 // pi passes its `args` on; only codex drops them.
-                && !(matches!(provider, "pi-cli" | "copilot" | "copilot-cli")
+                && !(matches!(
+                    provider,
+                    "pi-cli" | "copilot" | "copilot-cli" | "copilot-sdk" | "copilot_sdk"
+                )
                     && matches!(key.as_str(), "args" | "arguments"))
                 // The SDK passes the budget on; the CLI provider does not.
                 && !(provider == "claude-sdk" && key == "max_budget_usd")
@@ -410,8 +436,8 @@ mod tests {
     fn providers_evalhost_does_not_run_are_not_second_guessed() {
         assert!(
             problems(
-                "copilot-sdk",
-                r#"{"name": "t", "provider": "copilot-sdk", "anything": 1}"#
+                "vscode",
+                r#"{"name": "t", "provider": "vscode", "anything": 1}"#
             )
             .is_empty()
         );
