@@ -92,7 +92,7 @@ fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Fin
                     AgentKind::Claude | AgentKind::ClaudeSdk =>
                         "Claude Code (npm install -g @anthropic-ai/claude-code)",
                     AgentKind::Codex => "the Codex CLI (npm install -g @openai/codex)",
-                    AgentKind::Pi => "the pi coding agent",
+                    AgentKind::Pi | AgentKind::PiAgent => "the pi coding agent",
                     AgentKind::Copilot | AgentKind::CopilotSdk =>
                         "GitHub Copilot CLI (npm install -g @github/copilot)",
                 }
@@ -129,7 +129,7 @@ fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Fin
             vec!["exec".into(), "--help".into()],
             &["--cd", "--skip-git-repo-check", "--config"],
         ),
-        AgentKind::Pi => (
+        AgentKind::Pi | AgentKind::PiAgent => (
             vec!["--help".into()],
             &["--mode", "--print", "--no-session"],
         ),
@@ -328,6 +328,7 @@ fn kind(target: &Target) -> &'static str {
             crate::target::agent::AgentKind::Claude => "claude",
             crate::target::agent::AgentKind::Codex => "codex",
             crate::target::agent::AgentKind::Pi => "pi-cli",
+            crate::target::agent::AgentKind::PiAgent => "pi-coding-agent",
             crate::target::agent::AgentKind::Copilot => "copilot",
             crate::target::agent::AgentKind::ClaudeSdk => "claude-sdk",
             crate::target::agent::AgentKind::CopilotSdk => "copilot-sdk",

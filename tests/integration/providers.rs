@@ -1578,3 +1578,52 @@ fn copilot_sdk_speaks_the_sdks_json_rpc_to_the_cli_server() {
     let error = project.row("t1")["error"].as_str().unwrap().to_owned();
     assert!(error.contains("model gpt-5 is not available"), "{error}");
 }
+
+#[test]
+fn pi_coding_agent_runs_pi_with_the_sdks_settings() {
+    let project = Project::with_mock("unused");
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: pi-coding-agent, api_key: '${{ EVALHOST_TEST_KEY }}', system_prompt: Be careful.}\n",
+    )
+    .unwrap();
+    project.write("notes.md", "some notes\n");
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t1\n    input:\n      - role: user\n        content:\n          - {type: file, value: notes.md}\n          - {type: text, value: Check the tests}\n    assertions:\n      - {type: contains, value: 'All 4 tests pass'}\n",
+    );
+    let log = fake_agent(&project, "pi", "pi-basic.jsonl");
+    let path = format!(
+        "{}:{}",
+        project.path().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("PATH", path)
+        .env("EVALHOST_TEST_KEY", "sk-pi")
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let args = std::fs::read_to_string(log.join("args")).unwrap();
+    // AgentV's question (the file named where it stands), the system
+    // prompt before it and the files after it as `@path` lines: one message.
+    let notes = project.path().join("notes.md");
+    let expected = format!(
+        "--provider\ngoogle\n--model\ngemini-2.5-flash\n--mode\njson\n--print\n--no-session\nBe careful.\n\n<file: path=\"{0}\">\n\nCheck the tests\n\nFiles:\n@{0}\n",
+        notes.display()
+    );
+    assert_eq!(args, expected);
+    // The SDK's provider (google) has the key; the working directory is
+    // evalhost's own, as the SDK's is AgentV's.
+    let env = std::fs::read_to_string(log.join("env")).unwrap();
+    assert!(env.contains("GEMINI_API_KEY=sk-pi"), "{env}");
+    let cwd = std::fs::read_to_string(log.join("cwd")).unwrap();
+    assert_eq!(
+        std::path::Path::new(cwd.trim()).canonicalize().unwrap(),
+        project.path().canonicalize().unwrap()
+    );
+    assert_eq!(project.row("t1")["output"], "All 4 tests pass; nothing to fix.");
+}

@@ -45,6 +45,9 @@ pub enum AgentKind {
     ClaudeSdk,
     /// Copilot CLI driven as the Copilot SDK drives it.
     CopilotSdk,
+    /// The pi coding agent as AgentV's SDK provider configures it, run
+    /// through pi's CLI.
+    PiAgent,
 }
 
 impl AgentKind {
@@ -57,6 +60,7 @@ impl AgentKind {
             AgentKind::Copilot => "Copilot CLI",
             AgentKind::ClaudeSdk => "Claude SDK",
             AgentKind::CopilotSdk => "Copilot SDK",
+            AgentKind::PiAgent => "Pi coding agent",
         }
     }
 
@@ -65,7 +69,7 @@ impl AgentKind {
         match self {
             AgentKind::Claude | AgentKind::ClaudeSdk => "claude",
             AgentKind::Codex => "codex",
-            AgentKind::Pi => "pi",
+            AgentKind::Pi | AgentKind::PiAgent => "pi",
             AgentKind::Copilot | AgentKind::CopilotSdk => "copilot",
         }
     }
@@ -233,12 +237,24 @@ impl AgentConfig {
             AgentKind::Copilot => args.extend(super::acp::args(self)),
             AgentKind::ClaudeSdk => args.extend(super::claude_sdk::args(self)),
             AgentKind::CopilotSdk => args.extend(super::copilot_sdk::args(self)),
-            AgentKind::Pi => {
-                if let Some(p) = &self.subprovider {
-                    args.extend(["--provider".to_owned(), pi_provider(p)]);
-                }
-                if let Some(m) = &self.model {
-                    args.extend(["--model".to_owned(), m.clone()]);
+            AgentKind::Pi | AgentKind::PiAgent => {
+                if self.kind == AgentKind::PiAgent {
+                    // The SDK always names its provider and model.
+                    let provider = self.subprovider.as_deref().unwrap_or("google");
+                    args.extend(["--provider".to_owned(), pi_provider(provider)]);
+                    args.extend([
+                        "--model".to_owned(),
+                        self.model
+                            .clone()
+                            .unwrap_or_else(|| "gemini-2.5-flash".to_owned()),
+                    ]);
+                } else {
+                    if let Some(p) = &self.subprovider {
+                        args.extend(["--provider".to_owned(), pi_provider(p)]);
+                    }
+                    if let Some(m) = &self.model {
+                        args.extend(["--model".to_owned(), m.clone()]);
+                    }
                 }
                 args.extend(["--mode", "json", "--print", "--no-session"].map(str::to_owned));
                 if let Some(t) = &self.tools {
@@ -434,7 +450,23 @@ pub fn invoke(
     // pi: the input files as `@file`, then the question itself (not the
     // prompt document) as the last argument, `@[Role]:` written
     // `[[Role]]:` so pi does not read it as a file, stdin empty.
-    let prompt = if config.kind == AgentKind::Pi {
+    let prompt = if config.kind == AgentKind::PiAgent {
+        // The SDK's prompt: the system prompt, the question, then the input
+        // files as `@path` lines, one message.
+        let mut message = prompt::agent_prompt(&test.input);
+        if let Some(system) = &config.system_prompt {
+            message = format!("{system}\n\n{message}");
+        }
+        let files: Vec<String> = prompt::input_files(&test.input)
+            .iter()
+            .map(|f| format!("@{}", f.display()))
+            .collect();
+        if !files.is_empty() {
+            message = format!("{message}\n\nFiles:\n{}", files.join("\n"));
+        }
+        argv.push(message);
+        String::new()
+    } else if config.kind == AgentKind::Pi {
         for f in prompt::input_files(&test.input) {
             argv.push(format!("@{}", f.display()));
         }
@@ -453,7 +485,7 @@ pub fn invoke(
             Vec::new(),
             vec!["CLAUDECODE".into(), "CLAUDE_CODE_ENTRYPOINT".into()],
         ),
-        AgentKind::Pi => pi_env(config),
+        AgentKind::Pi | AgentKind::PiAgent => pi_env(config),
         AgentKind::Copilot | AgentKind::ClaudeSdk | AgentKind::CopilotSdk => {
             (Vec::new(), Vec::new())
         }
@@ -478,6 +510,7 @@ pub fn invoke(
         cwd: match config.kind {
             AgentKind::Claude
             | AgentKind::Pi
+            | AgentKind::PiAgent
             | AgentKind::Copilot
             | AgentKind::ClaudeSdk
             | AgentKind::CopilotSdk => cwd.as_deref(),
@@ -525,7 +558,7 @@ pub fn invoke(
     let format = match config.kind {
         AgentKind::Claude | AgentKind::ClaudeSdk => TraceFormat::ClaudeCode,
         AgentKind::Codex => TraceFormat::Codex,
-        AgentKind::Pi => TraceFormat::Pi,
+        AgentKind::Pi | AgentKind::PiAgent => TraceFormat::Pi,
         AgentKind::Copilot | AgentKind::CopilotSdk => TraceFormat::AgentV,
     };
     let mut output =

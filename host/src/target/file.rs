@@ -616,9 +616,12 @@ pub(super) fn parse_target(
             entry,
             base_dir,
         )?),
-        "pi" | "pi-coding-agent" | "vscode" | "vscode-insiders" | "transcript" => {
-            Provider::Unsupported(provider_name.clone())
-        }
+        "pi" | "pi-coding-agent" => Provider::Agent(super::agent::AgentConfig::parse(
+            super::agent::AgentKind::PiAgent,
+            entry,
+            base_dir,
+        )?),
+        "vscode" | "vscode-insiders" | "transcript" => Provider::Unsupported(provider_name.clone()),
         other => discovered(other, entry, base_dir)?,
     };
     let default = Retry::default();

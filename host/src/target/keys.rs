@@ -276,7 +276,7 @@ fn provider_keys(provider: &str) -> Option<Vec<&'static str>> {
         "cli" => CLI,
         "claude" | "claude-code" | "claude-cli" | "cc-mirror" | "claude-sdk" => CLAUDE,
         "codex" | "codex-cli" => CODEX,
-        "pi-cli" => PI_CLI,
+        "pi-cli" | "pi" | "pi-coding-agent" => PI_CLI,
         "copilot-log" => COPILOT_LOG,
         "copilot" | "copilot-cli" => COPILOT,
         "copilot-sdk" | "copilot_sdk" => COPILOT_SDK,
@@ -332,7 +332,13 @@ pub fn check(
                 // pi passes its `args` on; only codex drops them.
                 && !(matches!(
                     provider,
-                    "pi-cli" | "copilot" | "copilot-cli" | "copilot-sdk" | "copilot_sdk"
+                    "pi-cli"
+                        | "pi"
+                        | "pi-coding-agent"
+                        | "copilot"
+                        | "copilot-cli"
+                        | "copilot-sdk"
+                        | "copilot_sdk"
                 )
                     && matches!(key.as_str(), "args" | "arguments"))
                 // The SDK passes the budget on; the CLI provider does not.
