@@ -320,8 +320,8 @@ impl Targets {
         if let Provider::Unsupported(p) = &target.provider {
             return Err(format!(
                 "target `{name}` uses provider `{p}`, which this version of evalhost does not run \
-                 (supported: mock, echo, cli, openai and compatible endpoints, azure, anthropic, gemini, claude, codex, http, replay, \
-                 and a discovered provider: a script .agentv/providers/<kind>.ts beside or above the targets file; docs/targets.md)"
+                 (supported: mock, echo, cli, openai and compatible endpoints, azure, anthropic, gemini, agentv, claude, claude-sdk, \
+                 codex, copilot, copilot-sdk, copilot-log, pi-cli, pi-coding-agent, http, replay, and a discovered provider: a script .agentv/providers/<kind>.ts beside or above the targets file; docs/targets.md)"
             ));
         }
         for fallback in &target.fallback_targets {
