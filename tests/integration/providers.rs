@@ -1007,12 +1007,18 @@ fn copilot_speaks_the_agent_client_protocol_as_agentv_does() {
         cmd.current_dir(project.path())
             .env("PATH", &path)
             .env("FAKE_COPILOT_LOG", &log)
+            .env("HOME", project.path().join("home"))
             .args(["run", "EVAL.yaml", "-o", "out"]);
         if reject {
             cmd.env("FAKE_COPILOT_REJECT", "1");
         }
         cmd.output().unwrap().into()
     };
+    // A file Copilot wrote into its session state (`sess-1`).
+    project.write(
+        "home/.copilot/session-state/sess-1/files/notes.txt",
+        "a.txt\n",
+    );
     let r = run(false);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert_eq!(
@@ -1054,6 +1060,13 @@ fn copilot_speaks_the_agent_client_protocol_as_agentv_does() {
     assert_eq!(received[4]["error"]["code"], -32601);
     let row = project.row("t1");
     assert_eq!(row["output"], "hi, I found a.txt");
+    assert!(
+        row["file_changes"].as_str().is_some_and(|d| d
+            .starts_with("diff --git a/notes.txt b/notes.txt")
+            && d.ends_with("+a.txt")),
+        "{}",
+        row["file_changes"]
+    );
     let kept = std::fs::read_to_string(
         project
             .path()
@@ -1153,6 +1166,14 @@ fn copilot_log_reads_a_recorded_session() {
     .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
     std::fs::copy(&trace, state.join("0b9e1c2d/events.jsonl")).unwrap();
+    // Files Copilot wrote into its session state: text ones are the row's
+    // file changes, binary ones and `node_modules` are not.
+    let files = state.join("0b9e1c2d/files");
+    std::fs::create_dir_all(files.join("out")).unwrap();
+    std::fs::create_dir_all(files.join("node_modules")).unwrap();
+    std::fs::write(files.join("out/report.csv"), "region,sold\nsouth,32\n").unwrap();
+    std::fs::write(files.join("blob.bin"), b"a\0b").unwrap();
+    std::fs::write(files.join("node_modules/x.js"), "x").unwrap();
     project.write(
         "EVAL.yaml",
         "tests:\n  - id: t1\n    input: unused\n    assertions:\n      - {type: contains, value: '42 in all'}\n",
@@ -1180,6 +1201,10 @@ fn copilot_log_reads_a_recorded_session() {
             .filter_map(|c| c["tool"].as_str())
             .collect();
         assert_eq!(tools, ["view", "view", "Skill"]);
+        assert_eq!(
+            row["file_changes"],
+            "diff --git a/out/report.csv b/out/report.csv\nnew file mode 100644\n--- /dev/null\n+++ b/out/report.csv\n@@ -0,0 +1,2 @@\n+region,sold\n+south,32"
+        );
     }
     // No session: said, with where it looked.
     std::fs::write(
@@ -1425,7 +1450,7 @@ fn copilot_sdk_speaks_the_sdks_json_rpc_to_the_cli_server() {
     let event = |e: Value| json!({"jsonrpc": "2.0", "method": "session.event", "params": {"sessionId": "s1", "event": e}});
     let server = frames(&[
         json!({"jsonrpc": "2.0", "id": 1, "result": {"message": "pong", "protocolVersion": 3}}),
-        json!({"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "s1", "workspacePath": "/nowhere"}}),
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "s1", "workspacePath": project.path().join("session-state").display().to_string()}}),
         json!({"jsonrpc": "2.0", "id": 3, "result": {"messageId": "m1"}}),
         json!({"jsonrpc": "2.0", "id": 70, "method": "permission.request", "params": {"sessionId": "s1", "permissionRequest": {"kind": "shell"}}}),
         event(
@@ -1442,6 +1467,8 @@ fn copilot_sdk_speaks_the_sdks_json_rpc_to_the_cli_server() {
         event(json!({"type": "session.idle", "data": {}})),
         json!({"jsonrpc": "2.0", "id": 4, "result": {}}),
     ]);
+    std::fs::create_dir_all(project.path().join("session-state/files")).unwrap();
+    project.write("session-state/files/plan.md", "# Plan\n");
     let bin = project.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let log = project.path().join("copilot-log");
@@ -1526,6 +1553,10 @@ fn copilot_sdk_speaks_the_sdks_json_rpc_to_the_cli_server() {
     assert_eq!(reply["result"], json!({"result": {"kind": "approved"}}));
     let row = project.row("t1");
     assert_eq!(row["output"], "It is fixed.");
+    assert_eq!(
+        row["file_changes"],
+        "diff --git a/plan.md b/plan.md\nnew file mode 100644\n--- /dev/null\n+++ b/plan.md\n@@ -0,0 +1,1 @@\n+# Plan"
+    );
     assert_eq!(row["token_usage"]["input"], 150);
     assert_eq!(row["token_usage"]["output"], 25);
     assert_eq!(row["cost_usd"], 0.01);
@@ -1625,5 +1656,8 @@ fn pi_coding_agent_runs_pi_with_the_sdks_settings() {
         std::path::Path::new(cwd.trim()).canonicalize().unwrap(),
         project.path().canonicalize().unwrap()
     );
-    assert_eq!(project.row("t1")["output"], "All 4 tests pass; nothing to fix.");
+    assert_eq!(
+        project.row("t1")["output"],
+        "All 4 tests pass; nothing to fix."
+    );
 }

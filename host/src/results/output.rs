@@ -122,6 +122,11 @@ pub struct TargetOutput {
     /// kept beside the row as its transcript.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
+    /// Files the agent wrote outside the workspace (Copilot's session
+    /// `files/`), as a unified diff of new files; added after the
+    /// workspace's own diff, as AgentV adds them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_changes: Option<String>,
 }
 
 impl TargetOutput {

@@ -52,6 +52,7 @@ pub(super) fn recorded_targets(
             logprobs: row.logprobs.clone(),
             output_json: None,
             raw: None,
+            file_changes: None,
         };
         by_target
             .entry(row.target.clone())

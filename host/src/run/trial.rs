@@ -433,7 +433,15 @@ fn run_trial_into(
             crate::lifecycle::HookRow::from(run),
         );
     }
-    let file_changes = case_ws.as_mut().and_then(|c| c.after_agent(test));
+    // The workspace's diff, then what the agent wrote outside it (Copilot's
+    // session files), as AgentV merges them.
+    let file_changes = match (
+        case_ws.as_mut().and_then(|c| c.after_agent(test)),
+        output.file_changes.clone(),
+    ) {
+        (Some(ws), Some(agent)) => Some(format!("{ws}\n{agent}")),
+        (ws, agent) => ws.or(agent),
+    };
     // promptfoo's `options.transform`: the output every assertion reads,
     // and the one recorded (the target's kept beside it). A transform that
     // fails makes the row an error, as in promptfoo.

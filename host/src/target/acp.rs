@@ -191,6 +191,7 @@ pub fn invoke(
         let _ = child.wait();
     };
     let mut session = Session::default();
+    let mut acp_session: Option<String> = None;
     // Every protocol line, both ways: the transcript.
     let mut transcript = String::new();
     let result = (|| -> Result<Value, TargetFailure> {
@@ -269,6 +270,7 @@ pub fn invoke(
             json!({"cwd": cwd.display().to_string(), "mcpServers": []}),
         )?;
         let session_id = created["sessionId"].clone();
+        acp_session = session_id.as_str().map(str::to_owned);
         let mut prompt = Vec::new();
         if let Some(system) = &config.system_prompt {
             prompt.push(json!({"type": "text", "text": system}));
@@ -345,6 +347,14 @@ pub fn invoke(
     out.cost_usd = session.cost;
     out.duration_ms = Some(started.elapsed().as_millis() as u64);
     out.finish_reason = response["stopReason"].as_str().map(str::to_owned);
+    // Files Copilot wrote into its session state rather than the
+    // workspace, as AgentV collects them (`~/.copilot/session-state/<id>/files`).
+    out.file_changes = acp_session
+        .zip(std::env::var_os("HOME"))
+        .and_then(|(id, home)| {
+            let dir = PathBuf::from(home).join(".copilot/session-state").join(id);
+            super::copilot_log::session_artifacts(&dir.join("files"))
+        });
     out.raw = Some(transcript);
     Ok(out)
 }

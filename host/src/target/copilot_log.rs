@@ -116,6 +116,70 @@ pub fn invoke(config: &CopilotLogConfig) -> Result<TargetOutput, TargetFailure> 
             events.display()
         ))
     })?;
-    crate::trace::normalize(&text, crate::trace::TraceFormat::CopilotLog)
-        .map_err(|e| TargetFailure::fatal(e.message))
+    let mut output = crate::trace::normalize(&text, crate::trace::TraceFormat::CopilotLog)
+        .map_err(|e| TargetFailure::fatal(e.message))?;
+    output.file_changes = session_artifacts(&dir.join("files"));
+    Ok(output)
+}
+
+/// AgentV's `captureSessionArtifacts`: every text file under a Copilot
+/// session's `files/` directory as a new file in a unified diff (AgentV's
+/// synthetic diff: one hunk per file), or `None` when there are none.
+/// Files over 512 KB, files with NUL bytes or not UTF-8, and `.git`,
+/// `node_modules`, `.agentv` and `__pycache__` are skipped, as AgentV skips
+/// them; files are listed in path order.
+pub fn session_artifacts(files_dir: &Path) -> Option<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if [".git", "node_modules", ".agentv", "__pycache__"]
+                .iter()
+                .any(|x| name == std::ffi::OsStr::new(x))
+            {
+                continue;
+            }
+            let path = entry.path();
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
+            if meta.is_dir() {
+                walk(root, &path, out);
+            } else if meta.is_file() && meta.len() <= 512 * 1024 {
+                let Ok(content) = std::fs::read_to_string(&path) else {
+                    continue;
+                };
+                if content.contains('\0') {
+                    continue;
+                }
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap_or(&path)
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                out.push((rel, content));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(files_dir, files_dir, &mut files);
+    if files.is_empty() {
+        return None;
+    }
+    files.sort();
+    let parts: Vec<String> = files
+        .iter()
+        .map(|(rel, content)| {
+            let body = content.strip_suffix('\n').unwrap_or(content);
+            let lines: Vec<String> = body.split('\n').map(|l| format!("+{l}")).collect();
+            format!(
+                "diff --git a/{rel} b/{rel}\nnew file mode 100644\n--- /dev/null\n+++ b/{rel}\n@@ -0,0 +1,{} @@\n{}",
+                lines.len(),
+                lines.join("\n")
+            )
+        })
+        .collect();
+    Some(parts.join("\n"))
 }

@@ -433,6 +433,7 @@ pub fn invoke(
         timeout: timeout.unwrap_or(DEFAULT_TIMEOUT),
     };
     let mut session = Session::default();
+    let mut workspace: Option<PathBuf> = None;
     let result = (|| -> Result<(), TargetFailure> {
         let pong = conn.call(&mut session, "ping", json!({}))?;
         match pong["protocolVersion"].as_u64() {
@@ -463,6 +464,7 @@ pub fn invoke(
                 ..e
             })?;
         let id = created["sessionId"].clone();
+        workspace = created["workspacePath"].as_str().map(PathBuf::from);
         conn.call(
             &mut session,
             "session.send",
@@ -527,5 +529,8 @@ pub fn invoke(
     out.cost_usd = session.cost;
     out.duration_ms = Some(started.elapsed().as_millis() as u64);
     out.raw = Some(transcript);
+    // Files the agent wrote into its session state (`workspacePath/files`).
+    out.file_changes =
+        workspace.and_then(|w| super::copilot_log::session_artifacts(&w.join("files")));
     Ok(out)
 }

@@ -381,6 +381,7 @@ pub fn chat(
             }),
         output_json,
         raw: None,
+        file_changes: None,
     })
 }
 

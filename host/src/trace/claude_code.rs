@@ -211,5 +211,6 @@ pub(super) fn claude(text: &str) -> Result<TargetOutput, TraceError> {
         logprobs: None,
         output_json: None,
         raw: None,
+        file_changes: None,
     })
 }
