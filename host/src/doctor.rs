@@ -43,7 +43,7 @@ impl Finding {
 }
 
 /// `program` found on `PATH` (or as a path).
-fn which(program: &str) -> Option<PathBuf> {
+pub(crate) fn which(program: &str) -> Option<PathBuf> {
     let p = Path::new(program);
     if p.components().count() > 1 {
         return p.is_file().then(|| p.to_path_buf());
@@ -93,6 +93,7 @@ fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Fin
                         "Claude Code (npm install -g @anthropic-ai/claude-code)",
                     AgentKind::Codex => "the Codex CLI (npm install -g @openai/codex)",
                     AgentKind::Pi | AgentKind::PiAgent => "the pi coding agent",
+                    AgentKind::VsCode { .. } => "VS Code (its `code` command on PATH)",
                     AgentKind::Copilot | AgentKind::CopilotSdk =>
                         "GitHub Copilot CLI (npm install -g @github/copilot)",
                 }
@@ -129,6 +130,7 @@ fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Fin
             vec!["exec".into(), "--help".into()],
             &["--cd", "--skip-git-repo-check", "--config"],
         ),
+        AgentKind::VsCode { .. } => (vec!["--help".into()], &["chat"]),
         AgentKind::Pi | AgentKind::PiAgent => (
             vec!["--help".into()],
             &["--mode", "--print", "--no-session"],
@@ -329,6 +331,8 @@ fn kind(target: &Target) -> &'static str {
             crate::target::agent::AgentKind::Codex => "codex",
             crate::target::agent::AgentKind::Pi => "pi-cli",
             crate::target::agent::AgentKind::PiAgent => "pi-coding-agent",
+            crate::target::agent::AgentKind::VsCode { insiders: false } => "vscode",
+            crate::target::agent::AgentKind::VsCode { insiders: true } => "vscode-insiders",
             crate::target::agent::AgentKind::Copilot => "copilot",
             crate::target::agent::AgentKind::ClaudeSdk => "claude-sdk",
             crate::target::agent::AgentKind::CopilotSdk => "copilot-sdk",

@@ -24,6 +24,7 @@ mod claude_sdk;
 pub mod cli;
 pub mod copilot_log;
 mod copilot_sdk;
+mod vscode;
 pub mod gemini;
 pub mod http;
 pub mod openai;
@@ -321,7 +322,7 @@ impl Targets {
             return Err(format!(
                 "target `{name}` uses provider `{p}`, which this version of evalhost does not run \
                  (supported: mock, echo, cli, openai and compatible endpoints, azure, anthropic, gemini, agentv, claude, claude-sdk, \
-                 codex, copilot, copilot-sdk, copilot-log, pi-cli, pi-coding-agent, http, replay, and a discovered provider: a script .agentv/providers/<kind>.ts beside or above the targets file; docs/targets.md)"
+                 codex, copilot, copilot-sdk, copilot-log, pi-cli, pi-coding-agent, vscode, http, replay, and a discovered provider: a script .agentv/providers/<kind>.ts beside or above the targets file; docs/targets.md)"
             ));
         }
         for fallback in &target.fallback_targets {

@@ -1661,3 +1661,127 @@ fn pi_coding_agent_runs_pi_with_the_sdks_settings() {
         "All 4 tests pass; nothing to fix."
     );
 }
+
+/// A fake `code`: logs each call, opens nothing; a wake-up chat touches
+/// `.alive`, a request chat answers by writing the response file its
+/// request names.
+const FAKE_CODE: &str = r#"#!/usr/bin/env python3
+import json, os, re, sys
+args = sys.argv[1:]
+log = os.environ["FAKE_CODE_LOG"]
+with open(os.path.join(log, "calls"), "a") as f:
+    f.write(json.dumps(args) + "\n")
+if args == ["--status"]:
+    print(os.environ.get("FAKE_CODE_STATUS", "Version: Code 1.99"))
+    sys.exit(0)
+if args[:4] == ["-r", "chat", "-m", "wakeup"]:
+    name = args[4].split()[-2]
+    open(os.path.join(os.environ["FAKE_CODE_ROOT"], name, ".alive"), "w").close()
+elif args[:3] == ["-r", "chat", "-m"]:
+    req = args[args.index("-a", len(args) - 3) + 1]
+    text = open(req).read()
+    final = re.search(r"-Destination '([^']+)'", text).group(1)
+    with open(final, "w") as f:
+        f.write("The answer is 42.")
+"#;
+
+#[test]
+fn vscode_dispatches_to_a_subagent_workspace_and_reads_its_answer() {
+    let project = Project::with_mock("unused");
+    let root = project.path().join("subagents");
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: vscode, subagent_root: ../subagents, timeout_seconds: 30}\n",
+    )
+    .unwrap();
+    project.write("notes.md", "notes\n");
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t1\n    input:\n      - {role: system, content: Be exact.}\n      - role: user\n        content:\n          - {type: file, value: notes.md}\n          - {type: text, value: What is the answer?}\n    assertions:\n      - {type: contains, value: '42'}\n",
+    );
+    let bin = project.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = project.path().join("code-log");
+    std::fs::create_dir_all(&log).unwrap();
+    let script = bin.join("code");
+    std::fs::write(&script, FAKE_CODE).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let run = |status: &str| -> crate::support::Run {
+        crate::support::evalhost()
+            .current_dir(project.path())
+            .env("PATH", &path)
+            .env("FAKE_CODE_LOG", &log)
+            .env("FAKE_CODE_ROOT", &root)
+            .env("FAKE_CODE_STATUS", status)
+            .args(["run", "EVAL.yaml", "-o", "out"])
+            .output()
+            .unwrap()
+            .into()
+    };
+    let r = run("Version: Code 1.99");
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(project.row("t1")["output"], "The answer is 42.");
+    // A subagent was provisioned, used and unlocked.
+    let sub = root.join("subagent-1");
+    assert!(sub.join(".github/agents/wakeup.md").is_file());
+    assert!(!sub.join("subagent.lock").exists());
+    let workspace: Value = serde_json::from_str(
+        &std::fs::read_to_string(sub.join("subagent-1.code-workspace")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        workspace,
+        json!({"folders": [{"path": "."}, {"path": sub.display().to_string()}]})
+    );
+    let calls: Vec<Vec<String>> = std::fs::read_to_string(log.join("calls"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let workspace_file = sub.join("subagent-1.code-workspace").display().to_string();
+    assert_eq!(calls[0], ["--status"]);
+    assert_eq!(calls[1], [workspace_file.clone()]);
+    assert_eq!(
+        calls[2],
+        ["-r", "chat", "-m", "wakeup", "create a file named .alive in the subagent-1 folder"]
+    );
+    let chat = &calls[3];
+    assert_eq!(&chat[..3], ["-r", "chat", "-m"]);
+    let notes = project.path().join("notes.md").display().to_string();
+    assert_eq!(&chat[4..6], ["-a", notes.as_str()]);
+    assert_eq!(chat[6], "-a");
+    let req = std::path::PathBuf::from(&chat[7]);
+    let req_name = req.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(req_name.ends_with("_req.md"), "{req_name}");
+    assert_eq!(
+        chat[8],
+        format!("Follow instructions in [{req_name}](file://{})", req.display())
+    );
+    let request = std::fs::read_to_string(&req).unwrap();
+    assert!(
+        request.starts_with(&format!(
+            "[[ ## task ## ]]\n\nBe exact.\n\n\nRead all attachment files:\n* [notes.md](file://{notes}).\nIf any file is missing, fail with ERROR: missing-file <filename> and stop.\nThen apply system_instructions on the user query below.\n\n[[ ## user_query ## ]]\n"
+        )),
+        "{request}"
+    );
+    assert!(request.contains("Move-Item -LiteralPath '"), "{request}");
+    // A window that already has the workspace is focused, not woken.
+    let _ = std::fs::remove_file(log.join("calls"));
+    let r = run("|  Window (subagent-1 (Workspace))");
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let calls = std::fs::read_to_string(log.join("calls")).unwrap();
+    assert!(!calls.contains("wakeup"), "{calls}");
+    // No `code` on PATH: said, naming the setting to fix.
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("PATH", "/nonexistent")
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_ne!(r.code, 0);
+    let error = project.row("t1")["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("'code' was not found on PATH"), "{error}");
+}

@@ -48,6 +48,12 @@ pub enum AgentKind {
     /// The pi coding agent as AgentV's SDK provider configures it, run
     /// through pi's CLI.
     PiAgent,
+    /// A VS Code chat agent in a subagent workspace (`insiders`: VS Code
+    /// Insiders).
+    VsCode {
+        /// `vscode-insiders`.
+        insiders: bool,
+    },
 }
 
 impl AgentKind {
@@ -61,6 +67,7 @@ impl AgentKind {
             AgentKind::ClaudeSdk => "Claude SDK",
             AgentKind::CopilotSdk => "Copilot SDK",
             AgentKind::PiAgent => "Pi coding agent",
+            AgentKind::VsCode { .. } => "VS Code",
         }
     }
 
@@ -70,6 +77,8 @@ impl AgentKind {
             AgentKind::Claude | AgentKind::ClaudeSdk => "claude",
             AgentKind::Codex => "codex",
             AgentKind::Pi | AgentKind::PiAgent => "pi",
+            AgentKind::VsCode { insiders: false } => "code",
+            AgentKind::VsCode { insiders: true } => "code-insiders",
             AgentKind::Copilot | AgentKind::CopilotSdk => "copilot",
         }
     }
@@ -120,6 +129,12 @@ pub struct AgentConfig {
     pub api_version: Option<String>,
     /// Copilot SDK custom provider: `api_format`, the SDK's `wireApi`.
     pub wire_api: Option<String>,
+    /// VS Code: wait for the answer (`wait`, default true).
+    pub wait: bool,
+    /// VS Code: prepare the subagent but send nothing (`dry_run`).
+    pub dry_run: bool,
+    /// VS Code: where the subagents live (`subagent_root`).
+    pub subagent_root: Option<PathBuf>,
 }
 
 impl AgentConfig {
@@ -206,6 +221,11 @@ impl AgentConfig {
             bearer_token: get_str(entry, "bearer_token")?.filter(|s| !s.is_empty()),
             api_version: get_str(entry, "api_version")?.filter(|s| !s.is_empty()),
             wire_api: get_str(entry, "api_format")?.filter(|s| !s.is_empty()),
+            wait: flag(entry, "wait")?.unwrap_or(true),
+            dry_run: flag(entry, "dry_run")?.unwrap_or(false),
+            subagent_root: get_str(entry, "subagent_root")?
+                .filter(|s| !s.is_empty())
+                .map(|s| base_dir.join(s)),
         })
     }
 
@@ -237,6 +257,7 @@ impl AgentConfig {
             AgentKind::Copilot => args.extend(super::acp::args(self)),
             AgentKind::ClaudeSdk => args.extend(super::claude_sdk::args(self)),
             AgentKind::CopilotSdk => args.extend(super::copilot_sdk::args(self)),
+            AgentKind::VsCode { .. } => {}
             AgentKind::Pi | AgentKind::PiAgent => {
                 if self.kind == AgentKind::PiAgent {
                     // The SDK always names its provider and model.
@@ -287,6 +308,18 @@ impl AgentConfig {
             }
         }
         args
+    }
+}
+
+/// A true/false setting (AgentV's `resolveOptionalBoolean`: a boolean or
+/// `"true"`/`"false"`).
+fn flag(entry: &Map<String, Value>, key: &str) -> Result<Option<bool>, (String, String)> {
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("true") => Ok(Some(true)),
+        Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("false") => Ok(Some(false)),
+        Some(_) => Err((key.to_owned(), format!("`{key}` must be true or false"))),
     }
 }
 
@@ -417,6 +450,7 @@ pub fn invoke(
         AgentKind::Copilot => return super::acp::invoke(config, test, inv),
         AgentKind::ClaudeSdk => return super::claude_sdk::invoke(config, test, inv),
         AgentKind::CopilotSdk => return super::copilot_sdk::invoke(config, test, inv),
+        AgentKind::VsCode { .. } => return super::vscode::invoke(config, test, inv),
         _ => {}
     }
     let mut cwd: Option<PathBuf> = inv
@@ -486,9 +520,10 @@ pub fn invoke(
             vec!["CLAUDECODE".into(), "CLAUDE_CODE_ENTRYPOINT".into()],
         ),
         AgentKind::Pi | AgentKind::PiAgent => pi_env(config),
-        AgentKind::Copilot | AgentKind::ClaudeSdk | AgentKind::CopilotSdk => {
-            (Vec::new(), Vec::new())
-        }
+        AgentKind::Copilot
+        | AgentKind::ClaudeSdk
+        | AgentKind::CopilotSdk
+        | AgentKind::VsCode { .. } => (Vec::new(), Vec::new()),
         AgentKind::Codex => (
             if std::env::var_os("CODEX_INTERNAL_ORIGINATOR_OVERRIDE").is_some() {
                 Vec::new()
@@ -513,7 +548,8 @@ pub fn invoke(
             | AgentKind::PiAgent
             | AgentKind::Copilot
             | AgentKind::ClaudeSdk
-            | AgentKind::CopilotSdk => cwd.as_deref(),
+            | AgentKind::CopilotSdk
+            | AgentKind::VsCode { .. } => cwd.as_deref(),
             AgentKind::Codex => None,
         },
         stdin: prompt.as_bytes(),
@@ -559,7 +595,9 @@ pub fn invoke(
         AgentKind::Claude | AgentKind::ClaudeSdk => TraceFormat::ClaudeCode,
         AgentKind::Codex => TraceFormat::Codex,
         AgentKind::Pi | AgentKind::PiAgent => TraceFormat::Pi,
-        AgentKind::Copilot | AgentKind::CopilotSdk => TraceFormat::AgentV,
+        AgentKind::Copilot | AgentKind::CopilotSdk | AgentKind::VsCode { .. } => {
+            TraceFormat::AgentV
+        }
     };
     let mut output =
         crate::trace::normalize(&stdout, format).map_err(|e| TargetFailure::fatal(e.message))?;

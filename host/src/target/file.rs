@@ -621,7 +621,14 @@ pub(super) fn parse_target(
             entry,
             base_dir,
         )?),
-        "vscode" | "vscode-insiders" | "transcript" => Provider::Unsupported(provider_name.clone()),
+        "vscode" | "vscode-insiders" => Provider::Agent(super::agent::AgentConfig::parse(
+            super::agent::AgentKind::VsCode {
+                insiders: provider_name == "vscode-insiders",
+            },
+            entry,
+            base_dir,
+        )?),
+        "transcript" => Provider::Unsupported(provider_name.clone()),
         other => discovered(other, entry, base_dir)?,
     };
     let default = Retry::default();

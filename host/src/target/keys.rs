@@ -210,6 +210,8 @@ const COPILOT_SDK: &[&str] = &[
     "api_format",
 ];
 
+const VSCODE: &[&str] = &["executable", "wait", "dry_run", "subagent_root", "timeout_seconds"];
+
 const COPILOT_LOG: &[&str] = &[
     "session_dir",
     "session_id",
@@ -280,6 +282,7 @@ fn provider_keys(provider: &str) -> Option<Vec<&'static str>> {
         "copilot-log" => COPILOT_LOG,
         "copilot" | "copilot-cli" => COPILOT,
         "copilot-sdk" | "copilot_sdk" => COPILOT_SDK,
+        "vscode" | "vscode-insiders" => VSCODE,
         "openai" | "vllm" | "ollama" => OPENAI,
         "azure" | "azure-openai" => AZURE,
         "anthropic" => ANTHROPIC,
@@ -442,8 +445,8 @@ mod tests {
     fn providers_evalhost_does_not_run_are_not_second_guessed() {
         assert!(
             problems(
-                "vscode",
-                r#"{"name": "t", "provider": "vscode", "anything": 1}"#
+                "transcript",
+                r#"{"name": "t", "provider": "transcript", "anything": 1}"#
             )
             .is_empty()
         );

@@ -92,6 +92,18 @@ pub fn agent_prompt(messages: &[Message]) -> String {
         .join("\n\n")
 }
 
+/// AgentV's `systemMessage`: the leading system messages, joined by a
+/// blank line.
+pub fn system_text(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .take_while(|m| m.role == "system")
+        .map(|m| render(m, false))
+        .filter(|t| !t.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
 /// The messages for a chat endpoint, files' text embedded.
 pub fn chat_messages(messages: &[Message]) -> Vec<(String, String)> {
     messages
