@@ -24,13 +24,13 @@ mod claude_sdk;
 pub mod cli;
 pub mod copilot_log;
 mod copilot_sdk;
-mod vscode;
 pub mod gemini;
 pub mod http;
 pub mod openai;
 pub mod prompt;
 pub mod replay;
 pub mod responses;
+mod vscode;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -89,7 +89,7 @@ pub enum Provider {
     /// Google's Gemini API.
     Gemini(gemini::GeminiConfig),
     /// A coding agent (Claude Code, Codex), run as AgentV runs it.
-    Agent(agent::AgentConfig),
+    Agent(Box<agent::AgentConfig>),
     /// A Copilot CLI session already on disk.
     CopilotLog(copilot_log::CopilotLogConfig),
     /// OpenAI's Responses API (Azure's, or OpenAI's with

@@ -1707,7 +1707,11 @@ fn vscode_dispatches_to_a_subagent_workspace_and_reads_its_answer() {
     std::fs::write(&script, FAKE_CODE).unwrap();
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let run = |status: &str| -> crate::support::Run {
         crate::support::evalhost()
             .current_dir(project.path())
@@ -1742,10 +1746,16 @@ fn vscode_dispatches_to_a_subagent_workspace_and_reads_its_answer() {
         .collect();
     let workspace_file = sub.join("subagent-1.code-workspace").display().to_string();
     assert_eq!(calls[0], ["--status"]);
-    assert_eq!(calls[1], [workspace_file.clone()]);
+    assert_eq!(calls[1], [workspace_file]);
     assert_eq!(
         calls[2],
-        ["-r", "chat", "-m", "wakeup", "create a file named .alive in the subagent-1 folder"]
+        [
+            "-r",
+            "chat",
+            "-m",
+            "wakeup",
+            "create a file named .alive in the subagent-1 folder"
+        ]
     );
     let chat = &calls[3];
     assert_eq!(&chat[..3], ["-r", "chat", "-m"]);
@@ -1757,7 +1767,10 @@ fn vscode_dispatches_to_a_subagent_workspace_and_reads_its_answer() {
     assert!(req_name.ends_with("_req.md"), "{req_name}");
     assert_eq!(
         chat[8],
-        format!("Follow instructions in [{req_name}](file://{})", req.display())
+        format!(
+            "Follow instructions in [{req_name}](file://{})",
+            req.display()
+        )
     );
     let request = std::fs::read_to_string(&req).unwrap();
     assert!(

@@ -401,11 +401,11 @@ fn cc_mirror(
             Err(message) => return Ok(Provider::Unavailable(message)),
         }
     }
-    Ok(Provider::Agent(super::agent::AgentConfig::parse(
+    Ok(Provider::Agent(Box::new(super::agent::AgentConfig::parse(
         super::agent::AgentKind::Claude,
         &entry,
         base_dir,
-    )?))
+    )?)))
 }
 
 /// A provider kind AgentV does not have built in: a discovered
@@ -577,57 +577,57 @@ pub(super) fn parse_target(
             Provider::OpenAi(openai::OpenAiConfig::parse(&provider_name, entry)?)
         }
         "anthropic" => Provider::Anthropic(super::anthropic::AnthropicConfig::parse(entry)?),
-        "claude" | "claude-code" | "claude-cli" => Provider::Agent(
+        "claude" | "claude-code" | "claude-cli" => Provider::Agent(Box::new(
             super::agent::AgentConfig::parse(super::agent::AgentKind::Claude, entry, base_dir)?,
-        ),
-        "codex" | "codex-cli" => Provider::Agent(super::agent::AgentConfig::parse(
+        )),
+        "codex" | "codex-cli" => Provider::Agent(Box::new(super::agent::AgentConfig::parse(
             super::agent::AgentKind::Codex,
             entry,
             base_dir,
-        )?),
+        )?)),
         "gemini" | "google" | "google-gemini" => {
             Provider::Gemini(super::gemini::GeminiConfig::parse(entry)?)
         }
         "replay" => Provider::Replay(replay::ReplayConfig::parse(entry, base_dir)?),
         "http" => Provider::Http(super::http::HttpConfig::parse(entry)?),
         // AgentV kinds evalhost does not run yet.
-        "pi-cli" => Provider::Agent(super::agent::AgentConfig::parse(
+        "pi-cli" => Provider::Agent(Box::new(super::agent::AgentConfig::parse(
             super::agent::AgentKind::Pi,
             entry,
             base_dir,
-        )?),
-        "copilot" | "copilot-cli" => Provider::Agent(super::agent::AgentConfig::parse(
+        )?)),
+        "copilot" | "copilot-cli" => Provider::Agent(Box::new(super::agent::AgentConfig::parse(
             super::agent::AgentKind::Copilot,
             entry,
             base_dir,
-        )?),
+        )?)),
         "cc-mirror" => cc_mirror(name, entry, base_dir)?,
         "copilot-log" => Provider::CopilotLog(super::copilot_log::CopilotLogConfig::parse(
             entry, base_dir,
         )?),
         "agentv" => agentv_model(name, entry)?,
-        "claude-sdk" => Provider::Agent(super::agent::AgentConfig::parse(
+        "claude-sdk" => Provider::Agent(Box::new(super::agent::AgentConfig::parse(
             super::agent::AgentKind::ClaudeSdk,
             entry,
             base_dir,
-        )?),
-        "copilot-sdk" | "copilot_sdk" => Provider::Agent(super::agent::AgentConfig::parse(
-            super::agent::AgentKind::CopilotSdk,
-            entry,
-            base_dir,
-        )?),
-        "pi" | "pi-coding-agent" => Provider::Agent(super::agent::AgentConfig::parse(
+        )?)),
+        "copilot-sdk" | "copilot_sdk" => Provider::Agent(Box::new(
+            super::agent::AgentConfig::parse(super::agent::AgentKind::CopilotSdk, entry, base_dir)?,
+        )),
+        "pi" | "pi-coding-agent" => Provider::Agent(Box::new(super::agent::AgentConfig::parse(
             super::agent::AgentKind::PiAgent,
             entry,
             base_dir,
-        )?),
-        "vscode" | "vscode-insiders" => Provider::Agent(super::agent::AgentConfig::parse(
-            super::agent::AgentKind::VsCode {
-                insiders: provider_name == "vscode-insiders",
-            },
-            entry,
-            base_dir,
-        )?),
+        )?)),
+        "vscode" | "vscode-insiders" => {
+            Provider::Agent(Box::new(super::agent::AgentConfig::parse(
+                super::agent::AgentKind::VsCode {
+                    insiders: provider_name == "vscode-insiders",
+                },
+                entry,
+                base_dir,
+            )?))
+        }
         "transcript" => Provider::Unsupported(provider_name.clone()),
         other => discovered(other, entry, base_dir)?,
     };
