@@ -210,7 +210,13 @@ const COPILOT_SDK: &[&str] = &[
     "api_format",
 ];
 
-const VSCODE: &[&str] = &["executable", "wait", "dry_run", "subagent_root", "timeout_seconds"];
+const VSCODE: &[&str] = &[
+    "executable",
+    "wait",
+    "dry_run",
+    "subagent_root",
+    "timeout_seconds",
+];
 
 const COPILOT_LOG: &[&str] = &[
     "session_dir",

@@ -85,7 +85,11 @@ pub fn subagent_root(config: &AgentConfig) -> PathBuf {
     if let Some(root) = &config.subagent_root {
         return resolved(root);
     }
-    let var = |n: &str| std::env::var_os(n).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let var = |n: &str| {
+        std::env::var_os(n)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     let data = var("AGENTV_DATA_DIR")
         .or_else(|| var("AGENTV_HOME"))
         .or_else(|| var("HOME").map(|h| h.join(".agentv")))
@@ -158,7 +162,10 @@ fn free_subagent(root: &Path) -> std::io::Result<PathBuf> {
 
 /// AgentV's `copyAgentConfig` and `createSubagentLock`.
 fn prepare(dir: &Path, name: &str, cwd: Option<&Path>) -> std::io::Result<()> {
-    let mut folders = vec![json!({"path": "."}), json!({"path": dir.display().to_string()})];
+    let mut folders = vec![
+        json!({"path": "."}),
+        json!({"path": dir.display().to_string()}),
+    ];
     if let Some(c) = cwd {
         let c = c.display().to_string();
         if !folders.iter().any(|f| f["path"] == c.as_str()) {
@@ -202,7 +209,10 @@ pub fn prompt_document(test: &TestCase) -> String {
         let list: Vec<String> = files
             .iter()
             .map(|p| {
-                let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let name = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 format!("* [{name}](file://{})", p.display())
             })
             .collect();
@@ -317,7 +327,8 @@ pub fn invoke(
         let _ = std::fs::remove_file(&alive);
         let agents = dir.join(".github/agents");
         std::fs::create_dir_all(&agents).map_err(io("cannot write the wake-up agent"))?;
-        std::fs::write(agents.join("wakeup.md"), WAKEUP).map_err(io("cannot write the wake-up agent"))?;
+        std::fs::write(agents.join("wakeup.md"), WAKEUP)
+            .map_err(io("cannot write the wake-up agent"))?;
         std::thread::sleep(Duration::from_millis(100));
         spawn(
             &exe,
@@ -351,7 +362,10 @@ pub fn invoke(
     for a in &attachments {
         if !a.exists() {
             unlock();
-            return Err(TargetFailure::fatal(format!("Attachment not found: {}", a.display())));
+            return Err(TargetFailure::fatal(format!(
+                "Attachment not found: {}",
+                a.display()
+            )));
         }
         args.extend(["-a".to_owned(), a.display().to_string()]);
     }
@@ -368,9 +382,11 @@ pub fn invoke(
             req_file.display()
         )));
     }
-    let timeout = inv.time_left(config.timeout.or(Some(DEFAULT_TIMEOUT))).unwrap_or(DEFAULT_TIMEOUT);
-    let case_bound = inv.deadline.is_some()
-        && Some(timeout) != config.timeout.or(Some(DEFAULT_TIMEOUT));
+    let timeout = inv
+        .time_left(config.timeout.or(Some(DEFAULT_TIMEOUT)))
+        .unwrap_or(DEFAULT_TIMEOUT);
+    let case_bound =
+        inv.deadline.is_some() && Some(timeout) != config.timeout.or(Some(DEFAULT_TIMEOUT));
     let until = Instant::now() + timeout;
     while !answer.exists() {
         if Instant::now() >= until {
@@ -389,8 +405,10 @@ pub fn invoke(
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-    let text = std::fs::read_to_string(&answer)
-        .map_err(io(&format!("failed to read agent response {}", answer.display())))?;
+    let text = std::fs::read_to_string(&answer).map_err(io(&format!(
+        "failed to read agent response {}",
+        answer.display()
+    )))?;
     unlock();
     let mut out = TargetOutput::text(text);
     out.duration_ms = Some(started.elapsed().as_millis() as u64);
