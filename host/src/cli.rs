@@ -48,6 +48,16 @@ pub enum Command {
     /// here: agent CLIs on PATH with the flags evalhost passes, API keys
     /// set (named, never shown), endpoints answering, commands found.
     Doctor(DoctorArgs),
+    /// List, show, delete and reindex the project's runs (the results
+    /// index, `.evalhost/results.db`).
+    #[command(subcommand)]
+    Runs(crate::history_cli::RunsCommand),
+    /// Compare two runs: per-test deltas and flips, and whether the
+    /// difference is more than noise.
+    Compare(crate::history_cli::CompareArgs),
+    /// A suite's last runs: each test's scores, the tests that drift or
+    /// flap.
+    Trend(crate::history_cli::TrendArgs),
     /// Read an agent CLI's output (Claude Code stream-json, Codex JSONL,
     /// AgentV's output file) and print the trace graders see, as AgentV's
     /// output-file JSON.
@@ -322,6 +332,9 @@ pub fn run_cli(cli: Cli) -> ExitCode {
         Command::Plugin(command) => crate::plugin_cli::run(&command, &mut stderr),
         Command::Trace(args) => trace_command(&args, &mut stderr),
         Command::Doctor(args) => doctor_command(&args, &mut stdout, &mut stderr),
+        Command::Runs(command) => crate::history_cli::runs(&command, &mut stdout, &mut stderr),
+        Command::Compare(args) => crate::history_cli::compare(&args, &mut stdout, &mut stderr),
+        Command::Trend(args) => crate::history_cli::trend(&args, &mut stdout, &mut stderr),
     };
     ExitCode::from(code)
 }

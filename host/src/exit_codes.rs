@@ -5,6 +5,10 @@
 pub const SUCCESS: u8 = 0;
 /// At least one test failed.
 pub const TEST_FAILED: u8 = 1;
+/// `evalhost compare --fail-on-regression`: the candidate run is worse
+/// than the base, beyond noise (the same code as a failed test: a CI gate
+/// reads both as "not good enough").
+pub const REGRESSION: u8 = 1;
 /// The suite, the targets file or the command line is wrong; nothing ran.
 pub const USAGE: u8 = 2;
 /// Every result is an execution error: nothing could be graded (the target

@@ -15,6 +15,8 @@ pub mod exit_codes;
 pub mod failure;
 pub mod grade;
 pub mod grants;
+pub mod history;
+pub mod history_cli;
 pub mod judge;
 pub mod judge_proxy;
 pub mod lifecycle;

@@ -620,6 +620,14 @@ pub fn run(
             )),
             started_at: jiff::Timestamp::now().to_string(),
             dialect: Some(suite.dialect.name().to_owned()),
+            git_commit: None,
+            git_dirty: None,
+        };
+        let (git_commit, git_dirty) = record::git_state(&suite_dir_of(&record.eval));
+        let record = RunRecord {
+            git_commit,
+            git_dirty,
+            ..record
         };
         // Atomically: a kill leaves either no run.json (nothing to resume)
         // or a whole one, never a torn one.
@@ -899,6 +907,11 @@ pub fn run(
     drop(rows);
     let reports_started = Instant::now();
     report::write_all(&summary, writer.path(), &options.reporters, out)?;
+    // The results index: a run it cannot take is still on disk, and
+    // `evalhost runs reindex` adds it later; never a failed run.
+    if let Some(warning) = crate::history::index::record_run(&runs_root, &run_dir) {
+        writeln!(err, "warning: {}", crate::text::shown(&warning))?;
+    }
     // Where the time went, for `scripts/bench.py` (not a user-facing line).
     if std::env::var_os("EVALHOST_TIMINGS").is_some() {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -932,6 +945,15 @@ pub fn run(
         interrupted,
         run_dir,
     }))
+}
+
+/// The directory of an eval file (itself when it is a directory).
+fn suite_dir_of(eval: &Path) -> PathBuf {
+    if eval.is_dir() {
+        eval.to_path_buf()
+    } else {
+        eval.parent().map(Path::to_path_buf).unwrap_or_default()
+    }
 }
 
 /// A path as shown: relative to the current directory when inside it.

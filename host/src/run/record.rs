@@ -60,6 +60,35 @@ pub struct RunRecord {
     /// The suite's dialect (`agentv4`, `agentv5`, `promptfoo`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dialect: Option<String>,
+    /// The commit checked out where the suite lives, when it is in git.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_commit: Option<String>,
+    /// True when that checkout had uncommitted changes to tracked files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_dirty: Option<bool>,
+}
+
+/// The commit checked out at `dir` and whether tracked files differ from
+/// it (`git rev-parse HEAD`, `git status --porcelain
+/// --untracked-files=no`); `(None, None)` outside git or without git.
+pub fn git_state(dir: &std::path::Path) -> (Option<String>, Option<bool>) {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    let Some(commit) = git(&["rev-parse", "HEAD"]).filter(|c| !c.is_empty()) else {
+        return (None, None);
+    };
+    let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty());
+    (Some(commit), dirty)
 }
 
 /// The plan of a run before `--shard` sliced it: every (test, target) in

@@ -1,0 +1,447 @@
+//! The results index: `.evalhost/results.db`, an SQLite database (WAL
+//! mode, so parallel runs and a viewer share it) with a row per run and a
+//! row per result. Built from the run directories and rebuilt from them at
+//! will; a missing or damaged database never costs a run: the run is on
+//! disk, and `evalhost runs reindex` puts it back.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{Run, RunInfo, read_run, run_dirs};
+
+/// The schema's version (`PRAGMA user_version`).
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    dir TEXT NOT NULL,
+    info TEXT NOT NULL,
+    suite TEXT NOT NULL,
+    targets TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    indexed_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS rows (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    test_id TEXT NOT NULL,
+    target TEXT NOT NULL,
+    trial INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    score REAL,
+    threshold REAL,
+    tags TEXT NOT NULL,
+    cost_usd REAL,
+    duration_ms INTEGER,
+    error TEXT,
+    text TEXT NOT NULL,
+    row TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE INDEX IF NOT EXISTS rows_by_test ON rows(run_id, test_id, target);
+CREATE INDEX IF NOT EXISTS runs_by_suite ON runs(suite, started_at);
+";
+
+/// Why the index could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// SQLite refused (a damaged file, a full disk, a lock held too long).
+    #[error("the results index {path}: {source}")]
+    Sqlite {
+        /// The database.
+        path: PathBuf,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The directory for it could not be made.
+    #[error("the results index {path}: {source}")]
+    Io {
+        /// The database.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Which runs to list.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only this suite.
+    pub suite: Option<String>,
+    /// Only runs with this target.
+    pub target: Option<String>,
+    /// Only runs started at or after this (RFC 3339 or a date).
+    pub since: Option<String>,
+    /// Only runs with this tag.
+    pub tag: Option<String>,
+    /// At most this many (the newest).
+    pub limit: Option<usize>,
+}
+
+impl Filter {
+    fn keeps(&self, info: &RunInfo) -> bool {
+        self.suite.as_ref().is_none_or(|s| &info.suite == s)
+            && self
+                .target
+                .as_ref()
+                .is_none_or(|t| info.targets.contains(t))
+            && self.tag.as_ref().is_none_or(|t| info.tags.contains(t))
+            && self
+                .since
+                .as_ref()
+                .is_none_or(|s| info.started_at.as_str() >= s.as_str())
+    }
+}
+
+/// The index of one project.
+pub struct Index {
+    conn: Connection,
+    path: PathBuf,
+    /// The project's run directories (`.evalhost/runs`).
+    pub runs_dir: PathBuf,
+}
+
+impl Index {
+    /// The database of `project` (the directory holding `.evalhost/`).
+    pub fn path_for(project: &Path) -> PathBuf {
+        project.join(".evalhost").join("results.db")
+    }
+
+    /// Opens (creating when missing) the index of `project`.
+    pub fn open(project: &Path) -> Result<Self, IndexError> {
+        let path = Self::path_for(project);
+        let sqlite = |source| IndexError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| IndexError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        let conn = Connection::open(&path).map_err(sqlite)?;
+        conn.busy_timeout(Duration::from_secs(15)).map_err(sqlite)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sqlite)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(sqlite)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(sqlite)?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(sqlite)?;
+        if version > SCHEMA_VERSION {
+            // A newer evalhost's index: read nothing from it, rebuild ours.
+            conn.execute_batch("DROP TABLE IF EXISTS rows; DROP TABLE IF EXISTS runs;")
+                .map_err(sqlite)?;
+        }
+        conn.execute_batch(SCHEMA).map_err(sqlite)?;
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(sqlite)?;
+        Ok(Self {
+            conn,
+            path,
+            runs_dir: project.join(".evalhost").join("runs"),
+        })
+    }
+
+    /// Opens the index; a file SQLite cannot read is moved aside
+    /// (`results.db.damaged-<time>`), a fresh index built from the run
+    /// directories, and the move said in the returned note.
+    pub fn open_or_rebuild(project: &Path) -> Result<(Self, Option<String>), IndexError> {
+        match Self::open(project) {
+            Ok(index) => Ok((index, None)),
+            Err(IndexError::Sqlite { path, source }) => {
+                let aside = path.with_file_name(format!(
+                    "results.db.damaged-{}",
+                    jiff::Timestamp::now().strftime("%Y%m%dT%H%M%S")
+                ));
+                std::fs::rename(&path, &aside).map_err(|e| IndexError::Io {
+                    path: path.clone(),
+                    source: e,
+                })?;
+                for side in ["results.db-wal", "results.db-shm"] {
+                    let _ = std::fs::remove_file(path.with_file_name(side));
+                }
+                let mut index = Self::open(project)?;
+                let n = index.reindex()?.indexed;
+                Ok((
+                    index,
+                    Some(format!(
+                        "the results index could not be read ({source}); it was moved to {} and rebuilt from {n} run director{}",
+                        aside.display(),
+                        if n == 1 { "y" } else { "ies" }
+                    )),
+                ))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn sqlite(&self) -> impl Fn(rusqlite::Error) -> IndexError + '_ {
+        |source| IndexError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Records (or re-records) a run read from its directory, in one
+    /// transaction.
+    pub fn record(&mut self, run: &Run) -> Result<(), IndexError> {
+        let path = self.path.clone();
+        let sqlite = move |source| IndexError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(&sqlite)?;
+        let info = &run.info;
+        tx.execute("DELETE FROM rows WHERE run_id = ?1", params![info.id])
+            .map_err(&sqlite)?;
+        tx.execute(
+            "INSERT OR REPLACE INTO runs (id, dir, info, suite, targets, started_at, status, tags, indexed_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                info.id,
+                info.dir,
+                serde_json::to_string(info).unwrap_or_default(),
+                info.suite,
+                serde_json::to_string(&info.targets).unwrap_or_default(),
+                info.started_at,
+                info.status,
+                serde_json::to_string(&info.tags).unwrap_or_default(),
+                jiff::Timestamp::now().to_string(),
+            ],
+        )
+        .map_err(&sqlite)?;
+        {
+            let mut insert = tx
+                .prepare(
+                    "INSERT INTO rows (run_id, seq, test_id, target, trial, status, score, threshold, tags, cost_usd, duration_ms, error, text, row)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                )
+                .map_err(&sqlite)?;
+            for r in &run.rows {
+                insert
+                    .execute(params![
+                        info.id,
+                        r.seq as i64,
+                        r.test_id,
+                        r.target,
+                        r.trial,
+                        r.status,
+                        r.score,
+                        r.threshold,
+                        serde_json::to_string(&r.tags).unwrap_or_default(),
+                        r.cost_usd,
+                        r.duration_ms.map(|d| d as i64),
+                        r.error,
+                        r.text,
+                        r.row.to_string(),
+                    ])
+                    .map_err(&sqlite)?;
+            }
+        }
+        tx.commit().map_err(&sqlite)
+    }
+
+    /// Rebuilds the index from the run directories: every directory under
+    /// `.evalhost/runs`, and every directory already indexed elsewhere that
+    /// still exists; entries whose directory is gone are dropped.
+    pub fn reindex(&mut self) -> Result<Reindexed, IndexError> {
+        let mut dirs = run_dirs(&self.runs_dir);
+        let known: Vec<(String, String)> = {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT id, dir FROM runs")
+                .map_err(self.sqlite())?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(self.sqlite())?
+                .filter_map(Result::ok)
+                .collect()
+        };
+        for (_, dir) in &known {
+            let p = PathBuf::from(dir);
+            if p.join("run.json").is_file() && !dirs.contains(&p) {
+                dirs.push(p);
+            }
+        }
+        let mut out = Reindexed::default();
+        let mut seen: Vec<String> = Vec::new();
+        for dir in &dirs {
+            match read_run(dir, &self.runs_dir) {
+                Ok(run) => {
+                    seen.push(run.info.id.clone());
+                    self.record(&run)?;
+                    out.indexed += 1;
+                }
+                Err(e) => out.skipped.push(e.to_string()),
+            }
+        }
+        for (id, _) in known {
+            if !seen.contains(&id) {
+                self.conn
+                    .execute("DELETE FROM runs WHERE id = ?1", params![id])
+                    .map_err(self.sqlite())?;
+                out.dropped += 1;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The runs kept by `filter`, newest first.
+    pub fn list(&self, filter: &Filter) -> Result<Vec<RunInfo>, IndexError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT info FROM runs ORDER BY started_at DESC, id DESC")
+            .map_err(self.sqlite())?;
+        let infos: Vec<RunInfo> = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(self.sqlite())?
+            .filter_map(Result::ok)
+            .filter_map(|text| info_from_json(&text))
+            .filter(|i| filter.keeps(i))
+            .take(filter.limit.unwrap_or(usize::MAX))
+            .collect();
+        Ok(infos)
+    }
+
+    /// One run, by id or by a unique prefix of its id.
+    pub fn find(&self, id: &str) -> Result<Option<RunInfo>, IndexError> {
+        let exact: Option<String> = self
+            .conn
+            .query_row("SELECT info FROM runs WHERE id = ?1", params![id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(self.sqlite())?;
+        if let Some(text) = exact {
+            return Ok(info_from_json(&text));
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT info FROM runs WHERE id LIKE ?1 || '%' ESCAPE '\\'")
+            .map_err(self.sqlite())?;
+        let escaped = id
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        let found: Vec<String> = stmt
+            .query_map(params![escaped], |r| r.get(0))
+            .map_err(self.sqlite())?
+            .filter_map(Result::ok)
+            .collect();
+        Ok(match found.as_slice() {
+            [one] => info_from_json(one),
+            _ => None,
+        })
+    }
+
+    /// The rows of a run, in file order.
+    pub fn rows(&self, id: &str) -> Result<Vec<super::RowInfo>, IndexError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT seq, row FROM rows WHERE run_id = ?1 ORDER BY seq")
+            .map_err(self.sqlite())?;
+        let rows = stmt
+            .query_map(params![id], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })
+            .map_err(self.sqlite())?
+            .filter_map(Result::ok)
+            .filter_map(|(seq, text)| {
+                serde_json::from_str(&text)
+                    .ok()
+                    .and_then(|v| super::row_info(seq as u64, v))
+            })
+            .collect();
+        Ok(rows)
+    }
+
+    /// Forgets a run (its directory is the caller's business).
+    pub fn remove(&mut self, id: &str) -> Result<bool, IndexError> {
+        let n = self
+            .conn
+            .execute("DELETE FROM runs WHERE id = ?1", params![id])
+            .map_err(self.sqlite())?;
+        Ok(n > 0)
+    }
+}
+
+fn info_from_json(text: &str) -> Option<RunInfo> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let strs = |k: &str| -> Vec<String> {
+        v[k].as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let s = |k: &str| v[k].as_str().map(str::to_owned);
+    Some(RunInfo {
+        id: s("id")?,
+        dir: s("dir")?,
+        suite: s("suite").unwrap_or_default(),
+        eval: s("eval"),
+        dialect: s("dialect"),
+        targets: strs("targets"),
+        started_at: s("started_at").unwrap_or_default(),
+        duration_ms: v["duration_ms"].as_u64(),
+        status: s("status").unwrap_or_default(),
+        git_commit: s("git_commit"),
+        git_dirty: v["git_dirty"].as_bool(),
+        evalhost_version: s("evalhost_version"),
+        plugins: strs("plugins"),
+        total: v["total"].as_u64().unwrap_or(0),
+        passed: v["passed"].as_u64().unwrap_or(0),
+        failed: v["failed"].as_u64().unwrap_or(0),
+        errors: v["errors"].as_u64().unwrap_or(0),
+        pass_rate: v["pass_rate"].as_f64(),
+        mean_score: v["mean_score"].as_f64(),
+        cost_usd: v["cost_usd"].as_f64(),
+        tokens_in: v["tokens_in"].as_u64(),
+        tokens_out: v["tokens_out"].as_u64(),
+        tags: strs("tags"),
+    })
+}
+
+/// What a reindex did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Reindexed {
+    /// Runs (re)recorded.
+    pub indexed: usize,
+    /// Entries whose directory is gone.
+    pub dropped: usize,
+    /// Directories that could not be read, with why.
+    pub skipped: Vec<String>,
+}
+
+/// Records the run in `run_dir` in `project`'s index at the end of a run.
+/// Never fails the run: a problem is returned as a warning to print.
+pub fn record_run(project: &Path, run_dir: &Path) -> Option<String> {
+    let runs_dir = project.join(".evalhost").join("runs");
+    let run = match read_run(run_dir, &runs_dir) {
+        Ok(r) => r,
+        Err(e) => return Some(format!("the run was not indexed: {e}")),
+    };
+    let result = Index::open_or_rebuild(project).and_then(|(mut index, note)| {
+        index.record(&run)?;
+        Ok(note)
+    });
+    match result {
+        Ok(note) => note,
+        Err(e) => Some(format!(
+            "{e}; the run is on disk in {} — `evalhost runs reindex` adds it to the index",
+            run_dir.display()
+        )),
+    }
+}

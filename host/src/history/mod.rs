@@ -1,0 +1,374 @@
+//! Run history: every run directory of a project, indexed in SQLite
+//! (`index`), compared with statistics (`compare`, `stats`), followed over
+//! time (`trend`) and browsed in the viewer (`crate::view`).
+//!
+//! The run directories are the source of truth: `run.json` (written when a
+//! run starts), `results.jsonl` (a row per finished test, appended as they
+//! finish) and `summary.json` (written at the end). The index is built from
+//! them and can always be rebuilt (`evalhost runs reindex`); a run killed
+//! before its summary is still a run (`interrupted`), with the rows it
+//! finished.
+
+pub mod compare;
+pub mod index;
+pub mod stats;
+pub mod trend;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// What a run directory says about its run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RunInfo {
+    /// Its id: the directory's name (with a digest of its path when it is
+    /// not in the project's `.evalhost/runs`).
+    pub id: String,
+    /// The directory, absolute.
+    pub dir: String,
+    /// The suite's name.
+    pub suite: String,
+    /// The eval file.
+    pub eval: Option<String>,
+    /// `agentv4`, `agentv5`, `promptfoo`.
+    pub dialect: Option<String>,
+    /// The targets.
+    pub targets: Vec<String>,
+    /// When it started (RFC 3339).
+    pub started_at: String,
+    /// How long it took, when it finished.
+    pub duration_ms: Option<u64>,
+    /// `complete`, or `interrupted` (stopped, or killed before its summary).
+    pub status: String,
+    /// The commit the suite was at.
+    pub git_commit: Option<String>,
+    /// Uncommitted changes to tracked files.
+    pub git_dirty: Option<bool>,
+    /// evalhost's version.
+    pub evalhost_version: Option<String>,
+    /// The plugins it graded with: `name@version sha256:digest`.
+    pub plugins: Vec<String>,
+    /// Rows (tests × targets × trials) finished.
+    pub total: u64,
+    /// Passed rows.
+    pub passed: u64,
+    /// Failed rows.
+    pub failed: u64,
+    /// Rows with an execution error.
+    pub errors: u64,
+    /// passed / total.
+    pub pass_rate: Option<f64>,
+    /// Mean row score.
+    pub mean_score: Option<f64>,
+    /// Summed cost of the rows that report one.
+    pub cost_usd: Option<f64>,
+    /// Summed input tokens.
+    pub tokens_in: Option<u64>,
+    /// Summed output tokens.
+    pub tokens_out: Option<u64>,
+    /// The run's `--tag` selection.
+    pub tags: Vec<String>,
+}
+
+/// One row of a run, as the index and the viewer list it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RowInfo {
+    /// Its position in `results.jsonl`.
+    #[serde(skip)]
+    pub seq: u64,
+    /// The test.
+    pub test_id: String,
+    /// The target.
+    pub target: String,
+    /// The trial (0 when the run had one).
+    pub trial: u32,
+    /// `passed`, `failed`, `error`, ….
+    pub status: String,
+    /// Its score.
+    pub score: Option<f64>,
+    /// Its threshold.
+    pub threshold: Option<f64>,
+    /// The test's tags.
+    pub tags: Vec<String>,
+    /// Its cost.
+    pub cost_usd: Option<f64>,
+    /// How long the target took.
+    pub duration_ms: Option<u64>,
+    /// Why it errored.
+    pub error: Option<String>,
+    /// Searchable text: the input and the output, shortened.
+    pub text: String,
+    /// The whole row, as written.
+    #[serde(skip)]
+    pub row: Value,
+}
+
+/// A run directory read.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Its facts.
+    pub info: RunInfo,
+    /// Its rows, in file order.
+    pub rows: Vec<RowInfo>,
+}
+
+/// Why a run directory could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    /// No `run.json`: not a run directory (or one killed before it started).
+    #[error("{0} is not a run directory (it has no run.json)")]
+    NotARun(PathBuf),
+    /// A file that could not be read or parsed.
+    #[error("{path}: {message}")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// The id of the run in `dir` for the project whose runs live in
+/// `runs_dir`.
+pub fn run_id(dir: &Path, runs_dir: &Path) -> String {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into());
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    if canon(dir).parent() == Some(canon(runs_dir).as_path()) {
+        name
+    } else {
+        let digest = blake3::hash(canon(dir).to_string_lossy().as_bytes()).to_hex();
+        format!("{name}-{}", &digest[..8])
+    }
+}
+
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(text_of).collect::<Vec<_>>().join(" "),
+        Value::Object(map) => map
+            .iter()
+            .filter(|(k, _)| matches!(k.as_str(), "content" | "text" | "value"))
+            .map(|(_, v)| text_of(v))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn shortened(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+fn row_info(seq: u64, row: Value) -> Option<RowInfo> {
+    let test_id = row["test_id"].as_str()?.to_owned();
+    let target = row["target"].as_str().unwrap_or("").to_owned();
+    let text = shortened(
+        &format!("{} {}", text_of(&row["input"]), text_of(&row["output"])),
+        2000,
+    );
+    Some(RowInfo {
+        seq,
+        test_id,
+        target,
+        trial: row["trial"].as_u64().unwrap_or(0) as u32,
+        status: row["status"].as_str().unwrap_or("unknown").to_owned(),
+        score: row["score"].as_f64(),
+        threshold: row["threshold"].as_f64(),
+        tags: row["tags"]
+            .as_array()
+            .map(|t| {
+                t.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        cost_usd: row["cost_usd"].as_f64(),
+        duration_ms: row["duration_ms"].as_u64(),
+        error: row["error"].as_str().map(str::to_owned),
+        text,
+        row,
+    })
+}
+
+fn read_json(path: &Path) -> Result<Option<Value>, RunDirError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| RunDirError::Unreadable {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(RunDirError::Unreadable {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// Reads the run in `dir`. A torn last line of `results.jsonl` (a run
+/// killed while writing) is skipped; a missing `summary.json` makes the
+/// run `interrupted`, its counts taken from its rows.
+pub fn read_run(dir: &Path, runs_dir: &Path) -> Result<Run, RunDirError> {
+    let Some(record) = read_json(&dir.join("run.json"))? else {
+        return Err(RunDirError::NotARun(dir.to_path_buf()));
+    };
+    let summary = read_json(&dir.join("summary.json")).ok().flatten();
+    let results = dir.join("results.jsonl");
+    let text = match std::fs::read_to_string(&results) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => {
+            return Err(RunDirError::Unreadable {
+                path: results,
+                message: e.to_string(),
+            });
+        }
+    };
+    let rows: Vec<RowInfo> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .enumerate()
+        .filter_map(|(i, v)| row_info(i as u64, v))
+        .collect();
+    let strs = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let count = |status: &str| rows.iter().filter(|r| r.status == status).count() as u64;
+    let total = rows.len() as u64;
+    let scores: Vec<f64> = rows.iter().filter_map(|r| r.score).collect();
+    let sum_opt = |f: &dyn Fn(&RowInfo) -> Option<f64>| {
+        let v: Vec<f64> = rows.iter().filter_map(f).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>())
+    };
+    let tokens = |key: &str| {
+        let v: Vec<u64> = rows
+            .iter()
+            .filter_map(|r| r.row["token_usage"][key].as_u64())
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<u64>())
+    };
+    let summary_ref = summary.as_ref();
+    let interrupted = summary_ref.is_none_or(|s| s["interrupted"].as_bool() == Some(true));
+    let passed = summary_ref
+        .and_then(|s| s["passed"].as_u64())
+        .unwrap_or_else(|| count("passed"));
+    let info = RunInfo {
+        id: run_id(dir, runs_dir),
+        dir: std::path::absolute(dir)
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .display()
+            .to_string(),
+        suite: summary_ref
+            .and_then(|s| s["suite"].as_str())
+            .or_else(|| rows.first().and_then(|r| r.row["suite"].as_str()))
+            .map(str::to_owned)
+            .or_else(|| {
+                record["eval"]
+                    .as_str()
+                    .and_then(|e| Path::new(e).file_stem())
+                    .map(|s| s.to_string_lossy().into_owned())
+            })
+            .unwrap_or_default(),
+        eval: record["eval"].as_str().map(str::to_owned),
+        dialect: record["dialect"].as_str().map(str::to_owned),
+        targets: {
+            let t = strs(&record["targets"]);
+            if t.is_empty() {
+                record["target"]
+                    .as_str()
+                    .map(|t| vec![t.to_owned()])
+                    .unwrap_or_default()
+            } else {
+                t
+            }
+        },
+        started_at: record["started_at"].as_str().unwrap_or("").to_owned(),
+        duration_ms: summary_ref.and_then(|s| s["duration_ms"].as_u64()),
+        status: if interrupted {
+            "interrupted"
+        } else {
+            "complete"
+        }
+        .to_owned(),
+        git_commit: record["git_commit"].as_str().map(str::to_owned),
+        git_dirty: record["git_dirty"].as_bool(),
+        evalhost_version: record["evalhost_version"].as_str().map(str::to_owned),
+        plugins: summary_ref
+            .and_then(|s| s["plugins"].as_array())
+            .map(|ps| {
+                ps.iter()
+                    .map(|p| {
+                        format!(
+                            "{}@{} sha256:{}",
+                            p["name"].as_str().unwrap_or("?"),
+                            p["version"].as_str().unwrap_or("?"),
+                            p["digest"].as_str().unwrap_or("?")
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        total,
+        passed,
+        failed: summary_ref
+            .and_then(|s| s["failed"].as_u64())
+            .unwrap_or_else(|| count("failed")),
+        errors: summary_ref
+            .and_then(|s| s["errors"].as_u64())
+            .unwrap_or_else(|| count("error")),
+        pass_rate: (total > 0).then(|| passed as f64 / total as f64),
+        mean_score: (!scores.is_empty()).then(|| scores.iter().sum::<f64>() / scores.len() as f64),
+        cost_usd: sum_opt(&|r| r.cost_usd),
+        tokens_in: tokens("input"),
+        tokens_out: tokens("output"),
+        tags: strs(&record["tags"]),
+    };
+    Ok(Run { info, rows })
+}
+
+/// The run directories under `runs_dir`, oldest first (by name: names are
+/// start times).
+pub fn run_dirs(runs_dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(runs_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("run.json").is_file())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// The project directory (the one holding `.evalhost/`) for `start`: the
+/// nearest ancestor with `.evalhost/`, else the git root, else `start`.
+pub fn project_of(start: &Path) -> PathBuf {
+    let start = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
+    if let Some(d) = start.ancestors().find(|d| d.join(".evalhost").is_dir()) {
+        return d.to_path_buf();
+    }
+    if let Some(d) = start.ancestors().find(|d| d.join(".git").exists()) {
+        return d.to_path_buf();
+    }
+    start
+}

@@ -1,0 +1,527 @@
+//! `evalhost runs`, `evalhost compare`, `evalhost trend`: the command-line
+//! edge of `history` (arguments, output formats, exit codes).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use clap::Subcommand;
+
+use crate::exit_codes;
+use crate::history::index::{Filter, Index};
+use crate::history::{self, Run, compare, stats, trend};
+
+/// Where the project is: `--project`, else found from the current directory.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProjectArg {
+    /// The project (the directory holding `.evalhost/`; default: found
+    /// walking up from the current directory, else the git root).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub project: Option<PathBuf>,
+}
+
+impl ProjectArg {
+    fn dir(&self) -> PathBuf {
+        match &self.project {
+            Some(p) => std::path::absolute(p).unwrap_or_else(|_| p.clone()),
+            None => history::project_of(&std::env::current_dir().unwrap_or_default()),
+        }
+    }
+}
+
+/// Which runs to list.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FilterArgs {
+    /// Only this suite.
+    #[arg(long)]
+    pub suite: Option<String>,
+    /// Only runs with this target.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Only runs started on or after this date (`2026-11-01`, or RFC 3339).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Only runs made with this `--tag`.
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// At most this many, newest first.
+    #[arg(short = 'n', long, value_name = "N")]
+    pub limit: Option<usize>,
+}
+
+impl FilterArgs {
+    fn filter(&self) -> Filter {
+        Filter {
+            suite: self.suite.clone(),
+            target: self.target.clone(),
+            since: self.since.clone(),
+            tag: self.tag.clone(),
+            limit: self.limit,
+        }
+    }
+}
+
+/// `evalhost runs`.
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// List the project's runs, newest first.
+    List {
+        #[command(flatten)]
+        filter: FilterArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        project: ProjectArg,
+    },
+    /// Show one run: its facts and its rows.
+    Show {
+        /// The run's id (a unique prefix will do) or its directory.
+        run: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        project: ProjectArg,
+    },
+    /// Delete runs: their directories and their index entries.
+    Rm {
+        /// Run ids (unique prefixes) or directories.
+        #[arg(required = true)]
+        runs: Vec<String>,
+        /// Keep the directories; only forget them in the index.
+        #[arg(long)]
+        keep_files: bool,
+        #[command(flatten)]
+        project: ProjectArg,
+    },
+    /// Rebuild the index from the run directories.
+    Reindex {
+        #[command(flatten)]
+        project: ProjectArg,
+    },
+}
+
+/// `evalhost compare`.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The base run: an id (a unique prefix will do) or a run directory.
+    #[arg(required_unless_present = "last")]
+    pub base: Option<String>,
+    /// The candidate run.
+    #[arg(required_unless_present = "last")]
+    pub candidate: Option<String>,
+    /// Compare the two latest runs (of `--suite` when the project has more
+    /// than one suite).
+    #[arg(long, conflicts_with_all = ["base", "candidate"])]
+    pub last: bool,
+    /// With `--last`: the suite.
+    #[arg(long)]
+    pub suite: Option<String>,
+    /// Print JSON.
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print Markdown (a pull-request comment).
+    #[arg(long)]
+    pub markdown: bool,
+    /// Exit 1 when the candidate regressed beyond noise.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// The smallest mean score drop that counts as a regression (with
+    /// `--fail-on-regression`, and in the verdict).
+    #[arg(long, value_name = "DELTA", default_value_t = 0.0)]
+    pub min_effect: f64,
+    /// The bootstrap's seed (the interval is reproducible).
+    #[arg(long, default_value_t = 0x5eed)]
+    pub seed: u64,
+    /// Bootstrap resamples.
+    #[arg(long, default_value_t = 10_000)]
+    pub resamples: usize,
+    #[command(flatten)]
+    pub project: ProjectArg,
+}
+
+/// `evalhost trend`.
+#[derive(Debug, clap::Args)]
+pub struct TrendArgs {
+    /// The suite (default: the project's only suite).
+    pub suite: Option<String>,
+    /// How many of the latest runs.
+    #[arg(short = 'n', long, default_value_t = 10)]
+    pub runs: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The bootstrap's seed.
+    #[arg(long, default_value_t = 0x5eed)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub project: ProjectArg,
+}
+
+fn open(project: &Path, err: &mut dyn Write) -> anyhow::Result<Index> {
+    let (index, note) = Index::open_or_rebuild(project)?;
+    if let Some(note) = note {
+        writeln!(err, "warning: {}", crate::text::shown(&note))?;
+    }
+    Ok(index)
+}
+
+/// A run named by id (or unique prefix) or by directory.
+fn resolve(index: &Index, name: &str) -> anyhow::Result<Run> {
+    let as_dir = Path::new(name);
+    if as_dir.join("run.json").is_file() {
+        return history::read_run(as_dir, &index.runs_dir).map_err(Into::into);
+    }
+    let found = index.find(name)?.or_else(|| {
+        // Not indexed yet (the index was deleted): the directory is enough.
+        let dir = index.runs_dir.join(name);
+        history::read_run(&dir, &index.runs_dir)
+            .ok()
+            .map(|r| r.info)
+    });
+    let Some(info) = found else {
+        anyhow::bail!(
+            "no run `{name}` in {} (or more than one starts so); `evalhost runs list` shows them",
+            index.runs_dir.display()
+        );
+    };
+    history::read_run(Path::new(&info.dir), &index.runs_dir).with_context(|| {
+        format!(
+            "run `{}` is indexed but its directory cannot be read",
+            info.id
+        )
+    })
+}
+
+fn fmt_opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_else(|| "—".into())
+}
+
+/// `evalhost runs …`.
+pub fn runs(command: &RunsCommand, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match runs_inner(command, out, err) {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = writeln!(err, "error: {}", crate::text::shown(&format!("{e:#}")));
+            exit_codes::USAGE
+        }
+    }
+}
+
+fn runs_inner(
+    command: &RunsCommand,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<u8> {
+    match command {
+        RunsCommand::List {
+            filter,
+            json,
+            project,
+        } => {
+            let index = open(&project.dir(), err)?;
+            let runs = index.list(&filter.filter())?;
+            if *json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&runs)?)?;
+                return Ok(exit_codes::SUCCESS);
+            }
+            if runs.is_empty() {
+                writeln!(out, "no runs in {}", index.runs_dir.display())?;
+                return Ok(exit_codes::SUCCESS);
+            }
+            writeln!(
+                out,
+                "{:<24}  {:<16}  {:<12}  {:>5}  {:>6}  {:>6}  {:>9}  {:<10}  status",
+                "run", "suite", "target", "rows", "passed", "rate", "cost", "commit"
+            )?;
+            for r in runs {
+                writeln!(
+                    out,
+                    "{:<24}  {:<16}  {:<12}  {:>5}  {:>6}  {:>6}  {:>9}  {:<10}  {}",
+                    crate::text::shown(&r.id),
+                    crate::text::shown(&r.suite),
+                    crate::text::shown(&r.targets.join(",")),
+                    r.total,
+                    r.passed,
+                    r.pass_rate
+                        .map(|p| format!("{:.0}%", p * 100.0))
+                        .unwrap_or_else(|| "—".into()),
+                    r.cost_usd
+                        .map(|c| format!("${c:.4}"))
+                        .unwrap_or_else(|| "—".into()),
+                    r.git_commit
+                        .as_deref()
+                        .map(|c| format!(
+                            "{}{}",
+                            &c[..c.len().min(8)],
+                            if r.git_dirty == Some(true) { "*" } else { "" }
+                        ))
+                        .unwrap_or_else(|| "—".into()),
+                    r.status
+                )?;
+            }
+            Ok(exit_codes::SUCCESS)
+        }
+        RunsCommand::Show { run, json, project } => {
+            let index = open(&project.dir(), err)?;
+            let run = resolve(&index, run)?;
+            if *json {
+                let value = serde_json::json!({"run": run.info, "rows": run.rows});
+                writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+                return Ok(exit_codes::SUCCESS);
+            }
+            let i = &run.info;
+            writeln!(out, "run:       {}", crate::text::shown(&i.id))?;
+            writeln!(out, "directory: {}", crate::text::shown(&i.dir))?;
+            writeln!(
+                out,
+                "suite:     {} ({})",
+                crate::text::shown(&i.suite),
+                fmt_opt(i.dialect.as_deref())
+            )?;
+            writeln!(
+                out,
+                "targets:   {}",
+                crate::text::shown(&i.targets.join(", "))
+            )?;
+            writeln!(out, "started:   {} · {}", i.started_at, i.status)?;
+            writeln!(
+                out,
+                "commit:    {}{}",
+                fmt_opt(i.git_commit.as_deref()),
+                if i.git_dirty == Some(true) {
+                    " (uncommitted changes)"
+                } else {
+                    ""
+                }
+            )?;
+            writeln!(
+                out,
+                "rows:      {} · {} passed · {} failed · {} errors · mean {} · cost {} · tokens {} in / {} out",
+                i.total,
+                i.passed,
+                i.failed,
+                i.errors,
+                i.mean_score
+                    .map(|m| format!("{m:.3}"))
+                    .unwrap_or_else(|| "—".into()),
+                i.cost_usd
+                    .map(|c| format!("${c:.4}"))
+                    .unwrap_or_else(|| "—".into()),
+                fmt_opt(i.tokens_in),
+                fmt_opt(i.tokens_out)
+            )?;
+            for p in &i.plugins {
+                writeln!(out, "plugin:    {}", crate::text::shown(p))?;
+            }
+            writeln!(out)?;
+            for r in &run.rows {
+                writeln!(
+                    out,
+                    "  {:<8} {:>5}  {}{}{}",
+                    r.status.to_uppercase(),
+                    r.score
+                        .map(|s| format!("{s:.2}"))
+                        .unwrap_or_else(|| "—".into()),
+                    crate::text::shown(&r.test_id),
+                    if i.targets.len() > 1 {
+                        format!(" [{}]", crate::text::shown(&r.target))
+                    } else {
+                        String::new()
+                    },
+                    r.error
+                        .as_deref()
+                        .map(|e| format!("  {}", crate::text::shown(e)))
+                        .unwrap_or_default()
+                )?;
+            }
+            Ok(exit_codes::SUCCESS)
+        }
+        RunsCommand::Rm {
+            runs,
+            keep_files,
+            project,
+        } => {
+            let mut index = open(&project.dir(), err)?;
+            // Resolve all first: a typo removes nothing.
+            let resolved: Vec<Run> = runs
+                .iter()
+                .map(|r| resolve(&index, r))
+                .collect::<anyhow::Result<_>>()?;
+            for run in resolved {
+                index.remove(&run.info.id)?;
+                if !keep_files {
+                    let dir = PathBuf::from(&run.info.dir);
+                    // Only a run directory: it has run.json.
+                    if dir.join("run.json").is_file() {
+                        std::fs::remove_dir_all(&dir)
+                            .with_context(|| format!("cannot remove {}", dir.display()))?;
+                    }
+                }
+                writeln!(
+                    out,
+                    "removed {}{}",
+                    crate::text::shown(&run.info.id),
+                    if *keep_files {
+                        " from the index (its directory is kept)"
+                    } else {
+                        ""
+                    }
+                )?;
+            }
+            Ok(exit_codes::SUCCESS)
+        }
+        RunsCommand::Reindex { project } => {
+            let mut index = open(&project.dir(), err)?;
+            let done = index.reindex()?;
+            writeln!(
+                out,
+                "indexed {} run(s) from {}; {} entr{} without a directory dropped",
+                done.indexed,
+                index.runs_dir.display(),
+                done.dropped,
+                if done.dropped == 1 { "y" } else { "ies" }
+            )?;
+            for s in &done.skipped {
+                writeln!(err, "warning: skipped {}", crate::text::shown(s))?;
+            }
+            Ok(exit_codes::SUCCESS)
+        }
+    }
+}
+
+/// The two latest runs of a suite (the only one, when none is named).
+fn last_two(index: &Index, suite: Option<&str>) -> anyhow::Result<(Run, Run)> {
+    let runs = index.list(&Filter {
+        suite: suite.map(str::to_owned),
+        ..Filter::default()
+    })?;
+    let suites: std::collections::BTreeSet<&str> = runs.iter().map(|r| r.suite.as_str()).collect();
+    if suite.is_none() && suites.len() > 1 {
+        anyhow::bail!(
+            "the project has runs of {} suites ({}); name one with --suite",
+            suites.len(),
+            suites.into_iter().collect::<Vec<_>>().join(", ")
+        );
+    }
+    match runs.as_slice() {
+        [newest, older, ..] => Ok((
+            history::read_run(Path::new(&older.dir), &index.runs_dir)?,
+            history::read_run(Path::new(&newest.dir), &index.runs_dir)?,
+        )),
+        _ => anyhow::bail!(
+            "--last needs two runs{}; found {}",
+            suite.map(|s| format!(" of `{s}`")).unwrap_or_default(),
+            runs.len()
+        ),
+    }
+}
+
+/// `evalhost compare`.
+pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let result = (|| -> anyhow::Result<u8> {
+        if !(0.0..=1.0).contains(&args.min_effect) {
+            anyhow::bail!(
+                "--min-effect must be between 0 and 1, got {}",
+                args.min_effect
+            );
+        }
+        if args.resamples == 0 {
+            anyhow::bail!("--resamples must be at least 1");
+        }
+        let index = open(&args.project.dir(), err)?;
+        let (base, cand) = if args.last {
+            last_two(&index, args.suite.as_deref())?
+        } else {
+            (
+                resolve(&index, args.base.as_deref().unwrap_or_default())?,
+                resolve(&index, args.candidate.as_deref().unwrap_or_default())?,
+            )
+        };
+        if base.info.suite != cand.info.suite {
+            writeln!(
+                err,
+                "warning: comparing runs of different suites (`{}` and `{}`)",
+                crate::text::shown(&base.info.suite),
+                crate::text::shown(&cand.info.suite)
+            )?;
+        }
+        let options = stats::Options {
+            resamples: args.resamples,
+            seed: args.seed,
+            min_effect: args.min_effect,
+            ..stats::Options::default()
+        };
+        let c = compare::compare(&base, &cand, &options);
+        if args.json {
+            writeln!(out, "{}", serde_json::to_string_pretty(&c)?)?;
+        } else if args.markdown {
+            write!(out, "{}", compare::render_markdown(&c))?;
+        } else {
+            write!(out, "{}", crate::text::shown(&compare::render_text(&c)))?;
+        }
+        Ok(
+            if args.fail_on_regression && c.summary.verdict == "regressed" {
+                exit_codes::REGRESSION
+            } else {
+                exit_codes::SUCCESS
+            },
+        )
+    })();
+    result.unwrap_or_else(|e| {
+        let _ = writeln!(err, "error: {}", crate::text::shown(&format!("{e:#}")));
+        exit_codes::USAGE
+    })
+}
+
+/// `evalhost trend`.
+pub fn trend(args: &TrendArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let result = (|| -> anyhow::Result<u8> {
+        let index = open(&args.project.dir(), err)?;
+        let all = index.list(&Filter::default())?;
+        let suite = match &args.suite {
+            Some(s) => s.clone(),
+            None => {
+                let suites: std::collections::BTreeSet<&str> =
+                    all.iter().map(|r| r.suite.as_str()).collect();
+                match suites.len() {
+                    0 => anyhow::bail!("no runs in {}", index.runs_dir.display()),
+                    1 => suites.into_iter().next().unwrap_or_default().to_owned(),
+                    _ => anyhow::bail!(
+                        "the project has runs of several suites ({}); name one",
+                        suites.into_iter().collect::<Vec<_>>().join(", ")
+                    ),
+                }
+            }
+        };
+        let mut infos: Vec<_> = all
+            .into_iter()
+            .filter(|r| r.suite == suite)
+            .take(args.runs.max(1))
+            .collect();
+        if infos.is_empty() {
+            anyhow::bail!("no runs of `{suite}` in {}", index.runs_dir.display());
+        }
+        infos.reverse();
+        let runs: Vec<Run> = infos
+            .iter()
+            .filter_map(|i| history::read_run(Path::new(&i.dir), &index.runs_dir).ok())
+            .collect();
+        let options = stats::Options {
+            seed: args.seed,
+            ..stats::Options::default()
+        };
+        let t = trend::trend(&suite, &runs, &options);
+        if args.json {
+            writeln!(out, "{}", serde_json::to_string_pretty(&t)?)?;
+        } else {
+            write!(out, "{}", crate::text::shown(&trend::render_text(&t)))?;
+        }
+        Ok(exit_codes::SUCCESS)
+    })();
+    result.unwrap_or_else(|e| {
+        let _ = writeln!(err, "error: {}", crate::text::shown(&format!("{e:#}")));
+        exit_codes::USAGE
+    })
+}
