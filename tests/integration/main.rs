@@ -34,6 +34,8 @@ mod run_control;
 mod targets;
 
 mod providers;
+// Run history: the index, compare, trend.
+mod history;
 // The code-grader bridge and the exec capability.
 mod code_grader;
 // Workspaces, repos, hooks and the SWE-style example.

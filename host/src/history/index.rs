@@ -114,8 +114,18 @@ impl Index {
         project.join(".evalhost").join("results.db")
     }
 
-    /// Opens (creating when missing) the index of `project`.
+    /// Opens the index of `project`; a missing one is created and filled
+    /// from the run directories (so deleting it loses nothing).
     pub fn open(project: &Path) -> Result<Self, IndexError> {
+        let fresh = !Self::path_for(project).exists();
+        let mut index = Self::open_only(project)?;
+        if fresh {
+            index.reindex()?;
+        }
+        Ok(index)
+    }
+
+    fn open_only(project: &Path) -> Result<Self, IndexError> {
         let path = Self::path_for(project);
         let sqlite = |source| IndexError::Sqlite {
             path: path.clone(),
@@ -171,7 +181,7 @@ impl Index {
                 for side in ["results.db-wal", "results.db-shm"] {
                     let _ = std::fs::remove_file(path.with_file_name(side));
                 }
-                let mut index = Self::open(project)?;
+                let mut index = Self::open_only(project)?;
                 let n = index.reindex()?.indexed;
                 Ok((
                     index,
