@@ -58,6 +58,9 @@ pub enum Command {
     /// A suite's last runs: each test's scores, the tests that drift or
     /// flap.
     Trend(crate::history_cli::TrendArgs),
+    /// Browse the project's runs in a browser: runs, tests, comparisons,
+    /// trends (read-only; loopback unless told otherwise).
+    View(crate::view::ViewArgs),
     /// Read an agent CLI's output (Claude Code stream-json, Codex JSONL,
     /// AgentV's output file) and print the trace graders see, as AgentV's
     /// output-file JSON.
@@ -335,6 +338,7 @@ pub fn run_cli(cli: Cli) -> ExitCode {
         Command::Runs(command) => crate::history_cli::runs(&command, &mut stdout, &mut stderr),
         Command::Compare(args) => crate::history_cli::compare(&args, &mut stdout, &mut stderr),
         Command::Trend(args) => crate::history_cli::trend(&args, &mut stdout, &mut stderr),
+        Command::View(args) => crate::view::command(&args, &mut stdout, &mut stderr),
     };
     ExitCode::from(code)
 }

@@ -21,7 +21,8 @@ pub struct ProjectArg {
 }
 
 impl ProjectArg {
-    fn dir(&self) -> PathBuf {
+    /// The project directory.
+    pub fn dir(&self) -> PathBuf {
         match &self.project {
             Some(p) => std::path::absolute(p).unwrap_or_else(|_| p.clone()),
             None => history::project_of(&std::env::current_dir().unwrap_or_default()),

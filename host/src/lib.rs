@@ -39,4 +39,5 @@ pub mod semaphore;
 pub mod suite;
 pub mod target;
 pub mod trace;
+pub mod view;
 pub mod workspace;

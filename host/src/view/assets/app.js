@@ -226,8 +226,8 @@
   }
   // points: [{label, value|null, tip, href}], oldest first; fmt formats a
   // value in a tooltip, tickFmt (default fmt) an axis label.
-  function lineChart({ id, title, points, yMax, fmt, tickFmt }) {
-    const W = 520, H = 180, ml = 56, mr = 24, mt = 30, mb = 28;
+  function lineChart({ id, title, points, yMax, fmt, tickFmt, width }) {
+    const W = width || 520, H = 180, ml = 56, mr = 24, mt = 30, mb = 28;
     const pw = W - ml - mr, ph = H - mt - mb;
     const vals = points.map((p) => p.value).filter(isNum);
     const top = yMax ?? niceMax(Math.max(0, ...vals));
@@ -242,7 +242,7 @@
       svg.append(s('text', { class: 'tick', x: ml - 6, y: ty + 4, 'text-anchor': 'end' }, (tickFmt || fmt)(t * top)));
     }
     svg.append(s('line', { class: 'axis', x1: ml, x2: ml, y1: mt, y2: mt + ph }));
-    const every = Math.max(1, Math.ceil(n / 8));
+    const every = Math.max(1, Math.ceil(n / Math.floor(pw / 56)));
     points.forEach((p, i) => {
       if (i % every === 0 || i === n - 1) {
         svg.append(s('text', { class: 'tick', x: x(i), y: H - 8, 'text-anchor': 'middle' }, p.label));
@@ -844,9 +844,9 @@
     const tip = (r) => `${when(r.started_at)}\n${r.id}`;
     const pts = (key) => runs.map((r) => ({ label: shortDate(r.started_at), value: r[key], tip: tip(r), href: hashFor(['run', r.id]) }));
     const charts = h('div', { class: 'charts three' },
-      lineChart({ id: 'chart-trend-pass-rate', title: 'Pass rate', yMax: 1, fmt: pct, points: pts('pass_rate') }),
-      lineChart({ id: 'chart-trend-mean-score', title: 'Mean score', yMax: 1, fmt: (v) => v.toFixed(2), points: pts('mean_score') }),
-      lineChart({ id: 'chart-trend-cost', title: 'Cost (USD)', fmt: money, tickFmt: moneyTick, points: pts('cost_usd') }));
+      lineChart({ id: 'chart-trend-pass-rate', title: 'Pass rate', width: 360, yMax: 1, fmt: pct, points: pts('pass_rate') }),
+      lineChart({ id: 'chart-trend-mean-score', title: 'Mean score', width: 360, yMax: 1, fmt: (v) => v.toFixed(2), points: pts('mean_score') }),
+      lineChart({ id: 'chart-trend-cost', title: 'Cost (USD)', width: 360, fmt: money, tickFmt: moneyTick, points: pts('cost_usd') }));
 
     const nSel = selectField('trend-n', 'Runs', 'last 20', [5, 10, 50, 100].map((k) => [String(k), `last ${k}`]), n === 20 ? '' : String(n),
       (e) => { location.hash = hashFor(['trend', suite], { n: e.target.value, q, flaky: flakyOnly ? 1 : '' }); });
@@ -875,7 +875,7 @@
           h('td', { class: 'num' }, num(last, 2)),
           h('td', { class: 'num' }, String(t.flaps ?? 0)),
           h('td', null, t.flaky ? h('span', { class: 'badge b-warn flaky' }, 'flaky') : ''),
-          h('td', { class: `drift ${t.drift || 'none'}`, title: isNum(t.slope) ? `slope ${signed(t.slope)} per run` : null }, arrow, isNum(t.slope) ? muted(` ${signed(t.slope)}`) : null)),
+          h('td', { class: `drift ${t.drift || 'none'}`, title: isNum(t.slope) ? `slope ${signed(t.slope)} per run` : null }, arrow, t.drift && isNum(t.slope) ? h('span', { class: 'slope' }, ` ${signed(t.slope)}`) : null)),
       };
     });
     const none = h('tr', { class: 'none' }, h('td', { colspan: 7 + runs.length, class: 'empty' }, 'No test matches.'));
