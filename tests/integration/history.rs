@@ -17,7 +17,7 @@ const WORDS: [&str; 10] = ["w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8",
 /// A suite of `n` tests `t00…`, each scored by ten `contains` assertions
 /// (one per word), its answer read from `answers/<id>.txt` by a `cli`
 /// target: the fraction of words in the answer is the score.
-fn scored_project(n: usize) -> Project {
+pub(crate) fn scored_project(n: usize) -> Project {
     let project = Project::with_mock("unused");
     let answers = project.path().join("answers");
     std::fs::create_dir_all(&answers).unwrap();
@@ -43,7 +43,7 @@ fn scored_project(n: usize) -> Project {
 }
 
 /// Writes each test's answer: test `i` gets `words[i]` of the ten words.
-fn answer(project: &Project, words: &[usize]) {
+pub(crate) fn answer(project: &Project, words: &[usize]) {
     for (i, k) in words.iter().enumerate() {
         std::fs::write(
             project.path().join(format!("answers/t{i:02}.txt")),
@@ -54,7 +54,7 @@ fn answer(project: &Project, words: &[usize]) {
 }
 
 /// Runs the suite into the project's own run directories.
-fn run(project: &Project) -> Run {
+pub(crate) fn run(project: &Project) -> Run {
     let r = run_in(project.path(), &["run", "EVAL.yaml"]);
     assert!(r.code <= 1, "{}{}", r.stdout, r.stderr);
     // Run directories are named by the millisecond they start.

@@ -36,6 +36,8 @@ mod targets;
 mod providers;
 // Run history: the index, compare, trend.
 mod history;
+// The viewer in headless Chromium.
+mod viewer;
 // The code-grader bridge and the exec capability.
 mod code_grader;
 // Workspaces, repos, hooks and the SWE-style example.

@@ -148,7 +148,7 @@ impl Viewer {
         match segs.as_slice() {
             [] | ["index.html"] => {
                 let bind = format!(
-                    "read-only · {}{}",
+                    "{}{}",
                     self.addr,
                     if self.loopback {
                         ""
