@@ -101,6 +101,10 @@ pub struct Summary {
     /// promptfoo's named and derived metrics, per prompt and target.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub metrics: Vec<crate::named_metrics::PromptMetrics>,
+    /// This run in `evalhost view`, when a viewer is known (one running
+    /// for the project, or `EVALHOST_VIEW_URL`): report.html links to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub viewer: Option<String>,
 }
 
 impl Summary {
@@ -150,6 +154,7 @@ impl Summary {
             hooks: BTreeMap::new(),
             missing_shards: Vec::new(),
             metrics: Vec::new(),
+            viewer: None,
         }
     }
 }

@@ -334,3 +334,51 @@ fn the_viewer_lists_filters_searches_and_compares_in_a_browser() {
         "the pages logged problems: {problems:#?}"
     );
 }
+
+#[test]
+fn a_run_while_a_viewer_runs_links_its_report_to_it() {
+    let project = scored_project(2);
+    answer(&project, &[10, 10]);
+    run(&project);
+    // No viewer: no link.
+    let runs = |p: &std::path::Path| -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(p.join(".evalhost/runs"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        v.sort();
+        v
+    };
+    let first = runs(project.path()).pop().unwrap();
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(first.join("summary.json")).unwrap())
+            .unwrap();
+    assert!(summary.get("viewer").is_none());
+    let (_served, url) = serve(project.path());
+    run(&project);
+    let second = runs(project.path()).pop().unwrap();
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(second.join("summary.json")).unwrap())
+            .unwrap();
+    let id = second.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(summary["viewer"], format!("{url}#/run/{id}"));
+    let page = std::fs::read_to_string(second.join("report.html")).unwrap();
+    assert!(page.contains("viewer-link"));
+    // The API knows that run.
+    let body = ureq_get(&format!("{url}api/runs/{id}"));
+    assert_eq!(body["run"]["id"], id);
+}
+
+/// A GET on loopback, as JSON (a plain socket: the test needs no client).
+fn ureq_get(url: &str) -> Value {
+    use std::io::{Read as _, Write as _};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    write!(s, "GET /{path} HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let body = text.split_once("\r\n\r\n").unwrap().1;
+    serde_json::from_str(body).unwrap()
+}

@@ -61,6 +61,7 @@ const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls)
 const t = data.summary;
 document.getElementById('title').textContent = 'evalhost · ' + t.suite;
 document.getElementById('meta').textContent = 'target ' + t.target + ' · ' + t.duration_ms + ' ms · evalhost ' + t.evalhost_version + (t.interrupted ? ' · INTERRUPTED' : '');
+if (t.viewer && /^https?:\/\//.test(t.viewer)) { const a = document.createElement('a'); a.href = t.viewer; a.id = 'viewer-link'; a.textContent = 'open in evalhost view'; document.getElementById('meta').append(' · ', a); }
 const counts = document.getElementById('counts');
 [['passed', t.passed], ['failed', t.failed], ['errors', t.errors], ['expected failures', t.expected_failed], ['unexpected passes', t.unexpected_passed], ['not run', t.not_run], ['pass rate', Math.round(t.pass_rate * 100) + '%'], ['mean score', t.mean_score.toFixed(2)]]
   .forEach(([label, n]) => { const c = el('div', 'count'); c.appendChild(el('b', '', String(n))); c.appendChild(document.createTextNode(label)); counts.appendChild(c); });

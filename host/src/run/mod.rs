@@ -904,6 +904,12 @@ pub fn run(
     let mut summary = summary;
     summary.hooks = hooks;
     summary.metrics = crate::named_metrics::compute(&suite, writer.path());
+    summary.viewer = crate::view::known_url(&runs_root).map(|base| {
+        format!(
+            "{base}#/run/{}",
+            crate::history::run_id(&run_dir, &runs_root.join(".evalhost").join("runs"))
+        )
+    });
     drop(rows);
     let reports_started = Instant::now();
     report::write_all(&summary, writer.path(), &options.reporters, out)?;

@@ -299,6 +299,22 @@ fn html_attr(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// Where a viewer for `project` is, when one is known: `EVALHOST_VIEW_URL`,
+/// else the one running for the project (it writes its URL to
+/// `.evalhost/view.url` while it runs).
+pub fn known_url(project: &Path) -> Option<String> {
+    let url = std::env::var("EVALHOST_VIEW_URL")
+        .ok()
+        .or_else(|| std::fs::read_to_string(url_file(project)).ok())?;
+    let url = url.trim();
+    (url.starts_with("http://") || url.starts_with("https://"))
+        .then(|| format!("{}/", url.trim_end_matches('/')))
+}
+
+fn url_file(project: &Path) -> PathBuf {
+    project.join(".evalhost").join("view.url")
+}
+
 /// `evalhost view`.
 #[derive(Debug, clap::Args)]
 pub struct ViewArgs {
@@ -336,6 +352,15 @@ pub fn command(args: &ViewArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
     );
     let _ = writeln!(out, "  Ctrl-C stops it");
     let _ = out.flush();
-    viewer.serve(&|| false);
+    // While it runs, new runs' reports link to it.
+    let marker = url_file(&project);
+    let _ = std::fs::write(&marker, viewer.url());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let _ = ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
+    viewer.serve(&|| stop.load(std::sync::atomic::Ordering::SeqCst));
+    if std::fs::read_to_string(&marker).is_ok_and(|u| u.trim() == viewer.url()) {
+        let _ = std::fs::remove_file(&marker);
+    }
     crate::exit_codes::SUCCESS
 }
