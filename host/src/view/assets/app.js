@@ -539,17 +539,19 @@ function assertion(a, row, output) {
 
 // #/compare/{base}/{cand} ---------------------------------------------------
 
-const ciText = (ci = {}) => `${+((isNum(ci.level) ? ci.level : 0.95) * 100).toFixed(1)} % CI ${num(ci.low)} … ${num(ci.high)}`;
+// As the CLI writes them (history/compare.rs: signed, verdict_line).
+const ciText = (ci = {}) => `${((isNum(ci.level) ? ci.level : 0.95) * 100).toFixed(0)} % CI ${signed(ci.low)} … ${signed(ci.high)}`;
 const pval = (v) => (!isNum(v) ? DASH : v < 0.001 ? '< 0.001' : v.toFixed(3));
 // The sentence `evalhost compare` prints:
 //   regressed: 4 tests, mean −0.071 (95 % CI −0.120 … −0.020), significant
-//   no significant change: mean +0.004 (95 % CI −0.031 … 0.040)
+//   no significant change: mean +0.004 (95 % CI −0.031 … +0.040); 3 worse, 5 better
 // "N tests" counts the losses of a regression, the wins of an improvement.
 function verdictNodes(sm) {
-  const v = sm.verdict || 'no significant change';
-  const n = v === 'regressed' ? sm.losses : v === 'improved' ? sm.wins : null;
-  return [`${v}: `, n === null ? '' : `${plural(n, 'test')}, `, 'mean ', h('span', { id: 'compare-mean-delta' }, signed(sm.mean_delta)),
-    ' (', h('span', { id: 'compare-ci' }, ciText(sm.ci)), ')', v === 'no significant change' ? '' : sm.significant ? ', significant' : ', not significant'];
+  const v = sm.verdict || 'no significant change', moved = { regressed: sm.losses, improved: sm.wins }[v];
+  const mean = ['mean ', h('span', { id: 'compare-mean-delta' }, signed(sm.mean_delta)), ' (', h('span', { id: 'compare-ci' }, ciText(sm.ci)), ')'];
+  return moved === undefined
+    ? [`${v}: `, mean, `; ${sm.losses ?? 0} worse, ${sm.wins ?? 0} better`]
+    : [`${v}: ${plural(moved, 'test')}, `, mean, ', significant'];
 }
 async function viewCompare(ctx, baseId, candId) {
   const data = await api(`api/compare?base=${enc(baseId)}&cand=${enc(candId)}`);
