@@ -545,3 +545,46 @@ fn a_python_grader_built_with_componentize_py_grades() {
         r.stderr
     );
 }
+
+/// The WIT stability policy, held to: a plugin built against the first
+/// published `evalhost:grader` (0.2.0, the SDK's first publishable version)
+/// and committed as built (`tests/data/plugins/wit-0.2.0/`, its source
+/// beside it) keeps loading, grading and being pinned by its sha256 in
+/// every later evalhost of the 0.2 line. If this test fails, the change
+/// breaks published plugins: bump the WIT's minor version instead (docs/
+/// plugins.md, "Versions").
+#[test]
+fn a_plugin_built_against_the_first_published_wit_keeps_loading() {
+    let wasm = root().join("tests/data/plugins/wit-0.2.0/frozen_grader.wasm");
+    let sha = "249b7da2bdfbde1a4740cc43b097d10263c5cff6b1f21a1ee344ab42317ee010";
+    assert_eq!(digest(&wasm), sha, "the committed component changed");
+    let r = run_in(&root(), &["plugin", "inspect", wasm.to_str().unwrap()]);
+    assert!(
+        r.stdout.contains("evalhost:grader/types@0.2.0"),
+        "{}",
+        r.stdout
+    );
+    let project = Project::with_mock("Hello, World");
+    let plugin = project.path().join("frozen_grader.wasm");
+    std::fs::copy(&wasm, &plugin).unwrap();
+    project.write(
+        "EVAL.yaml",
+        &format!(
+            "plugins:\n  - {{path: frozen_grader.wasm, sha256: {sha}}}\ntests:\n  - id: hit\n    input: hi\n    assertions: [{{type: frozen-grader, value: world}}]\n  - id: miss\n    input: hi\n    assertions: [{{type: frozen-grader, value: moon}}]\n  - id: bad-config\n    input: hi\n    assertions: [{{type: frozen-grader}}]\n"
+        ),
+    );
+    let r = project.run(&[]);
+    // The missing `value` is refused at load, by the plugin's check.
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("value"), "{}", r.stderr);
+    project.write(
+        "EVAL.yaml",
+        &format!(
+            "plugins:\n  - {{path: frozen_grader.wasm, sha256: {sha}}}\ntests:\n  - id: hit\n    input: hi\n    assertions: [{{type: frozen-grader, value: world}}]\n  - id: miss\n    input: hi\n    assertions: [{{type: frozen-grader, value: moon}}]\n"
+        ),
+    );
+    let r = project.run(&[]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert_eq!(project.row("hit")["score"], 1.0);
+    assert_eq!(project.row("miss")["score"], 0.0);
+}
