@@ -10,9 +10,18 @@ use crate::plugin::{API_VERSION, LoadedPlugin};
 pub fn run(command: &PluginCommand, err: &mut dyn Write) -> u8 {
     let result = match command {
         PluginCommand::Inspect { file, json } => inspect(file, *json),
-        PluginCommand::New { name, dir, sdk } => {
-            scaffold(name, dir.as_deref(), sdk.as_deref(), err)
-        }
+        PluginCommand::New {
+            name,
+            dir,
+            lang: Lang::Rust,
+            sdk,
+        } => scaffold(name, dir.as_deref(), sdk.as_deref(), err),
+        PluginCommand::New {
+            name,
+            dir,
+            lang: Lang::Python,
+            sdk,
+        } => scaffold_python(name, dir.as_deref(), sdk.as_deref(), err),
     };
     match result {
         Ok(code) => code,
@@ -105,22 +114,207 @@ fn indent(text: &str, n: usize) -> String {
 /// major.minor (see plugin-sdk/Cargo.toml's version policy).
 pub const SDK_VERSION: &str = "0.2";
 
+/// A plugin's language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    /// A Rust crate on `evalhost-plugin-sdk`.
+    Rust,
+    /// A Python module on `evalhost-plugin` (plugin-sdk/python).
+    Python,
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && name.starts_with(|c: char| c.is_ascii_lowercase());
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{name}` is not a plugin name: use lowercase letters, digits and `-`, starting with a letter"
+        ))
+    }
+}
+
+/// `plugin new --lang python`: `app.py` (the grader of the Rust scaffold:
+/// the output mentions `value`, ignoring case), `test_app.py` (native
+/// tests through the SDK's harness) and a README with the build command.
+fn scaffold_python(
+    name: &str,
+    dir: Option<&Path>,
+    sdk: Option<&Path>,
+    err: &mut dyn Write,
+) -> Result<u8, String> {
+    check_name(name)?;
+    let root = dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join(name);
+    if root.exists() {
+        return Err(format!("{} already exists", root.display()));
+    }
+    let install = match sdk {
+        Some(p) => {
+            let path = p
+                .canonicalize()
+                .map_err(|e| format!("the Python plugin SDK is not at {}: {e}", p.display()))?;
+            if !path.join("evalhost_plugin/__init__.py").is_file() {
+                return Err(format!(
+                    "{} is not a copy of evalhost's plugin-sdk/python (no evalhost_plugin/)",
+                    path.display()
+                ));
+            }
+            format!(
+                "pip install {}",
+                crate::process::shell_quote(&path.display().to_string())
+            )
+        }
+        None => format!("pip install \"evalhost-plugin~={SDK_VERSION}.0\""),
+    };
+    let class: String = name
+        .split('-')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .map(|c| c.to_ascii_uppercase())
+                .into_iter()
+                .chain(chars)
+                .collect::<String>()
+        })
+        .collect();
+    let wasm = name.replace('-', "_");
+    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+    let files = [
+        (
+            "app.py",
+            format!(
+                r#""""`{name}`: an evalhost grader plugin in Python.
+
+Build: `evalhost-plugin-build app -o {wasm}.wasm`, then name `{wasm}.wasm`
+under `plugins:` in a suite.
+"""
+
+import json
+
+import evalhost_plugin as ep
+
+
+class {class}(ep.Grader):
+    def describe(self):
+        return ep.Plugin("{name}", "0.1.0", stateless=True).assertion_type(
+            ep.AssertionType("{name}", "Output mentions `value`, ignoring case").schema(
+                {{
+                    "type": "object",
+                    "required": ["value"],
+                    "properties": {{"value": {{"type": "string", "minLength": 1}}}},
+                }}
+            )
+        )
+
+    def check_config(self, assertion_type, config):
+        config.required_str("value")
+
+    def grade(self, request):
+        value = request.config.required_str("value")
+        found = value.lower() in request.output.lower()
+        # Quoted as the Rust scaffold quotes it, so both say the same.
+        quoted = json.dumps(value, ensure_ascii=False)
+        return ep.Grade.from_check(ep.Check(found, f"Output mentions {{quoted}}"))
+
+
+# What the component exports (componentize-py looks for `Grader`); the
+# bindings exist only inside the build, so native tests skip this.
+try:
+    Grader = ep.export({class})
+except ImportError:
+    pass
+"#
+            ),
+        ),
+        (
+            "test_app.py",
+            format!(
+                r#""""Native tests: the harness checks what evalhost checks.
+Run: `python -m unittest`."""
+
+import unittest
+
+from evalhost_plugin.testing import Harness
+
+from app import {class}
+
+
+class Test{class}(unittest.TestCase):
+    def test_grades(self):
+        h = Harness({class})
+        self.assertEqual(h.score("{name}", "Hello, World", {{"value": "world"}}), 1.0)
+        self.assertEqual(h.score("{name}", "Hello", {{"value": "world"}}), 0.0)
+        self.assertIsNotNone(h.check_config("{name}", {{}}))
+
+
+if __name__ == "__main__":
+    unittest.main()
+"#
+            ),
+        ),
+        (
+            "README.md",
+            format!(
+                "# {name}
+
+An evalhost grader plugin in Python.
+
+```sh
+{install}
+python -m unittest                      # native tests
+evalhost-plugin-build app -o {wasm}.wasm   # the component (componentize-py)
+evalhost plugin inspect {wasm}.wasm
+```
+
+In a suite:
+
+```yaml
+plugins:
+  - path: {wasm}.wasm
+tests:
+  - id: greets
+    input: Say hello
+    assertions:
+      - {{type: {name}, value: hello}}
+```
+"
+            ),
+        ),
+        (
+            ".gitignore",
+            "*.wasm
+__pycache__/
+"
+            .to_owned(),
+        ),
+    ];
+    for (file, text) in files {
+        std::fs::write(root.join(file), text).map_err(|e| e.to_string())?;
+    }
+    let _ = writeln!(
+        err,
+        "created {} — `{install}`, then `python -m unittest` and `evalhost-plugin-build app -o {wasm}.wasm` in that directory",
+        root.display()
+    );
+    Ok(exit_codes::SUCCESS)
+}
+
 fn scaffold(
     name: &str,
     dir: Option<&Path>,
     sdk: Option<&Path>,
     err: &mut dyn Write,
 ) -> Result<u8, String> {
-    let valid = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && name.starts_with(|c: char| c.is_ascii_lowercase());
-    if !valid {
-        return Err(format!(
-            "`{name}` is not a plugin name: use lowercase letters, digits and `-`, starting with a letter"
-        ));
-    }
+    check_name(name)?;
     let root = dir
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."))
@@ -277,16 +471,21 @@ pub enum PluginCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Create a Rust grader plugin crate that builds with
-    /// `cargo build --target wasm32-wasip2 --release`.
+    /// Create a grader plugin with a test: a Rust crate (builds with `cargo
+    /// build --target wasm32-wasip2 --release`) or a Python module (builds
+    /// with `evalhost-plugin-build`, componentize-py underneath).
     New {
         /// The plugin's name (kebab-case); also its directory.
         name: String,
         /// Where to create it (default: the current directory).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
-        /// A local copy of plugin-sdk to depend on by path (default: the
-        /// published `evalhost-plugin-sdk` of this evalhost's WIT version).
+        /// The language.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: Lang,
+        /// Rust: a local copy of plugin-sdk to depend on by path (default:
+        /// the published `evalhost-plugin-sdk` of this evalhost's WIT
+        /// version). Python: a local copy of plugin-sdk/python.
         #[arg(long, value_name = "PATH")]
         sdk: Option<PathBuf>,
     },

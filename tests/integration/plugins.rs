@@ -588,3 +588,146 @@ fn a_plugin_built_against_the_first_published_wit_keeps_loading() {
     assert_eq!(project.row("hit")["score"], 1.0);
     assert_eq!(project.row("miss")["score"], 0.0);
 }
+
+/// One behaviour, two languages: the grader `plugin new` writes in Rust and
+/// in Python (the same rule: the output mentions `value`, ignoring case),
+/// each scaffolded, tested natively and built as its README says, grade
+/// the same cases with identical scores and checks — in one run, side by
+/// side, under `--sandbox strict`.
+#[test]
+fn the_rust_and_python_scaffolds_grade_identically() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, lang, sdk) in [
+        ("mentions-rs", "rust", root().join("plugin-sdk")),
+        ("mentions-py", "python", root().join("plugin-sdk/python")),
+    ] {
+        let r = run_in(
+            dir.path(),
+            &[
+                "plugin",
+                "new",
+                name,
+                "--lang",
+                lang,
+                "--sdk",
+                sdk.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    // Rust: its tests, then its build.
+    let rs = dir.path().join("mentions-rs");
+    cargo(&rs, &["test", "--quiet"]);
+    cargo(&rs, &["build", "--target", "wasm32-wasip2", "--release"]);
+    let rs_wasm = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("test-plugins/wasm32-wasip2/release/mentions_rs.wasm");
+    // Python: its tests with the SDK on the path (as `pip install` would
+    // put it), then `evalhost-plugin-build`, componentize-py underneath.
+    let py = dir.path().join("mentions-py");
+    let sdk_path = root().join("plugin-sdk/python");
+    let status = Command::new("python3")
+        .current_dir(&py)
+        .args(["-m", "unittest", "-q"])
+        .env("PYTHONPATH", &sdk_path)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "the Python scaffold's tests failed");
+    let py_wasm = py.join("mentions_py.wasm");
+    let out = Command::new("python3")
+        .current_dir(&py)
+        .args([
+            "-m",
+            "evalhost_plugin.build",
+            "app",
+            "-o",
+            "mentions_py.wasm",
+        ])
+        .env("PYTHONPATH", &sdk_path)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env(
+            "EVALHOST_COMPONENTIZE_PY",
+            crate::support::componentize_py(),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && py_wasm.is_file(),
+        "evalhost-plugin-build failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = run_in(&root(), &["plugin", "inspect", py_wasm.to_str().unwrap()]);
+    assert!(
+        r.stdout.contains("mentions-py 0.1.0") && r.stdout.contains("stateless: true"),
+        "{}",
+        r.stdout
+    );
+
+    let project = Project::with_mock("Hello, World! The answer is 42.");
+    for w in [&rs_wasm, &py_wasm] {
+        std::fs::copy(w, project.path().join(w.file_name().unwrap())).unwrap();
+    }
+    let cases = [
+        ("world", 1.0),
+        ("WORLD", 1.0),
+        ("answer is 42", 1.0),
+        ("moon", 0.0),
+        ("43", 0.0),
+    ];
+    let mut suite = format!(
+        "plugins:\n  - {{path: mentions_rs.wasm, sha256: {}}}\n  - {{path: mentions_py.wasm, sha256: {}}}\ntests:\n",
+        digest(&rs_wasm),
+        digest(&py_wasm)
+    );
+    for (i, (value, _)) in cases.iter().enumerate() {
+        suite.push_str(&format!(
+            "  - id: c{i}\n    input: q\n    assertions:\n      - {{type: mentions-rs, value: '{value}'}}\n      - {{type: mentions-py, value: '{value}'}}\n"
+        ));
+    }
+    project.write("EVAL.yaml", &suite);
+    let r = project.run(&["--sandbox", "strict"]);
+    assert!(r.code <= 1, "{}{}", r.stdout, r.stderr);
+    for (i, (value, expected)) in cases.iter().enumerate() {
+        let row = project.row(&format!("c{i}"));
+        let rs = crate::support::score(&row, "mentions-rs");
+        let py = crate::support::score(&row, "mentions-py");
+        assert_eq!(rs["score"], *expected, "{value}: {row}");
+        assert_eq!(py["score"], rs["score"], "{value}: {row}");
+        assert_eq!(
+            py["assertions"], rs["assertions"],
+            "{value}: the checks differ"
+        );
+    }
+    // A config error is refused at load by both, with the same message.
+    project.write(
+        "EVAL.yaml",
+        &suite.replace("value: 'world'}", "valu: 'world'}"),
+    );
+    let r = project.run(&[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("`value` is required"), "{}", r.stderr);
+}
+
+/// The Python SDK builds against the same WIT world as the Rust SDK.
+#[test]
+fn the_python_sdk_carries_the_rust_sdks_wit() {
+    let rust = std::fs::read_to_string(root().join("plugin-sdk/wit/grader.wit")).unwrap();
+    let python =
+        std::fs::read_to_string(root().join("plugin-sdk/python/evalhost_plugin/wit/grader.wit"))
+            .unwrap();
+    assert_eq!(
+        python, rust,
+        "copy plugin-sdk/wit/grader.wit into plugin-sdk/python/evalhost_plugin/wit/"
+    );
+    let pyproject =
+        std::fs::read_to_string(root().join("plugin-sdk/python/pyproject.toml")).unwrap();
+    let api = rust
+        .lines()
+        .find_map(|l| l.strip_prefix("package evalhost:grader@"))
+        .unwrap()
+        .trim_end_matches(';');
+    assert!(
+        pyproject.contains(&format!("version = \"{api}\"")),
+        "the package version is the WIT version"
+    );
+}
