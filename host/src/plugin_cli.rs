@@ -22,6 +22,12 @@ pub fn run(command: &PluginCommand, err: &mut dyn Write) -> u8 {
             lang: Lang::Python,
             sdk,
         } => scaffold_python(name, dir.as_deref(), sdk.as_deref(), err),
+        PluginCommand::New {
+            name,
+            dir,
+            lang: Lang::Ts,
+            sdk,
+        } => scaffold_ts(name, dir.as_deref(), sdk.as_deref(), err),
     };
     match result {
         Ok(code) => code,
@@ -121,6 +127,9 @@ pub enum Lang {
     Rust,
     /// A Python module on `evalhost-plugin` (plugin-sdk/python).
     Python,
+    /// A TypeScript module on `@evalhost/plugin-sdk` (plugin-sdk/js).
+    #[value(alias = "typescript", alias = "js")]
+    Ts,
 }
 
 fn check_name(name: &str) -> Result<(), String> {
@@ -136,6 +145,141 @@ fn check_name(name: &str) -> Result<(), String> {
             "`{name}` is not a plugin name: use lowercase letters, digits and `-`, starting with a letter"
         ))
     }
+}
+
+/// `plugin new --lang ts`: `grader.ts` (the grader of the Rust scaffold),
+/// `grader.test.mjs` (native tests through the SDK's harness, on the
+/// bundle), `package.json` with `test` and `build` scripts, a README.
+fn scaffold_ts(
+    name: &str,
+    dir: Option<&Path>,
+    sdk: Option<&Path>,
+    err: &mut dyn Write,
+) -> Result<u8, String> {
+    check_name(name)?;
+    let root = dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join(name);
+    if root.exists() {
+        return Err(format!("{} already exists", root.display()));
+    }
+    // The published SDK by version; with --sdk, a local copy (a directory
+    // or the .tgz `npm pack` makes), installed as a copy, not a link.
+    let dependency = match sdk {
+        Some(p) => {
+            let path = p
+                .canonicalize()
+                .map_err(|e| format!("the JS plugin SDK is not at {}: {e}", p.display()))?;
+            if !(path.join("package.json").is_file()
+                || path.extension().is_some_and(|e| e == "tgz"))
+            {
+                return Err(format!(
+                    "{} is not a copy of evalhost's plugin-sdk/js (no package.json) nor its npm pack",
+                    path.display()
+                ));
+            }
+            format!("file:{}", path.display())
+        }
+        None => format!("^{SDK_VERSION}.0"),
+    };
+    let wasm = name.replace('-', "_");
+    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+    let package = serde_json::json!({
+        "name": name,
+        "version": "0.1.0",
+        "private": true,
+        "type": "module",
+        "scripts": {
+            "test": "evalhost-plugin-build grader.ts --js .build/grader.mjs && node --test",
+            "build": format!("evalhost-plugin-build grader.ts -o {wasm}.wasm"),
+        },
+        "dependencies": {"@evalhost/plugin-sdk": dependency},
+    });
+    let files = [
+        (
+            "package.json",
+            serde_json::to_string_pretty(&package).unwrap_or_default() + "\n",
+        ),
+        (".npmrc", "install-links=true\n".to_owned()),
+        (
+            "grader.ts",
+            format!(
+                r#"// `{name}`: an evalhost grader plugin in TypeScript.
+//
+// Build: `npm run build` (the component `{wasm}.wasm`), then name it under
+// `plugins:` in a suite.
+
+import {{ assertionType, check, exportGrader, Grade, plugin, type Grader }} from "@evalhost/plugin-sdk";
+
+export const impl: Grader = {{
+  describe() {{
+    return plugin(
+      "{name}",
+      "0.1.0",
+      [
+        assertionType("{name}", "Output mentions `value`, ignoring case", {{
+          schema: {{
+            type: "object",
+            required: ["value"],
+            properties: {{ value: {{ type: "string", minLength: 1 }} }},
+          }},
+        }}),
+      ],
+      {{ stateless: true }},
+    );
+  }},
+  checkConfig(_type, config) {{
+    config.requiredStr("value");
+  }},
+  grade(request) {{
+    const value = request.config.requiredStr("value");
+    const found = request.output.toLowerCase().includes(value.toLowerCase());
+    // Quoted as the Rust scaffold quotes it, so both say the same.
+    return Grade.fromCheck(check(found, `Output mentions ${{JSON.stringify(value)}}`));
+  }},
+}};
+
+// What the component exports.
+export const grader = exportGrader(impl);
+"#
+            ),
+        ),
+        (
+            "grader.test.mjs",
+            format!(
+                r#"// Native tests: the harness checks what evalhost checks. `npm test`.
+import {{ test }} from "node:test";
+import assert from "node:assert/strict";
+import {{ Harness }} from "@evalhost/plugin-sdk/testing";
+import {{ impl }} from "./.build/grader.mjs";
+
+test("grades", () => {{
+  const h = new Harness(impl);
+  assert.equal(h.score("{name}", "Hello, World", {{ value: "world" }}), 1);
+  assert.equal(h.score("{name}", "Hello", {{ value: "world" }}), 0);
+  assert.notEqual(h.checkConfig("{name}", {{}}), undefined);
+}});
+"#
+            ),
+        ),
+        (
+            "README.md",
+            format!(
+                "# {name}\n\nAn evalhost grader plugin in TypeScript.\n\n```sh\nnpm install\nnpm test                 # native tests\nnpm run build            # {wasm}.wasm (esbuild + componentize-js)\nevalhost plugin inspect {wasm}.wasm\n```\n\nIn a suite:\n\n```yaml\nplugins:\n  - path: {wasm}.wasm\ntests:\n  - id: greets\n    input: Say hello\n    assertions:\n      - {{type: {name}, value: hello}}\n```\n"
+            ),
+        ),
+        (".gitignore", "*.wasm\nnode_modules/\n.build/\n".to_owned()),
+    ];
+    for (file, text) in files {
+        std::fs::write(root.join(file), text).map_err(|e| e.to_string())?;
+    }
+    let _ = writeln!(
+        err,
+        "created {} — `npm install`, then `npm test` and `npm run build` in that directory",
+        root.display()
+    );
+    Ok(exit_codes::SUCCESS)
 }
 
 /// `plugin new --lang python`: `app.py` (the grader of the Rust scaffold:

@@ -589,13 +589,49 @@ fn a_plugin_built_against_the_first_published_wit_keeps_loading() {
     assert_eq!(project.row("miss")["score"], 0.0);
 }
 
-/// One behaviour, two languages: the grader `plugin new` writes in Rust and
-/// in Python (the same rule: the output mentions `value`, ignoring case),
-/// each scaffolded, tested natively and built as its README says, grade
-/// the same cases with identical scores and checks — in one run, side by
-/// side, under `--sandbox strict`.
+/// `npm`, when it is here; required when `EVALHOST_REQUIRE_NODE` is set
+/// (`.ci/run` sets it where node is installed).
+fn npm() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("npm"))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("EVALHOST_REQUIRE_NODE").is_none(),
+            "EVALHOST_REQUIRE_NODE is set but npm is not on PATH"
+        );
+        eprintln!("plugins: no npm on PATH; the TypeScript scaffold is not built");
+    }
+    found
+}
+
+fn npm_run(npm: &Path, dir: &Path, args: &[&str]) {
+    let out = Command::new(npm)
+        .current_dir(dir)
+        .args(args)
+        .env("npm_config_audit", "false")
+        .env("npm_config_fund", "false")
+        .env("npm_config_update_notifier", "false")
+        .output()
+        .expect("npm runs");
+    assert!(
+        out.status.success(),
+        "npm {args:?} failed in {}: {}{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// One behaviour, three languages: the grader `plugin new` writes in Rust,
+/// Python and TypeScript (the same rule: the output mentions `value`,
+/// ignoring case), each scaffolded, tested natively and built as its README
+/// says, grade the same cases with identical scores and checks — in one
+/// run, side by side, under `--sandbox strict`. (TypeScript where npm is.)
 #[test]
-fn the_rust_and_python_scaffolds_grade_identically() {
+fn the_rust_python_and_typescript_scaffolds_grade_identically() {
     let dir = tempfile::tempdir().unwrap();
     for (name, lang, sdk) in [
         ("mentions-rs", "rust", root().join("plugin-sdk")),
@@ -663,8 +699,60 @@ fn the_rust_and_python_scaffolds_grade_identically() {
         r.stdout
     );
 
+    // TypeScript: the SDK as `npm pack` makes it (what `npm publish`
+    // ships), the scaffold's `npm install`, `npm test`, `npm run build`.
+    let ts_wasm = npm().map(|npm| {
+        let pack = dir.path().join("pack");
+        std::fs::create_dir_all(&pack).unwrap();
+        npm_run(
+            &npm,
+            &pack,
+            &["pack", root().join("plugin-sdk/js").to_str().unwrap()],
+        );
+        let tgz = pack.join("evalhost-plugin-sdk-0.2.0.tgz");
+        assert!(tgz.is_file(), "npm pack made no {}", tgz.display());
+        let r = run_in(
+            dir.path(),
+            &[
+                "plugin",
+                "new",
+                "mentions-ts",
+                "--lang",
+                "ts",
+                "--sdk",
+                tgz.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let ts = dir.path().join("mentions-ts");
+        npm_run(&npm, &ts, &["install"]);
+        npm_run(&npm, &ts, &["test"]);
+        npm_run(&npm, &ts, &["run", "build"]);
+        let wasm = ts.join("mentions_ts.wasm");
+        // Built with every WASI feature off: no clock, random, stdio,
+        // filesystem or HTTP import at all — only the grader's world.
+        let r = run_in(
+            &root(),
+            &["plugin", "inspect", "--json", wasm.to_str().unwrap()],
+        );
+        let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+        let imports: Vec<&str> = doc["imports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            imports.iter().all(|i| i.starts_with("evalhost:grader/")),
+            "{imports:?}"
+        );
+        wasm
+    });
+
     let project = Project::with_mock("Hello, World! The answer is 42.");
-    for w in [&rs_wasm, &py_wasm] {
+    let mut wasms = vec![rs_wasm.clone(), py_wasm.clone()];
+    wasms.extend(ts_wasm.clone());
+    for w in &wasms {
         std::fs::copy(w, project.path().join(w.file_name().unwrap())).unwrap();
     }
     let cases = [
@@ -674,15 +762,26 @@ fn the_rust_and_python_scaffolds_grade_identically() {
         ("moon", 0.0),
         ("43", 0.0),
     ];
-    let mut suite = format!(
-        "plugins:\n  - {{path: mentions_rs.wasm, sha256: {}}}\n  - {{path: mentions_py.wasm, sha256: {}}}\ntests:\n",
-        digest(&rs_wasm),
-        digest(&py_wasm)
-    );
-    for (i, (value, _)) in cases.iter().enumerate() {
+    let langs: Vec<&str> = if ts_wasm.is_some() {
+        vec!["rs", "py", "ts"]
+    } else {
+        vec!["rs", "py"]
+    };
+    let mut suite = String::from("plugins:\n");
+    for (lang, w) in langs.iter().zip(&wasms) {
         suite.push_str(&format!(
-            "  - id: c{i}\n    input: q\n    assertions:\n      - {{type: mentions-rs, value: '{value}'}}\n      - {{type: mentions-py, value: '{value}'}}\n"
+            "  - {{path: mentions_{lang}.wasm, sha256: {}}}\n",
+            digest(w)
         ));
+    }
+    suite.push_str("tests:\n");
+    for (i, (value, _)) in cases.iter().enumerate() {
+        suite.push_str(&format!("  - id: c{i}\n    input: q\n    assertions:\n"));
+        for lang in &langs {
+            suite.push_str(&format!(
+                "      - {{type: mentions-{lang}, value: '{value}'}}\n"
+            ));
+        }
     }
     project.write("EVAL.yaml", &suite);
     let r = project.run(&["--sandbox", "strict"]);
