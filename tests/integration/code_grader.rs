@@ -191,3 +191,117 @@ fn a_custom_assertion_type_from_agentv_assertions_runs_as_agentv_runs_it() {
     let rows = std::fs::read_to_string(project.path().join("strict/results.jsonl")).unwrap();
     assert!(rows.contains("--sandbox strict"), "{rows}");
 }
+
+/// AgentV's `sdk-custom-assertion` example, sandboxed: its
+/// `.agentv/assertions/word-count.ts` (`defineAssertion`) is bundled and
+/// compiled into a component (where Node.js and npm are here), runs under
+/// `--sandbox strict` with no host command, and scores the outputs AgentV
+/// recorded in its baseline as AgentV scored them; other outputs as the
+/// script's own rule says.
+#[test]
+fn agentvs_typescript_assertion_example_runs_sandboxed_and_scores_as_agentv() {
+    let has = |p: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(p).is_file()))
+    };
+    if !(has("node") && has("npm")) {
+        assert!(
+            std::env::var_os("EVALHOST_REQUIRE_NODE").is_none(),
+            "EVALHOST_REQUIRE_NODE is set but node or npm is not on PATH"
+        );
+        eprintln!("code_grader: no node/npm; the sandboxed AgentV assertion is not built");
+        return;
+    }
+    let data = crate::support::root().join("tests/data/agentv-assertions");
+    let corpus =
+        crate::support::root().join("../shared/corpus/agentv-4.42.4/features/sdk-custom-assertion");
+    if corpus.is_dir() {
+        assert_eq!(
+            std::fs::read(corpus.join(".agentv/assertions/word-count.ts")).unwrap(),
+            std::fs::read(data.join("word-count.ts")).unwrap()
+        );
+    }
+    let project = crate::support::Project::with_mock("unused");
+    std::fs::create_dir_all(project.path().join(".agentv/assertions")).unwrap();
+    std::fs::copy(
+        data.join("word-count.ts"),
+        project.path().join(".agentv/assertions/word-count.ts"),
+    )
+    .unwrap();
+    let answers = project.path().join("answers");
+    std::fs::create_dir_all(&answers).unwrap();
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        format!(
+            "targets:\n  - {{name: default, provider: cli, command: \"cat {}/{{EVAL_ID}}.txt > {{OUTPUT_FILE}}\"}}\n",
+            answers.display()
+        ),
+    )
+    .unwrap();
+    // AgentV's recorded answers and its word-count scores, then short ones.
+    let mut expected: Vec<(String, f64)> = Vec::new();
+    for line in std::fs::read_to_string(data.join("word-count.baseline.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        let id = row["test_id"].as_str().unwrap().to_owned();
+        std::fs::write(
+            answers.join(format!("{id}.txt")),
+            row["answer"].as_str().unwrap(),
+        )
+        .unwrap();
+        let score = row["scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["type"] == "word-count")
+            .unwrap()["score"]
+            .as_f64()
+            .unwrap();
+        expected.push((id, score));
+    }
+    for (id, text) in [("one-word", "Hi"), ("two-words", "Hi there"), ("empty", "")] {
+        std::fs::write(answers.join(format!("{id}.txt")), text).unwrap();
+        let words = text.split_whitespace().count() as f64;
+        expected.push((
+            id.to_owned(),
+            if words >= 3.0 {
+                1.0
+            } else {
+                (words / 3.0).min(0.9)
+            },
+        ));
+    }
+    let mut suite = String::from("tests:\n");
+    for (id, _) in &expected {
+        suite.push_str(&format!(
+            "  - id: {id}\n    input: q\n    assertions: [{{type: word-count}}]\n"
+        ));
+    }
+    project.write("EVAL.yaml", &suite);
+    // The targets file is trusted by naming it; the assertion needs no trust.
+    let targets = project.path().join(".evalhost/targets.yaml");
+    let r = project.run(&["--sandbox", "strict", "--targets", targets.to_str().unwrap()]);
+    assert!(r.code <= 1, "{}{}", r.stdout, r.stderr);
+    assert!(!r.stderr.contains("runs on the host"), "{}", r.stderr);
+    assert!(
+        format!("{}{}", r.stdout, r.stderr).contains("agentv-assertion-word-count"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+    for (id, score) in &expected {
+        let row = project.row(id);
+        let got = row["scores"][0]["score"].as_f64().unwrap();
+        assert!(
+            (got - score).abs() < 1e-12,
+            "{id}: {got} vs AgentV's {score}: {row}"
+        );
+        assert_eq!(
+            row["scores"][0]["verdict"],
+            if *score >= 0.8 { "pass" } else { "fail" },
+            "{id}"
+        );
+    }
+}

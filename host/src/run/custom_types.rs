@@ -5,8 +5,10 @@
 //! (the nearest first). A script found is run as AgentV runs it — a code
 //! grader on the host, `bun run <script>` — through the built-in
 //! code-grader plugin's `exec` grant: `execution.allow_commands` applies
-//! and `--sandbox strict` refuses it. A warning says so at load; compiling
-//! such scripts into sandboxed components is the plugin-languages work.
+//! and `--sandbox strict` refuses it. A warning says so at load. A script
+//! that calls `defineAssertion` from `@agentv/sdk` is instead compiled into
+//! a sandboxed component (`agentv_js`) when Node.js and npm are here to
+//! build it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -116,7 +118,12 @@ fn rewrite(assertion: &mut Assertion, found: &BTreeMap<Arc<str>, Vec<String>>) {
 
 /// Turns the suite's assertions of custom types into code graders running
 /// their scripts, and registers those types with the code-grader plugin.
-pub(super) fn discover(suite: &mut Suite, registry: &mut Registry, diags: &mut Diagnostics) {
+pub(super) fn discover(
+    suite: &mut Suite,
+    engine: &std::sync::Arc<crate::plugin::PluginEngine>,
+    registry: &mut Registry,
+    diags: &mut Diagnostics,
+) {
     let mut unknown: BTreeMap<Arc<str>, &Assertion> = BTreeMap::new();
     for a in suite
         .tests
@@ -143,6 +150,39 @@ pub(super) fn discover(suite: &mut Suite, registry: &mut Registry, diags: &mut D
         let Some(script) = find_script(kind, &eval_dir, &root) else {
             continue;
         };
+        // `defineAssertion` from `@agentv/sdk`: compiled into a sandboxed
+        // component, where Node.js and npm are here to build it.
+        let source = std::fs::read_to_string(&script).unwrap_or_default();
+        let mut why_not_sandboxed = None;
+        if super::agentv_js::is_define_assertion(&source) {
+            let at = |d: Diagnostic| d.at(first.loc.pos).key(first.loc.key.key("type"));
+            match super::agentv_js::toolchain() {
+                Ok(_) => {
+                    let built = super::agentv_js::compile(&script, kind).and_then(|wasm| {
+                        let bytes = std::fs::read(&wasm)
+                            .map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
+                        let digest = crate::plugin::sha256_hex(&bytes);
+                        let label = format!("{} (sandboxed)", script.display());
+                        crate::plugin::LoadedPlugin::load_with_digest(
+                            engine, &label, &bytes, &digest,
+                        )
+                        .map_err(|e| e.to_string())
+                    });
+                    match built.and_then(|p| registry.add(p).map(|_| ()).map_err(|e| e.to_string())) {
+                        Ok(()) => {}
+                        Err(message) => diags.push(
+                            at(Diagnostic::error(
+                                &first.loc.file,
+                                format!("the custom assertion `{kind}` ({}) could not be compiled into a sandboxed component: {message}", script.display()),
+                            ))
+                            .hint("fix the script (it must bundle: its imports installed beside it), or delete it"),
+                        ),
+                    }
+                    continue;
+                }
+                Err(reason) => why_not_sandboxed = Some(reason),
+            }
+        }
         if !registry.alias(kind, "code-grader") {
             continue;
         }
@@ -160,9 +200,14 @@ pub(super) fn discover(suite: &mut Suite, registry: &mut Registry, diags: &mut D
         )
         .at(first.loc.pos)
         .key(first.loc.key.key("type"));
-        warning = warning.hint(match &problem {
-            Some(p) => format!("{p}; `--sandbox strict` refuses it"),
-            None => "`--sandbox strict` refuses it; `execution.allow_commands` applies".to_owned(),
+        warning = warning.hint(match (&problem, &why_not_sandboxed) {
+            (_, Some(reason)) => format!(
+                "it uses defineAssertion: {reason}; install them to grade it in the sandbox instead. `--sandbox strict` refuses the host route"
+            ),
+            (Some(p), None) => format!("{p}; `--sandbox strict` refuses it"),
+            (None, None) => {
+                "`--sandbox strict` refuses it; `execution.allow_commands` applies".to_owned()
+            }
         });
         diags.push(warning);
         found.insert(kind.clone(), command);

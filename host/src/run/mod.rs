@@ -34,6 +34,7 @@ use crate::results::{
 use crate::suite::{self, Suite, TestCase};
 use crate::target::{self, Target, Targets};
 
+mod agentv_js;
 mod check;
 mod compare;
 mod conversation;
