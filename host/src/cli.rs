@@ -219,6 +219,10 @@ pub struct RunArgs {
     /// plugin (for grading untrusted suites in CI).
     #[arg(long, value_enum, default_value = "default")]
     pub sandbox: SandboxKind,
+    /// Registry plugins (`oci:`) only as `evalhost.lock` pins them: a
+    /// reference the lock does not have is refused, never resolved.
+    #[arg(long)]
+    pub locked: bool,
     /// Keep every case's workspace (failed cases' are always kept).
     #[arg(long)]
     pub keep_workspaces: bool,
@@ -408,6 +412,7 @@ fn run_command(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             Err(message) => return report_run_error(err, &RunError::Usage(message)),
         },
         sandbox_strict: args.sandbox == SandboxKind::Strict,
+        locked: args.locked,
         dialect: args.dialect,
         keep_workspaces: args.keep_workspaces,
         cache: if args.no_cache {

@@ -22,6 +22,7 @@ pub mod judge_proxy;
 pub mod lifecycle;
 pub mod merge;
 pub mod named_metrics;
+pub mod oci;
 pub mod outcome;
 pub mod plan;
 pub mod plugin;

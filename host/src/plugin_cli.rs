@@ -16,6 +16,8 @@ pub fn run(command: &PluginCommand, err: &mut dyn Write) -> u8 {
             lang: Lang::Rust,
             sdk,
         } => scaffold(name, dir.as_deref(), sdk.as_deref(), err),
+        PluginCommand::Push { file, reference } => push(file, reference, err),
+        PluginCommand::Add { reference, lock } => add(reference, lock, err),
         PluginCommand::New {
             name,
             dir,
@@ -36,6 +38,35 @@ pub fn run(command: &PluginCommand, err: &mut dyn Write) -> u8 {
             exit_codes::USAGE
         }
     }
+}
+
+fn push(file: &Path, reference: &str, err: &mut dyn Write) -> Result<u8, String> {
+    let r = crate::oci::OciRef::parse(reference)?;
+    let bytes = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    // Only a grader component this evalhost can load is pushed.
+    let engine = crate::run::engine(false, 1).map_err(|e| format!("{e:#}"))?;
+    let plugin = LoadedPlugin::load(&engine, &file.display().to_string(), &bytes)
+        .map_err(|e| e.to_string())?;
+    let (digest, sha) = crate::oci::push(&bytes, &r)?;
+    let _ = writeln!(
+        err,
+        "pushed {} {} to {reference}\n  manifest {digest}\n  component sha256:{sha}",
+        plugin.name, plugin.version
+    );
+    Ok(exit_codes::SUCCESS)
+}
+
+fn add(reference: &str, lock: &Path, err: &mut dyn Write) -> Result<u8, String> {
+    let r = crate::oci::OciRef::parse(reference)?;
+    let entry = crate::oci::add(&r, lock)?;
+    let _ = writeln!(
+        err,
+        "locked {reference} in {}\n  manifest {}\n  component sha256:{}\nname it in a suite: plugins: [{{oci: {reference}}}]",
+        lock.display(),
+        entry.manifest_digest,
+        entry.sha256
+    );
+    Ok(exit_codes::SUCCESS)
 }
 
 fn inspect(file: &Path, json: bool) -> Result<u8, String> {
@@ -614,6 +645,23 @@ pub enum PluginCommand {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Push a component to an OCI registry (the Wasm OCI artifact layout):
+    /// `evalhost plugin push FILE oci://HOST/NAME:TAG`.
+    Push {
+        /// The `.wasm` component.
+        file: PathBuf,
+        /// Where: `oci://HOST/NAME:TAG` (plain HTTP only for loopback).
+        reference: String,
+    },
+    /// Resolve a registry reference to its digest, download and verify the
+    /// component, and pin it in `evalhost.lock`.
+    Add {
+        /// `oci://HOST/NAME:TAG`.
+        reference: String,
+        /// The lock file (default: `evalhost.lock` in the current directory).
+        #[arg(long, value_name = "FILE", default_value = "evalhost.lock")]
+        lock: PathBuf,
     },
     /// Create a grader plugin with a test: a Rust crate (builds with `cargo
     /// build --target wasm32-wasip2 --release`) or a Python module (builds

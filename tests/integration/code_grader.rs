@@ -282,7 +282,12 @@ fn agentvs_typescript_assertion_example_runs_sandboxed_and_scores_as_agentv() {
     project.write("EVAL.yaml", &suite);
     // The targets file is trusted by naming it; the assertion needs no trust.
     let targets = project.path().join(".evalhost/targets.yaml");
-    let r = project.run(&["--sandbox", "strict", "--targets", targets.to_str().unwrap()]);
+    let r = project.run(&[
+        "--sandbox",
+        "strict",
+        "--targets",
+        targets.to_str().unwrap(),
+    ]);
     assert!(r.code <= 1, "{}{}", r.stdout, r.stderr);
     assert!(!r.stderr.contains("runs on the host"), "{}", r.stderr);
     assert!(

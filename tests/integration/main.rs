@@ -38,6 +38,8 @@ mod providers;
 mod history;
 // The viewer in headless Chromium.
 mod viewer;
+// Plugins through an OCI registry on loopback.
+mod registry;
 // The code-grader bridge and the exec capability.
 mod code_grader;
 // Workspaces, repos, hooks and the SWE-style example.

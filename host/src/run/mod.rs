@@ -90,6 +90,8 @@ pub struct RunOptions {
     pub reporters: Reporters,
     /// `--sandbox strict`: refuse `exec` to every plugin.
     pub sandbox_strict: bool,
+    /// `--locked`: registry plugins only from `evalhost.lock`.
+    pub locked: bool,
     /// `--dialect`: read the suite in this dialect.
     pub dialect: Option<evalhost_suite::dialect::Dialect>,
     /// `--keep-workspaces`: keep every case's workspace, not only failed ones.
@@ -338,7 +340,13 @@ pub fn run(
             .and_then(|p| p.dialect.as_deref())
             .and_then(evalhost_suite::dialect::Dialect::parse)
     });
-    let prepared = match prepare(&eval, &engine, options.sandbox_strict, dialect) {
+    let prepared = match prepare::prepare_with(
+        &eval,
+        &engine,
+        options.sandbox_strict,
+        dialect,
+        options.locked,
+    ) {
         Ok(p) => p,
         Err(e) => return Ok(Err(e)),
     };

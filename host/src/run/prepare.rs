@@ -48,6 +48,17 @@ pub fn prepare(
     strict: bool,
     dialect: Option<suite::dialect::Dialect>,
 ) -> Result<Prepared, RunError> {
+    prepare_with(eval, engine, strict, dialect, false)
+}
+
+/// [`prepare`], with `locked`: registry plugins only from `evalhost.lock`.
+pub fn prepare_with(
+    eval: &Path,
+    engine: &Arc<PluginEngine>,
+    strict: bool,
+    dialect: Option<suite::dialect::Dialect>,
+    locked: bool,
+) -> Result<Prepared, RunError> {
     let started = Instant::now();
     // The built-in plugins load (from the compile cache, or compiled) on
     // another thread while the suite is read: neither needs the other.
@@ -75,9 +86,11 @@ pub fn prepare(
             .flat_map(|t| t.every_assertion())
             .flat_map(suite::Assertion::walk)
             .filter_map(|a| a.wasm.as_deref().map(|(p, _)| (p.clone(), a.loc.clone())));
+        // Registry plugins are pinned by the lock, not by where they are.
         let plugin_paths = suite
             .plugins
             .iter()
+            .filter(|p| p.oci.is_none())
             .map(|p| (p.path.clone(), p.loc.clone()));
         for (path, loc) in plugin_paths.chain(wasm_paths) {
             let inside = path.canonicalize().is_ok_and(|p| p.starts_with(&root));
@@ -118,6 +131,40 @@ pub fn prepare(
         if refused_paths.contains(&plugin_ref.path) {
             continue;
         }
+        // A registry reference: the locked component, from the cache or the
+        // registry, verified (`oci`).
+        let mut plugin_ref = std::borrow::Cow::Borrowed(plugin_ref);
+        if let Some(reference) = &plugin_ref.oci {
+            let roots = suite::roots::Roots::for_eval(eval);
+            let lock = crate::oci::lock_for(&suite.dir, &roots.project_root);
+            // Under strict, nothing the lock does not pin is fetched.
+            match crate::oci::component(reference, &lock, locked || strict) {
+                Ok((path, sha)) => {
+                    if let Some(pinned) = &plugin_ref.sha256
+                        && *pinned != sha
+                    {
+                        diags.push(at(format!(
+                            "{reference} is locked at sha256 {sha}, but the suite pins {pinned}"
+                        )));
+                        unloaded.insert(plugin_ref.path.clone());
+                        continue;
+                    }
+                    let mut owned = plugin_ref.into_owned();
+                    owned.path = path;
+                    owned.sha256 = Some(sha);
+                    plugin_ref = std::borrow::Cow::Owned(owned);
+                }
+                Err(message) => {
+                    diags.push(at(message).hint(format!(
+                        "the lock file is {}; `evalhost plugin add {reference}` records a reference",
+                        lock.display()
+                    )));
+                    unloaded.insert(plugin_ref.path.clone());
+                    continue;
+                }
+            }
+        }
+        let plugin_ref = plugin_ref.as_ref();
         let bytes = match read_plugin_file(&plugin_ref.path) {
             Ok(b) => b,
             Err(message) => {

@@ -167,9 +167,13 @@ fn trials_schema() -> Value {
 }
 fn plugins_schema() -> Value {
     let entry = json!({"anyOf": [
-        {"type": "string", "description": "Path to the .wasm component"},
+        {"type": "string", "description": "Path to the .wasm component, or a registry reference oci://HOST/NAME:TAG"},
         {"type": "object", "required": ["path"], "additionalProperties": false, "properties": {
             "path": {"type": "string", "description": "Path to the .wasm component"},
+            "sha256": {"type": "string", "pattern": "^[0-9a-fA-F]{64}$"},
+        }},
+        {"type": "object", "required": ["oci"], "additionalProperties": false, "properties": {
+            "oci": {"type": "string", "pattern": "^oci://[^/]+/.+", "description": "A registry reference, pinned in evalhost.lock"},
             "sha256": {"type": "string", "pattern": "^[0-9a-fA-F]{64}$"},
         }},
     ]});
@@ -569,6 +573,11 @@ pub const MESSAGE: &[Field] = &[
 pub const PLUGIN: &[Field] = &[
     field("path", "Path to the .wasm component", string),
     field("sha256", "Expected sha256 of the file, hex", string),
+    field(
+        "oci",
+        "A registry reference, oci://HOST/NAME:TAG, pinned in evalhost.lock (instead of `path`)",
+        string,
+    ),
 ];
 
 /// Keys of a `workspace`.

@@ -606,6 +606,9 @@ pub struct PluginRef {
     pub path: PathBuf,
     /// Expected sha256, hex, when pinned.
     pub sha256: Option<String>,
+    /// A registry reference (`oci://HOST/NAME:TAG`) instead of a path:
+    /// resolved through `evalhost.lock` when the suite runs.
+    pub oci: Option<String>,
     /// The assertion type this entry maps to the plugin (the map form,
     /// `plugins: {TYPE: ...}`); `None` registers every type the plugin has.
     pub type_name: Option<String>,

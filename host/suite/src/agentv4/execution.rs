@@ -2,6 +2,7 @@
 //! limits.
 
 use super::*;
+use std::path::PathBuf;
 
 impl Loader {
     pub(super) fn matrix(
@@ -215,8 +216,9 @@ impl Loader {
         item_path: &KeyPath,
         type_name: Option<String>,
     ) -> Option<PluginRef> {
-        let (path, sha) = match item {
-            Value::String(p) => (Some(p.clone()), None),
+        let (path, sha, oci) = match item {
+            Value::String(p) if p.starts_with("oci://") => (None, None, Some(p.clone())),
+            Value::String(p) => (Some(p.clone()), None, None),
             Value::Object(o) => {
                 self.check_keys(doc, o, fields::PLUGIN, item_path, "a plugin entry");
                 let path = o
@@ -225,7 +227,21 @@ impl Loader {
                 let sha = o
                     .get("sha256")
                     .and_then(|v| self.string(doc, v, &item_path.key("sha256")));
-                (path, sha)
+                let oci = o
+                    .get("oci")
+                    .and_then(|v| self.string(doc, v, &item_path.key("oci")));
+                match (path, oci) {
+                    (Some(p), None) if p.starts_with("oci://") => (None, sha, Some(p)),
+                    (Some(_), Some(_)) => {
+                        self.error(
+                            doc,
+                            &item_path.key("oci"),
+                            "a plugin entry has a `path` or an `oci` reference, not both",
+                        );
+                        return None;
+                    }
+                    (path, oci) => (path, sha, oci),
+                }
             }
             other => {
                 self.error(
@@ -239,9 +255,29 @@ impl Loader {
                 return None;
             }
         };
-        let Some(path) = path else {
-            self.error(doc, item_path, "the plugin entry has no `path`");
-            return None;
+        if let Some(reference) = &oci {
+            let rest = reference.strip_prefix("oci://").unwrap_or("");
+            if !reference.starts_with("oci://") || !rest.contains('/') {
+                self.error(
+                    doc,
+                    &item_path.key("oci"),
+                    format!("`{reference}` is not a registry reference: write oci://HOST/NAME:TAG"),
+                );
+                return None;
+            }
+        }
+        let path = match (path, &oci) {
+            (Some(p), _) => p,
+            // Named by its reference until the run resolves it.
+            (None, Some(reference)) => reference.clone(),
+            (None, None) => {
+                self.error(
+                    doc,
+                    item_path,
+                    "the plugin entry has no `path` (or `oci` reference)",
+                );
+                return None;
+            }
         };
         if let Some(sha) = &sha
             && (sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()))
@@ -253,8 +289,13 @@ impl Loader {
             );
         }
         Some(PluginRef {
-            path: doc.dir.join(path),
+            path: if oci.is_some() {
+                PathBuf::from(&path)
+            } else {
+                doc.dir.join(path)
+            },
             sha256: sha.map(|s| s.to_ascii_lowercase()),
+            oci,
             type_name,
             loc: doc.loc(item_path),
         })
