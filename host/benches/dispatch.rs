@@ -270,6 +270,7 @@ fn inline_code() {
         }
     );
     python_code(&dir);
+    languages();
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let script = root.join("scripts/bench-promptfoo-code.mjs");
     if !root
@@ -379,4 +380,50 @@ fn python_code(dir: &tempfile::TempDir) {
             "NOT met"
         }
     );
+}
+
+/// One grader, three languages: the scaffolds `evalhost plugin new` writes
+/// in Rust, Python and TypeScript (the same rule), built by
+/// `scripts/bench-languages.sh` and named in `EVALHOST_BENCH_PLUGINS`
+/// (`TYPE=PATH,…`). Load (compile, or the compile cache), first call (a
+/// fresh instance) and warm call, per component.
+fn languages() {
+    let Ok(list) = std::env::var("EVALHOST_BENCH_PLUGINS") else {
+        println!("\none grader, three languages: not measured (scripts/bench-languages.sh builds them)");
+        return;
+    };
+    println!("\none grader, three languages (medians):");
+    for item in list.split(',').filter(|i| !i.is_empty()) {
+        let Some((kind, path)) = item.split_once('=') else {
+            continue;
+        };
+        let bytes = std::fs::read(path).expect("the component");
+        let digest = evalhost::plugin::sha256_hex(&bytes);
+        let started = Instant::now();
+        let plugin = LoadedPlugin::load_with_digest(&fixture()._engine, kind, &bytes, &digest)
+            .expect("it loads");
+        let load = started.elapsed();
+        let req = request(kind, serde_json::json!({"value": "paris"}));
+        let call = || {
+            let start = Instant::now();
+            let (result, _) = plugin.grade(&req, CallLimits::default(), Grants::default());
+            assert_eq!(result.expect("grades").score, 1.0);
+            start.elapsed()
+        };
+        let first = call();
+        for _ in 0..50 {
+            call();
+        }
+        let mut rounds: Vec<Duration> = (0..11)
+            .map(|_| (0..100).map(|_| call()).sum::<Duration>() / 100)
+            .collect();
+        rounds.sort();
+        println!(
+            "{kind:<14} {:>6.1} MB   load {:>8.1} ms   first {:>8.2} ms   warm {:>8.1} µs",
+            bytes.len() as f64 / 1e6,
+            load.as_secs_f64() * 1e3,
+            first.as_secs_f64() * 1e3,
+            rounds[5].as_secs_f64() * 1e6
+        );
+    }
 }
