@@ -389,7 +389,9 @@ fn python_code(dir: &tempfile::TempDir) {
 /// fresh instance) and warm call, per component.
 fn languages() {
     let Ok(list) = std::env::var("EVALHOST_BENCH_PLUGINS") else {
-        println!("\none grader, three languages: not measured (scripts/bench-languages.sh builds them)");
+        println!(
+            "\none grader, three languages: not measured (scripts/bench-languages.sh builds them)"
+        );
         return;
     };
     println!("\none grader, three languages (medians):");

@@ -163,19 +163,55 @@ pub enum Lang {
     Ts,
 }
 
-fn check_name(name: &str) -> Result<(), String> {
+/// The directory `plugin new` creates for `name` under `dir`: the name
+/// checked (kebab-case), the directory new.
+fn new_root(name: &str, dir: Option<&Path>) -> Result<PathBuf, String> {
     let valid = !name.is_empty()
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && name.starts_with(|c: char| c.is_ascii_lowercase());
-    if valid {
-        Ok(())
-    } else {
-        Err(format!(
+    if !valid {
+        return Err(format!(
             "`{name}` is not a plugin name: use lowercase letters, digits and `-`, starting with a letter"
-        ))
+        ));
     }
+    let root = dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join(name);
+    if root.exists() {
+        return Err(format!("{} already exists", root.display()));
+    }
+    Ok(root)
+}
+
+/// `shout-check` → `ShoutCheck`.
+fn type_name_of(name: &str) -> String {
+    name.split('-')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .map(|c| c.to_ascii_uppercase())
+                .into_iter()
+                .chain(chars)
+                .collect::<String>()
+        })
+        .collect()
+}
+
+/// Writes the scaffold's files under `root`.
+fn write_files(root: &Path, files: &[(&str, String)]) -> Result<(), String> {
+    for (file, text) in files {
+        let path = root.join(file);
+        path.parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&path, text))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// `plugin new --lang ts`: `grader.ts` (the grader of the Rust scaffold),
@@ -187,14 +223,7 @@ fn scaffold_ts(
     sdk: Option<&Path>,
     err: &mut dyn Write,
 ) -> Result<u8, String> {
-    check_name(name)?;
-    let root = dir
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-        .join(name);
-    if root.exists() {
-        return Err(format!("{} already exists", root.display()));
-    }
+    let root = new_root(name, dir)?;
     // The published SDK by version; with --sdk, a local copy (a directory
     // or the .tgz `npm pack` makes), installed as a copy, not a link.
     let dependency = match sdk {
@@ -215,7 +244,6 @@ fn scaffold_ts(
         None => format!("^{SDK_VERSION}.0"),
     };
     let wasm = name.replace('-', "_");
-    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
     let package = serde_json::json!({
         "name": name,
         "version": "0.1.0",
@@ -302,9 +330,7 @@ test("grades", () => {{
         ),
         (".gitignore", "*.wasm\nnode_modules/\n.build/\n".to_owned()),
     ];
-    for (file, text) in files {
-        std::fs::write(root.join(file), text).map_err(|e| e.to_string())?;
-    }
+    write_files(&root, &files)?;
     let _ = writeln!(
         err,
         "created {} — `npm install`, then `npm test` and `npm run build` in that directory",
@@ -322,14 +348,7 @@ fn scaffold_python(
     sdk: Option<&Path>,
     err: &mut dyn Write,
 ) -> Result<u8, String> {
-    check_name(name)?;
-    let root = dir
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-        .join(name);
-    if root.exists() {
-        return Err(format!("{} already exists", root.display()));
-    }
+    let root = new_root(name, dir)?;
     let install = match sdk {
         Some(p) => {
             let path = p
@@ -348,21 +367,8 @@ fn scaffold_python(
         }
         None => format!("pip install \"evalhost-plugin~={SDK_VERSION}.0\""),
     };
-    let class: String = name
-        .split('-')
-        .filter(|part| !part.is_empty())
-        .map(|part| {
-            let mut chars = part.chars();
-            chars
-                .next()
-                .map(|c| c.to_ascii_uppercase())
-                .into_iter()
-                .chain(chars)
-                .collect::<String>()
-        })
-        .collect();
+    let class = type_name_of(name);
     let wasm = name.replace('-', "_");
-    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
     let files = [
         (
             "app.py",
@@ -472,9 +478,7 @@ __pycache__/
             .to_owned(),
         ),
     ];
-    for (file, text) in files {
-        std::fs::write(root.join(file), text).map_err(|e| e.to_string())?;
-    }
+    write_files(&root, &files)?;
     let _ = writeln!(
         err,
         "created {} — `{install}`, then `python -m unittest` and `evalhost-plugin-build app -o {wasm}.wasm` in that directory",
@@ -489,14 +493,7 @@ fn scaffold(
     sdk: Option<&Path>,
     err: &mut dyn Write,
 ) -> Result<u8, String> {
-    check_name(name)?;
-    let root = dir
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
-        .join(name);
-    if root.exists() {
-        return Err(format!("{} already exists", root.display()));
-    }
+    let root = new_root(name, dir)?;
     // The published SDK by version, or a local copy with --sdk.
     let dependency = match sdk {
         Some(p) => {
@@ -515,20 +512,7 @@ fn scaffold(
     };
     let crate_name = name.replace('-', "_");
     let type_name = name.to_owned();
-    let struct_name: String = name
-        .split('-')
-        .filter(|part| !part.is_empty())
-        .map(|part| {
-            let mut chars = part.chars();
-            chars
-                .next()
-                .map(|c| c.to_ascii_uppercase())
-                .into_iter()
-                .chain(chars)
-                .collect::<String>()
-        })
-        .collect();
-    std::fs::create_dir_all(root.join("src")).map_err(|e| e.to_string())?;
+    let struct_name = type_name_of(name);
     let files = [
         (
             "Cargo.toml",
@@ -622,10 +606,7 @@ mod tests {{
         ),
         (".gitignore", "/target\n".to_owned()),
     ];
-    for (path, text) in files {
-        std::fs::write(root.join(path), text)
-            .map_err(|e| format!("cannot write {}: {e}", root.join(path).display()))?;
-    }
+    write_files(&root, &files)?;
     let _ = writeln!(
         err,
         "created {} — build it with `cargo build --target wasm32-wasip2 --release` in that directory",

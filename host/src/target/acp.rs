@@ -175,17 +175,7 @@ pub fn invoke(
             }
         }
     });
-    let err_tail = std::thread::spawn(move || {
-        let mut tail = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            tail.push_str(&line);
-            tail.push('\n');
-            if tail.len() > 4000 {
-                tail.drain(..tail.len() - 4000);
-            }
-        }
-        tail
-    });
+    let err_tail = super::agent::stderr_tail(stderr);
     let finish = |child: &mut std::process::Child| {
         crate::process::kill_group(pid);
         let _ = child.wait();
@@ -286,25 +276,8 @@ pub fn invoke(
     finish(&mut child);
     drop(stdin);
     let tail = err_tail.join().unwrap_or_default();
-    let response = result.map_err(|e| {
-        if e.message == "timed out" {
-            let secs = timeout.unwrap_or_default().as_secs_f64();
-            if case_bound {
-                TargetFailure::timeout(format!(
-                    "the case ran past its timeout_ms while Copilot CLI ran ({secs:.1}s)"
-                ))
-            } else {
-                TargetFailure::new(format!("Copilot CLI timed out after {}s", secs.ceil()))
-            }
-        } else if tail.trim().is_empty() {
-            e
-        } else {
-            TargetFailure {
-                message: format!("{}: {}", e.message, tail.trim()),
-                ..e
-            }
-        }
-    })?;
+    let response = result
+        .map_err(|e| super::agent::session_failure(e, "Copilot CLI", timeout, case_bound, &tail))?;
     let usage = &response["usage"];
     if usage["totalTokens"].as_u64().unwrap_or(0) > 0 {
         session.usage = Some(TokenUsage {

@@ -608,6 +608,59 @@ pub fn invoke(
     Ok(output)
 }
 
+/// Reads a session agent's stderr on a thread, keeping its last 4000
+/// bytes (cut on a character boundary) for a failure's message.
+pub(super) fn stderr_tail(stderr: std::process::ChildStderr) -> std::thread::JoinHandle<String> {
+    use std::io::BufRead as _;
+    std::thread::spawn(move || {
+        let mut tail = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            tail.push_str(&line);
+            tail.push('\n');
+            if tail.len() > 4000 {
+                let mut cut = tail.len() - 4000;
+                while !tail.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                tail.drain(..cut);
+            }
+        }
+        tail
+    })
+}
+
+/// The failure a session agent's run ended with: running out of time said
+/// as such (the case's deadline, or the target's `timeout_seconds`), any
+/// other failure with what the agent wrote on stderr after it.
+pub(super) fn session_failure(
+    e: TargetFailure,
+    label: &str,
+    timeout: Option<Duration>,
+    case_bound: bool,
+    tail: &str,
+) -> TargetFailure {
+    if e.message == "timed out" {
+        let secs = timeout.unwrap_or_default().as_secs_f64();
+        if case_bound {
+            TargetFailure::timeout(format!(
+                "the case ran past its timeout_ms while {label} ran ({secs:.1}s)"
+            ))
+        } else {
+            TargetFailure::new(format!("{label} timed out after {}s", secs.ceil()))
+        }
+    } else if tail.trim().is_empty() {
+        e
+    } else {
+        TargetFailure {
+            message: format!("{}: {}", e.message, tail.trim()),
+            ..e
+        }
+    }
+}
+
 /// AgentV's `escapeAtSymbols`: `@[Role]:` becomes `[[Role]]:`.
 fn escape_at_roles(prompt: &str) -> String {
     let mut out = String::with_capacity(prompt.len());

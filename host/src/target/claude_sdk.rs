@@ -128,17 +128,7 @@ pub fn invoke(
             }
         }
     });
-    let err_tail = std::thread::spawn(move || {
-        let mut tail = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            tail.push_str(&line);
-            tail.push('\n');
-            if tail.len() > 4000 {
-                tail.drain(..tail.len() - 4000);
-            }
-        }
-        tail
-    });
+    let err_tail = super::agent::stderr_tail(stderr);
     let init_id = request_id();
     let system = config.system_prompt.clone().unwrap_or_default();
     let opening = [
@@ -219,25 +209,7 @@ pub fn invoke(
         }
     };
     let tail = err_tail.join().unwrap_or_default();
-    result.map_err(|e| {
-        if e.message == "timed out" {
-            let secs = timeout.unwrap_or_default().as_secs_f64();
-            if case_bound {
-                TargetFailure::timeout(format!(
-                    "the case ran past its timeout_ms while {label} ran ({secs:.1}s)"
-                ))
-            } else {
-                TargetFailure::new(format!("{label} timed out after {}s", secs.ceil()))
-            }
-        } else if tail.trim().is_empty() {
-            e
-        } else {
-            TargetFailure {
-                message: format!("{}: {}", e.message, tail.trim()),
-                ..e
-            }
-        }
-    })?;
+    result.map_err(|e| super::agent::session_failure(e, label, timeout, case_bound, &tail))?;
     if !stream
         .lines()
         .any(|l| l.contains("\"type\":\"result\"") || l.contains("\"type\": \"result\""))

@@ -409,17 +409,7 @@ pub fn invoke(
                     }
                 }
             });
-            err_tail = Some(std::thread::spawn(move || {
-                let mut tail = String::new();
-                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                    tail.push_str(&line);
-                    tail.push('\n');
-                    if tail.len() > 4000 {
-                        tail.drain(..tail.len() - 4000);
-                    }
-                }
-                tail
-            }));
+            err_tail = Some(super::agent::stderr_tail(stderr));
             child = Some(spawned);
             Box::new(stdin)
         }
@@ -495,23 +485,19 @@ pub fn invoke(
     }
     let tail = err_tail.and_then(|t| t.join().ok()).unwrap_or_default();
     result.map_err(|e| {
-        if e.message == "timed out" {
-            let secs = timeout.unwrap_or(DEFAULT_TIMEOUT).as_secs_f64();
-            if case_bound {
-                TargetFailure::timeout(format!(
-                    "the case ran past its timeout_ms while the Copilot SDK ran ({secs:.1}s)"
-                ))
-            } else {
-                TargetFailure::new(format!("Copilot SDK timed out after {}s", secs.ceil()))
-            }
-        } else if tail.trim().is_empty() || e.message.contains("refused") {
-            e
+        // The server's own refusal says enough; its debug log would bury it.
+        let tail = if e.message.contains("refused") {
+            ""
         } else {
-            TargetFailure {
-                message: format!("{}: {}", e.message, tail.trim()),
-                ..e
-            }
-        }
+            tail.as_str()
+        };
+        super::agent::session_failure(
+            e,
+            "Copilot SDK",
+            timeout.or(Some(DEFAULT_TIMEOUT)),
+            case_bound,
+            tail,
+        )
     })?;
     let mut out = TargetOutput::text(session.answer.clone());
     out.messages = if session.done.is_empty() && session.answer.is_empty() {
