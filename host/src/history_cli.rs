@@ -195,6 +195,15 @@ fn resolve(index: &Index, name: &str) -> anyhow::Result<Run> {
     })
 }
 
+/// Multi-line output for a terminal: each line made safe on its own (test
+/// ids come from suites), the newlines kept.
+fn print_lines(out: &mut dyn Write, text: &str) -> std::io::Result<()> {
+    for line in text.lines() {
+        writeln!(out, "{}", crate::text::shown_line(line))?;
+    }
+    Ok(())
+}
+
 fn fmt_opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map(|x| x.to_string()).unwrap_or_else(|| "—".into())
 }
@@ -460,7 +469,7 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         } else if args.markdown {
             write!(out, "{}", compare::render_markdown(&c))?;
         } else {
-            write!(out, "{}", crate::text::shown(&compare::render_text(&c)))?;
+            print_lines(out, &compare::render_text(&c))?;
         }
         Ok(
             if args.fail_on_regression && c.summary.verdict == "regressed" {
@@ -517,7 +526,7 @@ pub fn trend(args: &TrendArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         if args.json {
             writeln!(out, "{}", serde_json::to_string_pretty(&t)?)?;
         } else {
-            write!(out, "{}", crate::text::shown(&trend::render_text(&t)))?;
+            print_lines(out, &trend::render_text(&t))?;
         }
         Ok(exit_codes::SUCCESS)
     })();

@@ -311,6 +311,17 @@ fn compare_reports_exactly_the_flips_and_its_interval_is_reproducible() {
         "{}",
         r.stdout
     );
+    // A table on lines, not one escaped line.
+    assert!(
+        r.stdout.lines().count() > 8 && !r.stdout.contains("\\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.lines().any(|l| l.trim_start().starts_with("t07 ")),
+        "{}",
+        r.stdout
+    );
     let r = run_in(project.path(), &["compare", "--last", "--markdown"]);
     assert!(r.stdout.contains("| `t05` |"), "{}", r.stdout);
 }
