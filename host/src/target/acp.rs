@@ -14,9 +14,8 @@
 //! advice.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt as _;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -136,33 +135,19 @@ pub fn invoke(
     test: &TestCase,
     inv: &Invocation<'_>,
 ) -> Result<TargetOutput, TargetFailure> {
-    let cwd: PathBuf = inv
-        .workspace
-        .map(Path::to_path_buf)
-        .or_else(|| config.cwd.clone())
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_default();
+    let cwd: PathBuf = super::agent::session_cwd(config, inv);
     let timeout = inv.time_left(config.timeout);
     let case_bound = inv.deadline.is_some() && timeout != config.timeout;
     let started = Instant::now();
-    let mut child = Command::new(&config.executable)
-        .args(args(config))
-        .current_dir(&cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                TargetFailure::fatal(format!(
-                    "Copilot CLI executable '{}' was not found on PATH. Install it or give the target an `executable` (`evalhost doctor` checks)",
-                    config.executable
-                ))
-            } else {
-                TargetFailure::new(format!("Copilot CLI could not start: {e}"))
-            }
-        })?;
+    let mut child = super::agent::spawn_session(
+        Command::new(&config.executable)
+            .args(args(config))
+            .current_dir(&cwd),
+        "Copilot CLI",
+        &config.executable,
+        "Install it or give the target an `executable`",
+        "Copilot CLI",
+    )?;
     let pid = child.id() as i32;
     let mut stdin = child.stdin.take().expect("piped");
     let stdout = child.stdout.take().expect("piped");

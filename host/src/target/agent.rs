@@ -608,6 +608,46 @@ pub fn invoke(
     Ok(output)
 }
 
+/// Where a session agent runs: the case workspace, else the target's
+/// `cwd`, else evalhost's own directory.
+pub(super) fn session_cwd(config: &AgentConfig, inv: &Invocation<'_>) -> PathBuf {
+    inv.workspace
+        .map(Path::to_path_buf)
+        .or_else(|| config.cwd.clone())
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_default()
+}
+
+/// Starts a session agent with its stdio piped, in its own process group
+/// (so that a timeout kills everything it started). A missing program is a
+/// fatal failure naming it and `fix` (how to point the target at it);
+/// `starter` names what could not start in other failures.
+pub(super) fn spawn_session(
+    command: &mut std::process::Command,
+    label: &str,
+    executable: &str,
+    fix: &str,
+    starter: &str,
+) -> Result<std::process::Child, TargetFailure> {
+    use std::os::unix::process::CommandExt as _;
+    use std::process::Stdio;
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                TargetFailure::fatal(format!(
+                    "{label} executable '{executable}' was not found on PATH. {fix} (`evalhost doctor` checks)"
+                ))
+            } else {
+                TargetFailure::new(format!("{starter} could not start: {e}"))
+            }
+        })
+}
+
 /// Reads a session agent's stderr on a thread, keeping its last 4000
 /// bytes (cut on a character boundary) for a failure's message.
 pub(super) fn stderr_tail(stderr: std::process::ChildStderr) -> std::thread::JoinHandle<String> {

@@ -17,9 +17,8 @@
 //! trace normalizer as the `claude` target's is.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt as _;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -83,39 +82,25 @@ pub fn invoke(
     test: &TestCase,
     inv: &Invocation<'_>,
 ) -> Result<TargetOutput, TargetFailure> {
-    let cwd: PathBuf = inv
-        .workspace
-        .map(Path::to_path_buf)
-        .or_else(|| config.cwd.clone())
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_default();
+    let cwd: PathBuf = super::agent::session_cwd(config, inv);
     let timeout = inv.time_left(config.timeout);
     let case_bound = inv.deadline.is_some() && timeout != config.timeout;
     let label = config.kind.label();
     let started = Instant::now();
-    let mut child = Command::new(&config.executable)
-        .args(args(config))
-        .current_dir(&cwd)
-        .env_remove("CLAUDECODE")
-        .env_remove("NODE_OPTIONS")
-        .env_remove("DEBUG")
-        .env("CLAUDE_CODE_ENTRYPOINT", "sdk-ts")
-        .env("CLAUDE_AGENT_SDK_VERSION", SDK_VERSION)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                TargetFailure::fatal(format!(
-                    "{label} executable '{}' was not found on PATH. Install Claude Code or give the target an `executable` (`evalhost doctor` checks)",
-                    config.executable
-                ))
-            } else {
-                TargetFailure::new(format!("{label} could not start: {e}"))
-            }
-        })?;
+    let mut child = super::agent::spawn_session(
+        Command::new(&config.executable)
+            .args(args(config))
+            .current_dir(&cwd)
+            .env_remove("CLAUDECODE")
+            .env_remove("NODE_OPTIONS")
+            .env_remove("DEBUG")
+            .env("CLAUDE_CODE_ENTRYPOINT", "sdk-ts")
+            .env("CLAUDE_AGENT_SDK_VERSION", SDK_VERSION),
+        label,
+        &config.executable,
+        "Install Claude Code or give the target an `executable`",
+        label,
+    )?;
     let pid = child.id() as i32;
     let mut stdin = Some(child.stdin.take().expect("piped"));
     let stdout = child.stdout.take().expect("piped");

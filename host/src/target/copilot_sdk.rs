@@ -20,9 +20,8 @@
 //! tokens and cost from `assistant.usage`, summed.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -338,12 +337,7 @@ pub fn invoke(
     test: &TestCase,
     inv: &Invocation<'_>,
 ) -> Result<TargetOutput, TargetFailure> {
-    let cwd: PathBuf = inv
-        .workspace
-        .map(Path::to_path_buf)
-        .or_else(|| config.cwd.clone())
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_default();
+    let cwd: PathBuf = super::agent::session_cwd(config, inv);
     let timeout = inv.time_left(config.timeout.or(Some(DEFAULT_TIMEOUT)));
     let case_bound = inv.deadline.is_some() && timeout != config.timeout.or(Some(DEFAULT_TIMEOUT));
     let started = Instant::now();
@@ -380,24 +374,17 @@ pub fn invoke(
             command
                 .args(args(config))
                 .current_dir(&cwd)
-                .env_remove("NODE_DEBUG")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .process_group(0);
+                .env_remove("NODE_DEBUG");
             if let Some(token) = &config.github_token {
                 command.env("COPILOT_SDK_AUTH_TOKEN", token);
             }
-            let mut spawned = command.spawn().map_err(|e| {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    TargetFailure::fatal(format!(
-                        "Copilot CLI executable '{}' was not found on PATH. Install it or give the target a `cli_path` (`evalhost doctor` checks)",
-                        config.executable
-                    ))
-                } else {
-                    TargetFailure::new(format!("the Copilot CLI server could not start: {e}"))
-                }
-            })?;
+            let mut spawned = super::agent::spawn_session(
+                &mut command,
+                "Copilot CLI",
+                &config.executable,
+                "Install it or give the target a `cli_path`",
+                "the Copilot CLI server",
+            )?;
             let stdout = spawned.stdout.take().expect("piped");
             let stderr = spawned.stderr.take().expect("piped");
             let stdin = spawned.stdin.take().expect("piped");
