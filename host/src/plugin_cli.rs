@@ -202,6 +202,28 @@ fn type_name_of(name: &str) -> String {
         .collect()
 }
 
+/// A local copy of an SDK given with `--sdk`, made absolute: `what` names
+/// it in messages, `looks_right` tells a copy of it, `missing` says what a
+/// wrong directory lacks.
+fn local_sdk(
+    given: &Path,
+    what: &str,
+    looks_right: impl Fn(&Path) -> bool,
+    missing: &str,
+) -> Result<PathBuf, String> {
+    let path = given
+        .canonicalize()
+        .map_err(|e| format!("the {what} is not at {}: {e}", given.display()))?;
+    if looks_right(&path) {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} is not a copy of evalhost's {missing}",
+            path.display()
+        ))
+    }
+}
+
 /// Writes the scaffold's files under `root`.
 fn write_files(root: &Path, files: &[(&str, String)]) -> Result<(), String> {
     for (file, text) in files {
@@ -228,17 +250,12 @@ fn scaffold_ts(
     // or the .tgz `npm pack` makes), installed as a copy, not a link.
     let dependency = match sdk {
         Some(p) => {
-            let path = p
-                .canonicalize()
-                .map_err(|e| format!("the JS plugin SDK is not at {}: {e}", p.display()))?;
-            if !(path.join("package.json").is_file()
-                || path.extension().is_some_and(|e| e == "tgz"))
-            {
-                return Err(format!(
-                    "{} is not a copy of evalhost's plugin-sdk/js (no package.json) nor its npm pack",
-                    path.display()
-                ));
-            }
+            let path = local_sdk(
+                p,
+                "JS plugin SDK",
+                |p| p.join("package.json").is_file() || p.extension().is_some_and(|e| e == "tgz"),
+                "plugin-sdk/js (no package.json) nor its npm pack",
+            )?;
             format!("file:{}", path.display())
         }
         None => format!("^{SDK_VERSION}.0"),
@@ -351,15 +368,12 @@ fn scaffold_python(
     let root = new_root(name, dir)?;
     let install = match sdk {
         Some(p) => {
-            let path = p
-                .canonicalize()
-                .map_err(|e| format!("the Python plugin SDK is not at {}: {e}", p.display()))?;
-            if !path.join("evalhost_plugin/__init__.py").is_file() {
-                return Err(format!(
-                    "{} is not a copy of evalhost's plugin-sdk/python (no evalhost_plugin/)",
-                    path.display()
-                ));
-            }
+            let path = local_sdk(
+                p,
+                "Python plugin SDK",
+                |p| p.join("evalhost_plugin/__init__.py").is_file(),
+                "plugin-sdk/python (no evalhost_plugin/)",
+            )?;
             format!(
                 "pip install {}",
                 crate::process::shell_quote(&path.display().to_string())
@@ -497,15 +511,12 @@ fn scaffold(
     // The published SDK by version, or a local copy with --sdk.
     let dependency = match sdk {
         Some(p) => {
-            let path = p
-                .canonicalize()
-                .map_err(|e| format!("the plugin SDK is not at {}: {e}", p.display()))?;
-            if !path.join("Cargo.toml").is_file() || !path.join("wit").is_dir() {
-                return Err(format!(
-                    "{} is not a copy of evalhost's plugin-sdk (no Cargo.toml and wit/)",
-                    path.display()
-                ));
-            }
+            let path = local_sdk(
+                p,
+                "plugin SDK",
+                |p| p.join("Cargo.toml").is_file() && p.join("wit").is_dir(),
+                "plugin-sdk (no Cargo.toml and wit/)",
+            )?;
             format!("{{ path = {:?} }}", path.display().to_string())
         }
         None => format!("\"{SDK_VERSION}\""),
