@@ -329,14 +329,13 @@ fn inline_code() {
 /// The same for promptfoo's `python`, in evalhost's CPython runner (built
 /// with componentize-py when it is there).
 fn python_code(dir: &tempfile::TempDir) {
-    let path = match evalhost::run::python_runner_path() {
-        Ok(p) => p,
+    let bytes = match evalhost::run::python_runner() {
+        Ok(b) => b,
         Err(why) => {
             println!("python      evalhost: not measured ({why})");
             return;
         }
     };
-    let bytes = std::fs::read(&path).expect("runner");
     let digest = evalhost::plugin::sha256_hex(&bytes);
     let started = Instant::now();
     let runner =

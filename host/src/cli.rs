@@ -82,6 +82,13 @@ pub struct DoctorArgs {
     /// The suite's dialect: agentv4, agentv5 or promptfoo.
     #[arg(long, value_name = "DIALECT", value_parser = parse_dialect)]
     pub dialect: Option<evalhost_suite::dialect::Dialect>,
+    /// Trust the targets the suite brings (a targets file found beside it,
+    /// targets it defines itself): run their programs' `--version` and
+    /// `--help`, and send keys to the URLs they name. Without it (and
+    /// without `--targets`), doctor only looks programs up and checks that
+    /// keys are set.
+    #[arg(long)]
+    pub trust: bool,
 }
 
 /// `evalhost trace`.
@@ -486,6 +493,19 @@ fn doctor_command(args: &DoctorArgs, out: &mut dyn Write, err: &mut dyn Write) -
         Err(error) => return report_run_error(err, &error),
     };
     let suite = &prepared.suite;
+    // A targets file found beside the suite (and targets the suite
+    // defines) may be a stranger's: nothing of it is run or contacted
+    // unless the operator named the file or said `--trust`. (Reading it
+    // with the environment is harmless then: doctor only says whether a
+    // variable is set, never its value, and sends nothing.)
+    let file_trusted = args.trust || args.targets.is_some();
+    let inline: Vec<String> = suite
+        .inline_targets
+        .iter()
+        .filter_map(|t| t.entry.get("name").and_then(serde_json::Value::as_str))
+        .map(str::to_owned)
+        .collect();
+    let trusted = |name: &str| args.trust || (file_trusted && !inline.iter().any(|n| n == name));
     let targets = match run::targets::load(suite, &args.eval, args.targets.as_ref(), false) {
         Ok(t) => t,
         Err(diags) => {
@@ -519,7 +539,18 @@ fn doctor_command(args: &DoctorArgs, out: &mut dyn Write, err: &mut dyn Write) -
     for w in &unset {
         let _ = writeln!(out, "  ✗ {}", w.rsplit("warning: ").next().unwrap_or(w));
     }
-    match crate::doctor::run(&targets, &names, out).map(|n| n + unset.len()) {
+    if !args.trust && (!file_trusted || !inline.is_empty()) {
+        let _ = writeln!(
+            out,
+            "  note: {} may come with the suite: programs are looked up, not run, and URLs are not contacted (name the targets file with --targets, or pass --trust, to check them fully)",
+            if file_trusted {
+                "the targets the suite defines itself"
+            } else {
+                "the targets file found beside the suite"
+            }
+        );
+    }
+    match crate::doctor::run(&targets, &names, &trusted, out).map(|n| n + unset.len()) {
         Ok(0) => {
             let _ = writeln!(out, "ready: every target a run would use can run here");
             exit_codes::SUCCESS

@@ -78,8 +78,13 @@ fn output_of(argv: &[String]) -> Option<String> {
 }
 
 /// An agent CLI: on `PATH`, its version, and the flags evalhost passes in
-/// its help (an older CLI without them cannot run as AgentV runs it).
-fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Finding> {
+/// its help (an older CLI without them cannot run as AgentV runs it). An
+/// untrusted target's program is only looked up, never run.
+fn agent(
+    target: &Target,
+    config: &crate::target::agent::AgentConfig,
+    trusted: bool,
+) -> Vec<Finding> {
     use crate::target::agent::AgentKind;
     let name = &target.name;
     let Some(path) = which(&config.executable) else {
@@ -100,6 +105,16 @@ fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Fin
             ),
         )];
     };
+    if !trusted {
+        return vec![Finding::ok(
+            name,
+            format!(
+                "{} at {} (not run: the target came with the suite)",
+                config.executable,
+                path.display()
+            ),
+        )];
+    }
     let version = output_of(&[path.display().to_string(), "--version".into()])
         .map(|v| v.lines().next().unwrap_or("").trim().to_owned())
         .filter(|v| !v.is_empty());
@@ -167,12 +182,26 @@ fn agent(target: &Target, config: &crate::target::agent::AgentConfig) -> Vec<Fin
     }
 }
 
-/// A model API: its key, and a health request to its model list.
-fn model_api(name: &str, url: String, headers: Vec<(&str, String)>, key: bool) -> Finding {
+/// A model API: its key, and a health request to its model list (only
+/// for a trusted target: an untrusted one's URL is not contacted, so no
+/// key goes where a stranger's file points).
+fn model_api(
+    name: &str,
+    url: String,
+    headers: Vec<(&str, String)>,
+    key: bool,
+    trusted: bool,
+) -> Finding {
     if !key {
         return Finding::problem(
             name,
             "no API key: give the target `api_key: ${{ VAR }}` and set that variable",
+        );
+    }
+    if !trusted {
+        return Finding::ok(
+            name,
+            format!("a key is set; {url} not contacted (the target came with the suite)"),
         );
     }
     let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -195,8 +224,9 @@ fn model_api(name: &str, url: String, headers: Vec<(&str, String)>, key: bool) -
     }
 }
 
-/// The checks for one target.
-pub fn check(target: &Target) -> Vec<Finding> {
+/// The checks for one target; `trusted`: its programs may run and its
+/// URLs be contacted with its key.
+pub fn check(target: &Target, trusted: bool) -> Vec<Finding> {
     let name = target.name.as_str();
     match &target.provider {
         Provider::Unavailable(message) => vec![Finding::problem(name, message.clone())],
@@ -204,7 +234,7 @@ pub fn check(target: &Target) -> Vec<Finding> {
             name,
             format!("provider `{p}` is not run by this version of evalhost (docs/targets.md)"),
         )],
-        Provider::Agent(config) => agent(target, config),
+        Provider::Agent(config) => agent(target, config, trusted),
         Provider::Cli(config) => {
             let program = config.command.split_whitespace().next().unwrap_or("");
             match which(program) {
@@ -230,6 +260,7 @@ pub fn check(target: &Target) -> Vec<Finding> {
                 .map(|k| ("Authorization", format!("Bearer {k}")))
                 .collect(),
             c.api_key.is_some() || !c.base_url.contains("api.openai.com"),
+            trusted,
         )],
         Provider::Responses(c) => vec![model_api(
             name,
@@ -248,6 +279,7 @@ pub fn check(target: &Target) -> Vec<Finding> {
                 })
                 .collect(),
             c.api_key.is_some(),
+            trusted,
         )],
         Provider::Anthropic(c) => vec![model_api(
             name,
@@ -258,6 +290,7 @@ pub fn check(target: &Target) -> Vec<Finding> {
                 .chain([("anthropic-version", "2023-06-01".to_owned())])
                 .collect(),
             c.api_key.is_some(),
+            trusted,
         )],
         Provider::Gemini(c) => vec![model_api(
             name,
@@ -267,6 +300,7 @@ pub fn check(target: &Target) -> Vec<Finding> {
                 .map(|k| ("x-goog-api-key", k.clone()))
                 .collect(),
             c.api_key.is_some(),
+            trusted,
         )],
         Provider::Replay(_)
         | Provider::Mock { .. }
@@ -284,7 +318,12 @@ pub fn check(target: &Target) -> Vec<Finding> {
 
 /// Checks `names` and the judges and fallbacks they name, each once, and
 /// prints a line per check; returns how many problems there were.
-pub fn run(targets: &Targets, names: &[String], out: &mut dyn Write) -> std::io::Result<usize> {
+pub fn run(
+    targets: &Targets,
+    names: &[String],
+    trusted: &dyn Fn(&str) -> bool,
+    out: &mut dyn Write,
+) -> std::io::Result<usize> {
     let mut todo: Vec<String> = names.to_vec();
     let mut seen: Vec<String> = Vec::new();
     let mut problems = 0;
@@ -302,7 +341,7 @@ pub fn run(targets: &Targets, names: &[String], out: &mut dyn Write) -> std::io:
                 continue;
             }
         };
-        for f in check(&target) {
+        for f in check(&target, trusted(&name)) {
             if f.ok {
                 writeln!(out, "  ok {} ({}): {}", f.target, kind(&target), f.message)?;
             } else {
@@ -316,7 +355,8 @@ pub fn run(targets: &Targets, names: &[String], out: &mut dyn Write) -> std::io:
     Ok(problems)
 }
 
-fn kind(target: &Target) -> &'static str {
+/// The kind of `target`, as the targets file names it.
+pub(crate) fn kind(target: &Target) -> &'static str {
     match &target.provider {
         Provider::Mock { .. } => "mock",
         Provider::Echo => "echo",

@@ -195,6 +195,40 @@ fn resolve(index: &Index, name: &str) -> anyhow::Result<Run> {
     })
 }
 
+/// The directory of a run that `runs rm` may delete: only a real
+/// directory (not a link) directly inside the project's `.evalhost/runs`,
+/// holding a `run.json` that is a regular file. The directory the index
+/// records is a hint (an index can be planted); anything else — the
+/// project, an ancestor, a run written elsewhere with `-o` — is left for
+/// the user to delete.
+fn removable(recorded: &str, runs_dir: &Path) -> Result<PathBuf, String> {
+    let dir = PathBuf::from(recorded);
+    let meta = std::fs::symlink_metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !meta.is_dir() {
+        return Err(format!(
+            "{} is not a directory (or is a link)",
+            dir.display()
+        ));
+    }
+    let runs = runs_dir
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", runs_dir.display()))?;
+    let real = dir
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    if real.parent() != Some(runs.as_path()) {
+        return Err(format!(
+            "{} is not inside {}; evalhost deletes only run directories there (delete it yourself if it is a run)",
+            dir.display(),
+            runs_dir.display()
+        ));
+    }
+    if !std::fs::symlink_metadata(real.join("run.json")).is_ok_and(|m| m.is_file()) {
+        return Err(format!("{} has no run.json", dir.display()));
+    }
+    Ok(real)
+}
+
 /// Multi-line output for a terminal: each line made safe on its own (test
 /// ids come from suites), the newlines kept.
 fn print_lines(out: &mut dyn Write, text: &str) -> std::io::Result<()> {
@@ -361,23 +395,26 @@ fn runs_inner(
                 .collect::<anyhow::Result<_>>()?;
             for run in resolved {
                 index.remove(&run.info.id)?;
-                if !keep_files {
-                    let dir = PathBuf::from(&run.info.dir);
-                    // Only a run directory: it has run.json.
-                    if dir.join("run.json").is_file() {
-                        std::fs::remove_dir_all(&dir)
-                            .with_context(|| format!("cannot remove {}", dir.display()))?;
+                let kept = if *keep_files {
+                    Some(" from the index (its directory is kept)".to_owned())
+                } else {
+                    match removable(&run.info.dir, &index.runs_dir) {
+                        Ok(dir) => {
+                            std::fs::remove_dir_all(&dir)
+                                .with_context(|| format!("cannot remove {}", dir.display()))?;
+                            None
+                        }
+                        Err(why) => Some(format!(
+                            " from the index; its directory is kept: {}",
+                            crate::text::shown(&why)
+                        )),
                     }
-                }
+                };
                 writeln!(
                     out,
                     "removed {}{}",
                     crate::text::shown(&run.info.id),
-                    if *keep_files {
-                        " from the index (its directory is kept)"
-                    } else {
-                        ""
-                    }
+                    kept.unwrap_or_default()
                 )?;
             }
             Ok(exit_codes::SUCCESS)

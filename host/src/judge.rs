@@ -124,6 +124,22 @@ pub struct Judge {
     permits: Semaphore,
     timeout: Duration,
     scope: String,
+    strict: bool,
+}
+
+/// A target that only answers a prompt with text: a model API (or the
+/// offline `mock`/`echo`), never a command, an agent or an HTTP API the
+/// targets file wires up.
+pub fn is_model(target: &Target) -> bool {
+    matches!(
+        target.provider,
+        Provider::OpenAi(_)
+            | Provider::Anthropic(_)
+            | Provider::Gemini(_)
+            | Provider::Responses(_)
+            | Provider::Mock { .. }
+            | Provider::Echo
+    )
 }
 
 impl Judge {
@@ -136,7 +152,18 @@ impl Judge {
             permits: Semaphore::new(workers),
             timeout: Duration::from_secs(300),
             scope: String::new(),
+            strict: false,
         }
+    }
+
+    /// `--sandbox strict`: a judge the suite names (an assertion's
+    /// `target`, a plugin's `completion-request.target`) must be a model
+    /// API or the run's designated judge (`--grader-target`, the selected
+    /// target's `grader_target`); a command or an agent target is refused,
+    /// so a suite cannot hand its prompt to a program on the host.
+    pub fn with_strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
     }
 
     /// Keys every cached answer by `scope` too: runs under
@@ -202,11 +229,21 @@ impl Judge {
         usage: &mut JudgeUsage,
     ) -> Result<Answer, JudgeError> {
         let target = match &request.target {
-            Some(name) => self
-                .targets
-                .select(name)
-                .map_err(|e| JudgeError::Unavailable(format!("judge target: {e}")))?
-                .clone(),
+            Some(name) => {
+                let named = self
+                    .targets
+                    .select(name)
+                    .map_err(|e| JudgeError::Unavailable(format!("judge target: {e}")))?
+                    .clone();
+                let designated = default.as_ref().is_ok_and(|d| d.name == named.name);
+                if self.strict && !designated && !is_model(&named) {
+                    return Err(JudgeError::Unavailable(format!(
+                        "judge target `{name}` is refused under `--sandbox strict`: it is a `{}` target, not a model API, and not the run's judge (a suite may name only model targets as judges)",
+                        crate::doctor::kind(&named)
+                    )));
+                }
+                named
+            }
             None => default.clone().map_err(JudgeError::Unavailable)?,
         };
         no_key(&target)?;

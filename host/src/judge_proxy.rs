@@ -389,12 +389,19 @@ fn ask(
     }
     messages.push(("user".to_owned(), question.to_owned()));
     let default_name = shared.grant.default.as_ref().map(|t| t.name.as_str()).ok();
+    // The proxy reaches only what `/info` lists (`availableTargets`): the
+    // judge itself. Another name is refused without saying which targets
+    // exist.
+    if let Some(t) = target
+        && Some(t) != default_name
+    {
+        return Err(format!(
+            "target `{t}` is not available to this grader (available: {})",
+            default_name.unwrap_or("none")
+        ));
+    }
     let request = Request {
         messages,
-        // AgentV's proxy resolves only the judge itself by name.
-        target: target
-            .filter(|t| Some(*t) != default_name)
-            .map(str::to_owned),
         ..Request::default()
     };
     let a = complete(shared, &request)?;

@@ -8,8 +8,43 @@ use clap::Parser as _;
 // values (JSON trees, strings, rows); mimalloc serves them from per-thread
 // pages, about a third faster than glibc's malloc on `validate` and `run`
 // (`scripts/bench.py --only layout`).
+//
+// Every allocation is also reported to the template memory budget
+// (`evalhost_suite::budget`): a suite's template cannot fill the machine's
+// memory while it renders.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: Budgeted = Budgeted(mimalloc::MiMalloc);
+
+struct Budgeted(mimalloc::MiMalloc);
+
+// SAFETY: every call is forwarded unchanged to mimalloc; the budget's
+// hooks only read and write this thread's counters (no allocation).
+unsafe impl std::alloc::GlobalAlloc for Budgeted {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        evalhost_suite::budget::on_alloc(layout.size());
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.0.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        evalhost_suite::budget::on_alloc(layout.size());
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.0.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        evalhost_suite::budget::on_dealloc(layout.size());
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.0.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
+        if new > layout.size() {
+            evalhost_suite::budget::on_alloc(new - layout.size());
+        } else {
+            evalhost_suite::budget::on_dealloc(layout.size() - new);
+        }
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.0.realloc(ptr, layout, new) }
+    }
+}
 
 fn main() -> ExitCode {
     evalhost::cli::run_cli(evalhost::cli::Cli::parse())

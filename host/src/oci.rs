@@ -107,7 +107,8 @@ pub struct Lock {
 impl Lock {
     /// Reads `path` (an empty lock when it does not exist).
     pub fn read(path: &Path) -> Result<Self, String> {
-        match std::fs::read_to_string(path) {
+        // A lock file is small: at most 4 MiB, a regular file.
+        match crate::safe_fs::read_regular_capped(path, 4 << 20) {
             Ok(text) => serde_json::from_str(&text)
                 .map_err(|e| format!("{} is not an evalhost lock file: {e}", path.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self {
@@ -146,7 +147,7 @@ pub fn cache_dir() -> Option<PathBuf> {
 
 fn cached(sha: &str) -> Option<PathBuf> {
     let path = cache_dir()?.join(format!("{sha}.wasm"));
-    let bytes = std::fs::read(&path).ok()?;
+    let bytes = crate::safe_fs::read_capped(&path, MAX_COMPONENT).ok()?;
     (crate::plugin::sha256_hex(&bytes) == sha).then_some(path)
 }
 
@@ -179,15 +180,84 @@ fn block_on<T>(f: impl std::future::Future<Output = T>) -> Result<T, String> {
     Ok(rt.block_on(f))
 }
 
+/// The hosts the operator's registry credentials are for:
+/// `EVALHOST_REGISTRY_HOSTS`, a comma-separated list of `HOST[:PORT]`.
+fn credential_hosts() -> Vec<String> {
+    std::env::var("EVALHOST_REGISTRY_HOSTS")
+        .unwrap_or_default()
+        .split(',')
+        .map(|h| h.trim().to_ascii_lowercase())
+        .filter(|h| !h.is_empty())
+        .collect()
+}
+
 /// Credentials from the environment (`EVALHOST_REGISTRY_USER`,
-/// `EVALHOST_REGISTRY_PASSWORD`), else anonymous.
-fn auth() -> RegistryAuth {
+/// `EVALHOST_REGISTRY_PASSWORD`) for `r`'s registry, when the operator
+/// listed that registry in `EVALHOST_REGISTRY_HOSTS`; else anonymous. A
+/// suite chooses the references it names (and ships the lock that pins
+/// them), so credentials never go to a host because a suite named it.
+fn auth(r: &OciRef) -> RegistryAuth {
     match (
         std::env::var("EVALHOST_REGISTRY_USER"),
         std::env::var("EVALHOST_REGISTRY_PASSWORD"),
     ) {
-        (Ok(u), Ok(p)) => RegistryAuth::Basic(u, p),
+        (Ok(u), Ok(p)) if credential_hosts().contains(&r.host().to_ascii_lowercase()) => {
+            RegistryAuth::Basic(u, p)
+        }
         _ => RegistryAuth::Anonymous,
+    }
+}
+
+/// Why a registry refused an anonymous request, with what would fix it
+/// when the operator has credentials that were not sent.
+fn auth_hint(r: &OciRef) -> String {
+    let has = std::env::var_os("EVALHOST_REGISTRY_USER").is_some();
+    if has && !credential_hosts().contains(&r.host().to_ascii_lowercase()) {
+        format!(
+            " (EVALHOST_REGISTRY_USER is set, but credentials are sent only to the registries listed in EVALHOST_REGISTRY_HOSTS, and `{}` is not one)",
+            r.host()
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// The largest component a registry may send (as for a plugin file).
+const MAX_COMPONENT: u64 = 256 << 20;
+
+/// A sink that takes at most `limit` bytes; more is an error, so a
+/// registry that streams past the size its manifest gave is cut off.
+struct Bounded {
+    bytes: Vec<u8>,
+    limit: u64,
+}
+
+impl tokio::io::AsyncWrite for Bounded {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if self.bytes.len() as u64 + buf.len() as u64 > self.limit {
+            return std::task::Poll::Ready(Err(std::io::Error::other(format!(
+                "the registry sent more than the {} bytes the manifest gives",
+                self.limit
+            ))));
+        }
+        self.bytes.extend_from_slice(buf);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
     }
 }
 
@@ -213,7 +283,7 @@ pub fn push(wasm: &[u8], r: &OciRef) -> Result<(String, String), String> {
     )];
     let manifest = OciImageManifest::build(&layers, &config, None);
     let c = client(r);
-    let a = auth();
+    let a = auth(r);
     block_on(async {
         c.push(&r.reference, &layers, config, &a, Some(manifest))
             .await
@@ -227,9 +297,18 @@ pub fn push(wasm: &[u8], r: &OciRef) -> Result<(String, String), String> {
 
 /// The manifest digest `r` points to now, and the component's sha256 its
 /// manifest names.
-fn resolve(c: &Client, r: &Reference, text: &str) -> Result<(OciImageManifest, String), String> {
-    block_on(c.pull_image_manifest(r, &auth()))?
-        .map_err(|e| format!("{text}: the registry did not answer with a manifest: {e}"))
+fn resolve(
+    c: &Client,
+    at: &Reference,
+    r: &OciRef,
+    text: &str,
+) -> Result<(OciImageManifest, String), String> {
+    block_on(c.pull_image_manifest(at, &auth(r)))?.map_err(|e| {
+        format!(
+            "{text}: the registry did not answer with a manifest: {e}{}",
+            auth_hint(r)
+        )
+    })
 }
 
 fn component_of(manifest: &OciImageManifest, text: &str) -> Result<String, String> {
@@ -253,9 +332,27 @@ fn download(
     sha: &str,
     text: &str,
 ) -> Result<PathBuf, String> {
-    let mut bytes: Vec<u8> = Vec::new();
-    block_on(c.pull_blob(at, &manifest.layers[0], &mut bytes))?
+    let layer = &manifest.layers[0];
+    let size = u64::try_from(layer.size).unwrap_or(u64::MAX);
+    if size == 0 || size > MAX_COMPONENT {
+        return Err(format!(
+            "{text}: the manifest gives the component a size of {} bytes; a plugin is at most {MAX_COMPONENT} bytes; refused",
+            layer.size
+        ));
+    }
+    let mut sink = Bounded {
+        bytes: Vec::new(),
+        limit: size,
+    };
+    block_on(c.pull_blob(at, layer, &mut sink))?
         .map_err(|e| format!("{text}: downloading the component: {e}"))?;
+    let bytes = sink.bytes;
+    if bytes.len() as u64 != size {
+        return Err(format!(
+            "{text}: the registry sent {} bytes, not the {size} its manifest gives; refused",
+            bytes.len()
+        ));
+    }
     let got = crate::plugin::sha256_hex(&bytes);
     if got != sha {
         return Err(format!(
@@ -269,7 +366,7 @@ fn download(
 /// component, caches it and records it in the lock at `lock_path`.
 pub fn add(r: &OciRef, lock_path: &Path) -> Result<LockEntry, String> {
     let c = client(r);
-    let (manifest, digest) = resolve(&c, &r.reference, &r.text)?;
+    let (manifest, digest) = resolve(&c, &r.reference, r, &r.text)?;
     let sha = component_of(&manifest, &r.text)?;
     download(&c, &r.at_digest(&digest), &manifest, &sha, &r.text)?;
     let entry = LockEntry {
@@ -308,7 +405,7 @@ pub fn component(
     }
     let c = client(&r);
     let at = r.at_digest(&entry.manifest_digest);
-    let (manifest, _) = resolve(&c, &at, reference).map_err(|e| {
+    let (manifest, _) = resolve(&c, &at, &r, reference).map_err(|e| {
         format!(
             "{e} (the locked component is not in the cache either, so the run cannot go on offline)"
         )

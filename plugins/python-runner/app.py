@@ -203,7 +203,10 @@ class Grader(exports.Grader):
                     capabilities=[],
                 )
             ],
-            stateless=True,
+            # Not stateless: a snippet runs in this interpreter and can
+            # replace this module's functions, builtins or `json`; every
+            # call gets a fresh instance, so no test's code reaches another.
+            stateless=False,
         )
 
     def check_config(self, assertion_type, config_json):

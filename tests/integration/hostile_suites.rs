@@ -518,9 +518,29 @@ fn sandbox_strict_keeps_the_operator_s_secrets_and_outputs_honest() {
     let (outer, root) = project(
         "execution: {cache: true, cache_path: ./cache}\ntests:\n  - {id: t, input: 'a=${{ OPENAI_API_KEY }} b=${{ LEAKED }}', assertions: [{type: contains, value: hi}]}\n",
     );
+    // The suite's own targets file names the operator's key: under strict
+    // it sees only the suite's `.env` files, where the key is not, so the
+    // target cannot run — refused naming the variable, never filled from
+    // the operator's environment.
     std::fs::write(
         root.join(".evalhost/targets.yaml"),
         "targets:\n  - {name: default, provider: mock, response: 'hi key=${{ OPENAI_API_KEY }}'}\n",
+    )
+    .unwrap();
+    let r = crate::support::evalhost()
+        .current_dir(&root)
+        .args(["run", "EVAL.yaml", "-o", "refused", "--sandbox", "strict"])
+        .env("OPENAI_API_KEY", SECRET)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("OPENAI_API_KEY is not set"), "{stderr}");
+    assert!(!stderr.contains(SECRET), "{stderr}");
+    // The other routes, with a target that runs.
+    std::fs::write(
+        root.join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: mock, response: 'hi key='}\n",
     )
     .unwrap();
     std::os::unix::fs::symlink("/proc/self/environ", root.join(".env")).unwrap();

@@ -17,6 +17,9 @@ mod hostile_suites;
 // Untrusted input beyond the suite: placeholders, run directories, shards,
 // caches, and what reaches a terminal or a CI log.
 mod hostile_runs;
+// The third red-team pass: TypeScript bundling, the operator's targets
+// file, judges, registries, doctor, warm instances, history, templates.
+mod hostile_surfaces;
 // 20,000 cases on 8 workers: right counts, no leaked process, bounded memory.
 mod soak;
 // Inputs the fuzzers found (and seeds), replayed.

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use super::{Run, RunInfo, read_run, run_dirs};
 
@@ -100,6 +100,22 @@ impl Filter {
     }
 }
 
+/// Why `file` is not one the index may open: a link, not a regular file,
+/// or a file with other hard links. `None` when it is fine or absent.
+fn not_our_file(file: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::symlink_metadata(file).ok()?;
+    if meta.file_type().is_symlink() {
+        Some(format!("{} is a symbolic link", file.display()))
+    } else if !meta.is_file() {
+        Some(format!("{} is not a regular file", file.display()))
+    } else if meta.nlink() > 1 {
+        Some(format!("{} has other hard links", file.display()))
+    } else {
+        None
+    }
+}
+
 /// The index of one project.
 pub struct Index {
     conn: Connection,
@@ -132,12 +148,47 @@ impl Index {
             source,
         };
         if let Some(dir) = path.parent() {
+            // `.evalhost` itself must not be a link out of the project.
+            crate::safe_fs::check_dir(dir, &[project]).map_err(|source| IndexError::Io {
+                path: path.clone(),
+                source,
+            })?;
             std::fs::create_dir_all(dir).map_err(|source| IndexError::Io {
                 path: path.clone(),
                 source,
             })?;
         }
-        let conn = Connection::open(&path).map_err(sqlite)?;
+        // The database and its side files must be regular files of their
+        // own, not links (a link checked into a project would make evalhost
+        // rewrite another SQLite file) nor hard links; SQLite is also told
+        // not to follow a link itself.
+        for name in [
+            "results.db",
+            "results.db-wal",
+            "results.db-shm",
+            "results.db-journal",
+        ] {
+            let file = path.with_file_name(name);
+            if let Some(why) = not_our_file(&file) {
+                return Err(IndexError::Io {
+                    path: file,
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        format!(
+                            "{why}; evalhost does not open the results index through it (remove it, then `evalhost runs reindex`)"
+                        ),
+                    ),
+                });
+            }
+        }
+        let conn = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+        )
+        .map_err(sqlite)?;
         conn.busy_timeout(Duration::from_secs(15)).map_err(sqlite)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(sqlite)?;

@@ -202,8 +202,16 @@ fn row_info(seq: u64, row: Value) -> Option<RowInfo> {
     })
 }
 
+/// The largest `run.json` or `summary.json` read back.
+const MAX_RECORD: u64 = 64 << 20;
+
+/// The longest line of `results.jsonl` read back (as `--resume` reads it).
+const MAX_ROW: u64 = 256 << 20;
+
 fn read_json(path: &Path) -> Result<Option<Value>, RunDirError> {
-    match std::fs::read_to_string(path) {
+    // Capped, a regular file, not through a link: a run directory may
+    // come from an untrusted checkout (`results.jsonl -> /dev/zero`).
+    match crate::safe_fs::read_text_capped(path, MAX_RECORD) {
         Ok(text) => serde_json::from_str(&text)
             .map(Some)
             .map_err(|e| RunDirError::Unreadable {
@@ -218,32 +226,120 @@ fn read_json(path: &Path) -> Result<Option<Value>, RunDirError> {
     }
 }
 
+/// The rows of `results.jsonl`, read line by line (each line capped), not
+/// through a link; a torn last line is skipped. A row that breaks the row
+/// checks of `merge` and `--resume` (a score that is not a finite number in
+/// [0, 1], a trial of 0) makes the run unreadable: history never shows a
+/// number a run cannot have produced.
+fn read_rows(results: &Path) -> Result<Vec<RowInfo>, RunDirError> {
+    use std::io::{BufRead as _, Read as _};
+    let unreadable = |message: String| RunDirError::Unreadable {
+        path: results.to_path_buf(),
+        message,
+    };
+    let file = match crate::safe_fs::open_read(results) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(unreadable(e.to_string())),
+    };
+    let mut reader = std::io::BufReader::new(file);
+    let mut rows = Vec::new();
+    let mut line = Vec::new();
+    let mut number = 0u64;
+    loop {
+        line.clear();
+        let read = (&mut reader)
+            .take(MAX_ROW + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| unreadable(e.to_string()))?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        if line.len() as u64 > MAX_ROW {
+            return Err(unreadable(format!(
+                "line {number} is longer than {MAX_ROW} bytes"
+            )));
+        }
+        let text = String::from_utf8_lossy(&line);
+        if text.trim().is_empty() {
+            continue;
+        }
+        let Ok(value) = serde_json::from_str::<Value>(&text) else {
+            // A torn line (a run killed while writing) is skipped.
+            continue;
+        };
+        if let Some(score) = value.get("score").filter(|v| !v.is_null()) {
+            match score.as_f64() {
+                Some(x) if x.is_finite() && (0.0..=1.0).contains(&x) => {}
+                _ => {
+                    return Err(unreadable(format!(
+                        "line {number}: score {score} is not a number in [0, 1]"
+                    )));
+                }
+            }
+        }
+        if value.get("trial").and_then(Value::as_u64) == Some(0) {
+            return Err(unreadable(format!(
+                "line {number}: trial 0 (trials count from 1)"
+            )));
+        }
+        if let Some(row) = row_info(rows.len() as u64, value) {
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// When the run started: `run.json`'s `started_at` when it is a timestamp
+/// no later than the file itself was last written (a run directory that
+/// came with a checkout cannot date itself into the future and become the
+/// "latest" run), else that time.
+fn started_at(record: &Value, run_json: &Path) -> String {
+    let written = std::fs::symlink_metadata(run_json)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| jiff::Timestamp::try_from(t).ok())
+        .unwrap_or_else(jiff::Timestamp::now)
+        .min(jiff::Timestamp::now());
+    match record["started_at"]
+        .as_str()
+        .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+    {
+        // A second of slack for file systems that round times.
+        Some(t) if t <= written + jiff::SignedDuration::from_secs(1) => t.to_string(),
+        _ => written.to_string(),
+    }
+}
+
+/// The tests of `rows` (test id and target), each once, with its verdict:
+/// passed when every trial passed, an error when any trial is one, else
+/// failed.
+fn test_verdicts(rows: &[RowInfo]) -> (u64, u64, u64, u64) {
+    let mut tests: std::collections::BTreeMap<(&str, &str), (bool, bool)> = Default::default();
+    for r in rows {
+        let e = tests
+            .entry((r.test_id.as_str(), r.target.as_str()))
+            .or_insert((true, false));
+        e.0 &= r.status == "passed";
+        e.1 |= r.status == "error";
+    }
+    let total = tests.len() as u64;
+    let errors = tests.values().filter(|(_, err)| *err).count() as u64;
+    let passed = tests.values().filter(|(ok, err)| *ok && !*err).count() as u64;
+    (total, passed, total - passed - errors, errors)
+}
+
 /// Reads the run in `dir`. A torn last line of `results.jsonl` (a run
 /// killed while writing) is skipped; a missing `summary.json` makes the
-/// run `interrupted`, its counts taken from its rows.
+/// run `interrupted`, its counts taken from its rows. Every file is read
+/// capped and not through a link.
 pub fn read_run(dir: &Path, runs_dir: &Path) -> Result<Run, RunDirError> {
     let Some(record) = read_json(&dir.join("run.json"))? else {
         return Err(RunDirError::NotARun(dir.to_path_buf()));
     };
     let summary = read_json(&dir.join("summary.json")).ok().flatten();
-    let results = dir.join("results.jsonl");
-    let text = match std::fs::read_to_string(&results) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => {
-            return Err(RunDirError::Unreadable {
-                path: results,
-                message: e.to_string(),
-            });
-        }
-    };
-    let rows: Vec<RowInfo> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .enumerate()
-        .filter_map(|(i, v)| row_info(i as u64, v))
-        .collect();
+    let rows = read_rows(&dir.join("results.jsonl"))?;
     let strs = |v: &Value| -> Vec<String> {
         v.as_array()
             .map(|a| {
@@ -253,7 +349,6 @@ pub fn read_run(dir: &Path, runs_dir: &Path) -> Result<Run, RunDirError> {
             })
             .unwrap_or_default()
     };
-    let count = |status: &str| rows.iter().filter(|r| r.status == status).count() as u64;
     let total = rows.len() as u64;
     let scores: Vec<f64> = rows.iter().filter_map(|r| r.score).collect();
     let sum_opt = |f: &dyn Fn(&RowInfo) -> Option<f64>| {
@@ -269,9 +364,20 @@ pub fn read_run(dir: &Path, runs_dir: &Path) -> Result<Run, RunDirError> {
     };
     let summary_ref = summary.as_ref();
     let interrupted = summary_ref.is_none_or(|s| s["interrupted"].as_bool() == Some(true));
-    let passed = summary_ref
-        .and_then(|s| s["passed"].as_u64())
-        .unwrap_or_else(|| count("passed"));
+    // Counts of tests (not rows: a test of three trials is one test). The
+    // summary's, when they add up to the tests the rows hold (it combined
+    // trials by the suite's own rule); else counted from the rows — a
+    // summary that claims more than its rows is not believed.
+    let (tests, row_passed, row_failed, row_errors) = test_verdicts(&rows);
+    let from_summary = summary_ref.and_then(|s| {
+        let (p, f, e) = (
+            s["passed"].as_u64()?,
+            s["failed"].as_u64()?,
+            s["errors"].as_u64().unwrap_or(0),
+        );
+        (p.checked_add(f)?.checked_add(e)? == tests).then_some((p, f, e))
+    });
+    let (passed, failed, errors) = from_summary.unwrap_or((row_passed, row_failed, row_errors));
     let info = RunInfo {
         id: run_id(dir, runs_dir),
         dir: std::path::absolute(dir)
@@ -302,7 +408,7 @@ pub fn read_run(dir: &Path, runs_dir: &Path) -> Result<Run, RunDirError> {
                 t
             }
         },
-        started_at: record["started_at"].as_str().unwrap_or("").to_owned(),
+        started_at: started_at(&record, &dir.join("run.json")),
         duration_ms: summary_ref.and_then(|s| s["duration_ms"].as_u64()),
         status: if interrupted {
             "interrupted"
@@ -330,13 +436,9 @@ pub fn read_run(dir: &Path, runs_dir: &Path) -> Result<Run, RunDirError> {
             .unwrap_or_default(),
         total,
         passed,
-        failed: summary_ref
-            .and_then(|s| s["failed"].as_u64())
-            .unwrap_or_else(|| count("failed")),
-        errors: summary_ref
-            .and_then(|s| s["errors"].as_u64())
-            .unwrap_or_else(|| count("error")),
-        pass_rate: (total > 0).then(|| passed as f64 / total as f64),
+        failed,
+        errors,
+        pass_rate: (tests > 0).then(|| passed as f64 / tests as f64),
         mean_score: (!scores.is_empty()).then(|| scores.iter().sum::<f64>() / scores.len() as f64),
         cost_usd: sum_opt(&|r| r.cost_usd),
         tokens_in: tokens("input"),

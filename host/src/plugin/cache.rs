@@ -73,8 +73,10 @@ impl Hasher for Fnv {
 }
 
 /// The per-user key: `EVALHOST_CACHE_KEY` (64 hex digits), else the key
-/// file, created on first use.
-fn secret() -> Result<[u8; 32], String> {
+/// file, created on first use. Every cache that holds code (compiled
+/// components, the AgentV-assertion toolchain and its components) tags
+/// what it wrote with it.
+pub(crate) fn secret() -> Result<[u8; 32], String> {
     if let Ok(hex) = std::env::var("EVALHOST_CACHE_KEY") {
         return parse_key(hex.trim())
             .ok_or_else(|| "EVALHOST_CACHE_KEY must be 64 hexadecimal digits".to_owned());
@@ -245,4 +247,64 @@ pub fn default_cache_dir() -> Option<PathBuf> {
         return Some(PathBuf::from(dir).join("components"));
     }
     dirs::cache_dir().map(|d| d.join("evalhost").join("components"))
+}
+
+/// A keyed tag over `parts` under the per-user key, in `domain` (each use
+/// its own, so a tag made for one cache is worth nothing in another).
+pub(crate) fn keyed_tag(domain: &str, parts: &[&[u8]]) -> Result<[u8; TAG_LEN], String> {
+    let key = secret()?;
+    let mut mac = blake3::Hasher::new_keyed(&key);
+    mac.update(domain.as_bytes());
+    mac.update(b"\0");
+    for p in parts {
+        mac.update(&(p.len() as u64).to_le_bytes());
+        mac.update(p);
+    }
+    Ok(*mac.finalize().as_bytes())
+}
+
+/// The bytes of a component another cache keeps (`domain`), when its tag
+/// checks out: written by this user's evalhost under this very name. An
+/// entry that fails is removed (`Ok(None)`, as for a missing one); the
+/// directory must be this user's and writable by nobody else.
+pub(crate) fn read_tagged(path: &Path, domain: &str, cap: u64) -> Result<Option<Vec<u8>>, String> {
+    if let Some(dir) = path.parent() {
+        crate::safe_fs::check_owned_dir(dir).map_err(|why| format!("{}: {why}", dir.display()))?;
+    }
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(None);
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stored =
+        crate::safe_fs::read_capped(path, cap.saturating_add(TAG_LEN as u64)).unwrap_or_default();
+    if stored.len() > TAG_LEN {
+        let (code, tag) = stored.split_at(stored.len() - TAG_LEN);
+        // `blake3::Hash` compares in constant time.
+        if blake3::Hash::from(keyed_tag(domain, &[name.as_bytes(), code])?)
+            == blake3::Hash::from_slice(tag).unwrap_or(blake3::Hash::from([0; 32]))
+        {
+            return Ok(Some(code.to_vec()));
+        }
+    }
+    let _ = std::fs::remove_file(path);
+    Ok(None)
+}
+
+/// Stores `code` at `path` with its tag (see [`read_tagged`]), atomically.
+pub(crate) fn write_tagged(path: &Path, domain: &str, code: &[u8]) -> Result<(), String> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tag = keyed_tag(domain, &[name.as_bytes(), code])?;
+    let mut file =
+        crate::safe_fs::AtomicFile::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    file.write_all(code)
+        .and_then(|()| file.write_all(&tag))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    file.commit()
+        .map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -13,6 +13,21 @@
 //! is installed once with `npm` into the cache directory; each component is
 //! cached by the digest of its bundle (the script and everything it
 //! imports), so a script is compiled once per change.
+//!
+//! What an untrusted suite cannot do through this (`docs/security.md`):
+//! - **bundle a host file**: the bundler resolves every import itself
+//!   (`build.mjs`'s `confine` plugin) and refuses an absolute or `file:`
+//!   specifier, an import attribute other than `{ type: "json" }`, and any
+//!   file that lies outside the project root after following links; the
+//!   script itself must be inside the project;
+//! - **see the operator's environment**: `node` runs with an empty one
+//!   (`PATH=/usr/bin:/bin`, `HOME` a private temporary directory);
+//! - **plant code in the cache**: the cache root, `agentv-js/` and the
+//!   toolchain directory must belong to this user and be writable by
+//!   nobody else; the toolchain's every file is tagged after `npm install`
+//!   with the per-user key of the compile cache and checked before it is
+//!   run (once per process), and so is each cached component; a tree or a
+//!   component that fails its check is removed and built again.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,6 +37,9 @@ const ADAPTER: &str = include_str!("agentv_js/adapter.mjs");
 const SHIM: &str = include_str!("agentv_js/sdk-shim.mjs");
 const PACKAGE: &str = include_str!("agentv_js/package.json");
 const WIT: &str = include_str!("../../../plugin-sdk/wit/grader.wit");
+
+/// The tag domain of the components this module caches.
+const COMPONENT_TAG: &str = "evalhost-agentv-js-component-v1";
 
 /// True when `source` is an AgentV assertion this can compile: it imports
 /// `@agentv/sdk` and calls `defineAssertion`.
@@ -46,40 +64,162 @@ fn digest(parts: &[&[u8]]) -> String {
     h.finalize().to_hex()[..32].to_owned()
 }
 
+/// `<cache>/agentv-js`, checked: it and the cache root belong to this user
+/// and nobody else may write to them.
 fn base() -> Result<PathBuf, String> {
-    crate::plugin::cache::default_cache_dir()
-        .and_then(|d| d.parent().map(|p| p.join("agentv-js")))
-        .ok_or_else(|| "no cache directory for the AgentV assertion toolchain".to_owned())
+    let root = crate::plugin::cache::default_cache_dir()
+        .and_then(|d| d.parent().map(Path::to_path_buf))
+        .ok_or_else(|| "no cache directory for the AgentV assertion toolchain".to_owned())?;
+    let base = root.join("agentv-js");
+    for dir in [&root, &base] {
+        crate::safe_fs::check_owned_dir(dir).map_err(|why| {
+            format!(
+                "the AgentV assertion toolchain is not run from {}: it {why}",
+                dir.display()
+            )
+        })?;
+    }
+    Ok(base)
 }
 
-/// The toolchain directory, installed when missing (`npm install`, once).
+/// A keyed tag (the compile cache's per-user key) over `parts`.
+fn mac(domain: &str, parts: &[&[u8]]) -> Result<[u8; 32], String> {
+    crate::plugin::cache::keyed_tag(domain, parts)
+}
+
+/// The digest of every entry under `dir` (relative path, kind, executable
+/// bit, contents or link target), in a fixed order. Links stay links:
+/// npm's `.bin` entries are links, and their targets are hashed as text.
+fn tree_digest(dir: &Path) -> Result<[u8; 32], String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut h = blake3::Hasher::new();
+    for entry in walkdir::WalkDir::new(dir)
+        .follow_links(false)
+        .sort_by_file_name()
+    {
+        let entry = entry.map_err(|e| format!("cannot read the toolchain: {e}"))?;
+        let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
+        let rel = rel.to_string_lossy();
+        let meta = entry
+            .path()
+            .symlink_metadata()
+            .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+        h.update(&(rel.len() as u64).to_le_bytes());
+        h.update(rel.as_bytes());
+        if meta.file_type().is_symlink() {
+            let to = std::fs::read_link(entry.path())
+                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+            h.update(b"L");
+            h.update(to.as_os_str().as_encoded_bytes());
+        } else if meta.is_dir() {
+            h.update(b"D");
+        } else if meta.is_file() {
+            h.update(if meta.permissions().mode() & 0o111 != 0 {
+                b"X"
+            } else {
+                b"F"
+            });
+            h.update(&meta.len().to_le_bytes());
+            let mut file = crate::safe_fs::open_read(entry.path()).map_err(|e| e.to_string())?;
+            h.update_reader(&mut file)
+                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+        } else {
+            return Err(format!(
+                "{} is neither a file, a directory nor a link",
+                entry.path().display()
+            ));
+        }
+    }
+    Ok(*h.finalize().as_bytes())
+}
+
+/// The tag file of the toolchain in `dir` (beside it, not inside it).
+fn tag_file(dir: &Path) -> PathBuf {
+    dir.with_extension("tag")
+}
+
+/// Whether the toolchain in `dir` is the one this user's evalhost
+/// installed (its tag checks out); said once per process per directory.
+fn authentic(dir: &Path) -> Result<bool, String> {
+    static CHECKED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    if CHECKED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(&dir.to_path_buf())
+    {
+        return Ok(true);
+    }
+    crate::safe_fs::check_owned_dir(dir).map_err(|why| {
+        format!(
+            "the AgentV assertion toolchain is not run from {}: it {why}",
+            dir.display()
+        )
+    })?;
+    let Ok(tag) = crate::safe_fs::read_capped(&tag_file(dir), 64) else {
+        return Ok(false);
+    };
+    let want = mac("evalhost-agentv-js-toolchain-v1", &[&tree_digest(dir)?])?;
+    let ok = blake3::Hash::from(want)
+        == blake3::Hash::from_slice(&tag).unwrap_or(blake3::Hash::from([0; 32]));
+    if ok {
+        CHECKED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(dir.to_path_buf());
+    }
+    Ok(ok)
+}
+
+/// The environment the toolchain runs with: nothing of evalhost's.
+fn confined(program: &Path, home: &Path) -> Command {
+    let mut command = Command::new(program);
+    command
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home)
+        .env("TMPDIR", home);
+    command
+}
+
+/// The toolchain directory, installed when missing (`npm install`, once)
+/// and checked before use.
 pub fn toolchain() -> Result<PathBuf, String> {
     let node = on_path("node");
     let npm = on_path("npm");
     let (Some(_), Some(npm)) = (node, npm) else {
         return Err("it is compiled into a sandboxed component with Node.js (20 or later) and npm, which are not on PATH".into());
     };
-    let dir = base()?.join(digest(&[
+    let base = base()?;
+    let dir = base.join(digest(&[
         BUILD.as_bytes(),
         ADAPTER.as_bytes(),
         SHIM.as_bytes(),
         PACKAGE.as_bytes(),
         WIT.as_bytes(),
     ]));
-    if dir
-        .join("node_modules/@bytecodealliance/componentize-js/package.json")
-        .is_file()
-        && dir.join("node_modules/esbuild/package.json").is_file()
-    {
-        return Ok(dir);
+    if std::fs::symlink_metadata(&dir).is_ok() {
+        if authentic(&dir)? {
+            return Ok(dir);
+        }
+        // Not what this user's evalhost installed (or changed since):
+        // removed, never run.
+        if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            std::fs::remove_file(&dir)
+        } else {
+            std::fs::remove_dir_all(&dir)
+        }
+        .map_err(|e| {
+            format!(
+                "cannot remove the unchecked toolchain {}: {e}",
+                dir.display()
+            )
+        })?;
+        let _ = std::fs::remove_file(tag_file(&dir));
     }
-    let parent = dir.parent().expect("a parent");
-    std::fs::create_dir_all(parent)
-        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     let work = tempfile::Builder::new()
         .prefix(".install-")
-        .tempdir_in(parent)
-        .map_err(|e| format!("cannot create a directory in {}: {e}", parent.display()))?;
+        .tempdir_in(&base)
+        .map_err(|e| format!("cannot create a directory in {}: {e}", base.display()))?;
     let write = |name: &str, text: &str| {
         let path = work.path().join(name);
         std::fs::create_dir_all(path.parent().expect("a parent"))
@@ -91,6 +231,8 @@ pub fn toolchain() -> Result<PathBuf, String> {
     write("sdk-shim.mjs", SHIM)?;
     write("package.json", PACKAGE)?;
     write("wit/grader.wit", WIT)?;
+    // npm needs its registry settings and proxy from the environment; it
+    // runs no suite code (the packages are fixed by PACKAGE).
     let out = Command::new(&npm)
         .current_dir(work.path())
         .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
@@ -102,33 +244,67 @@ pub fn toolchain() -> Result<PathBuf, String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
+    let tree = tree_digest(work.path())?;
     let installed = work.keep();
     match std::fs::rename(&installed, &dir) {
-        Ok(()) => Ok(dir),
+        Ok(()) => {
+            let tag = mac("evalhost-agentv-js-toolchain-v1", &[&tree])?;
+            crate::safe_fs::write_atomic(&tag_file(&dir), &tag)
+                .map_err(|e| format!("cannot write {}: {e}", tag_file(&dir).display()))?;
+            Ok(dir)
+        }
         // Another run installed it meanwhile.
-        Err(_) if dir.join("node_modules").is_dir() => {
+        Err(_) if authentic(&dir)? => {
             let _ = std::fs::remove_dir_all(&installed);
             Ok(dir)
         }
-        Err(e) => Err(format!(
-            "cannot move the toolchain into {}: {e}",
-            dir.display()
-        )),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&installed);
+            Err(format!(
+                "cannot move the toolchain into {}: {e}",
+                dir.display()
+            ))
+        }
     }
 }
 
-/// The component of `script` (grading `kind`): from the cache, or built.
-pub fn compile(script: &Path, kind: &str) -> Result<PathBuf, String> {
+/// The component of `script` (grading `kind`), which must lie inside
+/// `root` (the suite's project): from the cache, or built; its bytes.
+pub fn compile(script: &Path, kind: &str, root: &Path) -> Result<Vec<u8>, String> {
     let tools = toolchain()?;
+    let node = on_path("node").ok_or("node is not on PATH")?;
+    let real = script
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve {}: {e}", script.display()))?;
+    let root = root
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve {}: {e}", root.display()))?;
+    if !real.starts_with(&root) {
+        return Err(format!(
+            "{} resolves to {}, outside the project {}; refused",
+            script.display(),
+            real.display(),
+            root.display()
+        ));
+    }
     let work =
         tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
     let bundle = work.path().join("bundle.mjs");
-    let out = Command::new("node")
+    // The bundler's entry files live beside the toolchain, not in it.
+    let entries = tools
+        .parent()
+        .expect("the toolchain has a parent")
+        .join("entries");
+    crate::safe_fs::check_owned_dir(&entries)
+        .map_err(|why| format!("{}: {why}", entries.display()))?;
+    let out = confined(&node, work.path())
         .current_dir(&tools)
         .arg("build.mjs")
         .arg("bundle")
-        .arg(script)
+        .arg(&real)
         .arg(kind)
+        .arg(&root)
+        .arg(&entries)
         .arg(&bundle)
         .output()
         .map_err(|e| format!("node could not start: {e}"))?;
@@ -139,19 +315,26 @@ pub fn compile(script: &Path, kind: &str) -> Result<PathBuf, String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    let source = std::fs::read(&bundle).map_err(|e| format!("cannot read the bundle: {e}"))?;
-    let components = base()?.join("components");
-    std::fs::create_dir_all(&components)
-        .map_err(|e| format!("cannot create {}: {e}", components.display()))?;
-    let wasm = components.join(format!(
+    let source = crate::safe_fs::read_capped(&bundle, 64 << 20)
+        .map_err(|e| format!("cannot read the bundle: {e}"))?;
+    let components = tools
+        .parent()
+        .expect("the toolchain has a parent")
+        .join("components");
+    crate::safe_fs::check_owned_dir(&components)
+        .map_err(|why| format!("{}: {why}", components.display()))?;
+    let name = format!(
         "{}.wasm",
         digest(&[&source, WIT.as_bytes(), BUILD.as_bytes()])
-    ));
-    if wasm.is_file() {
-        return Ok(wasm);
+    );
+    let wasm = components.join(&name);
+    // A component this user's evalhost built (its tag checks out), else
+    // removed and built again.
+    if let Some(code) = crate::plugin::cache::read_tagged(&wasm, COMPONENT_TAG, 256 << 20)? {
+        return Ok(code);
     }
     let partial = work.path().join("component.wasm");
-    let out = Command::new("node")
+    let out = confined(&node, work.path())
         .current_dir(&tools)
         .arg("build.mjs")
         .arg("component")
@@ -167,10 +350,8 @@ pub fn compile(script: &Path, kind: &str) -> Result<PathBuf, String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    crate::safe_fs::write_atomic(
-        &wasm,
-        &std::fs::read(&partial).map_err(|e| format!("cannot read the component: {e}"))?,
-    )
-    .map_err(|e| format!("cannot write {}: {e}", wasm.display()))?;
-    Ok(wasm)
+    let code = crate::safe_fs::read_capped(&partial, 256 << 20)
+        .map_err(|e| format!("cannot read the component: {e}"))?;
+    crate::plugin::cache::write_tagged(&wasm, COMPONENT_TAG, &code)?;
+    Ok(code)
 }

@@ -152,15 +152,16 @@ pub(super) fn discover(
         };
         // `defineAssertion` from `@agentv/sdk`: compiled into a sandboxed
         // component, where Node.js and npm are here to build it.
-        let source = std::fs::read_to_string(&script).unwrap_or_default();
+        // A regular file of at most the suite-file cap (32 MiB).
+        let source =
+            evalhost_suite::roots::read_regular_text(&script, evalhost_suite::load::MAX_FILE_BYTES)
+                .unwrap_or_default();
         let mut why_not_sandboxed = None;
         if super::agentv_js::is_define_assertion(&source) {
             let at = |d: Diagnostic| d.at(first.loc.pos).key(first.loc.key.key("type"));
             match super::agentv_js::toolchain() {
                 Ok(_) => {
-                    let built = super::agentv_js::compile(&script, kind).and_then(|wasm| {
-                        let bytes = std::fs::read(&wasm)
-                            .map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
+                    let built = super::agentv_js::compile(&script, kind, &root).and_then(|bytes| {
                         let digest = crate::plugin::sha256_hex(&bytes);
                         let label = format!("{} (sandboxed)", script.display());
                         crate::plugin::LoadedPlugin::load_with_digest(

@@ -51,7 +51,7 @@ mod trial;
 use crate::semaphore::Semaphore;
 use execute::{Ctx, RunTarget, execute};
 pub use prepare::{Prepared, engine, prepare};
-pub use python_runner::runner_path as python_runner_path;
+pub use python_runner::runner as python_runner;
 use record::recorded_plan;
 pub use record::{MAX_REPEAT, PlannedEntry, RecordedPlan, RunRecord, read_record};
 pub use trial::effective_threshold;
@@ -506,7 +506,8 @@ pub fn run(
             },
             options.judge_workers.unwrap_or(4),
         )
-        .with_scope(cache_scope.clone()),
+        .with_scope(cache_scope.clone())
+        .with_strict(options.sandbox_strict),
     );
     if let Some(name) = &options.grader_target
         && let Err(message) = targets.select(name)
@@ -913,7 +914,7 @@ pub fn run(
     let mut summary = summary;
     summary.hooks = hooks;
     summary.metrics = crate::named_metrics::compute(&suite, writer.path());
-    summary.viewer = crate::view::known_url(&runs_root).map(|base| {
+    summary.viewer = crate::view::known_url(&runs_root, options.sandbox_strict).map(|base| {
         format!(
             "{base}#/run/{}",
             crate::history::run_id(&run_dir, &runs_root.join(".evalhost").join("runs"))
@@ -924,7 +925,14 @@ pub fn run(
     report::write_all(&summary, writer.path(), &options.reporters, out)?;
     // The results index: a run it cannot take is still on disk, and
     // `evalhost runs reindex` adds it later; never a failed run.
-    if let Some(warning) = crate::history::index::record_run(&runs_root, &run_dir) {
+    // Under --sandbox strict the project's index (and the run directories
+    // it would be rebuilt from) came with the suite: not opened.
+    if options.sandbox_strict {
+        writeln!(
+            err,
+            "note: under --sandbox strict the run is not added to the project's results index (.evalhost/results.db may have come with the suite); `evalhost runs reindex` adds it when you trust the project"
+        )?;
+    } else if let Some(warning) = crate::history::index::record_run(&runs_root, &run_dir) {
         writeln!(err, "warning: {}", crate::text::shown(&warning))?;
     }
     // Where the time went, for `scripts/bench.py` (not a user-facing line).

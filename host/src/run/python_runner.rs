@@ -53,9 +53,7 @@ pub fn provide(
             .at(first.loc.pos)
             .key(first.loc.key.clone())
     };
-    let loaded = runner_path().and_then(|path| {
-        let bytes = std::fs::read(&path)
-            .map_err(|e| format!("cannot read the Python runner {}: {e}", path.display()))?;
+    let loaded = runner().and_then(|bytes| {
         let digest = crate::plugin::sha256_hex(&bytes);
         LoadedPlugin::load_with_digest(engine, "builtin:python-runner", &bytes, &digest)
             .map_err(|e| e.to_string())
@@ -70,8 +68,14 @@ pub fn provide(
     }
 }
 
-/// The runner component: cached, or built now.
-pub fn runner_path() -> Result<PathBuf, String> {
+/// The tag domain of the cached runner.
+const RUNNER_TAG: &str = "evalhost-python-runner-v1";
+
+/// The runner component's bytes: cached (a component this user's evalhost
+/// built: the cache directory is this user's alone and the file carries a
+/// tag under the per-user key — a planted runner could forge every
+/// `python` verdict), or built now.
+pub fn runner() -> Result<Vec<u8>, String> {
     let tool = std::env::var_os("EVALHOST_COMPONENTIZE_PY")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("componentize-py"));
@@ -94,16 +98,15 @@ pub fn runner_path() -> Result<PathBuf, String> {
             "there is no cache directory to keep the Python runner in (set EVALHOST_CACHE_DIR)",
         )?;
     let path = dir.join(format!("{}.wasm", &digest[..32]));
-    if path.is_file() {
-        return Ok(path);
+    if let Some(code) = crate::plugin::cache::read_tagged(&path, RUNNER_TAG, 256 << 20)? {
+        return Ok(code);
     }
-    build(&tool, &dir, &path)?;
-    Ok(path)
+    build(&tool, &path)
 }
 
 /// `componentize-py -d wit -w plugin componentize app -o runner.wasm`, in a
-/// scratch directory, then moved into the cache.
-fn build(tool: &Path, dir: &Path, path: &Path) -> Result<(), String> {
+/// scratch directory, then stored in the cache with its tag.
+fn build(tool: &Path, path: &Path) -> Result<Vec<u8>, String> {
     let scratch = tempfile::tempdir().map_err(|e| format!("a scratch directory: {e}"))?;
     let wit = scratch.path().join("wit");
     std::fs::create_dir_all(&wit)
@@ -130,11 +133,9 @@ fn build(tool: &Path, dir: &Path, path: &Path) -> Result<(), String> {
             last.join(" | ")
         ));
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let code = crate::safe_fs::read_capped(&out, 256 << 20)
+        .map_err(|e| format!("reading the built runner: {e}"))?;
     // Written beside, then renamed: a parallel run never reads half a file.
-    let partial = path.with_extension(format!("wasm.{}", std::process::id()));
-    std::fs::copy(&out, &partial)
-        .and_then(|_| std::fs::rename(&partial, path))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(())
+    crate::plugin::cache::write_tagged(path, RUNNER_TAG, &code)?;
+    Ok(code)
 }

@@ -80,6 +80,15 @@ fn from_file(
     let roots = suite::roots::Roots::for_eval(eval);
     let env = suite::env::Env::load(&roots.eval_dir, &roots.project_root, &roots.cwd);
     match given {
+        // The operator's own file, under strict: its `${{ VAR }}` come from
+        // the process environment and the operator's `.env` (the current
+        // directory's, when it is not inside the suite's project), never
+        // from the suite's `.env` files — they would choose the operator's
+        // commands and where the operator's keys go.
+        Some(path) if sandbox_strict => target::load_targets(
+            path,
+            &suite::env::Env::operator(&roots.cwd, Some(&roots.project_root)),
+        ),
         Some(path) => target::load_targets(path, &env),
         None => match target::find_targets_file(&suite.dir) {
             Some(path) if sandbox_strict && suites_own(&path, &roots) => {

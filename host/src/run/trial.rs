@@ -548,13 +548,23 @@ fn save_transcript(ctx: &Ctx<'_>, row: &ResultRow, raw: &str) -> Option<String> 
             })
             .collect()
     };
-    let name = format!(
-        "{}__{}__{}.log",
-        safe(&row.test_id),
-        safe(&row.target),
-        row.trial.unwrap_or(1)
-    );
-    std::fs::create_dir_all(&ctx.transcripts).ok()?;
+    // Ids that had to be changed to make a file name carry a digest of the
+    // real ones, so `a b` and `a_b` never share a transcript.
+    let (test, target) = (safe(&row.test_id), safe(&row.target));
+    let tell = if test != row.test_id || target != row.target {
+        let digest = blake3::hash(format!("{}\0{}", row.test_id, row.target).as_bytes());
+        format!("-{}", &digest.to_hex()[..8])
+    } else {
+        String::new()
+    };
+    let name = format!("{test}__{target}__{}{tell}.log", row.trial.unwrap_or(1));
+    // Not through a link: a `transcripts` link in a run directory read
+    // back (`--resume`) would send the file anywhere.
+    match std::fs::symlink_metadata(&ctx.transcripts) {
+        Ok(m) if !m.is_dir() => return None,
+        Ok(_) => {}
+        Err(_) => std::fs::create_dir(&ctx.transcripts).ok()?,
+    }
     crate::safe_fs::write_atomic(&ctx.transcripts.join(&name), raw.as_bytes()).ok()?;
     Some(format!("transcripts/{name}"))
 }

@@ -163,6 +163,35 @@ pub fn load_targets(path: &Path, env: &Env) -> Result<Targets, Diagnostics> {
             }
             effective = merged;
         }
+        // A variable the entry (or an entry it delegates to) names and the
+        // environment lacks: the target cannot run as written — an error
+        // when a run selects it, never a request without its key or a
+        // command with a hole in it.
+        let unset: Vec<(String, String)> = seen
+            .iter()
+            .filter_map(|n| {
+                let i = raw.iter().position(|(m, _, _)| m == n)?;
+                let (_, _, at) = &raw[i];
+                let index = match at.0.last() {
+                    Some(evalhost_suite::source_map::Seg::Index(i)) => *i,
+                    _ => return None,
+                };
+                written.as_ref()?.get(index).cloned()
+            })
+            .flat_map(|w| {
+                let Value::Object(map) = w else {
+                    return Vec::new();
+                };
+                map.into_iter()
+                    .flat_map(|(key, value)| {
+                        evalhost_suite::env::references(&value)
+                            .into_iter()
+                            .filter(|v| missing.contains(v))
+                            .map(move |v| (key.clone(), v))
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
         if let Some(Value::String(provider)) = effective.get("provider") {
             for problem in keys::check(name, provider, entry) {
                 let at = at.key(&problem.key);
@@ -180,7 +209,27 @@ pub fn load_targets(path: &Path, env: &Env) -> Result<Targets, Diagnostics> {
             }
         }
         match parse_target(name, &effective, &base_dir) {
-            Ok(t) => targets.push(t),
+            Ok(t) => match unset.first() {
+                Some((key, var)) => targets.push(Target {
+                    provider: Provider::Unavailable(format!(
+                        "`{key}` is `${{{{ {var} }}}}` and {var} is not set{}; the target does not run without it",
+                        if unset.len() > 1 {
+                            format!(
+                                " (nor {})",
+                                unset[1..]
+                                    .iter()
+                                    .map(|(_, v)| v.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        } else {
+                            String::new()
+                        }
+                    )),
+                    ..t
+                }),
+                None => targets.push(t),
+            },
             Err((key, message)) => {
                 let unset = written
                     .as_ref()

@@ -220,8 +220,12 @@ fn render(
     if !s.contains("{{") && !s.contains("{%") {
         return Ok(s.to_owned());
     }
-    env.render_str(s, Value::Object(ctx.clone()))
-        .map_err(|e| TargetFailure::fatal(format!("rendering the request template `{s}`: {e}")))
+    evalhost_suite::budget::within(
+        evalhost_suite::budget::TEMPLATE_BYTES,
+        "an http target's request template",
+        || env.render_str(s, Value::Object(ctx.clone())),
+    )
+    .map_err(|e| TargetFailure::fatal(format!("rendering the request template `{s}`: {e}")))
 }
 
 fn render_value(

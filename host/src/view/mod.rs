@@ -302,12 +302,32 @@ fn html_attr(text: &str) -> String {
 /// Where a viewer for `project` is, when one is known: `EVALHOST_VIEW_URL`,
 /// else the one running for the project (it writes its URL to
 /// `.evalhost/view.url` while it runs).
-pub fn known_url(project: &Path) -> Option<String> {
-    let url = std::env::var("EVALHOST_VIEW_URL")
-        .ok()
-        .or_else(|| std::fs::read_to_string(url_file(project)).ok())?;
-    let url = url.trim();
-    (url.starts_with("http://") || url.starts_with("https://"))
+///
+/// The file is read capped (4 KiB), not through a link, and only a
+/// loopback `http://` URL in it counts (what `evalhost view` writes): a
+/// project cannot plant a link to its own site in your reports. Under
+/// `--sandbox strict` (`untrusted`) the file is not read at all.
+pub fn known_url(project: &Path, untrusted: bool) -> Option<String> {
+    if let Ok(url) = std::env::var("EVALHOST_VIEW_URL") {
+        let url = url.trim();
+        return (url.starts_with("http://") || url.starts_with("https://"))
+            .then(|| format!("{}/", url.trim_end_matches('/')));
+    }
+    if untrusted {
+        return None;
+    }
+    let text = crate::safe_fs::read_text_capped(&url_file(project), 4 << 10).ok()?;
+    let url = text.trim();
+    let rest = url.strip_prefix("http://")?;
+    let host = rest.split('/').next()?;
+    let host = host.rsplit_once(':').map_or(host, |(h, port)| {
+        if port.chars().all(|c| c.is_ascii_digit()) {
+            h
+        } else {
+            host
+        }
+    });
+    matches!(host, "127.0.0.1" | "localhost" | "[::1]")
         .then(|| format!("{}/", url.trim_end_matches('/')))
 }
 
@@ -354,12 +374,18 @@ pub fn command(args: &ViewArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 
     let _ = out.flush();
     // While it runs, new runs' reports link to it.
     let marker = url_file(&project);
-    let _ = std::fs::write(&marker, viewer.url());
+    // Replaced atomically, never written through a link someone planted.
+    if let Some(dir) = marker.parent()
+        && crate::safe_fs::check_dir(dir, &[&project]).is_ok()
+        && std::fs::create_dir_all(dir).is_ok()
+    {
+        let _ = crate::safe_fs::write_atomic(&marker, viewer.url().as_bytes());
+    }
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = stop.clone();
     let _ = ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
     viewer.serve(&|| stop.load(std::sync::atomic::Ordering::SeqCst));
-    if std::fs::read_to_string(&marker).is_ok_and(|u| u.trim() == viewer.url()) {
+    if crate::safe_fs::read_text_capped(&marker, 4 << 10).is_ok_and(|u| u.trim() == viewer.url()) {
         let _ = std::fs::remove_file(&marker);
     }
     crate::exit_codes::SUCCESS

@@ -1386,7 +1386,18 @@ impl Rewriter {
     /// list, or `{providers: [...]}`.
     fn catalog(&mut self) -> Vec<Map<String, Value>> {
         let root = self.roots.project_root.clone();
-        let dir = self.dir.canonicalize().unwrap_or_else(|_| self.dir.clone());
+        // A suite named by a bare file name has the directory `""`, which
+        // canonicalizes to nothing: start from the current directory then.
+        let start = if self.dir.as_os_str().is_empty() {
+            std::path::Path::new(".")
+        } else {
+            self.dir.as_path()
+        };
+        let dir = start
+            .canonicalize()
+            .or_else(|_| std::path::absolute(start))
+            .unwrap_or_else(|_| self.dir.clone());
+        let root = root.canonicalize().unwrap_or(root);
         for dir in dir.ancestors().take_while(|d| d.starts_with(&root)) {
             let file = dir.join(".agentv/providers.yaml");
             if !file.exists() {

@@ -33,6 +33,32 @@ impl Env {
         env
     }
 
+    /// The operator's variables: the process environment and the `.env`
+    /// of the current directory (a regular file, read only when it is not
+    /// inside `untrusted_root`, the project of a suite run under
+    /// `--sandbox strict`). What a targets file named with `--targets`
+    /// sees under strict: the suite's own `.env` files never fill the
+    /// operator's commands, URLs and keys.
+    pub fn operator(cwd: &Path, untrusted_root: Option<&Path>) -> Self {
+        let mut env = Self {
+            vars: std::env::vars().collect(),
+            files: Vec::new(),
+        };
+        let file = cwd.join(".env");
+        let trusted = match (file.canonicalize(), untrusted_root) {
+            (Ok(real), Some(root)) => {
+                !real.starts_with(root.canonicalize().unwrap_or_else(|_| root.to_path_buf()))
+                    && real.is_file()
+            }
+            (Ok(real), None) => real.is_file(),
+            (Err(_), _) => false,
+        };
+        if trusted {
+            env.read(file);
+        }
+        env
+    }
+
     /// Only the `.env` files for `eval_dir`, not the process environment:
     /// what an untrusted suite sees under `--sandbox strict`, so that it
     /// cannot copy the operator's secrets (`${{ OPENAI_API_KEY }}`) into
@@ -136,6 +162,26 @@ impl Env {
         out.push_str(&text[last..]);
         Some(Value::String(out))
     }
+}
+
+/// The names of every `${{ NAME }}` in the strings of `value`, sorted,
+/// each once.
+pub fn references(value: &Value) -> Vec<String> {
+    fn walk(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::String(s) if s.contains("${{") => {
+                out.extend(find_placeholders(s).into_iter().map(|(_, _, n)| n));
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            Value::Object(map) => map.values().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(value, &mut out);
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// `(start, end, name)` of each `${{ NAME }}` in `text`.

@@ -22,6 +22,7 @@
 
 mod agentv4;
 mod agentv5;
+pub mod budget;
 pub mod diag;
 pub mod dialect;
 pub mod env;

@@ -71,8 +71,9 @@ thread_local! {
     static CONSOLE: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
-/// One engine per plugin instance: the host reuses instances of this
-/// stateless plugin, so compiled snippets survive between calls.
+/// One engine per plugin instance. The plugin is not stateless: the host
+/// makes a fresh instance (so a fresh realm) for every call, so nothing a
+/// snippet does to the realm reaches another test.
 struct Engine {
     ctx: Context,
     /// Functions compiled from snippet bodies, by body.
@@ -144,13 +145,14 @@ impl Engine {
         if let Some(f) = self.snippets.get(body) {
             return Ok(f.clone());
         }
+        // The realm's own `Function`, never `globalThis.Function`: a snippet
+        // may replace the global, not what compiles the next one.
         let ctor = self
             .ctx
-            .global_object()
-            .get(js_string!("Function"), &mut self.ctx)?;
-        let ctor = ctor
-            .as_callable()
-            .ok_or_else(|| JsNativeError::typ().with_message("Function is not callable"))?;
+            .intrinsics()
+            .constructors()
+            .function()
+            .constructor();
         let args = [
             js_string!("output").into(),
             js_string!("context").into(),
@@ -844,8 +846,12 @@ fn run_transform(engine: &mut Engine, request: &Request) -> Result<Value, GradeE
 
 impl Grader for JavascriptGrader {
     fn describe() -> Plugin {
+        // Not stateless: a snippet can change any intrinsic (a prototype,
+        // `JSON`, `String`), so every call gets a fresh instance, and no
+        // grade depends on what another test's code did or which instance
+        // graded it.
         Plugin::new("evalhost-javascript", env!("CARGO_PKG_VERSION"))
-            .stateless(true)
+            .stateless(false)
             .assertion_type(
                 AssertionType::new(
                     TYPE,
