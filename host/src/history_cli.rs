@@ -440,10 +440,21 @@ fn runs_inner(
 
 /// The two latest runs of a suite (the only one, when none is named).
 fn last_two(index: &Index, suite: Option<&str>) -> anyhow::Result<(Run, Run)> {
-    let runs = index.list(&Filter {
+    // Only runs this machine's evalhost recorded at their end (sealed with
+    // the per-user key): a run directory that came with a checkout, or a
+    // planted index, cannot become "the last run".
+    let all = index.list(&Filter {
         suite: suite.map(str::to_owned),
         ..Filter::default()
     })?;
+    let unsealed = all.iter().filter(|r| !r.sealed()).count();
+    let runs: Vec<_> = all.into_iter().filter(|r| r.sealed()).collect();
+    if runs.len() < 2 && unsealed > 0 {
+        anyhow::bail!(
+            "--last compares runs this machine recorded at their end, and found {}; {unsealed} other run(s) in the index came from directories it did not record (a checkout, another machine, `runs reindex`): name the two runs to compare",
+            runs.len()
+        );
+    }
     let suites: std::collections::BTreeSet<&str> = runs.iter().map(|r| r.suite.as_str()).collect();
     if suite.is_none() && suites.len() > 1 {
         anyhow::bail!(

@@ -303,13 +303,70 @@ fn resolve(
     r: &OciRef,
     text: &str,
 ) -> Result<(OciImageManifest, String), String> {
-    block_on(c.pull_image_manifest(at, &auth(r)))?.map_err(|e| {
+    let fail = |e: String| {
         format!(
             "{text}: the registry did not answer with a manifest: {e}{}",
             auth_hint(r)
         )
-    })
+    };
+    let credentials = auth(r);
+    // The client authenticates (a bearer token, or Basic credentials for a
+    // listed host); the manifest itself is read here, capped: a registry
+    // must not stream an endless manifest into memory.
+    let token = block_on(c.auth(at, &credentials, oci_client::RegistryOperation::Pull))?
+        .map_err(|e| fail(e.to_string()))?;
+    let scheme = if r.loopback() { "http" } else { "https" };
+    let url = format!(
+        "{scheme}://{}/v2/{}/manifests/{}",
+        at.resolve_registry(),
+        at.repository(),
+        at.digest().or(at.tag()).unwrap_or("latest")
+    );
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(std::time::Duration::from_secs(60)))
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into();
+    let mut request = agent.get(&url).header(
+        "Accept",
+        "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json",
+    );
+    match (&token, &credentials) {
+        (Some(t), _) => request = request.header("Authorization", &format!("Bearer {t}")),
+        (None, RegistryAuth::Basic(u, p)) => {
+            use base64::Engine as _;
+            let basic = base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"));
+            request = request.header("Authorization", &format!("Basic {basic}"));
+        }
+        _ => {}
+    }
+    let mut response = request.call().map_err(|e| fail(e.to_string()))?;
+    if !response.status().is_success() {
+        return Err(fail(format!("HTTP {}", response.status().as_u16())));
+    }
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(MAX_MANIFEST)
+        .read_to_vec()
+        .map_err(|e| fail(format!("{e} (a manifest is at most {MAX_MANIFEST} bytes)")))?;
+    let digest = format!("sha256:{}", crate::plugin::sha256_hex(&body));
+    if let Some(want) = at.digest()
+        && want != digest
+    {
+        return Err(fail(format!(
+            "the manifest's digest is {digest}, not the {want} asked for"
+        )));
+    }
+    let manifest: OciImageManifest = serde_json::from_slice(&body)
+        .map_err(|e| fail(format!("not an OCI image manifest: {e}")))?;
+    Ok((manifest, digest))
 }
+
+/// The largest manifest read (one config and one layer need a few hundred
+/// bytes).
+const MAX_MANIFEST: u64 = 4 << 20;
 
 fn component_of(manifest: &OciImageManifest, text: &str) -> Result<String, String> {
     match manifest.layers.as_slice() {

@@ -1371,3 +1371,280 @@ fn transcripts_are_not_written_through_a_link_and_never_collide() {
         "a transcript was written through the link"
     );
 }
+
+// ---------------------------------------------------------------------------
+// The second pass over the fixes (red-team 4).
+
+// critical: a suite's own `.git/config` (shipped in an archive) must not
+// make evalhost run a command through `git status`.
+#[test]
+fn a_suites_git_config_runs_nothing_under_strict() {
+    let root = tempfile::tempdir().unwrap();
+    let bench = root.path().join("bench");
+    let marker = root.path().join("PWNED-fsmonitor");
+    write(
+        &bench.join("EVAL.yaml"),
+        "name: bench\ntests:\n  - id: t1\n    input: hi\n    assertions: [{type: contains, value: hello}]\n",
+    );
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(&bench)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q", "."]);
+    git(&["add", "."]);
+    git(&[
+        "-c",
+        "user.email=a@b",
+        "-c",
+        "user.name=a",
+        "commit",
+        "-qm",
+        "init",
+    ]);
+    git(&[
+        "config",
+        "core.fsmonitor",
+        &format!("env > {}; exit 1", marker.display()),
+    ]);
+    let ops = write(&root.path().join("ops.yaml"), OPS_TARGETS);
+    let r = run(
+        root.path(),
+        &[
+            "run",
+            "bench/EVAL.yaml",
+            "--sandbox",
+            "strict",
+            "--targets",
+            ops.to_str().unwrap(),
+            "-o",
+            "out",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(!marker.exists(), "the suite's core.fsmonitor ran");
+    // The operator's own repository (not strict): git still runs, but with
+    // fsmonitor and hooks off.
+    let r = run(
+        root.path(),
+        &[
+            "run",
+            "bench/EVAL.yaml",
+            "--targets",
+            ops.to_str().unwrap(),
+            "-o",
+            "out2",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        !marker.exists(),
+        "core.fsmonitor ran for the operator's own run"
+    );
+    let record = std::fs::read_to_string(root.path().join("out2/run.json")).unwrap();
+    assert!(record.contains("git_commit"), "{record}");
+}
+
+// medium: a package.json linked to a host file must not be quoted in the
+// error; a FIFO import must not hang the bundler.
+#[test]
+fn the_bundler_neither_quotes_host_files_nor_hangs_on_a_fifo() {
+    if !node() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let secret = write(&root.path().join("host/gh_token"), "ghp_SECRETTOKEN\n");
+    let ops = write(&root.path().join("ops.yaml"), OPS_TARGETS);
+    let pr = root.path().join("pr");
+    std::fs::create_dir_all(pr.join(".git")).unwrap();
+    write(
+        &pr.join("node_modules/evil/index.js"),
+        "export default 1;\n",
+    );
+    std::os::unix::fs::symlink(&secret, pr.join("node_modules/evil/package.json")).unwrap();
+    write(
+        &pr.join(".agentv/assertions/pkg.ts"),
+        "import { defineAssertion } from '@agentv/sdk';\nimport x from 'evil';\nexport default defineAssertion(() => ({ pass: true, score: x }));\n",
+    );
+    let fifo = pr.join(".agentv/assertions/data.json");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success();
+    assert!(made);
+    write(
+        &pr.join(".agentv/assertions/fifo.ts"),
+        "import { defineAssertion } from '@agentv/sdk';\nimport d from './data.json' with { type: 'json' };\nexport default defineAssertion(() => ({ pass: true, score: d ? 1 : 0 }));\n",
+    );
+    for kind in ["pkg", "fifo"] {
+        let eval = write(
+            &pr.join(format!("{kind}.yaml")),
+            &format!(
+                "name: {kind}\ntests:\n  - id: t1\n    input: hi\n    assertions: [{{type: {kind}}}]\n"
+            ),
+        );
+        let out = root.path().join(format!("out-{kind}"));
+        let r = bounded(
+            &pr,
+            &[
+                "run",
+                eval.to_str().unwrap(),
+                "--sandbox",
+                "strict",
+                "--targets",
+                ops.to_str().unwrap(),
+                "-o",
+                out.to_str().unwrap(),
+            ],
+            240,
+        )
+        .unwrap_or_else(|| panic!("{kind}: the bundler hung"));
+        assert_eq!(r.code, 2, "{kind}: {}{}", r.stdout, r.stderr);
+        no_secret(&format!("{}{}", r.stdout, r.stderr));
+    }
+}
+
+// medium: an endless manifest is cut off.
+#[test]
+fn a_registry_cannot_stream_an_endless_manifest() {
+    let registry = FakeServer::start_fn(|req| {
+        if req.path.contains("/manifests/") {
+            Reply {
+                status: 200,
+                headers: vec![(
+                    "Content-Type".into(),
+                    "application/vnd.oci.image.manifest.v1+json".into(),
+                )],
+                body: format!(
+                    "{{\"schemaVersion\": 2, \"pad\": \"{}\"}}",
+                    "x".repeat(16 << 20)
+                ),
+                delay: std::time::Duration::ZERO,
+            }
+        } else {
+            Reply::json(200, serde_json::json!({}))
+        }
+    });
+    let host = registry.url.trim_start_matches("http://").to_owned();
+    let p = oci_suite(
+        &host,
+        &format!("sha256:{}", "3".repeat(64)),
+        &"4".repeat(64),
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let r: Run = crate::support::evalhost()
+        .env("EVALHOST_CACHE_DIR", cache.path())
+        .current_dir(p.path())
+        .args(["validate", "EVAL.yaml"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("a manifest is at most"), "{}", r.stderr);
+}
+
+// medium: a planted index with a trigger cannot rewrite the operator's
+// runs, and runs that came with the checkout are never "the last run".
+#[test]
+fn a_planted_index_or_archived_runs_cannot_change_what_history_says() {
+    let p = project();
+    write(
+        &p.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: mock, response: goodbye}\n",
+    );
+    write(
+        &p.path().join("EVAL.yaml"),
+        "name: hist\ntests:\n  - id: t1\n    input: hi\n    assertions: [{type: contains, value: hello}]\n",
+    );
+    {
+        let conn = rusqlite::Connection::open(p.path().join(".evalhost/results.db")).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE runs (id TEXT PRIMARY KEY, dir TEXT NOT NULL, info TEXT NOT NULL, suite TEXT NOT NULL, targets TEXT NOT NULL, started_at TEXT NOT NULL, status TEXT NOT NULL, tags TEXT NOT NULL, indexed_at TEXT NOT NULL);
+             CREATE TRIGGER forge AFTER INSERT ON runs BEGIN UPDATE runs SET info = replace(info, '\"passed\":0', '\"passed\":1') WHERE id = NEW.id; END;",
+        )
+        .unwrap();
+    }
+    let r = run(p.path(), &["run", "EVAL.yaml"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("triggers or views"), "{}", r.stderr);
+    let r = run(p.path(), &["runs", "list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(listed[0]["passed"], 0, "{listed}");
+    // A second real run, then an archived copy of a passing run dated 2030
+    // with its files' times from the archive.
+    write(
+        &p.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: mock, response: hello}\n",
+    );
+    let r = run(p.path(), &["run", "EVAL.yaml"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let runs = p.path().join(".evalhost/runs");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    let passing = dirs.last().unwrap().clone();
+    let planted = runs.join("2030-01-01T00-00-00.000");
+    std::fs::create_dir(&planted).unwrap();
+    for f in ["run.json", "results.jsonl", "summary.json"] {
+        std::fs::copy(passing.join(f), planted.join(f)).unwrap();
+    }
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(planted.join("run.json")).unwrap()).unwrap();
+    record["started_at"] = serde_json::json!("2030-01-01T00:00:00Z");
+    std::fs::write(planted.join("run.json"), record.to_string()).unwrap();
+    let future = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_893_456_000);
+    for f in ["run.json", "results.jsonl", "summary.json"] {
+        std::fs::File::options()
+            .write(true)
+            .open(planted.join(f))
+            .unwrap()
+            .set_modified(future)
+            .unwrap();
+    }
+    // The real regression: the last run this machine recorded fails.
+    write(
+        &p.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: default, provider: mock, response: goodbye}\n",
+    );
+    let r = run(p.path(), &["run", "EVAL.yaml"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let r = run(p.path(), &["runs", "reindex"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = run(p.path(), &["compare", "--last", "--fail-on-regression"]);
+    assert_eq!(
+        r.code, 1,
+        "an archived run hid a regression: {}{}",
+        r.stdout, r.stderr
+    );
+    assert!(!r.stdout.contains("2030-01-01"), "{}", r.stdout);
+}
+
+// medium: many templates, each within its own budget, cannot together
+// fill the memory.
+#[test]
+fn templates_together_cannot_fill_the_memory() {
+    let p = project();
+    let mut config = String::from(
+        "prompts:\n  - raw: \"{% set ns = namespace(s=q) %}{% for i in range(22) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}\"\n    label: m\nproviders: [echo]\ntests:\n",
+    );
+    for i in 0..40 {
+        config.push_str(&format!("  - vars: {{q: abcdefgh{i}}}\n"));
+    }
+    write(&p.path().join("many.yaml"), &config);
+    let r = bounded(
+        p.path(),
+        &["validate", "many.yaml", "--dialect", "promptfoo"],
+        120,
+    )
+    .expect("validate ran until it was killed");
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("render more than"), "{}", r.stderr);
+}

@@ -189,6 +189,25 @@ impl Index {
                 | OpenFlags::SQLITE_OPEN_NOFOLLOW,
         )
         .map_err(sqlite)?;
+        // evalhost's schema has tables and indexes only: a trigger or a
+        // view in the file (one planted to rewrite what a run records) makes
+        // it not ours — moved aside and rebuilt like a damaged one.
+        let foreign: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type NOT IN ('table', 'index')",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sqlite)?;
+        if foreign > 0 {
+            return Err(IndexError::Sqlite {
+                path: path.clone(),
+                source: rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+                    Some("it holds triggers or views, which evalhost's index never has".into()),
+                ),
+            });
+        }
         conn.busy_timeout(Duration::from_secs(15)).map_err(sqlite)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(sqlite)?;
@@ -338,8 +357,16 @@ impl Index {
         let mut seen: Vec<String> = Vec::new();
         for dir in &dirs {
             match read_run(dir, &self.runs_dir) {
-                Ok(run) => {
+                Ok(mut run) => {
                     seen.push(run.info.id.clone());
+                    // A run this machine recorded keeps its seal when the
+                    // directory still says the same (id, place, start).
+                    if let Ok(Some(before)) = self.find(&run.info.id) {
+                        run.info.seal = before.seal;
+                        if !run.info.sealed() {
+                            run.info.seal = None;
+                        }
+                    }
                     self.record(&run)?;
                     out.indexed += 1;
                 }
@@ -472,6 +499,7 @@ fn info_from_json(text: &str) -> Option<RunInfo> {
         tokens_in: v["tokens_in"].as_u64(),
         tokens_out: v["tokens_out"].as_u64(),
         tags: strs("tags"),
+        seal: s("seal"),
     })
 }
 
@@ -490,10 +518,11 @@ pub struct Reindexed {
 /// Never fails the run: a problem is returned as a warning to print.
 pub fn record_run(project: &Path, run_dir: &Path) -> Option<String> {
     let runs_dir = project.join(".evalhost").join("runs");
-    let run = match read_run(run_dir, &runs_dir) {
+    let mut run = match read_run(run_dir, &runs_dir) {
         Ok(r) => r,
         Err(e) => return Some(format!("the run was not indexed: {e}")),
     };
+    run.info.seal();
     let result = Index::open_or_rebuild(project).and_then(|(mut index, note)| {
         index.record(&run)?;
         Ok(note)

@@ -69,6 +69,44 @@ pub struct RunInfo {
     pub tokens_out: Option<u64>,
     /// The run's `--tag` selection.
     pub tags: Vec<String>,
+    /// A keyed tag (the per-user key of the compile cache) over the id,
+    /// directory and start, made when this machine's evalhost recorded the
+    /// run at its end: what `compare --last` trusts. A run directory that
+    /// came with a checkout, or an index someone planted, has none that
+    /// checks out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seal: Option<String>,
+}
+
+impl RunInfo {
+    fn seal_of(&self) -> Option<String> {
+        crate::plugin::cache::keyed_tag(
+            "evalhost-run-recorded-v1",
+            &[
+                self.id.as_bytes(),
+                self.dir.as_bytes(),
+                self.started_at.as_bytes(),
+            ],
+        )
+        .ok()
+        .map(|t| blake3::Hash::from(t).to_hex().to_string())
+    }
+
+    /// Seals the run: this machine's evalhost recorded it at its end.
+    pub fn seal(&mut self) {
+        self.seal = self.seal_of();
+    }
+
+    /// True when the seal checks out.
+    pub fn sealed(&self) -> bool {
+        match (&self.seal, self.seal_of()) {
+            (Some(have), Some(want)) => {
+                blake3::Hash::from_hex(have).ok() == blake3::Hash::from_hex(&want).ok()
+                    && blake3::Hash::from_hex(have).is_ok()
+            }
+            _ => false,
+        }
+    }
 }
 
 /// One row of a run, as the index and the viewer list it.
@@ -444,6 +482,7 @@ pub fn read_run(dir: &Path, runs_dir: &Path) -> Result<Run, RunDirError> {
         tokens_in: tokens("input"),
         tokens_out: tokens("output"),
         tags: strs(&record["tags"]),
+        seal: None,
     };
     Ok(Run { info, rows })
 }

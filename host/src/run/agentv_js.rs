@@ -106,6 +106,15 @@ fn tree_digest(dir: &Path) -> Result<[u8; 32], String> {
             .map_err(|e| format!("{}: {e}", entry.path().display()))?;
         h.update(&(rel.len() as u64).to_le_bytes());
         h.update(rel.as_bytes());
+        // Nothing in it may be writable by others: the tag says what the
+        // tree held when checked, the modes that nobody else changes it.
+        if !meta.file_type().is_symlink() && meta.permissions().mode() & 0o022 != 0 {
+            return Err(format!(
+                "{} is writable by others (mode {:o}); the toolchain is not run",
+                entry.path().display(),
+                meta.permissions().mode() & 0o7777
+            ));
+        }
         if meta.file_type().is_symlink() {
             let to = std::fs::read_link(entry.path())
                 .map_err(|e| format!("{}: {e}", entry.path().display()))?;
@@ -170,15 +179,53 @@ fn authentic(dir: &Path) -> Result<bool, String> {
     Ok(ok)
 }
 
-/// The environment the toolchain runs with: nothing of evalhost's.
-fn confined(program: &Path, home: &Path) -> Command {
-    let mut command = Command::new(program);
-    command
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", home)
-        .env("TMPDIR", home);
-    command
+/// How long bundling may take (a FIFO or a huge file in the project must
+/// not hang the run), and componentizing.
+const BUNDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+const COMPONENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Runs `node build.mjs ARGS` in the toolchain with nothing of evalhost's
+/// environment (`PATH=/usr/bin:/bin`, `HOME` and `TMPDIR` the private
+/// `home`), in its own process group, killed with its children at
+/// `timeout`. `Ok(())` when it exited 0 in time, else what it said.
+fn node_step(
+    node: &Path,
+    tools: &Path,
+    home: &Path,
+    args: &[&std::ffi::OsStr],
+    timeout: std::time::Duration,
+) -> Result<(), String> {
+    let mut argv = vec![node.display().to_string(), "build.mjs".to_owned()];
+    argv.extend(args.iter().map(|a| a.to_string_lossy().into_owned()));
+    let env = [
+        ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
+        ("HOME".to_owned(), home.display().to_string()),
+        ("TMPDIR".to_owned(), home.display().to_string()),
+    ];
+    let remove: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| !env.iter().any(|(e, _)| e == k))
+        .collect();
+    let outcome = crate::process::run(&crate::process::Spec {
+        argv: &argv,
+        cwd: Some(tools),
+        timeout: Some(timeout),
+        env: &env,
+        env_remove: &remove,
+        ..crate::process::Spec::default()
+    })
+    .map_err(|e| format!("node could not start: {e}"))?;
+    if outcome.timed_out {
+        return Err(format!(
+            "it took longer than {} s and was stopped (does the script import a FIFO or a huge file?)",
+            timeout.as_secs()
+        ));
+    }
+    if outcome.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&outcome.stderr).trim().to_owned())
+    }
 }
 
 /// The toolchain directory, installed when missing (`npm install`, once)
@@ -202,7 +249,11 @@ pub fn toolchain() -> Result<PathBuf, String> {
             return Ok(dir);
         }
         // Not what this user's evalhost installed (or changed since):
-        // removed, never run.
+        // removed, never run, and said.
+        eprintln!(
+            "warning: the AgentV assertion toolchain {} failed its authentication check (not installed by this user's evalhost, or changed since); it is removed and installed again",
+            dir.display()
+        );
         if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
             std::fs::remove_file(&dir)
         } else {
@@ -231,9 +282,23 @@ pub fn toolchain() -> Result<PathBuf, String> {
     write("sdk-shim.mjs", SHIM)?;
     write("package.json", PACKAGE)?;
     write("wit/grader.wit", WIT)?;
-    // npm needs its registry settings and proxy from the environment; it
-    // runs no suite code (the packages are fixed by PACKAGE).
-    let out = Command::new(&npm)
+    // npm runs no suite code (the packages are fixed by PACKAGE), but its
+    // packages' install scripts run: it gets only what it needs to reach
+    // the registry (PATH, HOME, npm's own settings and the proxy), none of
+    // the operator's keys.
+    let mut command = Command::new(&npm);
+    command.env_clear();
+    for (k, v) in std::env::vars_os() {
+        let name = k.to_string_lossy().to_ascii_lowercase();
+        if matches!(
+            name.as_str(),
+            "path" | "home" | "http_proxy" | "https_proxy" | "no_proxy"
+        ) || name.starts_with("npm_config_")
+        {
+            command.env(k, v);
+        }
+    }
+    let out = command
         .current_dir(work.path())
         .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
         .output()
@@ -243,6 +308,23 @@ pub fn toolchain() -> Result<PathBuf, String> {
             "`npm install` of the toolchain (esbuild, componentize-js) failed: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         ));
+    }
+    // Whatever the umask, nobody else may write to what will run.
+    for entry in walkdir::WalkDir::new(work.path()).follow_links(false) {
+        use std::os::unix::fs::PermissionsExt as _;
+        let entry = entry.map_err(|e| format!("cannot read the toolchain: {e}"))?;
+        if entry.file_type().is_symlink() {
+            continue;
+        }
+        let mode = entry
+            .metadata()
+            .map_err(|e| format!("{}: {e}", entry.path().display()))?
+            .permissions()
+            .mode();
+        if mode & 0o022 != 0 {
+            std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(mode & !0o022))
+                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+        }
     }
     let tree = tree_digest(work.path())?;
     let installed = work.keep();
@@ -297,24 +379,21 @@ pub fn compile(script: &Path, kind: &str, root: &Path) -> Result<Vec<u8>, String
         .join("entries");
     crate::safe_fs::check_owned_dir(&entries)
         .map_err(|why| format!("{}: {why}", entries.display()))?;
-    let out = confined(&node, work.path())
-        .current_dir(&tools)
-        .arg("build.mjs")
-        .arg("bundle")
-        .arg(&real)
-        .arg(kind)
-        .arg(&root)
-        .arg(&entries)
-        .arg(&bundle)
-        .output()
-        .map_err(|e| format!("node could not start: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "bundling {} failed: {}",
-            script.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
+    node_step(
+        &node,
+        &tools,
+        work.path(),
+        &[
+            "bundle".as_ref(),
+            real.as_os_str(),
+            kind.as_ref(),
+            root.as_os_str(),
+            entries.as_os_str(),
+            bundle.as_os_str(),
+        ],
+        BUNDLE_TIMEOUT,
+    )
+    .map_err(|why| format!("bundling {} failed: {why}", script.display()))?;
     let source = crate::safe_fs::read_capped(&bundle, 64 << 20)
         .map_err(|e| format!("cannot read the bundle: {e}"))?;
     let components = tools
@@ -334,22 +413,20 @@ pub fn compile(script: &Path, kind: &str, root: &Path) -> Result<Vec<u8>, String
         return Ok(code);
     }
     let partial = work.path().join("component.wasm");
-    let out = confined(&node, work.path())
-        .current_dir(&tools)
-        .arg("build.mjs")
-        .arg("component")
-        .arg(&bundle)
-        .arg(tools.join("wit"))
-        .arg(&partial)
-        .output()
-        .map_err(|e| format!("node could not start: {e}"))?;
-    if !out.status.success() || !partial.is_file() {
-        return Err(format!(
-            "componentize-js failed on {}: {}",
-            script.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
+    let wit = tools.join("wit");
+    node_step(
+        &node,
+        &tools,
+        work.path(),
+        &[
+            "component".as_ref(),
+            bundle.as_os_str(),
+            wit.as_os_str(),
+            partial.as_os_str(),
+        ],
+        COMPONENT_TIMEOUT,
+    )
+    .map_err(|why| format!("componentize-js failed on {}: {why}", script.display()))?;
     let code = crate::safe_fs::read_capped(&partial, 256 << 20)
         .map_err(|e| format!("cannot read the component: {e}"))?;
     crate::plugin::cache::write_tagged(&wasm, COMPONENT_TAG, &code)?;

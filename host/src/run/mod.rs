@@ -633,7 +633,8 @@ pub fn run(
             git_commit: None,
             git_dirty: None,
         };
-        let (git_commit, git_dirty) = record::git_state(&suite_dir_of(&record.eval));
+        let (git_commit, git_dirty) =
+            record::git_state(&suite_dir_of(&record.eval), options.sandbox_strict);
         let record = RunRecord {
             git_commit,
             git_dirty,

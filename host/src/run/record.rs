@@ -71,9 +71,26 @@ pub struct RunRecord {
 /// The commit checked out at `dir` and whether tracked files differ from
 /// it (`git rev-parse HEAD`, `git status --porcelain
 /// --untracked-files=no`); `(None, None)` outside git or without git.
-pub fn git_state(dir: &std::path::Path) -> (Option<String>, Option<bool>) {
+///
+/// `untrusted` (`--sandbox strict`): git is not run at all. A checkout's
+/// own `.git/config` (delivered in an archive, an artifact or a cache)
+/// can make `git status` run a command — `core.fsmonitor`, a clean
+/// filter, `core.hooksPath` — so a suite's repository is never handed to
+/// git for metadata. Otherwise (your own repository) git runs with hooks
+/// and fsmonitor off all the same, and no optional locks.
+pub fn git_state(dir: &std::path::Path, untrusted: bool) -> (Option<String>, Option<bool>) {
+    if untrusted {
+        return (None, None);
+    }
     let git = |args: &[&str]| {
         std::process::Command::new("git")
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .args([
+                "-c",
+                "core.fsmonitor=false",
+                "-c",
+                "core.hooksPath=/dev/null",
+            ])
             .arg("-C")
             .arg(dir)
             .args(args)

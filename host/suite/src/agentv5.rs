@@ -2151,6 +2151,7 @@ fn render(s: &str, vars: &Map<String, Value>, env: &Map<String, Value>) -> Strin
         e.render_str(s, Value::Object(ctx))
             .map_err(|e| e.to_string())
     })
+    .and_then(|text| crate::budget::rendered(text.len()).map(|()| text))
     .unwrap_or_else(|_| s.to_owned())
 }
 

@@ -28,6 +28,27 @@ thread_local! {
     static WHAT: Cell<(*const u8, usize)> = const { Cell::new((std::ptr::null(), 0)) };
 }
 
+/// The most text all templates of one process may render together: a
+/// short config can render many large prompts (30 tests × 64 MiB), each
+/// within [`TEMPLATE_BYTES`], and fill the memory all the same.
+pub const TOTAL_RENDERED: u64 = 512 << 20;
+
+static RENDERED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts `len` bytes of rendered text against [`TOTAL_RENDERED`]; past
+/// it, an error to report at the template.
+pub fn rendered(len: usize) -> Result<(), String> {
+    let total = RENDERED.fetch_add(len as u64, std::sync::atomic::Ordering::Relaxed) + len as u64;
+    if total > TOTAL_RENDERED {
+        Err(format!(
+            "the suite's templates render more than {} MiB of text in total; evalhost refuses it rather than fill the machine's memory",
+            TOTAL_RENDERED >> 20
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 /// Runs `f` with `limit` bytes of budget on this thread; `what` names the
 /// work in the message if it runs out.
 pub fn within<T>(limit: usize, what: &str, f: impl FnOnce() -> T) -> T {

@@ -10,7 +10,7 @@
 // answers in results.jsonl, so a script must not reach the operator's
 // files (`/proc/self/environ`, `~/.aws/credentials`, `../../secret.txt`).
 import { build } from "esbuild";
-import { readFile, writeFile, realpath } from "node:fs/promises";
+import { readFile, writeFile, realpath, stat } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -53,29 +53,38 @@ function confine(root, entry, script) {
           with: args.with,
           pluginData: { evalhostInner: true },
         });
-        if (found.errors.length > 0) return { errors: found.errors };
-        if (found.external || found.namespace !== "file" || !found.path) {
-          return refuse(args, "it does not resolve to a file of the project");
+        // One answer for "missing" and "outside", so that refusals do not
+        // tell which host paths exist.
+        const outside = "it does not resolve to a file of the project (a sandboxed assertion may bundle only the project's files)";
+        if (found.errors.length > 0 || found.external || found.namespace !== "file" || !found.path) {
+          return refuse(args, outside);
         }
         let real;
         try {
           real = await realpath(found.path);
-        } catch (e) {
-          return refuse(args, `cannot resolve ${found.path}: ${e.message}`);
+        } catch {
+          return refuse(args, outside);
         }
         if (!inside(real, root)) {
-          return refuse(args, `it resolves to ${real}, outside the project ${root}: a sandboxed assertion may bundle only the project's files`);
+          return refuse(args, outside);
+        }
+        // A FIFO or a device would hang or flood the bundler.
+        if (!(await stat(real)).isFile()) {
+          return refuse(args, "it is not a regular file");
         }
         return { path: real, sideEffects: found.sideEffects };
       });
-      b.onLoad({ filter: /.*/ }, (args) => {
+      b.onLoad({ filter: /.*/ }, async (args) => {
         const attrs = args.with ?? {};
         const keys = Object.keys(attrs);
         if (keys.some((k) => k !== "type") || (keys.length > 0 && attrs.type !== "json")) {
           return { errors: [{ text: `${args.path}: the import attributes ${JSON.stringify(attrs)} are not allowed (only { type: "json" })` }] };
         }
         if (args.path !== shim && args.path !== entry && !inside(args.path, root)) {
-          return { errors: [{ text: `${args.path} is outside the project ${root}; refused` }] };
+          return { errors: [{ text: "a file outside the project is refused" }] };
+        }
+        if (!(await stat(args.path)).isFile()) {
+          return { errors: [{ text: `${args.path} is not a regular file; refused` }] };
         }
         return undefined;
       });
@@ -114,12 +123,33 @@ if (mode === "bundle") {
       logLevel: "silent",
       mainFields: ["module", "main"],
       nodePaths: [join(dirname(script), "node_modules")],
+      // No tsconfig.json is read: one could be a link to any file.
+      tsconfigRaw: "{}",
       plugins: [confine(root, entry, script)],
     });
     await writeFile(out, result.outputFiles[0].text);
   } catch (e) {
+    // An error is shown only when it is ours or lies in a regular file of
+    // the project: esbuild quotes the text it could not read, and a
+    // package.json linked to a host file would print that file.
     const first = e.errors?.[0];
-    console.error(first ? `${first.location ? `${first.location.file}:${first.location.line}: ` : ""}${first.text}` : String(e));
+    let shown = "esbuild could not bundle the script";
+    if (first && first.text.startsWith("import \"")) {
+      shown = `${first.location ? `${first.location.file}:${first.location.line}: ` : ""}${first.text}`;
+    } else if (first && first.location) {
+      let real = null;
+      try {
+        real = await realpath(resolve(first.location.file));
+      } catch {}
+      if (real && inside(real, root) && (await stat(real)).isFile()) {
+        shown = `${first.location.file}:${first.location.line}: ${first.text}`;
+      } else {
+        shown = "esbuild could not read a file the script needs (its text is not shown: it is not a file of the project)";
+      }
+    } else if (first) {
+      shown = first.text;
+    }
+    console.error(shown);
     process.exit(1);
   }
 } else if (mode === "component") {

@@ -79,6 +79,7 @@ impl Renderer {
                 .render_str(template, Value::Object(ctx))
                 .map_err(|e| e.to_string())
         })
+        .and_then(|text| crate::budget::rendered(text.len()).map(|()| text))
     }
 
     /// The vars as a prompt sees them: string vars lose a trailing newline
