@@ -34,6 +34,24 @@ fn run(cwd: &Path, args: &[&str]) -> Run {
         .into()
 }
 
+/// `evalhost run EVAL --sandbox strict --targets TARGETS -o OUT` (plus
+/// `extra`) in `cwd`, with the fake secrets set: the operator's run of an
+/// untrusted suite.
+fn strict_run(cwd: &Path, eval: &str, targets: &str, out: &Path, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "run",
+        eval,
+        "--sandbox",
+        "strict",
+        "--targets",
+        targets,
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    run(cwd, &args)
+}
+
 /// No secret anywhere in `text`.
 fn no_secret(text: &str) {
     for (_, v) in SECRETS {
@@ -163,19 +181,7 @@ fn a_typescript_assertion_cannot_bundle_host_files_or_secrets() {
     for (name, _) in &attacks {
         let eval = suite(name);
         let out = root.path().join(format!("out-{name}"));
-        let r = run(
-            &pr,
-            &[
-                "run",
-                eval.to_str().unwrap(),
-                "--sandbox",
-                "strict",
-                "--targets",
-                &ops_arg,
-                "-o",
-                out.to_str().unwrap(),
-            ],
-        );
+        let r = strict_run(&pr, eval.to_str().unwrap(), &ops_arg, &out, &[]);
         assert_eq!(r.code, 2, "{name}: {}{}", r.stdout, r.stderr);
         assert!(
             r.stderr
@@ -198,19 +204,7 @@ fn a_typescript_assertion_cannot_bundle_host_files_or_secrets() {
     }
     let eval = suite("fine");
     let out = root.path().join("out-fine");
-    let r = run(
-        &pr,
-        &[
-            "run",
-            eval.to_str().unwrap(),
-            "--sandbox",
-            "strict",
-            "--targets",
-            &ops_arg,
-            "-o",
-            out.to_str().unwrap(),
-        ],
-    );
+    let r = strict_run(&pr, eval.to_str().unwrap(), &ops_arg, &out, &[]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
 }
 
@@ -360,20 +354,12 @@ fn a_suites_env_does_not_fill_the_operators_targets_file_under_strict() {
         &pr.join("EVAL.yaml"),
         "name: env\ntests:\n  - id: t1\n    input: the-prompt\n    assertions: [{type: contains, value: the-prompt}]\n",
     );
-    let r = run(
+    let r = strict_run(
         &ops,
-        &[
-            "run",
-            "../pr/EVAL.yaml",
-            "--sandbox",
-            "strict",
-            "--targets",
-            "targets.yaml",
-            "--target",
-            "agent",
-            "-o",
-            root.path().join("out").to_str().unwrap(),
-        ],
+        "../pr/EVAL.yaml",
+        "targets.yaml",
+        &root.path().join("out"),
+        &["--target", "agent"],
     );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(
@@ -382,20 +368,12 @@ fn a_suites_env_does_not_fill_the_operators_targets_file_under_strict() {
     );
     // A variable neither the environment nor the operator's .env sets: the
     // run that selects the target stops, naming it.
-    let r = run(
+    let r = strict_run(
         &ops,
-        &[
-            "run",
-            "../pr/EVAL.yaml",
-            "--sandbox",
-            "strict",
-            "--targets",
-            "targets.yaml",
-            "--target",
-            "other",
-            "-o",
-            root.path().join("out2").to_str().unwrap(),
-        ],
+        "../pr/EVAL.yaml",
+        "targets.yaml",
+        &root.path().join("out2"),
+        &["--target", "other"],
     );
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("OTHER_CMD_NOT_SET"), "{}", r.stderr);
