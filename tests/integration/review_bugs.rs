@@ -119,3 +119,33 @@ fn merge_reports_every_target_of_a_matrix_run() {
     assert_eq!(summary("out")["target"], "a, b");
     assert_eq!(summary("merged")["target"], "a, b");
 }
+
+/// Issue 32.14 (trial-3): on a colour terminal the RESULT line printed its
+/// opening colour codes as text (`\u{1b}[32m…PASS`); they are real escape
+/// sequences, and nothing is escaped as text.
+#[test]
+fn the_result_line_is_coloured_not_escaped() {
+    let project = crate::support::Project::with_mock("hello");
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t1\n    input: hi\n    assertions: [{type: contains, value: hello}]\n  - id: t2\n    input: hi\n    assertions: [{type: contains, value: bye}]\n",
+    );
+    let out = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("CLICOLOR_FORCE", "1")
+        .env_remove("NO_COLOR")
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("RESULT:"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.contains("\u{1b}[31m"), "{line:?}");
+    assert!(line.contains("FAIL"), "{line:?}");
+    assert!(
+        !line.contains("\\u{1b}"),
+        "escape codes printed as text: {line:?}"
+    );
+}

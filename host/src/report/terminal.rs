@@ -243,8 +243,10 @@ pub fn print_summary(out: &mut dyn Write, summary: &Summary) -> std::io::Result<
     } else {
         style("FAIL").red().bold().for_stdout()
     };
-    writeln!(
-        out,
+    // Formatted whole, then written at once: the terminal writer passes a
+    // colour sequence only when it arrives whole, and a styled value's
+    // Display writes it in pieces (which showed as `\u{1b}[31m` text).
+    let line = format!(
         "RESULT: {verdict}  {}/{} passed · pass rate {:.0}%{} · mean score {:.2} · {} ms",
         // The same `passed` as summary.json, report.html, JUnit and the
         // GitHub step summary; expected failures are counted on the next
@@ -259,7 +261,8 @@ pub fn print_summary(out: &mut dyn Write, summary: &Summary) -> std::io::Result<
         },
         t.mean_score,
         summary.duration_ms
-    )?;
+    );
+    writeln!(out, "{line}")?;
     // promptfoo's named and derived metrics, per prompt and target.
     for m in &summary.metrics {
         let mut items: Vec<String> = m
