@@ -8,7 +8,9 @@ assertion's type, pass and score — is written beside it as
 `promptfoo.json`, so that `tests/integration/dialects.rs` can run evalhost
 on the same config and compare row by row without Node.
 
-    scripts/conformance-promptfoo.py     # needs node and npm (offline registry ok)
+    scripts/conformance-promptfoo.py [NAME...]   # needs node and npm (offline registry ok)
+
+With names, only those directories are recorded again.
 
 promptfoo is installed from npm into target/promptfoo on first use.
 """
@@ -84,7 +86,8 @@ def main():
         subprocess.run(["npm", "init", "-y"], cwd=PROMPTFOO, check=True, capture_output=True)
         subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", f"promptfoo@{VERSION}"],
                        cwd=PROMPTFOO, check=True)
-    for config_dir in sorted(p for p in CONFIGS.iterdir() if p.is_dir()):
+    only = set(sys.argv[1:])
+    for config_dir in sorted(p for p in CONFIGS.iterdir() if p.is_dir() and (not only or p.name in only)):
         with tempfile.TemporaryDirectory() as tmp:
             work = pathlib.Path(tmp) / "config"
             shutil.copytree(config_dir, work, ignore=shutil.ignore_patterns("promptfoo.json"))

@@ -170,8 +170,18 @@ pub fn plan(
                     index,
                     target,
                     trials: count,
-                    strategy: (count > 1).then_some(strategy),
-                    stop_at_first_pass: stop && count > 1,
+                    // A test judged by promptfoo's rule stays judged by it
+                    // over trials: each must pass (docs/dialects.md).
+                    strategy: (count > 1).then_some(
+                        if t.pass_rule == crate::suite::PassRule::AllPass {
+                            Strategy::AllPass
+                        } else {
+                            strategy
+                        },
+                    ),
+                    stop_at_first_pass: stop
+                        && count > 1
+                        && t.pass_rule != crate::suite::PassRule::AllPass,
                     cost_limit_usd: suite
                         .trials
                         .and_then(|t| t.cost_limit_usd)

@@ -321,6 +321,14 @@ fn promptfoo_configs_score_as_promptfoo() {
                 }
             }
         }
+        if ours.len() != recorded["rows"].as_array().unwrap().len() {
+            differ.push(format!(
+                "{name}: evalhost wrote {} rows, promptfoo {}",
+                ours.len(),
+                recorded["rows"].as_array().unwrap().len()
+            ));
+        }
+        let mut verdicts = std::collections::BTreeMap::new();
         for want in recorded["rows"].as_array().unwrap() {
             rows += 1;
             // An object output (a script provider's) is its JSON text in
@@ -346,6 +354,15 @@ fn promptfoo_configs_score_as_promptfoo() {
                 continue;
             };
             let id = got["test_id"].as_str().unwrap_or_default();
+            // Under `repeat` each trial is a row of promptfoo's; the test
+            // passes only when all of them do.
+            let verdict = verdicts
+                .entry((
+                    id.to_owned(),
+                    got["target"].as_str().unwrap_or_default().to_owned(),
+                ))
+                .or_insert(true);
+            *verdict &= want["success"].as_bool() == Some(true);
             let passed = got["status"] == "passed";
             if Some(passed) != want["success"].as_bool() {
                 differ.push(format!(
@@ -387,6 +404,23 @@ fn promptfoo_configs_score_as_promptfoo() {
                 differ.push(format!(
                     "{name} {id}: assertion scores evalhost {flat:?} promptfoo {theirs:?}"
                 ));
+            }
+        }
+        // Each test's outcome (its trials combined) is promptfoo's verdict.
+        let summary: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(work.path().join("out/summary.json")).unwrap(),
+        )
+        .unwrap();
+        for ((id, target), want) in &verdicts {
+            let outcome = summary["tests"].as_array().and_then(|ts| {
+                ts.iter()
+                    .find(|t| t["test_id"] == id.as_str() && t["target"] == target.as_str())
+            });
+            match outcome {
+                Some(o) if (o["status"] == "passed") == *want => {}
+                other => differ.push(format!(
+                    "{name} {id}: outcome evalhost {other:?}, promptfoo's rows all passed: {want}"
+                )),
             }
         }
     }

@@ -63,3 +63,5 @@ mod conformance;
 // Dialect detection: AgentV 4, AgentV 5 and promptfoo told apart, forced
 // with --dialect, recorded in run.json.
 mod dialects;
+// No silent wrong result, round two: trials, compare, CSV, caches, index.
+mod silent_results;

@@ -628,4 +628,9 @@ pub enum Strategy {
     /// The lower bound of the 95% t-interval of the scores, held to the
     /// threshold.
     ConfidenceInterval,
+    /// Passes only when every trial passes by the test's own rule; the
+    /// score is the mean. The rule of tests whose dialect judges each run on
+    /// its own (promptfoo: every repetition is a row of its own, and one
+    /// failing row fails the eval). Never read from a suite.
+    AllPass,
 }

@@ -310,6 +310,7 @@ impl Reader {
                     .hint = Some("remove it to run the rest of the config; it is part of the promptfoo dialect still being built".into());
             }
         }
+        self.evaluate_options(root.get("evaluateOptions"), &top.key("evaluateOptions"));
         let renderer = Renderer::new(&self.config_env(root));
         let prompts = self.prompts(root.get("prompts"), &top.key("prompts"), &renderer);
         let (providers, mut inline_targets) = self.providers(root, &renderer);
@@ -462,7 +463,18 @@ impl Reader {
             threshold: None,
             limits: LimitOverrides::default(),
             plugins: Vec::new(),
-            trials: None,
+            // promptfoo's `evaluateOptions.repeat`: each repetition a row of
+            // its own, each judged by promptfoo's rule.
+            trials: root
+                .get("evaluateOptions")
+                .and_then(|o| o.get("repeat"))
+                .and_then(Value::as_u64)
+                .filter(|&n| n > 1)
+                .map(|n| crate::model::Trials {
+                    count: u32::try_from(n).unwrap_or(u32::MAX),
+                    strategy: crate::model::Strategy::AllPass,
+                    cost_limit_usd: None,
+                }),
             exec_allow: None,
             workspace: None,
             matrix: providers,
@@ -480,6 +492,41 @@ impl Reader {
             derived_metrics: derived,
             named_metrics: std::mem::take(&mut self.metrics),
         })
+    }
+
+    /// Checks `evaluateOptions`: `repeat` a whole number of trials evalhost
+    /// runs, the keys that change what runs and evalhost does not read
+    /// said, not dropped.
+    fn evaluate_options(&mut self, options: Option<&Value>, at: &KeyPath) {
+        let Some(Value::Object(options)) = options else {
+            return;
+        };
+        if let Some(repeat) = options.get("repeat") {
+            let ok = repeat.as_u64().is_some_and(|n| (1..=1000).contains(&n));
+            if !ok {
+                self.error(
+                    &at.key("repeat"),
+                    format!("`repeat` must be a whole number from 1 to 1000, got {repeat}"),
+                );
+            }
+        }
+        for (key, _) in options {
+            match key.as_str() {
+                "repeat" | "maxConcurrency" | "showProgressBar" | "cache" | "delay" => {}
+                "timeoutMs" | "maxEvalTimeMs" => {
+                    self.warning(
+                        &at.key(key),
+                        format!("`{key}` is not read: evalhost's own time limits apply (a target's `timeout_s`, the suite's limits)"),
+                    );
+                }
+                _ => {
+                    self.warning(
+                        &at.key(key),
+                        format!("`evaluateOptions.{key}` is not read by evalhost"),
+                    );
+                }
+            }
+        }
     }
 
     /// The config's `env:` over the environment evalhost sees, for
