@@ -158,11 +158,12 @@ fn check_row(
         ));
     }
     if let Some(threshold) = entry.threshold
-        && (row.threshold - threshold).abs() > 1e-12
+        && row.threshold.is_none_or(|t| (t - threshold).abs() > 1e-12)
     {
         return Err(format!(
             "test `{}` was held to threshold {}, but the run's plan says {threshold}",
-            row.test_id, row.threshold
+            row.test_id,
+            row.threshold.map_or("none".to_owned(), |t| t.to_string())
         ));
     }
     if row.expected_fail != entry.expected_fail {

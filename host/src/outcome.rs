@@ -32,8 +32,8 @@ pub trait Graded {
     fn strategy(&self) -> Option<Strategy>;
     /// Score.
     fn score(&self) -> f64;
-    /// Threshold.
-    fn threshold(&self) -> f64;
+    /// Threshold, when the test is held to one.
+    fn threshold(&self) -> Option<f64>;
     /// Status.
     fn status(&self) -> Status;
     /// Execution status.
@@ -73,7 +73,7 @@ impl Graded for ResultRow {
     fn score(&self) -> f64 {
         self.score
     }
-    fn threshold(&self) -> f64 {
+    fn threshold(&self) -> Option<f64> {
         self.threshold
     }
     fn status(&self) -> Status {
@@ -117,7 +117,7 @@ pub struct RowBrief {
     trials: Option<u32>,
     strategy: Option<Strategy>,
     score: f64,
-    threshold: f64,
+    threshold: Option<f64>,
     status: Status,
     execution_status: ExecutionStatus,
     failure_class: Option<FailureClass>,
@@ -184,7 +184,7 @@ impl Graded for RowBrief {
     fn score(&self) -> f64 {
         self.score
     }
-    fn threshold(&self) -> f64 {
+    fn threshold(&self) -> Option<f64> {
         self.threshold
     }
     fn status(&self) -> Status {
@@ -220,8 +220,9 @@ pub struct TestOutcome {
     pub test_index: usize,
     /// Combined score.
     pub score: f64,
-    /// Threshold it was held to.
-    pub threshold: f64,
+    /// Threshold it was held to; none when it passes by another rule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
     /// Combined status.
     pub status: Status,
     /// Why it did not pass.
@@ -258,6 +259,15 @@ pub fn confidence_lower_bound(scores: &[f64]) -> f64 {
     let variance = scores.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
     let t = T95.get(n - 2).copied().unwrap_or(1.96);
     (mean - t * variance.sqrt() / (n as f64).sqrt()).clamp(0.0, 1.0)
+}
+
+/// How a test's score was judged, for people: `threshold 0.80`, or
+/// `every assertion must pass` for a test held to no threshold.
+pub fn rule_text(threshold: Option<f64>) -> String {
+    match threshold {
+        Some(t) => format!("threshold {t:.2}"),
+        None => "every assertion must pass".to_owned(),
+    }
 }
 
 /// Combines the rows of one (test, target) — one row, or one per trial.
@@ -305,14 +315,15 @@ pub fn combine<R: Graded>(rows: &[&R]) -> TestOutcome {
             let mean = scores.iter().sum::<f64>() / scores.len() as f64;
             (
                 mean,
-                first_error.is_none() && crate::results::reaches(mean, threshold),
+                first_error.is_none() && threshold.is_none_or(|t| crate::results::reaches(mean, t)),
             )
         }
         Strategy::ConfidenceInterval => {
             let lower = confidence_lower_bound(&scores);
             (
                 lower,
-                first_error.is_none() && crate::results::reaches(lower, threshold),
+                first_error.is_none()
+                    && threshold.is_none_or(|t| crate::results::reaches(lower, t)),
             )
         }
         Strategy::AllPass => (

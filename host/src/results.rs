@@ -262,8 +262,11 @@ pub struct ResultRow {
     pub source: Option<SourceRef>,
     /// Test score in [0, 1].
     pub score: f64,
-    /// The threshold the score was held to.
-    pub threshold: f64,
+    /// The threshold the score was held to; none when the test passes by
+    /// another rule (`pass_rule`: promptfoo's every assertion passing),
+    /// so that no reader holds the score to a number that decided nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
     /// ok, quality_failure or execution_error.
     /// The `required` assertion that zeroed the score, when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -384,7 +387,9 @@ impl ResultRow {
             Ok(())
         }
         unit("score", self.score)?;
-        unit("threshold", self.threshold)?;
+        if let Some(t) = self.threshold {
+            unit("threshold", t)?;
+        }
         scores(&self.scores, 0)?;
         // The test score is the weighted mean of its graded scores, or 0
         // (a gate, an execution error); never anything else.
@@ -395,7 +400,9 @@ impl ResultRow {
                 self.score
             ));
         }
-        let reached = self.score + 1e-9 >= self.threshold;
+        // A test without a threshold passes by its rule (every assertion
+        // passing), which the score alone cannot show.
+        let reached = self.threshold.is_none_or(|t| self.score + 1e-9 >= t);
         let consistent = match self.status {
             Status::Passed => {
                 self.execution_status == ExecutionStatus::Ok && !self.expected_fail && reached
@@ -420,7 +427,7 @@ impl ResultRow {
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default(),
                 self.score,
-                self.threshold,
+                self.threshold.map_or("none".to_owned(), |t| t.to_string()),
                 if self.expected_fail {
                     " (expected to fail)"
                 } else {

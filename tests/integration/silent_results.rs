@@ -46,3 +46,33 @@ fn promptfoo_trials_keep_promptfoos_pass_rule() {
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     assert_eq!(project.rows().len(), 3, "three trials");
 }
+
+/// Item 9: a promptfoo row records no threshold it did not use (the viewer
+/// showed "0.80 / 0.80 failed"), and `--threshold` is refused for a
+/// promptfoo config rather than silently ignored.
+#[test]
+fn promptfoo_rows_hold_no_unused_threshold_and_threshold_is_refused() {
+    let project = Project::with_mock("x");
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts: ['a b c d']\nproviders: [echo]\ntests:\n  - description: all must pass\n    assert:\n      - {type: contains, value: a}\n      - {type: contains, value: zzz}\n  - description: own threshold\n    threshold: 0.5\n    assert:\n      - {type: contains, value: a}\n      - {type: contains, value: zzz}\n",
+    );
+    let r = run_config(&project, &[]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let row = project.row("all must pass");
+    assert!(row.get("threshold").is_none(), "{row}");
+    assert_eq!(row["pass_rule"], "all-pass", "{row}");
+    assert_eq!(row["status"], "failed", "{row}");
+    let own = project.row("own threshold");
+    assert_eq!(own["threshold"], 0.5, "{own}");
+    assert_eq!(own["status"], "passed", "{own}");
+
+    let r = run_config(&project, &["--threshold", "0.4"]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("--threshold does not apply to a promptfoo config"),
+        "{}",
+        r.stderr
+    );
+}

@@ -117,9 +117,9 @@ pub fn annotations(
         );
         let details = row.map(|r| r.checks.clone()).unwrap_or_default();
         let body = format!(
-            "score {:.2} (threshold {:.2})\n{}",
+            "score {:.2} ({})\n{}",
             outcome.score,
-            outcome.threshold,
+            crate::outcome::rule_text(outcome.threshold),
             details.join("\n")
         );
         writeln!(

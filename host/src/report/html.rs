@@ -119,7 +119,7 @@ data.tests.forEach(o => {
   if (!['passed', 'expected-failed'].includes(o.status)) { const why = reason(rows); if (why) { const w = el('span', 'reason', why); w.title = why; s.appendChild(w); } }
   tags.forEach(g => s.appendChild(el('span', 'tag', g)));
   if (o.failure_class) s.appendChild(el('span', 'class', o.failure_class));
-  const allPass = rows.length && rows[0].pass_rule === 'all-pass';
+  const allPass = o.threshold == null;
   s.appendChild(el('span', 'score', o.score.toFixed(2) + (allPass ? ' · all must pass' : ' / ' + o.threshold.toFixed(2))));
   s.appendChild(el('span', 'ms', o.wall_ms + ' ms'));
   d.appendChild(s);

@@ -38,9 +38,13 @@ pub fn render(summary: &Summary, details: &Details) -> anyhow::Result<String> {
             .get(&(outcome.test_id.clone(), outcome.target.clone()))
             .map(|d| d.checks.clone())
             .unwrap_or_default();
-        let first = checks.first().cloned().unwrap_or_else(|| {
-            format!("score {:.2} below {:.2}", outcome.score, outcome.threshold)
-        });
+        let first = checks
+            .first()
+            .cloned()
+            .unwrap_or_else(|| match outcome.threshold {
+                Some(t) => format!("score {:.2} below {t:.2}", outcome.score),
+                None => format!("score {:.2}, not every assertion passed", outcome.score),
+            });
         let class = outcome
             .failure_class
             .map_or_else(String::new, |c| c.to_string());

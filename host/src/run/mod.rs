@@ -54,8 +54,8 @@ pub use prepare::{Prepared, engine, prepare};
 pub use python_runner::runner as python_runner;
 use record::recorded_plan;
 pub use record::{MAX_REPEAT, PlannedEntry, RecordedPlan, RunRecord, read_record};
-pub use trial::effective_threshold;
 use trial::run_trial;
+pub use trial::{effective_threshold, held_threshold};
 
 /// What `evalhost run` was asked to do.
 #[derive(Debug, Clone, Default)]
@@ -360,6 +360,15 @@ pub fn run(
         plugins_time,
         ..
     } = prepared;
+    // promptfoo has no run-wide threshold: its tests pass when every
+    // assertion does, or by their own `threshold:`. Applying --threshold
+    // would change promptfoo's verdicts; ignoring it would be silent.
+    if options.threshold.is_some() && suite.dialect == evalhost_suite::dialect::Dialect::Promptfoo {
+        return Ok(Err(RunError::Usage(
+            "--threshold does not apply to a promptfoo config: promptfoo passes a test when every assertion passes, or when its weighted score reaches the test's own `threshold:`\n  hint: set `threshold:` on the tests, or on `defaultTest`, to hold their scores to a number"
+                .into(),
+        )));
+    }
     // Tests at once: -j, else the suite's `execution.workers`, else the CPUs.
     let workers = options.workers.or(suite.workers).unwrap_or(cpus).max(1);
 

@@ -269,11 +269,7 @@ pub(super) fn recorded_plan(
                     index: p.index,
                     id: test.id.clone(),
                     target: targets[p.target].clone(),
-                    threshold: Some(effective_threshold(
-                        test.threshold,
-                        cli_threshold,
-                        suite.threshold,
-                    )),
+                    threshold: super::trial::held_threshold(test, cli_threshold, suite.threshold),
                     expected_fail: test.expected_fail,
                     shard_key: (p.shard_key != position).then_some(p.shard_key),
                 }

@@ -87,8 +87,12 @@ fn agrees_with_suite(row: &ResultRow, suite: &Suite, cli_threshold: Option<f64>)
     let Some(test) = suite.tests.get(row.test_index) else {
         return false;
     };
-    let threshold = effective_threshold(test.threshold, cli_threshold, suite.threshold);
-    if row.expected_fail != test.expected_fail || (row.threshold - threshold).abs() > 1e-12 {
+    let threshold = held_threshold(test, cli_threshold, suite.threshold);
+    let same = match (row.threshold, threshold) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-12,
+        (a, b) => a.is_none() && b.is_none(),
+    };
+    if row.expected_fail != test.expected_fail || !same {
         return false;
     }
     if let Some(conversation) = &test.conversation {

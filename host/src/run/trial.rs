@@ -3,6 +3,13 @@
 
 use super::*;
 
+/// The threshold `test` is held to: none when it passes by promptfoo's
+/// rule (every assertion passing), else [`effective_threshold`].
+pub fn held_threshold(test: &TestCase, cli: Option<f64>, suite: Option<f64>) -> Option<f64> {
+    (test.pass_rule != crate::suite::PassRule::AllPass)
+        .then(|| effective_threshold(test.threshold, cli, suite))
+}
+
 /// Threshold precedence: the test's `execution.threshold`, then
 /// `--threshold`, then the suite's `execution.threshold`, then 0.8.
 pub fn effective_threshold(test: Option<f64>, cli: Option<f64>, suite: Option<f64>) -> f64 {
@@ -82,7 +89,7 @@ pub(super) fn not_started_row(
 /// otherwise.
 fn base_row(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) -> ResultRow {
     let run_target = &ctx.run_targets[planned.target];
-    let threshold = effective_threshold(test.threshold, ctx.cli_threshold, ctx.suite.threshold);
+    let threshold = held_threshold(test, ctx.cli_threshold, ctx.suite.threshold);
     ResultRow {
         timestamp: String::new(),
         test_id: test.id.clone(),
@@ -155,7 +162,9 @@ fn run_trial_into(
     finish: impl Fn(ResultRow) -> ResultRow,
 ) -> ResultRow {
     let run_target = &ctx.run_targets[planned.target];
-    let threshold = row.threshold;
+    // Only a test passing by promptfoo's rule has none, and its rule
+    // reads no threshold.
+    let threshold = row.threshold.unwrap_or(1.0);
     let mut case_ws = None;
     if let Some(lifecycle) = &ctx.lifecycle {
         match lifecycle.for_case(test, trial) {

@@ -81,6 +81,8 @@ const badge = (st, label) => span(`badge b-${TONE[String(st).toLowerCase()] || '
 const tag = (t) => span('tag', t);
 const tags = (xs) => (arr(xs).length ? div('sub', arr(xs).map(tag)) : null);
 const below = (r) => (isNum(r.score) && isNum(r.threshold) && r.score < r.threshold ? 'below' : null);
+// What a row's score was held to: its threshold, or promptfoo's rule.
+const ruleOf = (r) => (isNum(r.threshold) ? score2(r.threshold) : (r.pass_rule === 'all-pass' ? 'all must pass' : DASH));
 const terms = (q) => q.toLowerCase().split(/\s+/).filter(Boolean);
 
 // URL state ----------------------------------------------------------------
@@ -389,7 +391,7 @@ async function viewRun(ctx, id) {
       td('mono', r.target),
       td('num', r.trial ? String(r.trial) : muted(DASH)),
       td(null, badge(r.status)),
-      td('num', span(below(r), score2(r.score)), muted(` / ${score2(r.threshold)}`)),
+      td('num', span(below(r), score2(r.score)), muted(isNum(r.threshold) ? ` / ${ruleOf(r)}` : ` · ${ruleOf(r)}`)),
       td('num', money(r.cost_usd)),
       td('num', dur(r.duration_ms)),
       h('td', { class: 'err-cell', title: r.error || null }, r.error ? excerpt(String(r.error), 140) : '')),
@@ -445,7 +447,7 @@ async function viewTest(ctx, runId, testId) {
     facts([
       ['Target', code(row.target)],
       ['Trial', row.trial ? `${row.trial}${row.trials ? ` of ${row.trials}` : ''}${row.strategy ? ` (${row.strategy})` : ''}` : null],
-      ['Score', span(null, span(below(row), score2(row.score)), muted(` / threshold ${score2(row.threshold)}`))],
+      ['Score', span(null, span(below(row), score2(row.score)), muted(isNum(row.threshold) ? ` / threshold ${ruleOf(row)}` : ` · ${ruleOf(row)}`))],
       ['Execution', row.execution_status],
       ['Failure class', row.failure_class],
       ['Duration', row.duration_ms == null ? null : dur(row.duration_ms)],
