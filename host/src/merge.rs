@@ -221,6 +221,11 @@ pub fn merge(
     let mut rows: BTreeMap<(usize, String, String, u32), (ResultRow, PathBuf)> = BTreeMap::new();
     let mut suite: Option<(String, PathBuf)> = None;
     let mut duration_ms = 0u128;
+    // What only the shards' summaries hold: the suite-level hooks each shard
+    // ran, and whether the run had named metrics to count again.
+    let mut hooks: std::collections::BTreeMap<String, crate::results::usage::HookRow> =
+        Default::default();
+    let mut had_metrics = false;
     for s in &shards {
         let results = s.dir.join("results.jsonl");
         let mut line = 0usize;
@@ -258,6 +263,15 @@ pub fn merge(
             && let Ok(summary) = serde_json::from_str::<serde_json::Value>(&text)
         {
             duration_ms = duration_ms.max(u128::from(summary["duration_ms"].as_u64().unwrap_or(0)));
+            had_metrics |= summary["metrics"].as_array().is_some_and(|m| !m.is_empty());
+            if let Ok(shard_hooks) = serde_json::from_value::<
+                std::collections::BTreeMap<String, crate::results::usage::HookRow>,
+            >(summary["hooks"].clone())
+            {
+                for (name, hook) in shard_hooks {
+                    hooks.entry(name).or_insert(hook);
+                }
+            }
         }
         for row in shard_rows {
             match &suite {
@@ -370,6 +384,22 @@ pub fn merge(
         false,
     );
     summary.missing_shards = missing.clone();
+    summary.hooks = hooks;
+    // promptfoo's named and derived metrics, counted again over every
+    // shard's rows (a derived metric is no sum of the shards').
+    if had_metrics {
+        let loaded =
+            evalhost_suite::dialect::Dialect::parse(record.dialect.as_deref().unwrap_or_default())
+                .map(|d| crate::suite::load::load_as(&record.eval, true, Some(d)).0);
+        match loaded.flatten() {
+            Some(suite) => summary.metrics = crate::named_metrics::compute(&suite, &results_path),
+            None => writeln!(
+                err,
+                "warning: the named metrics of the shards were not counted again: the suite {} could not be read; `summary.json` has none",
+                record.eval.display()
+            )?,
+        }
+    }
     writeln!(
         out,
         "merged {} run director{} into {}",

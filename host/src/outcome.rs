@@ -459,7 +459,7 @@ mod tests {
             conversation_id: None,
             source: None,
             score,
-            threshold: 0.8,
+            threshold: Some(0.8),
             execution_status: status,
             failure_class: match status {
                 ExecutionStatus::Ok => None,

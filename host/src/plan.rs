@@ -307,10 +307,14 @@ fn order_by_dependencies(
 }
 
 /// Sets each entry's `shard_key`: its position, or the position of the first
-/// entry on the same target of its `depends_on` group.
+/// entry on the same target of its `depends_on` group. The tests of one
+/// comparison (`select-best`) share one key on every target: a comparison
+/// sees all its outputs, so its rows run in one shard.
 fn assign_shard_keys(suite: &Suite, plan: &mut [PlannedTest]) {
     let deps = dependency_indices(suite);
-    if deps.iter().all(Vec::is_empty) {
+    let compared =
+        |t: &crate::suite::TestCase| t.compare_group.is_some() && !t.comparisons.is_empty();
+    if deps.iter().all(Vec::is_empty) && !suite.tests.iter().any(compared) {
         for (i, p) in plan.iter_mut().enumerate() {
             p.shard_key = i;
         }
@@ -331,10 +335,26 @@ fn assign_shard_keys(suite: &Suite, plan: &mut [PlannedTest]) {
             parent[a] = b;
         }
     }
+    let mut comparison: std::collections::HashMap<&str, usize> = Default::default();
+    for (i, t) in suite.tests.iter().enumerate().filter(|(_, t)| compared(t)) {
+        let group = t.compare_group.as_deref().unwrap_or_default();
+        let j = *comparison.entry(group).or_insert(i);
+        let (a, b) = (root(&mut parent, i), root(&mut parent, j));
+        parent[a] = b;
+    }
+    let across: std::collections::HashSet<usize> = (0..suite.tests.len())
+        .filter(|&i| compared(&suite.tests[i]))
+        .map(|i| root(&mut parent, i))
+        .collect();
     let mut first: std::collections::HashMap<(usize, usize), usize> = Default::default();
     for (position, p) in plan.iter_mut().enumerate() {
         let group = root(&mut parent, p.index);
-        p.shard_key = *first.entry((group, p.target)).or_insert(position);
+        let target = if across.contains(&group) {
+            usize::MAX
+        } else {
+            p.target
+        };
+        p.shard_key = *first.entry((group, target)).or_insert(position);
     }
 }
 

@@ -76,3 +76,91 @@ fn promptfoo_rows_hold_no_unused_threshold_and_threshold_is_refused() {
         r.stderr
     );
 }
+
+fn copy_conformance(name: &str, to: &std::path::Path) {
+    let from = crate::support::root()
+        .join("tests/data/promptfoo-conformance")
+        .join(name);
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+fn statuses(dir: &std::path::Path) -> Vec<(String, String, Option<u64>, String)> {
+    let mut rows: Vec<_> = std::fs::read_to_string(dir.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|r| {
+            (
+                r["test_id"].as_str().unwrap().to_owned(),
+                r["target"].as_str().unwrap().to_owned(),
+                r["trial"].as_u64(),
+                r["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// Item 2 (B3): `select-best` under `--shard` compares all of a test's
+/// outputs (its rows share a shard), and `merge` keeps the named metrics
+/// and hooks a single run would have.
+#[test]
+fn select_best_and_named_metrics_survive_shards_and_merge() {
+    let project = Project::with_mock("x");
+    copy_conformance("select-best", project.path());
+    let server = crate::support::FakeServer::start(vec![crate::support::Reply::chat("1")]);
+    let run = |args: &[&str]| -> crate::support::Run {
+        crate::support::evalhost()
+            .current_dir(project.path())
+            .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+            .env("OPENAI_API_KEY", "sk-loopback")
+            .args(args)
+            .output()
+            .unwrap()
+            .into()
+    };
+    let whole = run(&["run", "promptfooconfig.yaml", "-o", "whole"]);
+    assert!(whole.code <= 1, "{}{}", whole.stdout, whole.stderr);
+    for shard in ["1/2", "2/2"] {
+        let out = format!("s{}", &shard[..1]);
+        let r = run(&["run", "promptfooconfig.yaml", "-o", &out, "--shard", shard]);
+        assert!(r.code <= 1, "{}{}", r.stdout, r.stderr);
+    }
+    let r = run(&["merge", "s1", "s2", "-o", "merged"]);
+    assert!(r.code <= 1, "{}{}", r.stdout, r.stderr);
+    let merged = statuses(&project.path().join("merged"));
+    assert!(merged.iter().all(|r| r.3 != "error"), "{merged:?}");
+    assert_eq!(merged, statuses(&project.path().join("whole")));
+
+    let project = Project::with_mock("x");
+    copy_conformance("derived-metrics", project.path());
+    let whole = run_in(
+        project.path(),
+        &["run", "promptfooconfig.yaml", "-o", "whole"],
+    );
+    assert!(whole.code <= 1, "{}{}", whole.stdout, whole.stderr);
+    for shard in ["1/2", "2/2"] {
+        let out = format!("s{}", &shard[..1]);
+        run_in(
+            project.path(),
+            &["run", "promptfooconfig.yaml", "-o", &out, "--shard", shard],
+        );
+    }
+    let r = run_in(project.path(), &["merge", "s1", "s2", "-o", "merged"]);
+    assert!(r.code <= 1, "{}{}", r.stdout, r.stderr);
+    let metrics = |dir: &str| -> serde_json::Value {
+        let s: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(project.path().join(dir).join("summary.json")).unwrap(),
+        )
+        .unwrap();
+        let mut m = s["metrics"].as_array().cloned().unwrap_or_default();
+        m.sort_by_key(|v| v.to_string());
+        serde_json::Value::Array(m)
+    };
+    assert!(!metrics("whole").as_array().unwrap().is_empty());
+    assert_eq!(metrics("merged"), metrics("whole"));
+}

@@ -40,10 +40,9 @@ pub(super) fn grade(
         .map(|(i, t)| (t.target.name.as_str(), i))
         .collect();
     let mut groups: std::collections::BTreeMap<GroupKey, Vec<usize>> = Default::default();
+    // Under trials each trial's outputs are compared among themselves, as
+    // promptfoo compares each repetition's (its rows of one `testIdx`).
     for (i, row) in rows.iter().enumerate() {
-        if row.strategy.is_some() {
-            continue;
-        }
         let Some(test) = tests.get(row.test_id.as_str()) else {
             continue;
         };
