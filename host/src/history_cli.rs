@@ -160,7 +160,17 @@ pub struct TrendArgs {
     pub project: ProjectArg,
 }
 
+/// The project's index, for reading: a directory without `.evalhost/` gets
+/// an empty one, and nothing is created there.
 fn open(project: &Path, err: &mut dyn Write) -> anyhow::Result<Index> {
+    if std::fs::symlink_metadata(project.join(".evalhost")).is_err() {
+        return Ok(Index::empty(project)?);
+    }
+    open_to_write(project, err)
+}
+
+/// The project's index, created when missing (`runs reindex`).
+fn open_to_write(project: &Path, err: &mut dyn Write) -> anyhow::Result<Index> {
     let (index, note) = Index::open_or_rebuild(project)?;
     if let Some(note) = note {
         writeln!(err, "warning: {}", crate::text::shown(&note))?;
@@ -277,7 +287,7 @@ fn runs_inner(
             writeln!(
                 out,
                 "{:<24}  {:<16}  {:<12}  {:>5}  {:>6}  {:>6}  {:>9}  {:<10}  status",
-                "run", "suite", "target", "rows", "passed", "rate", "cost", "commit"
+                "run", "suite", "target", "tests", "passed", "rate", "cost", "commit"
             )?;
             for r in runs {
                 writeln!(
@@ -286,7 +296,7 @@ fn runs_inner(
                     crate::text::shown(&r.id),
                     crate::text::shown(&r.suite),
                     crate::text::shown(&r.targets.join(",")),
-                    r.total,
+                    r.tests,
                     r.passed,
                     r.pass_rate
                         .map(|p| format!("{:.0}%", p * 100.0))
@@ -342,7 +352,8 @@ fn runs_inner(
             )?;
             writeln!(
                 out,
-                "rows:      {} · {} passed · {} failed · {} errors · mean {} · cost {} · tokens {} in / {} out",
+                "tests:     {} ({} rows) · {} passed · {} failed · {} errors · mean {} · cost {} · tokens {} in / {} out",
+                i.tests,
                 i.total,
                 i.passed,
                 i.failed,
@@ -420,7 +431,7 @@ fn runs_inner(
             Ok(exit_codes::SUCCESS)
         }
         RunsCommand::Reindex { project } => {
-            let mut index = open(&project.dir(), err)?;
+            let mut index = open_to_write(&project.dir(), err)?;
             let done = index.reindex()?;
             writeln!(
                 out,
@@ -512,6 +523,17 @@ pub fn compare(args: &CompareArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             ..stats::Options::default()
         };
         let c = compare::compare(&base, &cand, &options);
+        if c.tests.is_empty() {
+            // Nothing compared is no verdict: never a pass of a gate.
+            anyhow::bail!(
+                "nothing to compare: no test of {} is in {} ({} only in the base, {} only in the candidate; matched by {}); compare runs of the same suite — runs on several targets are matched by test id and target",
+                crate::text::shown(&base.info.id),
+                crate::text::shown(&cand.info.id),
+                c.only_in_base.len(),
+                c.only_in_candidate.len(),
+                c.matched_by
+            );
+        }
         if args.json {
             writeln!(out, "{}", serde_json::to_string_pretty(&c)?)?;
         } else if args.markdown {

@@ -164,3 +164,186 @@ fn select_best_and_named_metrics_survive_shards_and_merge() {
     assert!(!metrics("whole").as_array().unwrap().is_empty());
     assert_eq!(metrics("merged"), metrics("whole"));
 }
+
+/// A project with a git root and two tests on the mock target.
+fn history_project() -> Project {
+    let project = Project::with_mock("x");
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: a\n    input: q\n    assertions: [{type: contains, value: x}]\n  - id: b\n    input: q\n    assertions: [{type: contains, value: x}]\n",
+    );
+    project
+}
+
+/// Item 3 (B5): a fully passing `--repeat 3` run is 100 %, and `runs list`
+/// counts tests, not rows.
+#[test]
+fn pass_rates_count_tests_not_rows() {
+    let project = history_project();
+    let r = run_in(project.path(), &["run", "EVAL.yaml", "--repeat", "3"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let list = run_in(project.path(), &["runs", "list", "--json"]);
+    let runs: serde_json::Value = serde_json::from_str(&list.stdout).unwrap();
+    let run = &runs.as_array().unwrap()[0];
+    assert_eq!(run["pass_rate"], 1.0, "{run}");
+    assert_eq!(run["tests"], 2, "{run}");
+    assert_eq!(run["total"], 6, "{run}");
+    let list = run_in(project.path(), &["runs", "list"]);
+    assert!(
+        list.stdout.contains("tests") && list.stdout.contains("100%"),
+        "{}",
+        list.stdout
+    );
+}
+
+/// Item 11 (B7): another process holding the index's lock makes a run
+/// say so and leave the index alone (it was moved aside and its WAL
+/// deleted); a newer evalhost's index is left as it is, not emptied.
+#[test]
+fn a_busy_or_newer_index_is_left_alone() {
+    let project = history_project();
+    let r = run_in(project.path(), &["run", "EVAL.yaml"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let db = project.path().join(".evalhost/results.db");
+    let holder = rusqlite::Connection::open(&db).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE; INSERT INTO runs (id, dir, info, suite, targets, started_at, status, tags, indexed_at) VALUES ('held', '', '{}', '', '[]', '', '', '[]', '');").unwrap();
+    let r = run_in(project.path(), &["run", "EVAL.yaml"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("is busy"), "{}", r.stderr);
+    assert!(r.stderr.contains("runs reindex"), "{}", r.stderr);
+    let aside: Vec<_> = std::fs::read_dir(project.path().join(".evalhost"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("damaged"))
+        .collect();
+    assert!(aside.is_empty(), "the busy index was moved aside");
+    // The other writer's transaction still commits into the same file.
+    holder.execute_batch("COMMIT;").unwrap();
+    drop(holder);
+    let r = run_in(project.path(), &["runs", "reindex"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let list = run_in(project.path(), &["runs", "list", "--json"]);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&list.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        2,
+        "{}",
+        list.stdout
+    );
+
+    let newer = rusqlite::Connection::open(&db).unwrap();
+    newer.pragma_update(None, "user_version", 99).unwrap();
+    drop(newer);
+    let r = run_in(project.path(), &["run", "EVAL.yaml"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("newer evalhost"), "{}", r.stderr);
+    let check = rusqlite::Connection::open(&db).unwrap();
+    let version: i64 = check
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    let runs: i64 = check
+        .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!((version, runs), (99, 2));
+}
+
+/// Item 14: `runs list` where there is no project creates no `.evalhost/`.
+#[test]
+fn reading_the_history_creates_no_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_in(dir.path(), &["runs", "list"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(!dir.path().join(".evalhost").exists());
+    let r = run_in(dir.path(), &["trend"]);
+    assert!(r.stderr.contains("no runs"), "{}{}", r.stdout, r.stderr);
+    assert!(!dir.path().join(".evalhost").exists());
+}
+
+/// Item 4: `compare` of the old model's run with the new model's matches
+/// tests by id (each run has one target) and says so; runs with nothing
+/// in common are an error, never a pass of `--fail-on-regression`; a run of
+/// part of the suite is marked partial in `trend` and `runs list --json`.
+#[test]
+fn compare_across_targets_matches_by_test_id_and_nothing_matched_is_an_error() {
+    let project = history_project();
+    project.write(
+        ".evalhost/targets.yaml",
+        "targets:\n  - {name: old, provider: mock, response: x}\n  - {name: new, provider: mock, response: y}\n",
+    );
+    let r = run_in(project.path(), &["run", "EVAL.yaml", "--target", "old"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = run_in(project.path(), &["run", "EVAL.yaml", "--target", "new"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let c = run_in(
+        project.path(),
+        &["compare", "--last", "--fail-on-regression", "--json"],
+    );
+    let json: serde_json::Value = serde_json::from_str(&c.stdout).unwrap_or_default();
+    assert_eq!(
+        json["tests"].as_array().map(Vec::len),
+        Some(2),
+        "{}{}",
+        c.stdout,
+        c.stderr
+    );
+    assert!(
+        json["matched_by"].as_str().unwrap().contains("old → new"),
+        "{json}"
+    );
+    assert_eq!(json["summary"]["mean_delta"], -1.0, "{json}");
+    let c = run_in(
+        project.path(),
+        &["compare", "--last", "--fail-on-regression"],
+    );
+    assert!(c.stdout.contains("matched by test id"), "{}", c.stdout);
+
+    // A run of another suite shares no test: an error, exit 2.
+    project.write(
+        "OTHER.yaml",
+        "tests:\n  - id: z\n    input: q\n    assertions: [{type: contains, value: x}]\n",
+    );
+    let r = run_in(
+        project.path(),
+        &[
+            "run",
+            "OTHER.yaml",
+            "--target",
+            "old",
+            "-o",
+            ".evalhost/runs/other",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let list = run_in(project.path(), &["runs", "list", "--json"]);
+    let runs: serde_json::Value = serde_json::from_str(&list.stdout).unwrap();
+    let ids: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    let c = run_in(
+        project.path(),
+        &["compare", ids[1], ids[0], "--fail-on-regression"],
+    );
+    assert_eq!(c.code, 2, "{}{}", c.stdout, c.stderr);
+    assert!(c.stderr.contains("nothing to compare"), "{}", c.stderr);
+
+    // A run of part of the suite is marked as such.
+    let r = run_in(
+        project.path(),
+        &["run", "EVAL.yaml", "--target", "old", "--test-id", "a"],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let t = run_in(project.path(), &["trend", "EVAL"]);
+    assert!(
+        t.stdout.contains("partial (--test-id a)"),
+        "{}{}",
+        t.stdout,
+        t.stderr
+    );
+}

@@ -1,4 +1,6 @@
-//! `evalhost compare BASE CAND`: rows matched by (test id, target), each
+//! `evalhost compare BASE CAND`: rows matched by (test id, target) — by
+//! test id alone when each run has one target and they differ (old model
+//! against new model) — each
 //! test's delta and verdict flip, AgentV's win/loss and normalized gain,
 //! and whether the difference is more than noise (`stats`): a paired
 //! bootstrap interval of the mean delta and an exact McNemar test on the
@@ -36,21 +38,27 @@ pub struct Comparison {
     pub only_in_base: Vec<Key>,
     /// Tests only the candidate run has.
     pub only_in_candidate: Vec<Key>,
+    /// How rows were matched: `test id and target`, or `test id` when each
+    /// run has one target and they differ.
+    pub matched_by: String,
 }
 
 /// The trials of each (test, target) of a run, in first-seen order. A row
-/// passes when its status is `passed`; a row with no score (an error)
-/// scores 0. Rows not run (`not_run`, `skipped`) are not trials.
-pub fn sides(run: &Run) -> Vec<(Key, Side)> {
+/// succeeds when its status is `passed` or `expected-failed` (a failure
+/// the suite expects is a success, as in the run's tally); a row with no
+/// score (an error) scores 0. With `by_id`, rows are keyed by test id
+/// alone (the target left empty).
+pub fn sides(run: &Run, by_id: bool) -> Vec<(Key, Side)> {
     let mut order: Vec<Key> = Vec::new();
     let mut by: BTreeMap<Key, Side> = BTreeMap::new();
     for r in &run.rows {
-        if matches!(r.status.as_str(), "not_run" | "skipped") {
-            continue;
-        }
         let key = Key {
             test_id: r.test_id.clone(),
-            target: r.target.clone(),
+            target: if by_id {
+                String::new()
+            } else {
+                r.target.clone()
+            },
         };
         let side = by.entry(key.clone()).or_insert_with(|| {
             order.push(key.clone());
@@ -60,7 +68,8 @@ pub fn sides(run: &Run) -> Vec<(Key, Side)> {
             }
         });
         side.scores.push(r.score.unwrap_or(0.0));
-        side.passed.push(r.status == "passed");
+        side.passed
+            .push(matches!(r.status.as_str(), "passed" | "expected-failed"));
     }
     order
         .into_iter()
@@ -73,16 +82,31 @@ pub fn sides(run: &Run) -> Vec<(Key, Side)> {
 
 /// Compares `cand` with `base`.
 pub fn compare(base: &Run, cand: &Run, options: &Options) -> Comparison {
-    let base_sides = sides(base);
-    let mut cand_sides: BTreeMap<Key, Side> = sides(cand).into_iter().collect();
-    let cand_order: Vec<Key> = sides(cand).into_iter().map(|(k, _)| k).collect();
+    fn targets(run: &Run) -> std::collections::BTreeSet<&str> {
+        run.rows.iter().map(|r| r.target.as_str()).collect()
+    }
+    let (bt, ct) = (targets(base), targets(cand));
+    // One target each, and not the same: the old model against the new.
+    let across = (bt.len() == 1 && ct.len() == 1 && bt != ct).then(|| {
+        (
+            bt.first().unwrap().to_string(),
+            ct.first().unwrap().to_string(),
+        )
+    });
+    let by_id = across.is_some();
+    let base_sides = sides(base, by_id);
+    let mut cand_sides: BTreeMap<Key, Side> = sides(cand, by_id).into_iter().collect();
+    let cand_order: Vec<Key> = sides(cand, by_id).into_iter().map(|(k, _)| k).collect();
     let mut pairs: Vec<Pair> = Vec::new();
     let mut only_in_base = Vec::new();
     for (key, side) in base_sides {
         match cand_sides.remove(&key) {
             Some(c) => pairs.push(Pair {
                 test_id: key.test_id,
-                target: key.target,
+                target: match &across {
+                    Some((b, c)) => format!("{b} → {c}"),
+                    None => key.target,
+                },
                 base: side,
                 cand: c,
             }),
@@ -102,6 +126,10 @@ pub fn compare(base: &Run, cand: &Run, options: &Options) -> Comparison {
         tests,
         only_in_base,
         only_in_candidate,
+        matched_by: match across {
+            Some((b, c)) => format!("test id (each run has one target: {b} → {c})"),
+            None => "test id and target".to_owned(),
+        },
     }
 }
 
@@ -176,6 +204,7 @@ pub fn render_text(c: &Comparison) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", run_line("base     ", &c.base));
     let _ = writeln!(out, "{}", run_line("candidate", &c.candidate));
+    let _ = writeln!(out, "matched by {}", c.matched_by);
     let _ = writeln!(out);
     let mut changed: Vec<&TestDelta> = c
         .tests

@@ -11,8 +11,9 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use super::{Run, RunInfo, read_run, run_dirs};
 
-/// The schema's version (`PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 1;
+/// The schema's version (`PRAGMA user_version`). 2: a run's info counts
+/// its tests (`tests`) beside its rows.
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -59,6 +60,25 @@ pub enum IndexError {
         #[source]
         source: rusqlite::Error,
     },
+    /// Another process holds the database's lock longer than the wait
+    /// (15 s): nothing is wrong with it, and nothing was changed.
+    #[error(
+        "the results index {path} is busy (another evalhost, or another program, held its lock for 15 s)"
+    )]
+    Busy {
+        /// The database.
+        path: PathBuf,
+    },
+    /// A newer evalhost's index: left as it is.
+    #[error(
+        "the results index {path} was written by a newer evalhost (schema {version}; this one reads {SCHEMA_VERSION}); it is left as it is"
+    )]
+    Newer {
+        /// The database.
+        path: PathBuf,
+        /// Its schema version.
+        version: i64,
+    },
     /// The directory for it could not be made.
     #[error("the results index {path}: {source}")]
     Io {
@@ -68,6 +88,34 @@ pub enum IndexError {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl IndexError {
+    /// SQLite's error on `path`, told apart: a lock held too long is
+    /// [`IndexError::Busy`], never damage.
+    fn of(path: &Path, source: rusqlite::Error) -> Self {
+        match source.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                Self::Busy {
+                    path: path.to_path_buf(),
+                }
+            }
+            _ => Self::Sqlite {
+                path: path.to_path_buf(),
+                source,
+            },
+        }
+    }
+
+    /// True when the file itself is damaged (not a database, corrupt, or
+    /// holding what evalhost's index never holds): the only case where it
+    /// is moved aside and rebuilt.
+    pub fn is_damage(&self) -> bool {
+        matches!(self, Self::Sqlite { source, .. } if matches!(
+            source.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+        ))
+    }
 }
 
 /// Which runs to list.
@@ -133,20 +181,34 @@ impl Index {
     /// Opens the index of `project`; a missing one is created and filled
     /// from the run directories (so deleting it loses nothing).
     pub fn open(project: &Path) -> Result<Self, IndexError> {
-        let fresh = !Self::path_for(project).exists();
-        let mut index = Self::open_only(project)?;
-        if fresh {
+        let (mut index, rebuild) = Self::open_only(project)?;
+        if rebuild {
             index.reindex()?;
         }
         Ok(index)
     }
 
-    fn open_only(project: &Path) -> Result<Self, IndexError> {
+    /// The index of a directory that holds no `.evalhost/`: empty, in
+    /// memory. Reading the history creates no state (a later run below
+    /// would otherwise record into this directory).
+    pub fn empty(project: &Path) -> Result<Self, IndexError> {
         let path = Self::path_for(project);
-        let sqlite = |source| IndexError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let conn = Connection::open_in_memory().map_err(|e| IndexError::of(&path, e))?;
+        conn.execute_batch(SCHEMA)
+            .map_err(|e| IndexError::of(&path, e))?;
+        Ok(Self {
+            conn,
+            path,
+            runs_dir: project.join(".evalhost").join("runs"),
+        })
+    }
+
+    /// Opens (or creates) the database; true when it must be filled from
+    /// the run directories (new, or an older evalhost's schema).
+    fn open_only(project: &Path) -> Result<(Self, bool), IndexError> {
+        let path = Self::path_for(project);
+        let fresh = !path.exists();
+        let sqlite = |source| IndexError::of(&path, source);
         if let Some(dir) = path.parent() {
             // `.evalhost` itself must not be a link out of the project.
             crate::safe_fs::check_dir(dir, &[project]).map_err(|source| IndexError::Io {
@@ -219,26 +281,38 @@ impl Index {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(sqlite)?;
         if version > SCHEMA_VERSION {
-            // A newer evalhost's index: read nothing from it, rebuild ours.
+            // A newer evalhost's index: neither read nor rewritten (two
+            // versions sharing a project would empty it in turns).
+            return Err(IndexError::Newer { path, version });
+        }
+        let older = version < SCHEMA_VERSION;
+        if older {
+            // An older evalhost's index (or a new file): ours, built again
+            // from the run directories, which hold everything it did.
             conn.execute_batch("DROP TABLE IF EXISTS rows; DROP TABLE IF EXISTS runs;")
                 .map_err(sqlite)?;
+            conn.execute_batch(SCHEMA).map_err(sqlite)?;
+            conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(sqlite)?;
         }
-        conn.execute_batch(SCHEMA).map_err(sqlite)?;
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
-            .map_err(sqlite)?;
-        Ok(Self {
-            conn,
-            path,
-            runs_dir: project.join(".evalhost").join("runs"),
-        })
+        Ok((
+            Self {
+                conn,
+                path,
+                runs_dir: project.join(".evalhost").join("runs"),
+            },
+            fresh || older,
+        ))
     }
 
-    /// Opens the index; a file SQLite cannot read is moved aside
-    /// (`results.db.damaged-<time>`), a fresh index built from the run
-    /// directories, and the move said in the returned note.
+    /// Opens the index; a damaged file ([`IndexError::is_damage`]) is moved
+    /// aside (`results.db.damaged-<time>`), a fresh index built from the run
+    /// directories, and the move said in the returned note. A busy index, a
+    /// newer evalhost's, or any other failure is returned untouched.
     pub fn open_or_rebuild(project: &Path) -> Result<(Self, Option<String>), IndexError> {
         match Self::open(project) {
             Ok(index) => Ok((index, None)),
+            Err(e) if !e.is_damage() => Err(e),
             Err(IndexError::Sqlite { path, source }) => {
                 let aside = path.with_file_name(format!(
                     "results.db.damaged-{}",
@@ -251,7 +325,7 @@ impl Index {
                 for side in ["results.db-wal", "results.db-shm"] {
                     let _ = std::fs::remove_file(path.with_file_name(side));
                 }
-                let mut index = Self::open_only(project)?;
+                let (mut index, _) = Self::open_only(project)?;
                 let n = index.reindex()?.indexed;
                 Ok((
                     index,
@@ -267,20 +341,14 @@ impl Index {
     }
 
     fn sqlite(&self) -> impl Fn(rusqlite::Error) -> IndexError + '_ {
-        |source| IndexError::Sqlite {
-            path: self.path.clone(),
-            source,
-        }
+        |source| IndexError::of(&self.path, source)
     }
 
     /// Records (or re-records) a run read from its directory, in one
     /// transaction.
     pub fn record(&mut self, run: &Run) -> Result<(), IndexError> {
         let path = self.path.clone();
-        let sqlite = move |source| IndexError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let sqlite = move |source| IndexError::of(&path, source);
         let tx = self.conn.transaction().map_err(&sqlite)?;
         let info = &run.info;
         tx.execute("DELETE FROM rows WHERE run_id = ?1", params![info.id])
@@ -490,6 +558,8 @@ fn info_from_json(text: &str) -> Option<RunInfo> {
         evalhost_version: s("evalhost_version"),
         plugins: strs("plugins"),
         total: v["total"].as_u64().unwrap_or(0),
+        tests: v["tests"].as_u64().unwrap_or(0),
+        partial: strs("partial"),
         passed: v["passed"].as_u64().unwrap_or(0),
         failed: v["failed"].as_u64().unwrap_or(0),
         errors: v["errors"].as_u64().unwrap_or(0),
@@ -529,6 +599,15 @@ pub fn record_run(project: &Path, run_dir: &Path) -> Option<String> {
     });
     match result {
         Ok(note) => note,
+        Err(e @ (IndexError::Busy { .. } | IndexError::Newer { .. })) => Some(format!(
+            "{e}: this run is not in it yet; it is on disk in {} — `evalhost runs reindex` adds it{}",
+            run_dir.display(),
+            if matches!(e, IndexError::Newer { .. }) {
+                " (with the newer evalhost)"
+            } else {
+                " once the other process is done"
+            }
+        )),
         Err(e) => Some(format!(
             "{e}; the run is on disk in {} — `evalhost runs reindex` adds it to the index",
             run_dir.display()

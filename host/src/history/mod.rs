@@ -51,13 +51,22 @@ pub struct RunInfo {
     pub plugins: Vec<String>,
     /// Rows (tests × targets × trials) finished.
     pub total: u64,
-    /// Passed rows.
+    /// Tests (test × target) finished: a test's trials are one test.
+    #[serde(default)]
+    pub tests: u64,
+    /// Why the run covers only part of its suite, or under other terms
+    /// than a plain run (`--test-id a*`, `--tag x`, `--rerun-failed`,
+    /// `--shard 1/2`, `--targets other.yaml`): its numbers are not the
+    /// suite's. Empty for a whole run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partial: Vec<String>,
+    /// Passed tests.
     pub passed: u64,
-    /// Failed rows.
+    /// Failed tests.
     pub failed: u64,
-    /// Rows with an execution error.
+    /// Tests with an execution error.
     pub errors: u64,
-    /// passed / total.
+    /// passed / tests.
     pub pass_rate: Option<f64>,
     /// Mean row score.
     pub mean_score: Option<f64>,
@@ -350,6 +359,45 @@ fn started_at(record: &Value, run_json: &Path) -> String {
     }
 }
 
+/// Why the run recorded in `record` (its `run.json`) covers only part of
+/// its suite, or ran it under other terms (another targets file).
+fn partial_of(record: &serde_json::Value) -> Vec<String> {
+    let mut why = Vec::new();
+    let list = |key: &str| -> Vec<String> {
+        record[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x.as_str().map(|s| crate::text::shown(s).into_owned()))
+            .collect()
+    };
+    if !list("test_ids").is_empty() {
+        why.push(format!("--test-id {}", list("test_ids").join(",")));
+    }
+    if !list("tags").is_empty() {
+        why.push(format!("--tag {}", list("tags").join(",")));
+    }
+    if record["only"].is_array() {
+        why.push("--rerun-failed".to_owned());
+    }
+    if let Some(shard) = record["shard"].as_str() {
+        why.push(format!("--shard {}", crate::text::shown(shard)));
+    }
+    if let Some(file) = record["targets_file"].as_str()
+        && record["targets_file_found"].as_bool() != Some(true)
+    {
+        let name = Path::new(file)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        why.push(format!("--targets {name}"));
+    }
+    if record["regrade_of"].is_string() {
+        why.push("regrade".to_owned());
+    }
+    why
+}
+
 /// The tests of `rows` (test id and target), each once, with its verdict:
 /// passed when every trial passed, an error when any trial is one, else
 /// failed.
@@ -473,6 +521,8 @@ pub fn read_run(dir: &Path, runs_dir: &Path) -> Result<Run, RunDirError> {
             })
             .unwrap_or_default(),
         total,
+        tests,
+        partial: partial_of(&record),
         passed,
         failed,
         errors,

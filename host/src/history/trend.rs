@@ -24,6 +24,9 @@ pub struct Point {
     pub mean_score: Option<f64>,
     /// Cost.
     pub cost_usd: Option<f64>,
+    /// Why the run is not a whole run of the suite (empty when it is).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partial: Vec<String>,
 }
 
 /// A suite over time.
@@ -45,7 +48,7 @@ pub fn trend(suite: &str, runs: &[Run], options: &Options) -> Trend {
     let mut per_run: Vec<BTreeMap<Key, (f64, bool)>> = Vec::new();
     for run in runs {
         let mut m = BTreeMap::new();
-        for (k, side) in compare::sides(run) {
+        for (k, side) in compare::sides(run, false) {
             if !keys.contains(&k) {
                 keys.push(k.clone());
             }
@@ -74,6 +77,7 @@ pub fn trend(suite: &str, runs: &[Run], options: &Options) -> Trend {
                 pass_rate: r.info.pass_rate,
                 mean_score: r.info.mean_score,
                 cost_usd: r.info.cost_usd,
+                partial: r.info.partial.clone(),
             })
             .collect(),
         tests,
@@ -103,7 +107,7 @@ pub fn render_text(t: &Trend) -> String {
     for p in &t.runs {
         let _ = writeln!(
             out,
-            "  {}  pass rate {}  mean {}  cost {}",
+            "  {}  pass rate {}  mean {}  cost {}{}",
             p.id,
             p.pass_rate
                 .map(|r| format!("{:>5.1}%", r * 100.0))
@@ -113,7 +117,12 @@ pub fn render_text(t: &Trend) -> String {
                 .unwrap_or_else(|| "—".into()),
             p.cost_usd
                 .map(|c| format!("${c:.4}"))
-                .unwrap_or_else(|| "—".into())
+                .unwrap_or_else(|| "—".into()),
+            if p.partial.is_empty() {
+                String::new()
+            } else {
+                format!("  partial ({})", p.partial.join(", "))
+            }
         );
     }
     let width = t

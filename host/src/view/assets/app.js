@@ -148,7 +148,10 @@ function commit(run) {
   return h('span', { class: 'commit', title: run.git_commit }, code(String(run.git_commit).slice(0, 7)),
     run.git_dirty ? h('span', { class: 'dirty', title: 'uncommitted changes' }, 'dirty') : null);
 }
-const runStatus = (r) => (r.status === 'complete' ? muted('complete') : badge(r.status === 'interrupted' ? 'error' : r.status, r.status || DASH));
+// A run of part of its suite (--test-id, --tag, --shard, --rerun-failed,
+// another targets file): its numbers are not the suite's, and it says so.
+const partialMark = (r) => (arr(r.partial).length ? h('span', { class: 'badge b-other partial', title: `partial run: ${arr(r.partial).join(', ')}` }, 'partial') : null);
+const runStatus = (r) => [r.status === 'complete' ? muted('complete') : badge(r.status === 'interrupted' ? 'error' : r.status, r.status || DASH), ' ', partialMark(r)];
 const counts = (r) => span('counts', span('n-pass', String(r.passed ?? 0)), ' / ', span('n-fail', String(r.failed ?? 0)), ' / ', span('n-err', String(r.errors ?? 0)));
 function runFacts(r) {
   return facts([
@@ -158,13 +161,14 @@ function runFacts(r) {
     ['Started', h('span', { title: str(r.started_at) }, when(r.started_at))],
     ['Duration', dur(r.duration_ms)],
     ['Commit', commit(r)],
-    ['Tests', span(null, String(r.total ?? DASH), ' · ', counts(r))],
+    ['Tests', span(null, String(r.tests || r.total || DASH), r.tests && r.total > r.tests ? ` (${r.total} rows)` : '', ' · ', counts(r))],
     ['Pass rate', pct(r.pass_rate)],
     ['Mean score', num(r.mean_score)],
     ['Cost', money(r.cost_usd)],
     ['Tokens', r.tokens_in == null && r.tokens_out == null ? null : `${int(r.tokens_in)} in / ${int(r.tokens_out)} out`],
     ['Tags', arr(r.tags).length ? arr(r.tags).map(tag) : null],
     ['Status', runStatus(r)],
+    ['Partial', arr(r.partial).length ? arr(r.partial).join(', ') : null],
     ['Directory', r.dir ? code(r.dir, 'path') : null, 'wide'],
   ]);
 }
@@ -311,7 +315,7 @@ async function viewRuns(ctx) {
     arr(data.suites).map((su, i) => [i ? ' · ' : '', link(hashFor(['trend', su]), su, { class: 'trend-link' })])) : null;
 
   const oldest = runs.slice().reverse();
-  const pts = (key) => oldest.map((r) => ({ label: when(r.started_at, 1), value: r[key], tip: `${when(r.started_at)} · ${r.suite}\n${r.id}`, href: runHref(r.id) }));
+  const pts = (key) => oldest.map((r) => ({ label: when(r.started_at, 1), value: r[key], tip: `${when(r.started_at)} · ${r.suite}\n${r.id}${arr(r.partial).length ? `\npartial run: ${arr(r.partial).join(', ')}` : ''}`, href: runHref(r.id) }));
   const charts = div('charts',
     lineChart({ id: 'chart-pass-rate', title: 'Pass rate', yMax: 1, fmt: pct, points: pts('pass_rate') }),
     lineChart({ id: 'chart-cost', title: 'Cost (USD)', fmt: money, tickFmt: moneyTick, points: pts('cost_usd') }));
@@ -342,7 +346,7 @@ async function viewRuns(ctx) {
       td(null, link(hashFor(['trend', r.suite]), r.suite, { class: 'suite-link', title: `trend of ${r.suite}` })),
       td('targets', arr(r.targets).join(', ')),
       td(null, commit(r)),
-      td('num', String(r.total ?? DASH)),
+      td('num', String(r.tests || r.total || DASH), r.tests && r.total > r.tests ? div('sub', `${r.total} rows`) : null),
       td('num', counts(r)),
       td('num', meter(r.pass_rate)),
       td('num', num(r.mean_score)),
@@ -628,8 +632,9 @@ async function viewTrend(ctx, suite) {
   if (ctx.seq !== seq) return;
   const runs = arr(data.runs), tests = arr(data.tests);
   const state = () => ({ n: n === 20 ? '' : n, q: search.value.trim(), flaky: flaky.checked ? 1 : '' });
-  const tip = (r) => `${when(r.started_at)}\n${r.id}`;
-  const pts = (key) => runs.map((r) => ({ label: when(r.started_at, 1), value: r[key], tip: tip(r), href: runHref(r.id) }));
+  const tip = (r) => `${when(r.started_at)}\n${r.id}${arr(r.partial).length ? `\npartial run: ${arr(r.partial).join(', ')}` : ''}`;
+  const pts = (key) => runs.map((r) => ({ label: `${when(r.started_at, 1)}${arr(r.partial).length ? ' (partial)' : ''}`, value: r[key], tip: tip(r), href: runHref(r.id) }));
+  const partials = runs.filter((r) => arr(r.partial).length);
   const chart = (id, title, key, o) => lineChart({ id, title, width: 360, points: pts(key), ...o });
 
   const nSel = selectField('trend-n', 'Runs', 'last 20', [5, 10, 50, 100].map((k) => [String(k), `last ${k}`]), n === 20 ? '' : String(n),
@@ -671,6 +676,8 @@ async function viewTrend(ctx, suite) {
       chart('chart-trend-pass-rate', 'Pass rate', 'pass_rate', { yMax: 1, fmt: pct }),
       chart('chart-trend-mean-score', 'Mean score', 'mean_score', { yMax: 1, fmt: score2 }),
       chart('chart-trend-cost', 'Cost (USD)', 'cost_usd', { fmt: money, tickFmt: moneyTick })) : h('p', { class: 'empty' }, 'No runs of this suite.'),
+    partials.length ? h('p', { id: 'trend-partial', class: 'muted' }, `${plural(partials.length, 'run')} of part of the suite (marked “partial”): `,
+      partials.map((r, i) => [i ? '; ' : '', link(runHref(r.id), r.id), ` (${arr(r.partial).join(', ')})`])) : null,
     div('toolbar', nSel, field('Filter', search), h('label', { class: 'check-field' }, flaky, ' flaky only'), count),
     h('p', { class: 'legend muted' }, `Columns 1…${runs.length}: the runs, oldest to newest; a cell is the test in that run (green passed, red failed, hatched absent).`),
     table('trend-table', ['Test', 'Target', 'Scores', ...runs.map((r, i) => h('th', { class: 'run-col', title: tip(r) }, link(runHref(r.id), String(i + 1)))),
