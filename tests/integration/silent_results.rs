@@ -347,3 +347,44 @@ fn compare_across_targets_matches_by_test_id_and_nothing_matched_is_an_error() {
         t.stderr
     );
 }
+
+/// Item 5: a promptfoo CSV with a ragged row (a stray unquoted comma, a
+/// row of one field) is refused with its line, as promptfoo refuses it —
+/// its columns were shifted without a word — and a CSV test's source
+/// points into the CSV. (The bare `__expected` types are in the `csv-types`
+/// conformance config, recorded from promptfoo 0.121.20.)
+#[test]
+fn a_ragged_promptfoo_csv_is_refused_with_its_line() {
+    let project = Project::with_mock("x");
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts: ['{{text}}']\nproviders: [echo]\ntests: file://tests.csv\n",
+    );
+    project.write(
+        "tests.csv",
+        "text,__expected,__description\nhello,contains:hello,fine\nhello world,contains-any:foo,world,two\nbye\n",
+    );
+    let r = run_in(project.path(), &["validate", "promptfooconfig.yaml"]);
+    assert_ne!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let said = format!("{}{}", r.stdout, r.stderr);
+    assert!(
+        said.contains("tests.csv: line 3: 4 fields where the header has 3"),
+        "{said}"
+    );
+
+    project.write(
+        "tests.csv",
+        "text,__expected,__description\nhello,contains:hello,first\n\"multi\nline\",contains:line,second\n",
+    );
+    let r = run_config(&project, &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let second = project.row("second");
+    assert!(
+        second["source"]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("tests.csv"),
+        "{second}"
+    );
+    assert_eq!(second["source"]["line"], 3, "{second}");
+}

@@ -166,6 +166,9 @@ struct Row {
     grading: Grading,
     at: KeyPath,
     file: Arc<PathBuf>,
+    /// Where the row starts in `file` when it came from a tests file (a
+    /// CSV or JSONL line); `at` then names the config's key that loaded it.
+    pos: Option<crate::source_map::Pos>,
 }
 
 /// A test's grading options (an assertion's own `provider` and
@@ -1698,11 +1701,20 @@ impl Reader {
                 .and_then(|e| e.to_str())
                 .unwrap_or("")
                 .to_ascii_lowercase();
+            // Each value with its line in the file, when known.
+            let mut lines: Vec<usize> = Vec::new();
             let values: Vec<Value> = match ext.as_str() {
                 "csv" => match csv_rows(&text) {
-                    Ok(v) => v,
+                    Ok(v) => v
+                        .into_iter()
+                        .map(|(line, value)| {
+                            lines.push(line);
+                            value
+                        })
+                        .collect(),
                     Err(e) => {
-                        self.error(at, format!("{}: {e}", file.display()));
+                        self.error(at, format!("{}: {e}", file.display()))
+                            .hint = Some("quote a field that holds a comma (\"a, b\"), and give every row the header's number of fields; promptfoo refuses such a file too".into());
                         continue;
                     }
                 },
@@ -1714,7 +1726,10 @@ impl Reader {
                         .filter(|(_, l)| !l.trim().is_empty())
                     {
                         match serde_json::from_str(line) {
-                            Ok(x) => v.push(x),
+                            Ok(x) => {
+                                lines.push(i + 1);
+                                v.push(x)
+                            }
                             Err(e) => {
                                 self.error(
                                     at,
@@ -1772,6 +1787,9 @@ impl Reader {
                 };
                 let mut row = self.row(&t, at, false);
                 row.file = shown.clone();
+                row.pos = lines
+                    .get(i)
+                    .map(|&line| crate::source_map::Pos { line, col: 1 });
                 if row.description.is_none() && ext == "csv" {
                     row.description = Some(format!("Row #{}", i + 1));
                 }
@@ -1895,6 +1913,7 @@ impl Reader {
             grading,
             at: at.clone(),
             file: self.file.clone(),
+            pos: None,
         }
     }
 
@@ -2008,7 +2027,13 @@ impl Reader {
             workspace: None,
             loc: Loc {
                 file: row.file.clone(),
-                pos: self.map.locate(&row.at),
+                // A row of a tests file points into that file (its line, when
+                // known), never at the config's line with the file's name.
+                pos: if *row.file == *self.file {
+                    self.map.locate(&row.at)
+                } else {
+                    row.pos
+                },
                 key: row.at.clone(),
             },
             depends_on: None,
@@ -3014,18 +3039,29 @@ fn first_line(s: &str) -> String {
     }
 }
 
-/// A CSV file's rows as test mappings: columns are vars, except
-/// `__expected[N]` (an assertion in promptfoo's mini-syntax),
-/// `__description`, `__threshold` and `__metric`.
-fn csv_rows(text: &str) -> Result<Vec<Value>, String> {
-    let records = parse_csv(text)?;
-    let Some((header, body)) = records.split_first() else {
+/// A CSV file's rows as test mappings, each with its line: columns are
+/// vars, except `__expected[N]` (an assertion in promptfoo's mini-syntax),
+/// `__description`, `__threshold` and `__metric`. Read as promptfoo's
+/// `csv-parse` reads it (`columns: true`, `bom: true`): a row whose
+/// number of fields is not the header's — a stray unquoted comma, an empty
+/// line between rows — is refused with its line, as promptfoo refuses it
+/// (`CSV_RECORD_INCONSISTENT_COLUMNS`), never read with its columns
+/// shifted. A row of empty fields is a test of empty vars, as in promptfoo.
+fn csv_rows(text: &str) -> Result<Vec<(usize, Value)>, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let records = parse_csv_lines(text)?;
+    let Some(((_, header), body)) = records.split_first() else {
         return Ok(Vec::new());
     };
     let mut out = Vec::new();
-    for record in body {
-        if record.iter().all(|c| c.is_empty()) {
-            continue;
+    for (line, record) in body {
+        if record.len() != header.len() {
+            return Err(format!(
+                "line {line}: {} field{} where the header has {} (a comma outside quotes, or an empty line?)",
+                record.len(),
+                if record.len() == 1 { "" } else { "s" },
+                header.len()
+            ));
         }
         let mut vars = Map::new();
         let mut assert = Vec::new();
@@ -3035,14 +3071,17 @@ fn csv_rows(text: &str) -> Result<Vec<Value>, String> {
             let name = name.trim();
             if name.starts_with("__expected") {
                 if !cell.trim().is_empty() {
-                    assert.push(assertion_from_string(cell.trim()));
+                    assert.push(
+                        assertion_from_string(cell.trim())
+                            .map_err(|e| format!("line {line}: `{name}`: {e}"))?,
+                    );
                 }
             } else if name == "__description" {
                 if !cell.is_empty() {
                     test.insert("description".into(), Value::String(cell.clone()));
                 }
             } else if name == "__threshold" {
-                if let Ok(t) = cell.trim().parse::<f64>() {
+                if let Some(t) = parse_finite_number(cell) {
                     test.insert("threshold".into(), json!(t));
                 }
             } else if name == "__metric" {
@@ -3064,96 +3103,267 @@ fn csv_rows(text: &str) -> Result<Vec<Value>, String> {
         if !assert.is_empty() {
             test.insert("assert".into(), Value::Array(assert));
         }
-        out.push(Value::Object(test));
+        out.push((*line, Value::Object(test)));
     }
     Ok(out)
 }
 
-/// promptfoo's `assertionFromString` (`src/csv.ts`):
-/// `[not-]<type>[(threshold)]:<value>`, no prefix → `equals`.
-fn assertion_from_string(s: &str) -> Value {
-    let (prefix_type, rest) = match s.split_once(':') {
-        Some((t, v))
-            if !t.is_empty()
-                && t.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_().".contains(c)) =>
-        {
-            (Some(t), v)
+/// promptfoo 0.121.20's assertion types, in the order its
+/// `BaseAssertionTypesSchema` lists them: `assertionFromString` matches a
+/// cell against them in this order (so `similar:cosine:x` is `similar`
+/// with the value `cosine:x`, as in promptfoo).
+const CSV_ASSERTION_TYPES: &[&str] = &[
+    "agent-rubric",
+    "answer-relevance",
+    "bleu",
+    "classifier",
+    "contains",
+    "contains-all",
+    "contains-any",
+    "contains-html",
+    "contains-json",
+    "contains-sql",
+    "contains-xml",
+    "context-faithfulness",
+    "context-recall",
+    "context-relevance",
+    "conversation-relevance",
+    "cost",
+    "equals",
+    "factuality",
+    "finish-reason",
+    "g-eval",
+    "gleu",
+    "guardrails",
+    "icontains",
+    "icontains-all",
+    "icontains-any",
+    "is-html",
+    "is-json",
+    "is-refusal",
+    "is-sql",
+    "is-valid-function-call",
+    "is-valid-openai-function-call",
+    "is-valid-openai-tools-call",
+    "is-xml",
+    "javascript",
+    "latency",
+    "levenshtein",
+    "llm-rubric",
+    "pi",
+    "meteor",
+    "model-graded-closedqa",
+    "model-graded-factuality",
+    "moderation",
+    "perplexity",
+    "perplexity-score",
+    "python",
+    "regex",
+    "rouge-n",
+    "ruby",
+    "similar",
+    "similar:cosine",
+    "similar:dot",
+    "similar:euclidean",
+    "starts-with",
+    "tool-call-f1",
+    "skill-used",
+    "trajectory:goal-success",
+    "trajectory:tool-args-match",
+    "trajectory:step-count",
+    "trajectory:tool-sequence",
+    "trajectory:tool-used",
+    "trace-error-spans",
+    "trace-span-count",
+    "trace-span-duration",
+    "search-rubric",
+    "webhook",
+    "word-count",
+];
+
+/// promptfoo's `parseFiniteNumber`: a complete decimal literal, else none.
+fn parse_finite_number(s: &str) -> Option<f64> {
+    let t = s.trim();
+    let b = t.strip_prefix(['+', '-']).unwrap_or(t);
+    let (mantissa, exponent) = match b.find(['e', 'E']) {
+        Some(i) => (&b[..i], Some(&b[i + 1..])),
+        None => (b, None),
+    };
+    let digits = |x: &str| !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit());
+    let mantissa_ok = match mantissa.split_once('.') {
+        Some((i, f)) => (digits(i) && (f.is_empty() || digits(f))) || (i.is_empty() && digits(f)),
+        None => digits(mantissa),
+    };
+    let exponent_ok = exponent.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e)));
+    if !(mantissa_ok && exponent_ok) {
+        return None;
+    }
+    t.parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
+/// promptfoo's `parseCommaSeparatedAssertionValues`: fields split on
+/// commas, `"…"` fields with `\"`, `\\` and `""` escapes, unquoted fields
+/// trimmed, empty ones skipped.
+fn comma_separated_values(value: &str) -> Result<Vec<String>, String> {
+    let v: Vec<char> = value.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let skip_ws = |mut i: usize| {
+        while i < v.len() && v[i].is_whitespace() {
+            i += 1;
         }
-        _ => (None, s),
+        i
     };
-    let Some(t) = prefix_type else {
-        return json!({"type": "equals", "value": s});
+    while i < v.len() {
+        loop {
+            i = skip_ws(i);
+            if i < v.len() && v[i] == ',' {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        if i >= v.len() {
+            break;
+        }
+        if v[i] == '"' {
+            let mut field = String::new();
+            let mut terminated = false;
+            i += 1;
+            while i < v.len() {
+                if v[i] == '\\' && i + 1 < v.len() && (v[i + 1] == '"' || v[i + 1] == '\\') {
+                    field.push(v[i + 1]);
+                    i += 2;
+                } else if v[i] == '"' && i + 1 < v.len() && v[i + 1] == '"' {
+                    field.push('"');
+                    i += 2;
+                } else if v[i] == '"' {
+                    i += 1;
+                    terminated = true;
+                    break;
+                } else {
+                    field.push(v[i]);
+                    i += 1;
+                }
+            }
+            if !terminated {
+                return Err("Unterminated quoted field in contains assertion value".into());
+            }
+            out.push(field);
+            i = skip_ws(i);
+            if i < v.len() && v[i] != ',' {
+                return Err("Expected comma after quoted field in contains assertion value".into());
+            }
+        } else {
+            let start = i;
+            while i < v.len() && v[i] != ',' {
+                i += 1;
+            }
+            out.push(v[start..i].iter().collect::<String>().trim().to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// The parts of `[not-]TYPE[(threshold)][:value]` when `cell` matches
+/// promptfoo's assertion regex: (negated, type, threshold text, value).
+fn match_assertion(cell: &str) -> Option<(bool, &'static str, Option<&str>, Option<&str>)> {
+    let (negated, rest) = match cell.strip_prefix("not-") {
+        Some(r) => (true, r),
+        None => (false, cell),
     };
-    let (t, threshold) = match t.split_once('(') {
-        Some((name, th)) => (name, th.trim_end_matches(')').parse::<f64>().ok()),
-        None => (t, None),
+    // JavaScript's regex tries the types in order, and for each first with
+    // the `(threshold)` group, then without it.
+    fn tail(after: &str) -> Option<Option<&str>> {
+        if after.is_empty() {
+            Some(None)
+        } else {
+            after.strip_prefix(':').map(Some)
+        }
+    }
+    let threshold = |after: &str| -> Option<(usize, usize)> {
+        let inner = after.strip_prefix('(')?;
+        let close = inner.find(')')?;
+        let number = &inner[..close];
+        let (i, f) = number.split_once('.').unwrap_or((number, "0"));
+        let digits = |x: &str| !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit());
+        (digits(i) && digits(f)).then_some((1, close))
     };
-    let (negate, base) = match t.strip_prefix("not-") {
-        Some(b) => (true, b),
-        None => (false, t),
+    for ty in CSV_ASSERTION_TYPES {
+        let Some(after) = rest.strip_prefix(ty) else {
+            continue;
+        };
+        if let Some((open, close)) = threshold(after) {
+            let number = &after[open..open + close];
+            if let Some(value) = tail(&after[open + close + 1..]) {
+                return Some((negated, ty, Some(number), value));
+            }
+        }
+        if let Some(value) = tail(after) {
+            return Some((negated, ty, None, value));
+        }
+    }
+    None
+}
+
+/// promptfoo 0.121.20's `assertionFromString` (`src/csv.ts`): `javascript:`,
+/// `fn:`, `eval:` and JavaScript files; `grade:` and `llm-rubric:`;
+/// `python:` and Python files; then `[not-]TYPE[(threshold)][:value]` over
+/// every assertion type it knows, the value optional (`is-json` alone is
+/// that assertion); anything else is `equals` with the whole cell.
+fn assertion_from_string(expected: &str) -> Result<Value, String> {
+    let js_file = |p: &str| {
+        let lower = p.to_ascii_lowercase();
+        [".js", ".cjs", ".mjs", ".ts", ".cts", ".mts"]
+            .iter()
+            .any(|e| lower.ends_with(e))
     };
-    let known = [
-        "contains",
-        "icontains",
-        "contains-any",
-        "contains-all",
-        "icontains-any",
-        "icontains-all",
-        "starts-with",
-        "regex",
-        "is-json",
-        "contains-json",
-        "equals",
-        "levenshtein",
-        "word-count",
-        "javascript",
-        "python",
-        "llm-rubric",
-        "similar",
-        "rouge-n",
-        "bleu",
-        "latency",
-        "cost",
-        "perplexity",
-        "perplexity-score",
-        "classifier",
-        "answer-relevance",
-        "context-faithfulness",
-        "context-recall",
-        "context-relevance",
-        "is-xml",
-        "contains-xml",
-        "is-sql",
-        "contains-sql",
-        "is-html",
-        "contains-html",
-        "meteor",
-    ];
-    let mapped = match base {
-        "javascript" | "fn" | "eval" => "javascript",
-        "grade" | "llm-rubric" => "llm-rubric",
-        "python" => "python",
-        b if known.contains(&b) => b,
-        _ => return json!({"type": "equals", "value": s}),
+    for prefix in ["javascript:", "fn:", "eval:"] {
+        if let Some(code) = expected.strip_prefix(prefix) {
+            return Ok(json!({"type": "javascript", "value": code.trim()}));
+        }
+    }
+    if let Some(file) = expected.strip_prefix("file://")
+        && js_file(file)
+    {
+        return Ok(json!({"type": "javascript", "value": expected.trim()}));
+    }
+    if let Some(rubric) = expected
+        .strip_prefix("grade:")
+        .or_else(|| expected.strip_prefix("llm-rubric:"))
+    {
+        return Ok(json!({"type": "llm-rubric", "value": rubric}));
+    }
+    if expected.starts_with("python:")
+        || (expected.starts_with("file://")
+            && (expected.ends_with(".py") || expected.contains(".py:")))
+    {
+        return Ok(json!({"type": "python", "value": expected[7..].trim()}));
+    }
+    let Some((negated, ty, threshold, value)) = match_assertion(expected) else {
+        return Ok(json!({"type": "equals", "value": expected}));
     };
-    let ty = if negate {
-        format!("not-{mapped}")
+    let full = if negated {
+        format!("not-{ty}")
     } else {
-        mapped.to_owned()
+        ty.to_owned()
     };
-    let value: Value = if mapped.ends_with("-any") || mapped.ends_with("-all") {
-        Value::Array(
-            rest.split(',')
-                .map(|v| Value::String(v.trim().to_owned()))
-                .collect(),
-        )
-    } else {
-        Value::String(rest.to_owned())
-    };
-    let mut a = json!({"type": ty, "value": value});
-    let default_threshold = match mapped {
-        "similar" => Some(0.8),
+    let mut a = json!({"type": full});
+    match ty {
+        "contains-all" | "contains-any" | "icontains-all" | "icontains-any" => {
+            if let Some(v) = value {
+                a["value"] = if v.is_empty() {
+                    json!("")
+                } else {
+                    json!(comma_separated_values(v)?)
+                };
+            }
+        }
+        "contains-json" | "is-json" => {
+            if let Some(v) = value {
+                a["value"] = json!(v);
+            }
+        }
         "answer-relevance"
         | "classifier"
         | "context-faithfulness"
@@ -3162,28 +3372,40 @@ fn assertion_from_string(s: &str) -> Value {
         | "cost"
         | "latency"
         | "levenshtein"
-        | "perplexity"
         | "perplexity-score"
+        | "perplexity"
         | "rouge-n"
-        | "starts-with" => Some(0.75),
-        _ => None,
-    };
-    // promptfoo keeps a `(threshold)` only for these types (the others,
-    // `bleu` and `meteor` among them, use their own default).
-    if let Some(t) = default_threshold.map(|d| threshold.unwrap_or(d)) {
-        a["threshold"] = json!(t);
+        | "similar"
+        | "starts-with" => {
+            if let Some(v) = value {
+                a["value"] = json!(v.trim());
+            }
+            let default = if ty == "similar" { 0.8 } else { 0.75 };
+            a["threshold"] = json!(threshold.and_then(parse_finite_number).unwrap_or(default));
+        }
+        _ => {
+            if let Some(v) = value {
+                a["value"] = json!(v.trim());
+            }
+        }
     }
-    a
+    Ok(a)
 }
 
 /// RFC 4180 CSV: quoted fields with `""` escapes and line breaks.
 pub(crate) fn parse_csv(text: &str) -> Result<Vec<Vec<String>>, String> {
+    Ok(parse_csv_lines(text)?.into_iter().map(|(_, r)| r).collect())
+}
+
+/// [`parse_csv`], each record with the line it starts on (1-based).
+fn parse_csv_lines(text: &str) -> Result<Vec<(usize, Vec<String>)>, String> {
     let mut records = Vec::new();
     let mut record = Vec::new();
     let mut field = String::new();
     let mut quoted = false;
     let mut chars = text.chars().peekable();
     let mut line = 1;
+    let mut start = 1;
     while let Some(c) = chars.next() {
         if quoted {
             match c {
@@ -3205,9 +3427,10 @@ pub(crate) fn parse_csv(text: &str) -> Result<Vec<Vec<String>>, String> {
             ',' => record.push(std::mem::take(&mut field)),
             '\r' => {}
             '\n' => {
-                line += 1;
                 record.push(std::mem::take(&mut field));
-                records.push(std::mem::take(&mut record));
+                records.push((start, std::mem::take(&mut record)));
+                line += 1;
+                start = line;
             }
             _ => field.push(c),
         }
@@ -3217,7 +3440,7 @@ pub(crate) fn parse_csv(text: &str) -> Result<Vec<Vec<String>>, String> {
     }
     if !field.is_empty() || !record.is_empty() {
         record.push(field);
-        records.push(record);
+        records.push((start, record));
     }
     Ok(records)
 }
