@@ -388,3 +388,80 @@ fn a_ragged_promptfoo_csv_is_refused_with_its_line() {
     );
     assert_eq!(second["source"]["line"], 3, "{second}");
 }
+
+/// Item 6: `{{ env.X }}` in a promptfoo provider's config is rendered as
+/// promptfoo renders it when the provider loads (it was sent as the
+/// template text); an unset variable is refused, never sent; `outputPath`
+/// writes promptfoo's JSON there, and a format evalhost does not write is
+/// refused.
+#[test]
+fn promptfoo_provider_config_env_templates_and_output_path() {
+    let project = Project::with_mock("x");
+    let server = crate::support::FakeServer::start(vec![crate::support::Reply::chat("hello")]);
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts: ['say hello']\nproviders:\n  - id: openai:chat:m\n    config:\n      apiBaseUrl: '{{ env.SUPPORT_BASE_URL }}/v1'\n      apiKey: '{{ env.MY_TEAM_KEY }}'\noutputPath: out.json\ntests:\n  - assert: [{type: contains, value: hello}]\n",
+    );
+    let run = |env: &[(&str, &str)]| -> crate::support::Run {
+        let mut cmd = crate::support::evalhost();
+        cmd.current_dir(project.path())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.args(["run", "promptfooconfig.yaml", "-o", "out"])
+            .output()
+            .unwrap()
+            .into()
+    };
+    let r = run(&[
+        ("SUPPORT_BASE_URL", &server.url),
+        ("MY_TEAM_KEY", "sk-team"),
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(
+        requests[0]
+            .headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("authorization") && v == "Bearer sk-team"),
+        "{:?}",
+        requests[0].headers
+    );
+    assert!(
+        !r.stderr.contains("keep keys in the environment"),
+        "{}",
+        r.stderr
+    );
+    let exported: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(project.path().join("out.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        exported["results"]["results"].as_array().map(Vec::len),
+        Some(1),
+        "{exported}"
+    );
+
+    let r = run(&[("SUPPORT_BASE_URL", &server.url)]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("`MY_TEAM_KEY` is not set"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "no request went out with the template"
+    );
+
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts: ['hi']\nproviders: [echo]\noutputPath: results.csv\ntests:\n  - assert: [{type: contains, value: hi}]\n",
+    );
+    let r = run(&[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("outputPath: results.csv"), "{}", r.stderr);
+}

@@ -932,7 +932,13 @@ pub fn run(
     });
     drop(rows);
     let reports_started = Instant::now();
-    report::write_all(&summary, writer.path(), &options.reporters, out)?;
+    // promptfoo's `outputPath`: its JSON results, unless the command line
+    // names the file (`--export promptfoo-json`, as promptfoo's `-o` wins).
+    let mut reporters = options.reporters.clone();
+    if reporters.promptfoo_json.is_none() {
+        reporters.promptfoo_json = suite.output_path.clone();
+    }
+    report::write_all(&summary, writer.path(), &reporters, out)?;
     // The results index: a run it cannot take is still on disk, and
     // `evalhost runs reindex` adds it later; never a failed run.
     // Under --sandbox strict the project's index (and the run directories

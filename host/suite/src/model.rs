@@ -541,6 +541,10 @@ pub struct Suite {
     /// The metric names the suite's assertions declare (`metric:`), whose
     /// weighted scores are summed per prompt and target.
     pub named_metrics: Vec<String>,
+    /// promptfoo's `outputPath`: where the run writes promptfoo's JSON
+    /// results (relative to the working directory, as promptfoo writes
+    /// it), unless `--export promptfoo-json` says otherwise.
+    pub output_path: Option<PathBuf>,
 }
 
 /// A metric computed from others (promptfoo's `derivedMetrics`).

@@ -208,6 +208,7 @@ impl Loader {
             inline_targets: Vec::new(),
             derived_metrics: Vec::new(),
             named_metrics: Vec::new(),
+            output_path: None,
             cache_path: None,
         })
     }

@@ -494,7 +494,54 @@ impl Reader {
             inline_targets,
             derived_metrics: derived,
             named_metrics: std::mem::take(&mut self.metrics),
+            output_path: self.output_path(root.get("outputPath"), &top.key("outputPath")),
         })
+    }
+
+    /// `outputPath`: one `.json` file, where promptfoo's JSON results are
+    /// written; any other format promptfoo writes is refused, not dropped.
+    fn output_path(&mut self, value: Option<&Value>, at: &KeyPath) -> Option<PathBuf> {
+        let paths: Vec<&str> = match value {
+            None | Some(Value::Null) => return None,
+            Some(Value::String(s)) => vec![s.as_str()],
+            Some(Value::Array(a)) if a.iter().all(Value::is_string) => {
+                a.iter().filter_map(Value::as_str).collect()
+            }
+            Some(other) => {
+                self.error(
+                    at,
+                    format!(
+                        "`outputPath` must be a path or a list of paths, got {}",
+                        crate::agentv4::kind(other)
+                    ),
+                );
+                return None;
+            }
+        };
+        if self.options.untrusted {
+            self.error(
+                at,
+                "under --sandbox strict a suite does not choose where evalhost writes",
+            )
+            .hint = Some("name the file yourself: `--export promptfoo-json FILE`".into());
+            return None;
+        }
+        let mut json = Vec::new();
+        for p in paths {
+            if p.to_ascii_lowercase().ends_with(".json") {
+                json.push(PathBuf::from(p));
+            } else {
+                self.error(at, format!("`outputPath: {p}`: evalhost writes promptfoo's JSON results only (a `.json` path); promptfoo would write this format"))
+                    .hint = Some("use a .json path, or `--export promptfoo-json FILE`; `--reporter junit`/`--junit` writes JUnit XML".into());
+            }
+        }
+        if json.len() > 1 {
+            self.error(
+                at,
+                "`outputPath` lists several .json files; evalhost writes one",
+            );
+        }
+        json.into_iter().next()
     }
 
     /// Checks `evaluateOptions`: `repeat` a whole number of trials evalhost
@@ -1174,6 +1221,30 @@ impl Reader {
         at: &KeyPath,
         renderer: &Renderer,
     ) -> Option<Map<String, Value>> {
+        // promptfoo renders `{{ env.X }}` in a provider's config when it
+        // loads the provider (`renderEnvOnlyInObject`); a variable that is
+        // not set would be sent as the template text, so it is refused.
+        let Value::Object(rendered) = fill_env_refs(&Value::Object(config.clone()), renderer)
+        else {
+            unreachable!("an object stays an object");
+        };
+        for (key, value) in &rendered {
+            let unset = unset_env_refs(value);
+            if let Some(name) = unset.first() {
+                self.error(
+                    &at.key("config").key(key),
+                    format!("`config.{key}` names `{{{{ env.{name} }}}}`, and `{name}` is not set; promptfoo would send the template text as written"),
+                )
+                .hint = Some(if self.options.untrusted {
+                    "under --sandbox strict a config sees only its own `env:`; give the value in a targets file you trust".into()
+                } else {
+                    format!("set {name} in the environment (or in the config's `env:`)")
+                });
+                return None;
+            }
+        }
+        let written = config;
+        let config = &rendered;
         let mut entry = Map::new();
         if id == "echo" {
             entry.insert("provider".into(), "echo".into());
@@ -1203,7 +1274,13 @@ impl Reader {
             entry.insert("model".into(), model.into());
             entry.insert("base_url".into(), base_url.into());
             if let Some(key) = config.get("apiKey").and_then(Value::as_str) {
-                self.warning(at, "`config.apiKey` is written in the config; evalhost uses it, but keep keys in the environment (`apiKeyEnvar`)");
+                if !written
+                    .get("apiKey")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| k.contains("{{"))
+                {
+                    self.warning(at, "`config.apiKey` is written in the config; evalhost uses it, but keep keys in the environment (`apiKeyEnvar`, or `{{ env.NAME }}`)");
+                }
                 entry.insert("api_key".into(), key.into());
             } else if let Some(key) = env(key_var) {
                 entry.insert("api_key".into(), key.into());
@@ -3629,26 +3706,7 @@ fn load_var_file(path: &Path) -> Result<Value, String> {
 /// Only the `{{ env.NAME }}` references in the strings of `v` filled.
 fn fill_env_refs(v: &Value, renderer: &Renderer) -> Value {
     match v {
-        Value::String(s) => {
-            let mut out = String::new();
-            let mut rest = s.as_str();
-            while let Some(start) = rest.find("{{") {
-                let Some(len) = rest[start..].find("}}") else {
-                    break;
-                };
-                let inner = rest[start + 2..start + len].trim();
-                out.push_str(&rest[..start]);
-                match inner.strip_prefix("env.") {
-                    Some(name) if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
-                        out.push_str(&renderer.env_value(name).unwrap_or_default());
-                    }
-                    _ => out.push_str(&rest[start..start + len + 2]),
-                }
-                rest = &rest[start + len + 2..];
-            }
-            out.push_str(rest);
-            Value::String(out)
-        }
+        Value::String(s) => Value::String(render_env_only(s, renderer)),
         Value::Array(a) => Value::Array(a.iter().map(|x| fill_env_refs(x, renderer)).collect()),
         Value::Object(o) => Value::Object(
             o.iter()
@@ -3657,4 +3715,84 @@ fn fill_env_refs(v: &Value, renderer: &Renderer) -> Value {
         ),
         other => other.clone(),
     }
+}
+
+/// promptfoo's `renderEnvOnlyInObject` on one string: each `{{ … }}` that
+/// names `env.X` or `env['X']` is rendered when it has a filter or `X` is
+/// set; any other template (a var's, `{{ prompt }}`) and one naming an
+/// unset variable stay as written.
+fn render_env_only(s: &str, renderer: &Renderer) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start + 2..].find("}}").map(|l| l + 2) else {
+            break;
+        };
+        let whole = &rest[start..start + len + 2];
+        out.push_str(&rest[..start]);
+        out.push_str(&match env_reference(whole) {
+            Some(name)
+                if whole.contains('|')
+                    || name
+                        .as_deref()
+                        .is_some_and(|n| renderer.env_value(n).is_some()) =>
+            {
+                renderer
+                    .render_text(whole, &Map::new())
+                    .unwrap_or_else(|_| whole.to_owned())
+            }
+            _ => whole.to_owned(),
+        });
+        rest = &rest[start + len + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// When `template` refers to the environment (`env.X`, `env['X']`): the
+/// variable's name, when one is named.
+fn env_reference(template: &str) -> Option<Option<String>> {
+    let bytes = template.as_bytes();
+    let mut found = None;
+    for (i, _) in template.match_indices("env") {
+        let boundary = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        let after = &template[i + 3..];
+        if after.starts_with('.') && boundary {
+            let name: String = after[1..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            found.get_or_insert((!name.is_empty()).then_some(name));
+        } else if let Some(q) = after.strip_prefix('[') {
+            let name = q
+                .strip_prefix(['\'', '"'])
+                .and_then(|r| r.find(['\'', '"']).map(|e| r[..e].to_owned()));
+            found.get_or_insert(name);
+        }
+    }
+    found
+}
+
+/// The environment variables `{{ env.X }}` templates left in `v` name: the
+/// ones that were not set when the config was read.
+fn unset_env_refs(v: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    match v {
+        Value::String(s) => {
+            let mut rest = s.as_str();
+            while let Some(start) = rest.find("{{") {
+                let Some(len) = rest[start + 2..].find("}}").map(|l| l + 2) else {
+                    break;
+                };
+                if let Some(Some(name)) = env_reference(&rest[start..start + len + 2]) {
+                    out.push(name);
+                }
+                rest = &rest[start + len + 2..];
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| out.extend(unset_env_refs(x))),
+        Value::Object(o) => o.values().for_each(|x| out.extend(unset_env_refs(x))),
+        _ => {}
+    }
+    out
 }
