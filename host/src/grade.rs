@@ -266,7 +266,10 @@ pub fn grade_assertion(
         response: request.response.clone(),
         ..grants
     };
+    crate::judge::defer_cache_writes();
     let (graded, usage) = plugin.grade(&request.wit, limits, grants);
+    // The judge's answers are cached only when the grader could use them.
+    crate::judge::finish_cache_writes(graded.is_ok());
     request.workspace_path = workspace.map(|p| p.display().to_string());
     let judge_usage = (usage.calls > 0).then_some(usage);
     let mut row = match graded {

@@ -116,6 +116,43 @@ fn no_key(target: &Target) -> Result<(), JudgeError> {
     }
 }
 
+thread_local! {
+    /// Judge answers waiting for their grader's verdict before they are
+    /// cached (see [`defer_cache_writes`]); `None` when not deferring.
+    static DEFERRED: std::cell::RefCell<Option<Vec<(PathBuf, String)>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// From now on this thread's judge answers are held back from the cache
+/// until [`finish_cache_writes`] says whether the grader could use them: a
+/// reply the grader could not parse (it failed the assertion as a judge
+/// error) is never stored, so a later run asks the judge again instead of
+/// replaying the unusable answer forever.
+pub fn defer_cache_writes() {
+    DEFERRED.with(|d| *d.borrow_mut() = Some(Vec::new()));
+}
+
+/// Writes the answers held back since [`defer_cache_writes`] when `usable`
+/// (the grader graded with them), else drops them.
+pub fn finish_cache_writes(usable: bool) {
+    let pending = DEFERRED.with(|d| d.borrow_mut().take()).unwrap_or_default();
+    if usable {
+        for (path, text) in pending {
+            write_cache(&path, &text);
+        }
+    }
+}
+
+/// Stores one cached answer; a cache that cannot be written only costs a
+/// call.
+fn write_cache(path: &std::path::Path, text: &str) {
+    if let Some(dir) = path.parent()
+        && std::fs::create_dir_all(dir).is_ok()
+    {
+        let _ = crate::safe_fs::write_atomic(path, text.as_bytes());
+    }
+}
+
 /// The judge of a run.
 #[derive(Debug)]
 pub struct Judge {
@@ -125,6 +162,9 @@ pub struct Judge {
     timeout: Duration,
     scope: String,
     strict: bool,
+    /// `--no-judge-cache`: cached answers are not read, fresh ones are
+    /// still written (so the next run sees them, not stale ones).
+    refresh: bool,
 }
 
 /// A target that only answers a prompt with text: a model API (or the
@@ -153,7 +193,15 @@ impl Judge {
             timeout: Duration::from_secs(300),
             scope: String::new(),
             strict: false,
+            refresh: false,
         }
+    }
+
+    /// `--no-judge-cache`: every answer comes from the judge, and replaces
+    /// the cached one.
+    pub fn refreshing(mut self, refresh: bool) -> Self {
+        self.refresh = refresh;
+        self
     }
 
     /// `--sandbox strict`: a judge the suite names (an assertion's
@@ -281,24 +329,31 @@ impl Judge {
             .cache_dir
             .as_ref()
             .map(|d| d.join(format!("{key}.json")));
-        if let Some(path) = &path
+        if let Some(path) = path.as_ref().filter(|_| !self.refresh)
             && let Ok(text) = crate::safe_fs::read_text_capped(path, 64 << 20)
             && let Ok(hit) = serde_json::from_str::<CachedCompletion>(&text)
         {
             return Ok(record(&hit, true, usage));
         }
+        // An error is never cached: it is returned here.
         let answer = {
             let _permit = self.permits.acquire();
             self.call(&target, messages, request)
         }
         .map_err(|e| JudgeError::Failed(format!("judge `{}`: {}", target.name, e.message)))?;
-        if let Some(path) = &path
-            && let Some(dir) = path.parent()
-            && std::fs::create_dir_all(dir).is_ok()
+        if let Some(path) = path
             && let Ok(text) = serde_json::to_string(&answer)
         {
-            // A cache that cannot be written only costs a call.
-            let _ = crate::safe_fs::write_atomic(path, text.as_bytes());
+            let held = DEFERRED.with(|d| match d.borrow_mut().as_mut() {
+                Some(pending) => {
+                    pending.push((path.clone(), text.clone()));
+                    true
+                }
+                None => false,
+            });
+            if !held {
+                write_cache(&path, &text);
+            }
         }
         Ok(record(&answer, false, usage))
     }

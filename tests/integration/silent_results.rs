@@ -465,3 +465,159 @@ fn promptfoo_provider_config_env_templates_and_output_path() {
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("outputPath: results.csv"), "{}", r.stderr);
 }
+
+/// Item 7: an Anthropic target whose server answers the streamed request
+/// with one plain JSON reply is read in that shape (its output was `""`,
+/// graded as the model's failure); a body that is neither is a target
+/// error naming what came back, never an empty output.
+#[test]
+fn an_unreadable_model_answer_is_never_an_empty_output() {
+    let reply = serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "hi there"}], "stop_reason": "end_turn",
+        "usage": {"input_tokens": 5, "output_tokens": 3}});
+    let server = crate::support::FakeServer::start(vec![crate::support::Reply::json(200, reply)]);
+    let project = Project::with_mock("x");
+    let targets = |url: &str| {
+        format!(
+            "targets:\n  - {{name: default, provider: anthropic, base_url: '{url}', model: claude-sonnet-4-5, api_key: '${{{{ EVALHOST_TEST_KEY }}}}', max_retries: 0}}\n"
+        )
+    };
+    project.write(".evalhost/targets.yaml", &targets(&server.url));
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t\n    input: Say hi\n    assertions: [{type: contains, value: hi}]\n",
+    );
+    let run = || -> crate::support::Run {
+        crate::support::evalhost()
+            .current_dir(project.path())
+            .env("EVALHOST_TEST_KEY", "sk-loopback")
+            .args(["run", "EVAL.yaml", "-o", "out"])
+            .output()
+            .unwrap()
+            .into()
+    };
+    let r = run();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let row = project.row("t");
+    assert_eq!(row["output"], "hi there", "{row}");
+    assert_eq!(row["token_usage"]["output"], 3, "{row}");
+
+    let mut html = crate::support::Reply::json(200, serde_json::json!(null));
+    html.headers
+        .push(("Content-Type".into(), "text/html".into()));
+    html.body = "<html>gateway says hello</html>".into();
+    let server = crate::support::FakeServer::start(vec![html]);
+    project.write(".evalhost/targets.yaml", &targets(&server.url));
+    let r = run();
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let row = project.row("t");
+    assert_eq!(row["failure_class"], "target", "{row}");
+    assert!(
+        row["error"]
+            .as_str()
+            .unwrap()
+            .contains("gateway says hello"),
+        "{row}"
+    );
+}
+
+/// Item 8: the judge cache never stores a reply the grader could not use
+/// (the next run asks again instead of replaying it forever);
+/// `--no-judge-cache` asks the judge and stores the fresh answer, so the
+/// next run does not return to a stale verdict; a replayed verdict says so.
+#[test]
+fn the_judge_cache_keeps_only_usable_answers_and_refreshes() {
+    use std::sync::{Arc, Mutex};
+    let answer = Arc::new(Mutex::new(crate::support::Reply::chat(
+        "I think it is pretty good!",
+    )));
+    let served = answer.clone();
+    let server = crate::support::FakeServer::start_fn(move |_| served.lock().unwrap().clone());
+    let checklist = |ok: bool| {
+        crate::support::Reply::chat(
+            &serde_json::json!({"checks": [{"id": "names-paris", "satisfied": ok, "reasoning": "looked"}], "overall_reasoning": "done"})
+                .to_string(),
+        )
+    };
+    let project = Project::with_mock("unused");
+    project.write(
+        ".evalhost/targets.yaml",
+        &format!(
+            "targets:\n  - {{name: default, provider: mock, response: Paris., grader_target: judge}}\n  - {{name: judge, provider: openai, base_url: '{}/v1', model: judge-model, api_key: '${{{{ EVALHOST_JUDGE_KEY }}}}', retry_initial_delay_ms: 10}}\n",
+            server.url
+        ),
+    );
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: capital\n    input: What is the capital of France?\n    assertions:\n      - type: rubrics\n        criteria:\n          - {id: names-paris, outcome: Names Paris}\n",
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| -> crate::support::Run {
+        let mut args = vec!["run", "EVAL.yaml", "-o", "out"];
+        args.extend_from_slice(extra);
+        crate::support::evalhost()
+            .current_dir(project.path())
+            .env("EVALHOST_CACHE_DIR", cache.path())
+            .env("EVALHOST_JUDGE_KEY", "sk-judge")
+            .args(&args)
+            .output()
+            .unwrap()
+            .into()
+    };
+    let r = run(&[]);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let asked = server.requests().len();
+    // The judge is fixed: the next run asks it again.
+    *answer.lock().unwrap() = checklist(true);
+    let r = run(&[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        server.requests().len() > asked,
+        "the unusable replies were cached"
+    );
+    let asked = server.requests().len();
+    // The judge changes its mind: a cached run keeps the old verdict (and
+    // says where it came from), --no-judge-cache asks and stores the new one,
+    // and the next plain run gives the new verdict.
+    *answer.lock().unwrap() = checklist(false);
+    let r = run(&[]);
+    assert_eq!(
+        (r.code, server.requests().len()),
+        (0, asked),
+        "{}",
+        r.stdout
+    );
+    let r = run(&["--no-judge-cache"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert_eq!(server.requests().len(), asked + 1);
+    let r = run(&[]);
+    assert_eq!(
+        r.code, 1,
+        "the fresh answer replaced the stale one: {}",
+        r.stdout
+    );
+    assert_eq!(server.requests().len(), asked + 1);
+    assert!(
+        r.stdout.contains("(judge answers from the cache)"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// Item 10: a promptfoo `javascript` assertion reading `process.env` is
+/// warned about at load, once per config, naming the variables (in the
+/// sandbox it reads `undefined` and can flip promptfoo's verdict).
+#[test]
+fn javascript_reading_process_env_is_warned_once_at_load() {
+    let project = Project::with_mock("x");
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts: ['Our competitor Globex is great']\nproviders: [echo]\ntests:\n  - assert:\n      - {type: javascript, value: '!output.includes(process.env.FORBIDDEN_WORD)'}\n  - assert:\n      - {type: javascript, value: 'output.length > Number(process.env[\"MIN_LEN\"] || 0)'}\n",
+    );
+    let r = run_in(project.path(), &["validate", "promptfooconfig.yaml"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let said = format!("{}{}", r.stdout, r.stderr);
+    assert_eq!(said.matches("read `process.env`").count(), 1, "{said}");
+    assert!(said.contains("FORBIDDEN_WORD, MIN_LEN"), "{said}");
+    assert!(said.contains("context.vars"), "{said}");
+}

@@ -283,9 +283,20 @@ impl FakeServer {
                 served += 1;
                 std::thread::sleep(reply.delay);
                 let mut stream = stream;
+                // JSON unless the reply says otherwise (one Content-Type, as
+                // a real server sends).
+                let own_type = reply
+                    .headers
+                    .iter()
+                    .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
                 let mut head = format!(
-                    "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+                    "HTTP/1.1 {} X\r\n{}Content-Length: {}\r\nConnection: close\r\n",
                     reply.status,
+                    if own_type {
+                        ""
+                    } else {
+                        "Content-Type: application/json\r\n"
+                    },
                     reply.body.len()
                 );
                 for (k, v) in &reply.headers {

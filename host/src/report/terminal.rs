@@ -133,8 +133,16 @@ pub fn row_lines(row: &ResultRow, full_output: bool) -> Vec<String> {
             let class = score
                 .failure_class
                 .map_or(String::new(), |c| format!(" [{c}]"));
+            // A verdict the judge gave an earlier run, replayed: said, so a
+            // stale answer is not taken for a fresh one (`--no-judge-cache`
+            // asks again).
+            let cached = match &score.judge {
+                Some(j) if j.calls > 0 && j.cached == j.calls => " (judge answers from the cache)",
+                Some(j) if j.cached > 0 => " (some judge answers from the cache)",
+                _ => "",
+            };
             lines.push(format!(
-                "        ✗ {} ({}){class}",
+                "        ✗ {} ({}){class}{cached}",
                 shown(&score.name),
                 shown(&score.kind)
             ));

@@ -496,27 +496,24 @@ pub fn run(
     let judge = std::sync::Arc::new(
         crate::judge::Judge::new(
             targets.clone(),
-            if options.no_judge_cache {
-                None
-            } else {
-                crate::judge::Judge::default_cache_dir().and_then(|dir| {
-                    match crate::safe_fs::check_owned_dir(&dir) {
-                        Ok(()) => Some(dir),
-                        Err(e) => {
-                            let _ = writeln!(
-                                err,
-                                "  warning: the judge cache {} {e}; it is not used",
-                                dir.display()
-                            );
-                            None
-                        }
+            crate::judge::Judge::default_cache_dir().and_then(|dir| {
+                match crate::safe_fs::check_owned_dir(&dir) {
+                    Ok(()) => Some(dir),
+                    Err(e) => {
+                        let _ = writeln!(
+                            err,
+                            "  warning: the judge cache {} {e}; it is not used",
+                            dir.display()
+                        );
+                        None
                     }
-                })
-            },
+                }
+            }),
             options.judge_workers.unwrap_or(4),
         )
         .with_scope(cache_scope.clone())
-        .with_strict(options.sandbox_strict),
+        .with_strict(options.sandbox_strict)
+        .refreshing(options.no_judge_cache),
     );
     if let Some(name) = &options.grader_target
         && let Err(message) = targets.select(name)

@@ -140,6 +140,9 @@ struct Answer {
     cache_read: u64,
     cache_write: u64,
     stop_reason: Option<String>,
+    /// A `message_start` (or a whole reply) was read: the stream was a
+    /// Messages API answer, not something else.
+    started: bool,
 }
 
 /// Calls the API once for `messages`.
@@ -174,9 +177,20 @@ pub fn chat(
         timeout,
     )?;
     let mut answer = Answer::default();
-    super::api::events(&url, response, |event| {
-        read_event(&url, &event, &mut answer)
-    })?;
+    if super::api::is_json(&response) {
+        // A server (a proxy, a gateway) that answers the streamed request
+        // with one Messages API reply: read that shape.
+        read_message(&url, response, &mut answer)?;
+    } else {
+        super::api::events(&url, response, |event| {
+            read_event(&url, &event, &mut answer)
+        })?;
+        if !answer.started {
+            return Err(TargetFailure::fatal(format!(
+                "{url} streamed events, but no Messages API answer (no `message_start`)"
+            )));
+        }
+    }
     for (call, input) in answer.tool_calls.iter_mut().zip(&answer.tool_inputs) {
         if !input.is_empty() {
             call.input = Some(serde_json::from_str(input).unwrap_or(Value::String(input.clone())));
@@ -198,6 +212,66 @@ pub fn chat(
     ))
 }
 
+/// Reads a whole (not streamed) Messages API reply into the answer: its
+/// text and tool-use blocks, usage and stop reason. A body that is not
+/// such a reply is a target failure naming what came back.
+fn read_message(
+    url: &str,
+    mut response: ureq::http::Response<ureq::Body>,
+    answer: &mut Answer,
+) -> Result<(), TargetFailure> {
+    let text = response
+        .body_mut()
+        .with_config()
+        .limit(64 << 20)
+        .read_to_string()
+        .map_err(|e| TargetFailure::new(format!("reading the answer of {url} failed: {e}")))?;
+    let shown = || crate::text::shown(&text.chars().take(200).collect::<String>()).into_owned();
+    let doc: Value = serde_json::from_str(&text).map_err(|e| {
+        TargetFailure::fatal(format!(
+            "{url} answered JSON that does not parse ({e}): `{}`",
+            shown()
+        ))
+    })?;
+    if let Some(error) = doc.get("error").filter(|_| doc["type"] == "error") {
+        return Err(TargetFailure::fatal(format!(
+            "{url} answered an error: {}: {}",
+            error["type"].as_str().unwrap_or("error"),
+            error["message"].as_str().unwrap_or("")
+        )));
+    }
+    let Some(blocks) = doc.get("content").and_then(Value::as_array) else {
+        return Err(TargetFailure::fatal(format!(
+            "{url} answered JSON that is no Messages API reply (no `content` list): `{}`",
+            shown()
+        )));
+    };
+    for block in blocks {
+        match block["type"].as_str() {
+            Some("text") => answer.text.push_str(block["text"].as_str().unwrap_or("")),
+            Some("tool_use") => {
+                answer.tool_calls.push(ToolCall {
+                    id: block["id"].as_str().map(str::to_owned),
+                    tool: block["name"].as_str().unwrap_or_default().to_owned(),
+                    ..ToolCall::default()
+                });
+                answer
+                    .tool_inputs
+                    .push(block.get("input").map(Value::to_string).unwrap_or_default());
+            }
+            _ => {}
+        }
+    }
+    let u64_at = |p: &str| doc.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    answer.input = u64_at("/usage/input_tokens");
+    answer.output = u64_at("/usage/output_tokens");
+    answer.cache_read = u64_at("/usage/cache_read_input_tokens");
+    answer.cache_write = u64_at("/usage/cache_creation_input_tokens");
+    answer.stop_reason = doc["stop_reason"].as_str().map(str::to_owned);
+    answer.started = true;
+    Ok(())
+}
+
 /// Folds one streamed event into the answer.
 fn read_event(
     url: &str,
@@ -214,6 +288,7 @@ fn read_event(
     let u64_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_u64).unwrap_or(0);
     match kind {
         "message_start" => {
+            answer.started = true;
             answer.input = u64_at(&data, "/message/usage/input_tokens");
             answer.output = u64_at(&data, "/message/usage/output_tokens");
             answer.cache_read = u64_at(&data, "/message/usage/cache_read_input_tokens");

@@ -191,21 +191,33 @@ pub struct Event {
 }
 
 /// The events of a streamed 2xx response, in order, calling `each` on
-/// every one; stops at the first error `each` returns.
+/// every one; stops at the first error `each` returns. A response with no
+/// event at all (a server that answered the streamed request with plain
+/// JSON, or with nothing) is a target failure naming what came back —
+/// never an empty answer graded as the model's.
 pub fn events(
     url: &str,
     mut response: ureq::http::Response<ureq::Body>,
     mut each: impl FnMut(Event) -> Result<(), TargetFailure>,
 ) -> Result<(), TargetFailure> {
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("none")
+        .to_owned();
     let reader = BufReader::new(response.body_mut().with_config().limit(64 << 20).reader());
     let mut event = String::new();
     let mut data: Vec<String> = Vec::new();
+    let mut delivered = 0usize;
+    let mut stray = String::new();
     for line in reader.lines() {
         let line = line
             .map_err(|e| TargetFailure::new(format!("reading the stream of {url} failed: {e}")))?;
         let line = line.strip_suffix('\r').unwrap_or(&line);
         if line.is_empty() {
             if !data.is_empty() || !event.is_empty() {
+                delivered += 1;
                 each(Event {
                     event: std::mem::take(&mut event),
                     data: std::mem::take(&mut data).join("\n"),
@@ -221,14 +233,41 @@ pub fn events(
         match field {
             "event" => event = value.to_owned(),
             "data" => data.push(value.to_owned()),
+            _ if stray.len() < 200 => {
+                stray.push_str(&line.chars().take(200 - stray.len()).collect::<String>());
+            }
             _ => {}
         }
     }
-    if !data.is_empty() {
+    if !data.is_empty() || !event.is_empty() {
+        delivered += 1;
         each(Event {
             event,
             data: data.join("\n"),
         })?;
     }
+    if delivered == 0 {
+        return Err(TargetFailure::fatal(format!(
+            "{url} answered a streamed request without server-sent events (content-type {}): {}",
+            crate::text::shown(&content_type),
+            if stray.is_empty() {
+                "an empty body".to_owned()
+            } else {
+                format!("`{}`", crate::text::shown(&stray))
+            }
+        )));
+    }
     Ok(())
+}
+
+/// True when `response` says its body is JSON, not a stream of events.
+pub fn is_json(response: &ureq::http::Response<ureq::Body>) -> bool {
+    let types: Vec<&str> = response
+        .headers()
+        .get_all("content-type")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    types.iter().any(|ct| ct.contains("json"))
+        && !types.iter().any(|ct| ct.contains("event-stream"))
 }

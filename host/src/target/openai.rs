@@ -285,11 +285,34 @@ pub fn chat(
         .and_then(Value::as_str)
         .map(str::to_owned);
     let content = match config.output_style {
-        OutputStyle::Content => message
-            .get("content")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
+        OutputStyle::Content => match message.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            // Content parts (some compatible servers answer so): their text.
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(""),
+            // No content is an answer only with tool calls or a refusal.
+            None | Some(Value::Null)
+                if message
+                    .get("tool_calls")
+                    .is_some_and(|c| c.as_array().is_some_and(|a| !a.is_empty()))
+                    || message.get("refusal").is_some_and(Value::is_string) =>
+            {
+                String::new()
+            }
+            other => {
+                return Err(TargetFailure::fatal(format!(
+                    "{} answered a message without text content, tool calls or a refusal (`content`: {})",
+                    config.url(),
+                    other.map_or("missing".to_owned(), |v| crate::text::shown(&v.to_string())
+                        .chars()
+                        .take(200)
+                        .collect())
+                )));
+            }
+        },
         OutputStyle::Promptfoo { show_thinking } => promptfoo_output(
             message,
             finish_reason.as_deref(),

@@ -205,6 +205,9 @@ struct Reader {
     uses_embedder: bool,
     /// Whether an assertion needs the grading model.
     uses_grader: bool,
+    /// The `process.env` names `javascript` assertions read, and where the
+    /// first one is: warned once (the sandbox gives code no environment).
+    env_reads: (Vec<String>, Option<KeyPath>),
     diags: Diagnostics,
     options: ReadOptions,
     file: Arc<PathBuf>,
@@ -273,6 +276,7 @@ pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnos
         named_graders: Vec::new(),
         uses_embedder: false,
         uses_grader: false,
+        env_reads: (Vec::new(), None),
         diags,
         options,
         file: display,
@@ -280,7 +284,11 @@ pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnos
         dir,
     };
     let suite = match root {
-        Value::Object(root) => reader.suite(path, &root),
+        Value::Object(root) => {
+            let suite = reader.suite(path, &root);
+            reader.warn_env_reads();
+            suite
+        }
         _ => {
             reader
                 .error(&KeyPath::default(), "a promptfoo config must be a mapping")
@@ -2385,6 +2393,7 @@ impl Reader {
                         // source read here (the plugin has no files).
                         Value::String(sv) if sv.starts_with("file://") && base == "javascript" => {
                             let script = self.javascript_file(sv, &vat)?;
+                            self.note_env_reads(&script.to_string(), &vat);
                             config.insert("__script".into(), script);
                             continue;
                         }
@@ -2435,6 +2444,11 @@ impl Reader {
                                 );
                             }
                         }
+                    }
+                    if base == "javascript"
+                        && let Value::String(code) = &value
+                    {
+                        self.note_env_reads(code, &vat);
                     }
                     config.insert("value".into(), value);
                 }
@@ -2681,6 +2695,52 @@ impl Reader {
     /// read now (relative to the config, inside the project), for the
     /// sandboxed engine to evaluate as an ES module (`.mjs`, or `import` /
     /// `export` statements) or CommonJS.
+    /// Notes the `process.env` names JavaScript `code` reads.
+    fn note_env_reads(&mut self, code: &str, at: &KeyPath) {
+        let mut rest = code;
+        while let Some(i) = rest.find("process.env") {
+            rest = &rest[i + "process.env".len()..];
+            let name: String = if let Some(r) = rest.strip_prefix('.') {
+                r.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
+                    .collect()
+            } else if let Some(r) = rest.strip_prefix('[') {
+                r.trim_start_matches(['\'', '"', '`'])
+                    .chars()
+                    .take_while(|c| !matches!(c, '\'' | '"' | '`' | ']'))
+                    .collect()
+            } else {
+                String::new()
+            };
+            let name = if name.is_empty() {
+                "process.env".to_owned()
+            } else {
+                name
+            };
+            if !self.env_reads.0.contains(&name) {
+                self.env_reads.0.push(name);
+            }
+            self.env_reads.1.get_or_insert_with(|| at.clone());
+        }
+    }
+
+    /// One warning for every `process.env` read of the config's
+    /// `javascript` assertions: promptfoo gives them the machine's
+    /// environment, the sandbox none, so their verdicts may differ.
+    fn warn_env_reads(&mut self) {
+        let (names, at) = std::mem::take(&mut self.env_reads);
+        if let Some(at) = at {
+            self.warning(
+                &at,
+                format!(
+                    "`javascript` assertions read `process.env` ({}): promptfoo gives them this machine's environment, evalhost's sandbox gives code none, so they read `undefined` and their verdicts may differ from promptfoo's",
+                    names.join(", ")
+                ),
+            )
+            .hint = Some("pass the value as a var (`vars:`, read as `context.vars.NAME`) or in the assertion's `config:` (read as `context.config.NAME`)".into());
+        }
+    }
+
     fn javascript_file(&mut self, spec: &str, at: &KeyPath) -> Option<Value> {
         let (file, function) = file_and_function(spec);
         let lower = file.to_ascii_lowercase();
