@@ -127,6 +127,7 @@ pub fn run(spec: &Spec<'_>) -> std::io::Result<Outcome> {
     let started = Instant::now();
     let mut child = command.spawn()?;
     let pid = child.id() as i32;
+    track_group(pid);
     let stdin = spec.stdin.to_vec();
     let mut child_stdin = child.stdin.take();
     let stdout = child.stdout.take();
@@ -156,6 +157,8 @@ pub fn run(spec: &Spec<'_>) -> std::io::Result<Outcome> {
         // The group may hold the pipes open after the leader exits.
         if timed_out {
             kill_group(pid);
+        } else {
+            untrack_group(pid);
         }
         let (stdout, t1) = out.join().unwrap_or_default();
         let (stderr, t2) = err.join().unwrap_or_default();
@@ -176,10 +179,49 @@ pub fn run(spec: &Spec<'_>) -> std::io::Result<Outcome> {
 }
 
 pub(crate) fn kill_group(pid: i32) {
+    untrack_group(pid);
     // SAFETY: sending a signal has no memory-safety preconditions; a negative
     // pid names the process group the child leads.
     unsafe {
         libc::kill(-pid, libc::SIGKILL);
+    }
+}
+
+/// The process groups of the commands running now (each command, agent and
+/// hook leads its own group, so a terminal's Ctrl-C does not reach them).
+static LIVE_GROUPS: std::sync::Mutex<std::collections::BTreeSet<i32>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// Notes that the child `pid` leads a process group of its own that is
+/// running now.
+pub(crate) fn track_group(pid: i32) {
+    LIVE_GROUPS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(pid);
+}
+
+/// The group `pid` leads has ended (or is being killed).
+fn untrack_group(pid: i32) {
+    LIVE_GROUPS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .remove(&pid);
+}
+
+/// Kills every process group still running (the second Ctrl-C): no agent
+/// or command is left running, and billing, after evalhost exits.
+pub fn kill_live_groups() {
+    let groups = std::mem::take(
+        &mut *LIVE_GROUPS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    for pid in groups {
+        // SAFETY: as in `kill_group`.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
     }
 }
 

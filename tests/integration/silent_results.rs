@@ -621,3 +621,114 @@ fn javascript_reading_process_env_is_warned_once_at_load() {
     assert!(said.contains("FORBIDDEN_WORD, MIN_LEN"), "{said}");
     assert!(said.contains("context.vars"), "{said}");
 }
+
+/// Item 12 (B1): `regrade` of a run whose target failed every test is a
+/// usage error naming why — it panicked (index out of bounds).
+#[test]
+fn regrade_of_a_run_without_outputs_is_a_usage_error() {
+    let project = Project::with_mock("x");
+    project.write(
+        ".evalhost/targets.yaml",
+        "targets:\n  - {name: default, provider: cli, command: 'exit 1', max_retries: 0}\n",
+    );
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t\n    input: q\n    assertions: [{type: contains, value: x}]\n",
+    );
+    let r = project.run(&[]);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let r = run_in(project.path(), &["regrade", "out", "-o", "again"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("no output to grade again"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Item 12 (B4): `--rerun-failed` of a matrix run re-runs a test that
+/// failed on the second target on that target (it ran on the first only,
+/// and an aliased matrix entry was a usage error).
+#[test]
+fn rerun_failed_of_a_matrix_run_reruns_on_the_target_that_failed() {
+    let project = Project::with_mock("x");
+    project.write(
+        ".evalhost/targets.yaml",
+        "targets:\n  - {name: good, provider: mock, response: x}\n  - {name: bad, provider: mock, response: y}\n",
+    );
+    project.write(
+        "EVAL.yaml",
+        "execution:\n  targets:\n    - {name: a, use_target: good}\n    - {name: b, use_target: bad}\ntests:\n  - id: t\n    input: q\n    assertions: [{type: contains, value: x}]\n",
+    );
+    let r = project.run(&[]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let r = run_in(
+        project.path(),
+        &["run", "EVAL.yaml", "--rerun-failed", "out", "-o", "again"],
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let rows: Vec<serde_json::Value> =
+        std::fs::read_to_string(project.path().join("again/results.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    assert!(
+        rows.iter()
+            .any(|r| r["target"] == "b" && r["output"] == "y"),
+        "{rows:?}"
+    );
+}
+
+/// Item 12 (B6): a second Ctrl-C kills the commands still running (each
+/// in its own process group, out of the terminal's reach) before evalhost
+/// exits; they were left running.
+#[test]
+fn a_second_interrupt_leaves_no_command_running() {
+    let project = Project::with_mock("x");
+    let marker = format!("sleep 600.{}", std::process::id());
+    project.write(
+        ".evalhost/targets.yaml",
+        &format!("targets:\n  - {{name: default, provider: cli, command: '{marker}; echo x > {{OUTPUT_FILE}}', max_retries: 0}}\n"),
+    );
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: t\n    input: q\n    assertions: [{type: contains, value: x}]\n",
+    );
+    let mut child = crate::support::evalhost()
+        .current_dir(project.path())
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let running = || {
+        std::process::Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .map(|o| !o.stdout.is_empty())
+            .unwrap_or(false)
+    };
+    let started = std::time::Instant::now();
+    while !running() && started.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(running(), "the command started");
+    for _ in 0..2 {
+        std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let left = running();
+    if left {
+        let _ = std::process::Command::new("pkill")
+            .args(["-f", &marker])
+            .status();
+    }
+    assert!(!left, "the command outlived evalhost");
+}

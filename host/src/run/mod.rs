@@ -174,12 +174,14 @@ pub fn runs_base(roots: &suite::roots::Roots) -> PathBuf {
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Installs the Ctrl-C handler once: the first Ctrl-C stops scheduling, the
-/// second exits at once.
+/// second kills every command still running (each leads its own process
+/// group, out of the terminal's reach) and exits at once.
 fn install_interrupt_handler() {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {
         let _ = ctrlc::set_handler(|| {
             if INTERRUPTED.swap(true, Ordering::SeqCst) {
+                crate::process::kill_live_groups();
                 std::process::exit(i32::from(crate::exit_codes::INTERRUPTED));
             }
         });
@@ -244,7 +246,7 @@ pub fn run(
     }
     let mut plan_options = options.plan.clone();
     let mut threshold = options.threshold;
-    let mut target_override = options.target.clone();
+    let target_override = options.target.clone();
     let mut resumed_targets: Vec<String> = Vec::new();
     let mut targets_file = options.targets_file.clone();
     if let (Some(dir), Some(p)) = (&options.resume, &previous) {
@@ -315,8 +317,17 @@ pub fn run(
                 run_dir: dir.clone(),
             }));
         }
-        if target_override.is_none() {
-            target_override = previous.as_ref().map(|p| p.target.clone());
+        // The earlier run's targets, each as its matrix entry says (an alias
+        // of another target, its hooks) — not its first target's name as a
+        // --target: a test that failed on the second target runs there.
+        if target_override.is_none()
+            && let Some(p) = &previous
+        {
+            resumed_targets = if p.targets.is_empty() {
+                vec![p.target.clone()]
+            } else {
+                p.targets.clone()
+            };
         }
         plan_options.only = Some(failed);
     }
@@ -610,7 +621,7 @@ pub fn run(
             eval: std::fs::canonicalize(&eval)
                 .or_else(|_| std::path::absolute(&eval))
                 .unwrap_or(eval.clone()),
-            target: target_names[0].clone(),
+            target: target_names.first().cloned().unwrap_or_default(),
             targets: target_names.clone(),
             targets_file: targets
                 .file

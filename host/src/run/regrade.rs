@@ -59,6 +59,22 @@ pub(super) fn recorded_targets(
             .or_default()
             .insert((row.test_id.clone(), row.trial.unwrap_or(1)), output);
     }
+    if by_target.is_empty() {
+        // Nothing answered (every row a target error, or no row at all):
+        // nothing to grade again — a usage error, never a panic.
+        return Err(RunError::Usage(format!(
+            "{} has no output to grade again: {}",
+            dir.display(),
+            if rows.is_empty() {
+                "it has no result rows (was it interrupted before its first test?)".to_owned()
+            } else {
+                format!(
+                    "each of its {} row(s) is a target error without output; run the suite again instead",
+                    rows.len()
+                )
+            }
+        )));
+    }
     let mut run_targets = Vec::new();
     for (name, outputs) in by_target {
         run_targets.push(RunTarget {

@@ -637,6 +637,7 @@ pub(super) fn spawn_session(
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
+        .inspect(|child| crate::process::track_group(child.id() as i32))
         .map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 TargetFailure::fatal(format!(
