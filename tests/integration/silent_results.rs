@@ -732,3 +732,68 @@ fn a_second_interrupt_leaves_no_command_running() {
     }
     assert!(!left, "the command outlived evalhost");
 }
+
+/// Item 12 (B10): a conversation whose target never answers is the
+/// target's failure (an execution error, class `target`), not the agent's
+/// quality; its turns still score 0, as AgentV scores them.
+#[test]
+fn a_conversation_the_target_never_answers_is_a_target_error() {
+    let project = Project::with_mock("x");
+    project.write(
+        ".evalhost/targets.yaml",
+        "targets:\n  - {name: default, provider: cli, command: 'exit 1', max_retries: 0}\n",
+    );
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: talk\n    mode: conversation\n    input: [{role: system, content: Be brief.}]\n    turns:\n      - {input: first, assertions: [{type: contains, value: x}]}\n      - {input: second, assertions: [{type: contains, value: x}]}\n",
+    );
+    let r = project.run(&[]);
+    let row = project.row("talk");
+    assert_eq!(
+        row["execution_status"], "execution_error",
+        "{row}\n{}",
+        r.stderr
+    );
+    assert_eq!(row["failure_class"], "target", "{row}");
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+}
+
+/// Item 12 (B11): a FIFO given as the eval file is refused at once — the
+/// dialect sniffer read it uncapped and hung.
+#[test]
+fn a_fifo_as_the_eval_file_is_refused_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["EVAL.yaml", "promptfooconfig.yaml"] {
+        let fifo = dir.path().join(name);
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let mut child = crate::support::evalhost()
+            .current_dir(dir.path())
+            .args(["validate", name])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if started.elapsed() > std::time::Duration::from_secs(20) {
+                let _ = child.kill();
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        assert_eq!(
+            status.and_then(|s| s.code()),
+            Some(2),
+            "{name}: validate hung or passed"
+        );
+    }
+}

@@ -146,6 +146,11 @@ where
     let mut stopped = false;
     let (mut tokens, mut cost, mut calls) = (None::<target::TokenUsage>, None::<f64>, None::<u32>);
     let mut infrastructure: Option<(FailureClass, String)> = None;
+    // The target's first failure, and whether it ever answered: a
+    // conversation it never answered is the target's failure, not the
+    // agent's quality (the turns still score 0, as AgentV scores them).
+    let mut target_failure: Option<(FailureClass, String)> = None;
+    let mut answered = false;
     for (i, turn) in conversation.turns.iter().enumerate() {
         let name = format!("turn-{}", i + 1);
         if stopped {
@@ -191,6 +196,7 @@ where
                     Some(format!("Provider error: {}", failure.message)),
                 ));
                 values.push(0.0);
+                target_failure.get_or_insert((failure.class, failure.message.clone()));
                 if failure.class == FailureClass::CaseTimeout {
                     infrastructure.get_or_insert((failure.class, failure.message));
                     stopped = true;
@@ -200,6 +206,7 @@ where
                 continue;
             }
         };
+        answered = true;
         if let Some(t) = output.token_usage {
             let sum = tokens.get_or_insert_with(target::TokenUsage::default);
             sum.input += t.input;
@@ -289,6 +296,9 @@ where
             TurnAggregation::Max => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         }
     };
+    if !answered && infrastructure.is_none() {
+        infrastructure = target_failure;
+    }
     let (status, failure_class, error) = match infrastructure {
         // A grader or judge that could not grade is never a quiet 0 turn.
         Some((class, message)) => (ExecutionStatus::ExecutionError, Some(class), Some(message)),

@@ -76,7 +76,9 @@ impl Dialect {
         }
         // A file that cannot be read or parsed is the reader's to report,
         // with its line; AgentV 4 is the reader that has always done so.
-        let Ok(text) = std::fs::read_to_string(path) else {
+        // Capped, and only a regular file: a FIFO given as the eval file
+        // would block the sniffing forever, a huge file be read whole.
+        let Ok(text) = crate::roots::read_regular_text(path, crate::load::MAX_FILE_BYTES) else {
             return Ok(Self::AgentV4);
         };
         let parsed = if ext == "json" {
