@@ -194,6 +194,23 @@ fn materialise(repo: &Repo, root: &Path) -> Result<(), SetupError> {
             ))
         })?;
     }
+    // AgentV's `ancestor: N`: the N-th ancestor of what was checked out.
+    if repo.ancestor > 0 {
+        let back = format!("HEAD~{}", repo.ancestor);
+        git(&["checkout", "-q", "--detach", &back], &dest).map_err(|e| {
+            SetupError(format!(
+                "Cannot resolve ancestor {} of ref '{wanted}' in repo `{}`{}: {}",
+                repo.ancestor,
+                repo.path,
+                if repo.depth.is_some() {
+                    " (a shallow clone: `clone.depth` leaves too little history)"
+                } else {
+                    ""
+                },
+                e.0
+            ))
+        })?;
+    }
     Ok(())
 }
 
@@ -714,6 +731,7 @@ mod tests {
                 url: origin.display().to_string(),
                 reference: Some("v1".into()),
                 depth: Some(1),
+                ancestor: 0,
             }],
             ..Spec::default()
         };

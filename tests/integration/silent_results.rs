@@ -797,3 +797,66 @@ fn a_fifo_as_the_eval_file_is_refused_not_read() {
         );
     }
 }
+
+/// Item 13: a prompt's own `config` (which promptfoo merges into each
+/// provider's request) is refused at its key rather than dropped (the
+/// requests went out without its `response_format`). `providers[].prompts`
+/// is honoured: the `provider-prompts` conformance config.
+#[test]
+fn a_prompts_own_config_is_refused_not_dropped() {
+    let project = Project::with_mock("x");
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts:\n  - {raw: 'Say {{q}}', label: json, config: {response_format: {type: json_object}}}\nproviders: [echo]\ntests:\n  - vars: {q: hi}\n",
+    );
+    let r = run_in(project.path(), &["validate", "promptfooconfig.yaml"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    let said = format!("{}{}", r.stdout, r.stderr);
+    assert!(said.contains("prompts[0].config"), "{said}");
+}
+
+/// Item 13: AgentV 4.42.4's `workspace.repos[].base_commit` and
+/// `ancestor` are honoured (they were ignored with a warning, and the agent
+/// worked on the default branch's tip): `base_commit` is checked out, and
+/// `ancestor: N` goes N commits back from it; `commit` and `base_commit`
+/// that disagree are an error.
+#[test]
+fn agentv_repo_base_commit_and_ancestor_are_checked_out() {
+    let project = Project::with_mock("x");
+    let origin = project.path().join("origin");
+    std::fs::create_dir_all(&origin).unwrap();
+    let sh = |cmd: &str| -> String {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .current_dir(&origin)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{cmd}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    sh(
+        "git init -q -b main && git config user.email t@t && git config user.name t && echo v1 > VERSION && git add -A && git commit -qm one && echo v2 > VERSION && git commit -qam two && echo v3 > VERSION && git commit -qam three && echo v4 > VERSION && git commit -qam four",
+    );
+    let third = sh("git rev-parse HEAD~1");
+    project.write(
+        ".evalhost/targets.yaml",
+        "targets:\n  - {name: default, provider: cli, command: \"cat repo/VERSION > {OUTPUT_FILE}\"}\n",
+    );
+    project.write(
+        "EVAL.yaml",
+        &format!("workspace:\n  repos:\n    - {{path: ./repo, repo: ./origin, base_commit: {third}, ancestor: 1}}\ntests:\n  - {{id: pinned, input: q, assertions: [{{type: equals, value: v2}}]}}\n"),
+    );
+    let r = project.run(&[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(!r.stderr.contains("base_commit"), "{}", r.stderr);
+    assert_eq!(project.row("pinned")["output"], "v2\n");
+
+    project.write(
+        "EVAL.yaml",
+        &format!("workspace:\n  repos:\n    - {{path: ./repo, repo: ./origin, base_commit: {third}, commit: main}}\ntests:\n  - {{id: pinned, input: q, assertions: [{{type: equals, value: v2}}]}}\n"),
+    );
+    let r = project.run(&[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("must be the same commit"), "{}", r.stderr);
+}

@@ -496,6 +496,16 @@ pub const REPO: &[Field] = &[
         "The commit to check out (instead of checkout.ref)",
         string,
     ),
+    field(
+        "base_commit",
+        "The commit to check out (AgentV 4.42's name; it must equal `commit` when both are given)",
+        string,
+    ),
+    field(
+        "ancestor",
+        "Check out the N-th ancestor of the commit (AgentV: `<commit>~N`)",
+        any,
+    ),
     field("clone", "{depth}: a shallow clone", object),
 ];
 

@@ -91,6 +91,9 @@ pub struct Repo {
     pub reference: Option<String>,
     /// Shallow-clone depth.
     pub depth: Option<u32>,
+    /// AgentV's `ancestor: N`: the N-th first-parent ancestor of `reference`
+    /// is checked out (0: the reference itself).
+    pub ancestor: u32,
 }
 
 /// A workspace as written, resolved.

@@ -178,12 +178,51 @@ impl Loader {
                     };
                     url
                 };
-                let reference = r
-                    .get("checkout")
-                    .and_then(|c| c.get("ref"))
-                    .or(r.get("commit"))
-                    .and_then(Value::as_str)
+                // AgentV's checkout ref: `base_commit`, else `ref` (its
+                // older `checkout:` form), else `commit`; `commit` and
+                // `base_commit` must agree when both are given.
+                let checkout = r.get("checkout");
+                let base_commit = checkout
+                    .and_then(|c| c.get("base_commit"))
+                    .or(r.get("base_commit"))
+                    .and_then(Value::as_str);
+                let commit = r.get("commit").and_then(Value::as_str);
+                if let (Some(b), Some(c)) = (base_commit, commit)
+                    && b != c
+                {
+                    self.error(
+                        doc,
+                        &rat.key("base_commit"),
+                        format!("`commit` ({c}) and `base_commit` ({b}) must be the same commit, as AgentV requires"),
+                    );
+                    continue;
+                }
+                let reference = base_commit
+                    .or_else(|| checkout.and_then(|c| c.get("ref")).and_then(Value::as_str))
+                    .or(commit)
                     .map(str::to_owned);
+                let ancestor_at = if checkout.is_some_and(|c| c.get("ancestor").is_some()) {
+                    rat.key("checkout").key("ancestor")
+                } else {
+                    rat.key("ancestor")
+                };
+                let ancestor = match checkout
+                    .and_then(|c| c.get("ancestor"))
+                    .or(r.get("ancestor"))
+                {
+                    None | Some(Value::Null) => 0,
+                    Some(v) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                        Some(n) => n,
+                        None => {
+                            self.error(
+                                doc,
+                                &ancestor_at,
+                                format!("`ancestor` must be a whole number of commits back (0 or more), got {}", show(v)),
+                            );
+                            continue;
+                        }
+                    },
+                };
                 if let Some(reference) = reference.as_deref().filter(|r| r.starts_with('-')) {
                     let key = if r.get("checkout").is_some() {
                         rat.key("checkout").key("ref")
@@ -209,6 +248,7 @@ impl Loader {
                     url,
                     reference,
                     depth,
+                    ancestor,
                 });
             }
         }

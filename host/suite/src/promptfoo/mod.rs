@@ -208,6 +208,9 @@ struct Reader {
     /// The `process.env` names `javascript` assertions read, and where the
     /// first one is: warned once (the sandbox gives code no environment).
     env_reads: (Vec<String>, Option<KeyPath>),
+    /// Each provider's name and, when it lists them (`prompts:`), the
+    /// prompts it runs (labels, ids, `prefix*` patterns).
+    provider_prompts: Vec<(String, Option<Vec<String>>)>,
     diags: Diagnostics,
     options: ReadOptions,
     file: Arc<PathBuf>,
@@ -277,6 +280,7 @@ pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnos
         uses_embedder: false,
         uses_grader: false,
         env_reads: (Vec::new(), None),
+        provider_prompts: Vec::new(),
         diags,
         options,
         file: display,
@@ -635,6 +639,19 @@ impl Reader {
                 Value::String(s) => out.extend(self.prompt_source(&s, None, &iat)),
                 Value::Object(o) => {
                     let label = o.get("label").and_then(Value::as_str).map(str::to_owned);
+                    for key in o.keys() {
+                        match key.as_str() {
+                            "raw" | "id" | "label" => {}
+                            "config" => {
+                                self.error(&iat.key("config"), "a prompt's `config` is merged into each provider's request by promptfoo (`response_format`, `temperature`, …); this version of evalhost does not, so it refuses it rather than send requests without it")
+                                    .hint = Some("put these settings in the provider's `config`".into());
+                            }
+                            other => {
+                                self.error(&iat.key(other), format!("`{other}` of a prompt is not read by this version of evalhost"))
+                                    .hint = Some("a prompt takes `raw` or `id`, and `label`".into());
+                            }
+                        }
+                    }
                     match (
                         o.get("raw").and_then(Value::as_str),
                         o.get("id").and_then(Value::as_str),
@@ -922,6 +939,50 @@ impl Reader {
                 }
             };
             let name = label.clone().unwrap_or_else(|| id.clone());
+            // `prompts:` — the prompts this provider runs (promptfoo's
+            // provider prompt map); any other key is said, not dropped.
+            let (own, oat) = match &item {
+                Value::Object(o) if o.contains_key("id") => (Some(o), iat.clone()),
+                Value::Object(o) if o.len() == 1 => {
+                    let (k, v) = o.iter().next().expect("one entry");
+                    (v.as_object(), iat.key(k))
+                }
+                _ => (None, iat.clone()),
+            };
+            let mut listed = None;
+            for (k, v) in own.into_iter().flatten() {
+                match k.as_str() {
+                    "id" | "label" | "config" => {}
+                    "delay" => {
+                        self.warning(&oat.key("delay"), "`delay` between calls is not read: evalhost paces calls by its workers and retries");
+                    }
+                    "prompts" => match v {
+                        Value::Array(refs) if refs.iter().all(Value::is_string) => {
+                            listed = Some(
+                                refs.iter()
+                                    .filter_map(Value::as_str)
+                                    .map(str::to_owned)
+                                    .collect::<Vec<_>>(),
+                            );
+                        }
+                        Value::String(one) => listed = Some(vec![one.clone()]),
+                        other => {
+                            self.error(&oat.key("prompts"), format!("`prompts` of a provider must be a list of prompt labels or ids, got {}", crate::agentv4::kind(other)));
+                        }
+                    },
+                    other => {
+                        self.error(
+                            &oat.key(other),
+                            format!(
+                                "`{other}` of a provider is not read by this version of evalhost"
+                            ),
+                        )
+                        .hint =
+                            Some("a provider takes `id`, `label`, `config` and `prompts`".into());
+                    }
+                }
+            }
+            self.provider_prompts.push((name.clone(), listed));
             let Some(mut entry) = self.provider_entry(&id, &config, &iat, renderer) else {
                 continue;
             };
@@ -2002,6 +2063,33 @@ impl Reader {
         }
     }
 
+    /// The providers that run `prompt`, when some provider lists the
+    /// prompts it runs (promptfoo's `isPromptAllowed`: a label or id equal
+    /// to a reference, a `prefix*` pattern, or `ref:` at its start); `None`
+    /// when every provider runs it.
+    fn targets_for(&self, prompt: &Prompt) -> Option<Vec<String>> {
+        if self.provider_prompts.iter().all(|(_, l)| l.is_none()) {
+            return None;
+        }
+        let id = prompt.id.as_deref();
+        let matches = |r: &String| {
+            prompt.label == *r
+                || id == Some(r.as_str())
+                || r.strip_suffix('*').is_some_and(|p| {
+                    prompt.label.starts_with(p) || id.is_some_and(|i| i.starts_with(p))
+                })
+                || prompt.label.starts_with(&format!("{r}:"))
+                || id.is_some_and(|i| i.starts_with(&format!("{r}:")))
+        };
+        Some(
+            self.provider_prompts
+                .iter()
+                .filter(|(_, listed)| listed.as_ref().is_none_or(|refs| refs.iter().any(matches)))
+                .map(|(name, _)| name.clone())
+                .collect(),
+        )
+    }
+
     /// One canonical test: `row` with `vars`, rendered with `prompt`.
     fn test(
         &mut self,
@@ -2019,6 +2107,9 @@ impl Reader {
             .hint = Some("use the `echo` provider, or a replay target".into());
             return None;
         }
+        // The row shows the vars as written, as promptfoo's results do; the
+        // prompt and the assertions see them rendered.
+        let written = vars.clone();
         let vars = renderer.render_vars(vars);
         let raw = match renderer.render_prompt(&prompt.raw, &vars) {
             Ok(r) => r,
@@ -2092,7 +2183,7 @@ impl Reader {
             None => None,
         };
         let mut metadata = row.metadata.clone();
-        metadata.insert("vars".into(), Value::Object(vars));
+        metadata.insert("vars".into(), Value::Object(written));
         if let Some(d) = &row.description {
             metadata.insert("description".into(), Value::String(d.clone()));
         }
@@ -2108,7 +2199,7 @@ impl Reader {
             timeout_ms: None,
             expected_fail: false,
             conversation_id: None,
-            targets: None,
+            targets: self.targets_for(prompt),
             workspace: None,
             loc: Loc {
                 file: row.file.clone(),

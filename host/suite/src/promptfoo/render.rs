@@ -30,6 +30,76 @@ pub struct Renderer {
     vars_env: Map<String, Value>,
 }
 
+/// promptfoo's `resolveVariables`: up to five rounds, each replacing the
+/// first `{{ name }}` (word characters only) of each string var by that
+/// var's value as JavaScript's `String()` writes it, when it is defined.
+fn resolve_variables(vars: &mut Map<String, Value>) {
+    fn placeholder(s: &str) -> Option<(usize, usize, &str)> {
+        let mut from = 0;
+        while let Some(i) = s[from..].find("{{").map(|i| i + from) {
+            let inner = &s[i + 2..];
+            let trimmed = inner.trim_start();
+            let name_len = trimmed
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(trimmed.len());
+            let after = trimmed[name_len..].trim_start();
+            if name_len > 0 && after.starts_with("}}") {
+                let end = s.len() - after.len() + 2;
+                return Some((i, end, &trimmed[..name_len]));
+            }
+            from = i + 2;
+        }
+        None
+    }
+    fn js_string(v: &Value) -> String {
+        match v {
+            Value::String(s) => s.clone(),
+            Value::Null => "null".into(),
+            Value::Bool(b) => b.to_string(),
+            // JavaScript writes a whole float without a fraction.
+            Value::Number(n) => match n.as_f64() {
+                Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 1e21 => {
+                    format!("{}", f as i64)
+                }
+                _ => n.to_string(),
+            },
+            Value::Array(items) => items
+                .iter()
+                .map(|i| {
+                    if i.is_null() {
+                        String::new()
+                    } else {
+                        js_string(i)
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(","),
+            Value::Object(_) => "[object Object]".into(),
+        }
+    }
+    for _ in 0..5 {
+        let mut resolved = true;
+        let keys: Vec<String> = vars.keys().cloned().collect();
+        for key in keys {
+            let Some(Value::String(value)) = vars.get(&key) else {
+                continue;
+            };
+            let Some((start, end, name)) = placeholder(value) else {
+                continue;
+            };
+            let Some(with) = vars.get(name).map(js_string) else {
+                continue;
+            };
+            let replaced = format!("{}{with}{}", &value[..start], &value[end..]);
+            vars.insert(key, Value::String(replaced));
+            resolved = false;
+        }
+        if resolved {
+            break;
+        }
+    }
+}
+
 impl Renderer {
     /// A renderer whose `env` is `env`.
     pub fn new(env: &Map<String, Value>) -> Self {
@@ -82,20 +152,51 @@ impl Renderer {
         .and_then(|text| crate::budget::rendered(text.len()).map(|()| text))
     }
 
-    /// The vars as a prompt sees them: string vars lose a trailing newline
-    /// and are rendered against the other vars.
+    /// The vars as a prompt sees them, as promptfoo 0.121's `renderPrompt`
+    /// makes them: string vars lose a trailing newline; `resolveVariables`
+    /// replaces, up to five rounds, each var's first `{{ name }}` whose var
+    /// is defined (a var whose first placeholder names an undefined var is
+    /// left alone from there on); then each string var is rendered against
+    /// the others — unless it names a variable (other than `env`) that is
+    /// not defined, when it stays as written, `{{ name }}` and all.
     pub fn render_vars(&self, vars: &Map<String, Value>) -> Map<String, Value> {
+        let mut vars = vars.clone();
+        for v in vars.values_mut() {
+            if let Value::String(s) = v
+                && s.ends_with('\n')
+            {
+                s.pop();
+            }
+        }
+        resolve_variables(&mut vars);
         let mut out = vars.clone();
-        for (k, v) in vars {
+        for (k, v) in &vars {
             if let Value::String(s) = v {
-                let trimmed = s.strip_suffix('\n').unwrap_or(s);
-                let rendered = self
-                    .render_text(trimmed, vars)
-                    .unwrap_or_else(|_| trimmed.to_owned());
+                if self.references_undefined(s, &vars) {
+                    continue;
+                }
+                let rendered = self.render_text(s, &vars).unwrap_or_else(|_| s.clone());
                 out.insert(k.clone(), Value::String(rendered));
             }
         }
         out
+    }
+
+    /// promptfoo's `referencesUndefinedVariables`: `template` names a
+    /// variable, other than `env`, that `vars` does not define.
+    fn references_undefined(&self, template: &str, vars: &Map<String, Value>) -> bool {
+        if !template.contains("{{") && !template.contains("{%") {
+            return false;
+        }
+        match self.env.template_from_str(template) {
+            Ok(t) => t
+                .undeclared_variables(false)
+                .iter()
+                .any(|name| name != "env" && !vars.contains_key(name)),
+            // A template that does not parse: promptfoo's renderString then
+            // fails too; kept as written.
+            Err(_) => true,
+        }
     }
 
     /// A prompt rendered with `vars`: a JSON prompt (a chat) leaf by leaf,
