@@ -877,7 +877,9 @@ fn trace_command(args: &TraceArgs, err: &mut dyn Write) -> u8 {
         Ok(output) => {
             let _ = writeln!(err, "format: {}", detected.name());
             let doc = crate::trace::to_agentv(&output);
-            println!(
+            // A reader that went away (`| head`) is no failure.
+            let _ = writeln!(
+                std::io::stdout().lock(),
                 "{}",
                 crate::text::json_shown(&serde_json::to_string_pretty(&doc).unwrap_or_default())
             );

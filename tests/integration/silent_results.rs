@@ -860,3 +860,28 @@ fn agentv_repo_base_commit_and_ancestor_are_checked_out() {
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("must be the same commit"), "{}", r.stderr);
 }
+
+/// Item 14: piping to a reader that stops early (`| head -1`) prints no
+/// "Broken pipe" error and fails nothing: the run still records every row.
+#[test]
+fn a_closed_pipe_is_no_error_and_the_run_finishes() {
+    use std::io::Read as _;
+    let project = history_project();
+    let mut child = crate::support::evalhost()
+        .current_dir(project.path())
+        .args(["run", "EVAL.yaml", "-o", "out", "--repeat", "50"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one byte, then close the pipe, as `head -c1` does.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut one = [0u8; 1];
+    stdout.read_exact(&mut one).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("Broken pipe"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(project.rows().len(), 100);
+}

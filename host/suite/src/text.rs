@@ -125,6 +125,10 @@ pub struct Terminal<W: Write> {
     inner: W,
     /// Nothing but spaces and tabs written on the current line yet.
     line_start: bool,
+    /// The reader went away (`evalhost runs list | head`): what is left to
+    /// print is dropped quietly, and the command finishes its work — a
+    /// run still records every result — instead of failing on the pipe.
+    closed: bool,
 }
 
 impl<W: Write> Terminal<W> {
@@ -133,6 +137,7 @@ impl<W: Write> Terminal<W> {
         Self {
             inner,
             line_start: true,
+            closed: false,
         }
     }
 
@@ -182,14 +187,29 @@ impl<W: Write> Terminal<W> {
 
 impl<W: Write> Write for Terminal<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
         let text = String::from_utf8_lossy(buf);
         let clean = self.clean(&text);
-        self.inner.write_all(clean.as_bytes())?;
+        match self.inner.write_all(clean.as_bytes()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => self.closed = true,
+            other => other?,
+        }
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
+        if self.closed {
+            return Ok(());
+        }
+        match self.inner.flush() {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            other => other,
+        }
     }
 }
 
