@@ -131,6 +131,11 @@ pub fn chat(
     let mut tool_calls = Vec::new();
     let mut finish = None;
     let mut usage = [0u64; 4];
+    // Whether any chunk carried a candidate, and why none did: a blocked
+    // prompt answers with `promptFeedback` only — a target error, never an
+    // empty answer graded as the model's.
+    let mut answered = false;
+    let mut feedback: Option<Value> = None;
     super::api::events(&url, response, |event| {
         if event.data.is_empty() {
             return Ok(());
@@ -143,6 +148,12 @@ pub fn chat(
                 "{url} streamed an error: {error}"
             )));
         }
+        if let Some(f) = chunk.get("promptFeedback") {
+            feedback = Some(f.clone());
+        }
+        answered |= chunk["candidates"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty());
         let candidate = &chunk["candidates"][0];
         for part in candidate["content"]["parts"]
             .as_array()
@@ -177,6 +188,15 @@ pub fn chat(
         }
         Ok(())
     })?;
+    if !answered {
+        return Err(TargetFailure::fatal(format!(
+            "{url} streamed no candidate{}",
+            feedback.map_or(String::new(), |f| format!(
+                " (promptFeedback: {})",
+                crate::text::shown(&f.to_string())
+            ))
+        )));
+    }
     Ok(super::api::answer(
         text,
         tool_calls,

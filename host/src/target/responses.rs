@@ -315,6 +315,13 @@ pub fn chat(
         }
         Ok(())
     })?;
+    // A stream that ended with nothing (no text, no call, no completed
+    // response) is the endpoint's failure, never an empty answer.
+    if status.is_none() && text.is_empty() && tool_calls.is_empty() {
+        return Err(TargetFailure::fatal(format!(
+            "{url} streamed no response (no text, no function call and no `response.completed` event)"
+        )));
+    }
     Ok(super::api::answer(
         text,
         tool_calls,
