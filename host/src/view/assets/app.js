@@ -81,8 +81,9 @@ const badge = (st, label) => span(`badge b-${TONE[String(st).toLowerCase()] || '
 const tag = (t) => span('tag', t);
 const tags = (xs) => (arr(xs).length ? div('sub', arr(xs).map(tag)) : null);
 const below = (r) => (isNum(r.score) && isNum(r.threshold) && r.score < r.threshold ? 'below' : null);
-// What a row's score was held to: its threshold, or promptfoo's rule.
-const ruleOf = (r) => (isNum(r.threshold) ? score2(r.threshold) : (r.pass_rule === 'all-pass' ? 'all must pass' : DASH));
+// What a row's score was held to: its threshold, or — a row held to none —
+// promptfoo's rule (every assertion must pass).
+const ruleOf = (r) => (isNum(r.threshold) ? score2(r.threshold) : 'all must pass');
 const terms = (q) => q.toLowerCase().split(/\s+/).filter(Boolean);
 
 // URL state ----------------------------------------------------------------
