@@ -763,7 +763,7 @@ impl Rewriter {
 
     /// AgentV 5's CSV test file (`parseCsvCases`).
     fn csv_tests(&mut self, text: &str, path: &Path, at: &KeyPath) -> Vec<Value> {
-        let records = match crate::promptfoo::parse_csv(text) {
+        let records = match crate::csv::parse_csv(text) {
             Ok(r) => r,
             Err(e) => {
                 self.error(at, format!("{}: {e}", path.display()));

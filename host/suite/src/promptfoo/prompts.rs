@@ -1,0 +1,305 @@
+//! `prompts`: inline templates, `{raw, label, id}` objects, `{path: label}`
+//! maps and files (`.txt` split on `---`, JSON chats, YAML, JSONL,
+//! Markdown, globs), as promptfoo's `processPrompts` reads them; and the
+//! config-relative file reading every part of the reader shares.
+
+use super::*;
+
+impl Reader {
+    pub(super) fn prompts(
+        &mut self,
+        value: Option<&Value>,
+        at: &KeyPath,
+        renderer: &Renderer,
+    ) -> Vec<Prompt> {
+        let _ = renderer;
+        let items: Vec<(Value, KeyPath)> = match value {
+            None | Some(Value::Null) => {
+                return vec![Prompt {
+                    raw: "{{prompt}}".into(),
+                    label: "{{prompt}}".into(),
+                    id: None,
+                }];
+            }
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.clone(), at.index(i)))
+                .collect(),
+            Some(Value::Object(map)) => map
+                .iter()
+                .map(|(path, label)| (json!({"id": path, "label": label}), at.key(path)))
+                .collect(),
+            Some(other) => vec![(other.clone(), at.clone())],
+        };
+        let mut out = Vec::new();
+        for (item, iat) in items {
+            match item {
+                Value::String(s) => out.extend(self.prompt_source(&s, None, &iat)),
+                Value::Object(o) => {
+                    let label = o.get("label").and_then(Value::as_str).map(str::to_owned);
+                    for key in o.keys() {
+                        match key.as_str() {
+                            "raw" | "id" | "label" => {}
+                            "config" => {
+                                self.error(&iat.key("config"), "a prompt's `config` is merged into each provider's request by promptfoo (`response_format`, `temperature`, …); this version of evalhost does not, so it refuses it rather than send requests without it")
+                                    .hint = Some("put these settings in the provider's `config`".into());
+                            }
+                            other => {
+                                self.error(&iat.key(other), format!("`{other}` of a prompt is not read by this version of evalhost"))
+                                    .hint = Some("a prompt takes `raw` or `id`, and `label`".into());
+                            }
+                        }
+                    }
+                    match (
+                        o.get("raw").and_then(Value::as_str),
+                        o.get("id").and_then(Value::as_str),
+                    ) {
+                        (Some(raw), id) => out.push(Prompt {
+                            raw: raw.to_owned(),
+                            label: label.unwrap_or_else(|| raw.to_owned()),
+                            id: id.map(str::to_owned),
+                        }),
+                        (None, Some(id)) => out.extend(self.prompt_source(id, label, &iat)),
+                        (None, None) => {
+                            self.error(
+                                &iat,
+                                "a prompt object needs `raw` (the template) or `id` (a file://)",
+                            );
+                        }
+                    }
+                }
+                Value::Array(_) => {
+                    self.error(&iat, "a chat prompt cannot be written as a nested list in promptfoo (\"Invalid prompt\")")
+                        .hint = Some("put the messages in a JSON or YAML file and write `file://chat.json`".into());
+                }
+                other => {
+                    self.error(
+                        &iat,
+                        format!(
+                            "a prompt must be text, an object or a file://, got {}",
+                            crate::agentv4::kind(&other)
+                        ),
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    /// A prompt string: inline text, or (when it looks like a path, as
+    /// promptfoo's `maybeFilePath` decides) the prompts of a file or glob.
+    pub(super) fn prompt_source(
+        &mut self,
+        value: &str,
+        label: Option<String>,
+        at: &KeyPath,
+    ) -> Vec<Prompt> {
+        if !maybe_file_path(value) {
+            return vec![Prompt {
+                raw: value.to_owned(),
+                label: label.unwrap_or_else(|| value.to_owned()),
+                id: None,
+            }];
+        }
+        let spec = value.strip_prefix("file://").unwrap_or(value);
+        let (spec, function) = match spec.rsplit_once(':') {
+            Some((p, f))
+                if !f.contains('/')
+                    && (p.ends_with(".js")
+                        || p.ends_with(".py")
+                        || p.ends_with(".ts")
+                        || p.ends_with(".mjs")
+                        || p.ends_with(".cjs")) =>
+            {
+                (p, Some(f))
+            }
+            _ => (spec, None),
+        };
+        let ext = Path::new(spec)
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if matches!(ext.as_str(), "js" | "ts" | "mjs" | "cjs" | "py") || function.is_some() {
+            self.error(at, format!("the prompt `{value}` is a prompt function, which this version of evalhost does not run"))
+                .hint = Some("use a text, JSON or YAML prompt file; prompt functions will run in the sandbox with inline code".into());
+            return Vec::new();
+        }
+        let files = match self.glob(spec, at) {
+            Some(f) => f,
+            None => return Vec::new(),
+        };
+        if files.is_empty() {
+            self.error(at, format!("There are no prompts in `{value}`: no file matches"))
+                .hint = Some("a one-line prompt with `/` or a file-like ending is read as a path, as in promptfoo; give it as `{raw: ...}`".into());
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for file in files {
+            let Some(text) = self.read_file(&file, at) else {
+                continue;
+            };
+            let shown = file
+                .strip_prefix(&self.dir)
+                .map_or_else(|_| file.display().to_string(), |p| p.display().to_string());
+            let id = format!("file://{shown}");
+            let fext = file
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            let parts: Vec<String> = match fext.as_str() {
+                "json" => vec![text.trim().to_owned()],
+                "yaml" | "yml" => match crate::yaml::parse(&text) {
+                    Ok(v) => vec![match v {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    }],
+                    Err(e) => {
+                        self.error(
+                            at,
+                            format!("{}: invalid YAML: {}", file.display(), e.message),
+                        );
+                        continue;
+                    }
+                },
+                "jsonl" => text
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                "md" | "j2" => vec![text.clone()],
+                _ => split_prompts(&text),
+            };
+            let many = parts.len() > 1;
+            for (i, raw) in parts.into_iter().enumerate() {
+                let label = match (&label, many) {
+                    (Some(l), _) => l.clone(),
+                    (None, true) => format!("{id}: {}", first_line(&raw)),
+                    (None, false) => id.clone(),
+                };
+                let _ = i;
+                out.push(Prompt {
+                    raw,
+                    label,
+                    id: Some(id.clone()),
+                });
+            }
+        }
+        out
+    }
+
+    /// The files a path or glob names, inside the project root.
+    pub(super) fn glob(&mut self, spec: &str, at: &KeyPath) -> Option<Vec<PathBuf>> {
+        if !spec.contains(['*', '?', '[', '{']) {
+            return match self.options.roots.relative(spec, &self.dir) {
+                Ok(p) => Some(vec![p]),
+                Err(crate::roots::PathError::NotFound { .. }) => Some(Vec::new()),
+                Err(e) => {
+                    self.error(at, format!("`{spec}`: {e}"));
+                    None
+                }
+            };
+        }
+        let matcher = match globset::Glob::new(spec) {
+            Ok(g) => g.compile_matcher(),
+            Err(e) => {
+                self.error(at, format!("`{spec}` is not a valid glob: {e}"));
+                return None;
+            }
+        };
+        let base = self.abs_dir();
+        let mut found: Vec<PathBuf> = walkdir::WalkDir::new(&base)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+            .filter(|e| {
+                e.path()
+                    .strip_prefix(&base)
+                    .is_ok_and(|rel| matcher.is_match(rel))
+            })
+            .filter_map(|e| self.options.roots.contain(e.path()).ok())
+            .collect();
+        found.sort();
+        Some(found)
+    }
+
+    /// `path`, relative to the config, inside the project root; an error
+    /// naming it as `shown` when it is not.
+    pub(super) fn relative(&mut self, path: &str, shown: &str, at: &KeyPath) -> Option<PathBuf> {
+        match self.options.roots.relative(path, &self.dir) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                self.error(at, format!("{shown}: {e}"));
+                None
+            }
+        }
+    }
+
+    /// A YAML or JSON file the config names, inside the project root,
+    /// parsed.
+    pub(super) fn structured_file(&mut self, rel: &str, at: &KeyPath) -> Option<Value> {
+        let path = self.relative(rel, &format!("`file://{rel}`"), at)?;
+        let text = self.read_file(&path, at)?;
+        match crate::yaml::parse(&text) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.error(at, format!("{}: {e}", path.display()));
+                None
+            }
+        }
+    }
+
+    pub(super) fn read_file(&mut self, file: &Path, at: &KeyPath) -> Option<String> {
+        match crate::roots::read_regular_text(file, crate::load::MAX_FILE_BYTES) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.error(at, format!("cannot read {}: {e}", file.display()));
+                None
+            }
+        }
+    }
+}
+
+/// promptfoo's `maybeFilePath`: no newline, and `file://`, a `/`, `\` or
+/// `*`, a dot 3rd or 4th from the end, or a prompt file extension.
+pub(super) fn maybe_file_path(s: &str) -> bool {
+    if s.contains('\n') {
+        return false;
+    }
+    if s.starts_with("file://") || s.contains(['/', '\\', '*']) {
+        return true;
+    }
+    let chars: Vec<char> = s.chars().collect();
+    let n = chars.len();
+    (n >= 3 && chars[n - 3] == '.') || (n >= 4 && chars[n - 4] == '.')
+}
+
+/// A prompt file's prompts: parts between lines that are exactly `---`.
+pub(super) fn split_prompts(text: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = Vec::new();
+    for line in text.lines() {
+        if line.trim_end() == "---" {
+            parts.push(current.join("\n"));
+            current.clear();
+        } else {
+            current.push(line);
+        }
+    }
+    parts.push(current.join("\n"));
+    parts
+        .into_iter()
+        .map(|p| p.trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+pub(super) fn first_line(s: &str) -> String {
+    let line = s.lines().next().unwrap_or("");
+    match line.char_indices().nth(60) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_owned(),
+    }
+}

@@ -1,0 +1,546 @@
+//! Test rows: `tests` (inline and `file://` YAML, JSON, JSONL, CSV),
+//! `scenarios`, one row's keys, `defaultTest` merged in, vars loaded from
+//! files and expanded into their cartesian product.
+
+use super::*;
+
+impl Reader {
+    /// `tests`: inline rows, or files of rows.
+    pub(super) fn tests(&mut self, value: Option<&Value>, at: &KeyPath) -> Vec<Row> {
+        let mut rows = Vec::new();
+        let items: Vec<(Value, KeyPath)> = match value {
+            None | Some(Value::Null) => return rows,
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.clone(), at.index(i)))
+                .collect(),
+            Some(other) => vec![(other.clone(), at.clone())],
+        };
+        for (item, iat) in items {
+            match item {
+                Value::Object(t) => rows.push(self.row(&t, &iat, false)),
+                Value::String(spec) => rows.extend(self.test_file(&spec, &iat)),
+                other => {
+                    self.error(
+                        &iat,
+                        format!(
+                            "a test must be a mapping or a file://, got {}",
+                            crate::agentv4::kind(&other)
+                        ),
+                    );
+                }
+            }
+        }
+        rows
+    }
+
+    /// `scenarios`: each `config` row with each of its `tests` (or one empty
+    /// test), merged as promptfoo merges them: vars and metadata shallow
+    /// (the test's win), the config row's assertions first.
+    pub(super) fn scenarios(&mut self, value: Option<&Value>, at: &KeyPath) -> Vec<Row> {
+        let Some(value) = value else {
+            return Vec::new();
+        };
+        let Value::Array(scenarios) = value else {
+            self.error(at, "`scenarios` must be a list of `{config, tests}`");
+            return Vec::new();
+        };
+        // `file://` entries (globs allowed): each file holds one scenario
+        // or a list of them.
+        let mut expanded: Vec<(Value, KeyPath)> = Vec::new();
+        for (i, scenario) in scenarios.iter().enumerate() {
+            let sat = at.index(i);
+            match scenario {
+                Value::String(spec) if spec.starts_with("file://") => {
+                    let Some(files) = self.glob(&spec["file://".len()..], &sat) else {
+                        continue;
+                    };
+                    if files.is_empty() {
+                        self.error(&sat, format!("`{spec}` matches no file"));
+                    }
+                    for file in files {
+                        let shown = file.display().to_string();
+                        match self.structured_file(&shown, &sat) {
+                            Some(Value::Array(list)) => {
+                                expanded.extend(list.into_iter().map(|v| (v, sat.clone())));
+                            }
+                            Some(v) => expanded.push((v, sat.clone())),
+                            None => {}
+                        }
+                    }
+                }
+                other => expanded.push((other.clone(), sat)),
+            }
+        }
+        let mut rows = Vec::new();
+        for (scenario, sat) in &expanded {
+            let sat = sat.clone();
+            let Value::Object(sc) = scenario else {
+                self.error(&sat, "a scenario must be a mapping with `config` and `tests` (a `file://` scenario is not read by this version of evalhost)");
+                continue;
+            };
+            let configs: Vec<(Map<String, Value>, KeyPath)> = match sc.get("config") {
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(j, v)| {
+                        v.as_object()
+                            .map(|o| (o.clone(), sat.key("config").index(j)))
+                    })
+                    .collect(),
+                _ => {
+                    self.error(
+                        &sat.key("config"),
+                        "a scenario needs `config`, a list of partial tests",
+                    );
+                    continue;
+                }
+            };
+            let tests: Vec<(Map<String, Value>, KeyPath)> = match sc.get("tests") {
+                None => vec![(Map::new(), sat.clone())],
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(j, v)| {
+                        v.as_object()
+                            .map(|o| (o.clone(), sat.key("tests").index(j)))
+                    })
+                    .collect(),
+                Some(_) => {
+                    self.error(&sat.key("tests"), "a scenario's `tests` must be a list");
+                    continue;
+                }
+            };
+            for (data, dat) in &configs {
+                let base = self.row(data, dat, true);
+                for (test, tat) in &tests {
+                    let own = self.row(test, tat, true);
+                    let mut merged = own.clone();
+                    merged.description = own.description.clone().or(base.description.clone());
+                    let mut vars = base.vars.clone();
+                    vars.extend(own.vars.clone());
+                    merged.vars = vars;
+                    let mut metadata = base.metadata.clone();
+                    metadata.extend(own.metadata.clone());
+                    merged.metadata = metadata;
+                    let mut assert = base.assert.clone();
+                    assert.extend(own.assert.clone());
+                    merged.assert = assert;
+                    merged.threshold = own.threshold.or(base.threshold);
+                    rows.push(merged);
+                }
+            }
+        }
+        rows
+    }
+
+    /// Rows from `file://tests.yaml|json|jsonl|csv` (globs allowed).
+    pub(super) fn test_file(&mut self, spec: &str, at: &KeyPath) -> Vec<Row> {
+        let path = spec.strip_prefix("file://").unwrap_or(spec);
+        let Some(files) = self.glob(path, at) else {
+            return Vec::new();
+        };
+        if files.is_empty() {
+            self.error(at, format!("`{spec}`: no file matches"));
+            return Vec::new();
+        }
+        let mut rows = Vec::new();
+        for file in files {
+            let Some(text) = self.read_file(&file, at) else {
+                continue;
+            };
+            let ext = file
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            // Each value with its line in the file, when known.
+            let mut lines: Vec<usize> = Vec::new();
+            let values: Vec<Value> = match ext.as_str() {
+                "csv" => match csv_rows(&text) {
+                    Ok(v) => v
+                        .into_iter()
+                        .map(|(line, value)| {
+                            lines.push(line);
+                            value
+                        })
+                        .collect(),
+                    Err(e) => {
+                        self.error(at, format!("{}: {e}", file.display()))
+                            .hint = Some("quote a field that holds a comma (\"a, b\"), and give every row the header's number of fields; promptfoo refuses such a file too".into());
+                        continue;
+                    }
+                },
+                "jsonl" => {
+                    let mut v = Vec::new();
+                    for (i, line) in text
+                        .lines()
+                        .enumerate()
+                        .filter(|(_, l)| !l.trim().is_empty())
+                    {
+                        match serde_json::from_str(line) {
+                            Ok(x) => {
+                                lines.push(i + 1);
+                                v.push(x)
+                            }
+                            Err(e) => {
+                                self.error(
+                                    at,
+                                    format!("{}:{}: not JSON: {e}", file.display(), i + 1),
+                                );
+                            }
+                        }
+                    }
+                    v
+                }
+                "json" | "yaml" | "yml" => match crate::yaml::parse(&text) {
+                    Ok(Value::Array(v)) => v,
+                    Ok(v @ Value::Object(_)) => vec![v],
+                    Ok(other) => {
+                        self.error(
+                            at,
+                            format!(
+                                "{}: a tests file holds a test or a list of tests, got {}",
+                                file.display(),
+                                crate::agentv4::kind(&other)
+                            ),
+                        );
+                        continue;
+                    }
+                    Err(e) => {
+                        self.error(
+                            at,
+                            format!(
+                                "{}: invalid {}: {}",
+                                file.display(),
+                                ext.to_uppercase(),
+                                e.message
+                            ),
+                        );
+                        continue;
+                    }
+                },
+                other => {
+                    self.error(at, format!("{}: tests from `.{other}` files are not read (yaml, json, jsonl, csv are)", file.display()));
+                    continue;
+                }
+            };
+            let shown = Arc::new(file.clone());
+            for (i, v) in values.into_iter().enumerate() {
+                let Value::Object(t) = v else {
+                    self.error(
+                        at,
+                        format!(
+                            "{} item {}: a test must be a mapping",
+                            file.display(),
+                            i + 1
+                        ),
+                    );
+                    continue;
+                };
+                let mut row = self.row(&t, at, false);
+                row.file = shown.clone();
+                row.pos = lines
+                    .get(i)
+                    .map(|&line| crate::source_map::Pos { line, col: 1 });
+                if row.description.is_none() && ext == "csv" {
+                    row.description = Some(format!("Row #{}", i + 1));
+                }
+                rows.push(row);
+            }
+        }
+        rows
+    }
+
+    /// One test mapping (or `defaultTest`).
+    pub(super) fn row(&mut self, t: &Map<String, Value>, at: &KeyPath, default: bool) -> Row {
+        for key in t.keys() {
+            if !TEST_KEYS.contains(&key.as_str()) {
+                self.warning(
+                    &at.key(key),
+                    format!("unknown test key `{key}`; promptfoo ignores it, and so does evalhost"),
+                )
+                .hint = crate::diag::nearest(key, TEST_KEYS.iter().copied())
+                    .map(|n| format!("did you mean `{n}`?"));
+            }
+        }
+        if !default
+            && ![
+                "assert",
+                "vars",
+                "options",
+                "metadata",
+                "provider",
+                "providerOutput",
+                "threshold",
+            ]
+            .iter()
+            .any(|k| t.contains_key(*k))
+        {
+            self.error(at, "a test needs at least one of assert, vars, options, metadata, provider, providerOutput, threshold (promptfoo refuses it too)");
+        }
+        for key in ["provider", "providers", "prompts", "assertScoringFunction"] {
+            if t.contains_key(key) {
+                self.error(
+                    &at.key(key),
+                    format!("a test's `{key}` is not read by this version of evalhost"),
+                );
+            }
+        }
+        let (mut transform, mut postprocess) = (None, None);
+        let mut grading = Grading::default();
+        if let Some(Value::Object(options)) = t.get("options") {
+            for (key, v) in options {
+                let oat = at.key("options").key(key);
+                match key.as_str() {
+                    "transform" => transform = Some((v.clone(), oat)),
+                    "postprocess" => postprocess = Some((v.clone(), oat)),
+                    "provider" if default => self.grading_provider = Some((v.clone(), oat)),
+                    "provider" => grading.provider = Some((v.clone(), oat)),
+                    "rubricPrompt" => grading.rubric_prompt = Some((v.clone(), oat)),
+                    "factuality" => grading.factuality = self.factuality_scores(v, &oat),
+                    _ => {
+                        self.error(
+                            &oat,
+                            format!("test option `{key}` is not read by this version of evalhost"),
+                        );
+                    }
+                }
+            }
+        }
+        let vars = match t.get("vars") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(v)) => v.clone(),
+            Some(_) => {
+                self.error(&at.key("vars"), "`vars` as a file list is not read by this version of evalhost; write the vars inline");
+                Map::new()
+            }
+        };
+        let assert = match t.get("assert") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.clone(), at.key("assert").index(i)))
+                .collect(),
+            Some(other) => {
+                self.error(
+                    &at.key("assert"),
+                    format!(
+                        "`assert` must be a list, got {}",
+                        crate::agentv4::kind(other)
+                    ),
+                );
+                Vec::new()
+            }
+        };
+        let threshold = match t.get("threshold") {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_f64() {
+                Some(x) if x.is_finite() && (0.0..=1.0).contains(&x) => Some(x),
+                _ => {
+                    self.error(
+                        &at.key("threshold"),
+                        format!("`threshold` must be a number, got {v}"),
+                    );
+                    None
+                }
+            },
+        };
+        Row {
+            description: t
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            vars,
+            assert,
+            threshold,
+            metadata: t
+                .get("metadata")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+            provider_output: t.get("providerOutput").cloned(),
+            transform,
+            postprocess,
+            grading,
+            at: at.clone(),
+            file: self.file.clone(),
+            pos: None,
+        }
+    }
+
+    /// promptfoo's `renderPrompt` for vars that name files (`file://…`,
+    /// relative to the config): text trimmed, YAML as its JSON, an image
+    /// as a `data:` URI; code, PDFs, audio and video are refused.
+    pub(super) fn load_file_vars(
+        &mut self,
+        vars: &mut Map<String, Value>,
+        at: &KeyPath,
+        cache: &mut std::collections::HashMap<PathBuf, Result<Value, String>>,
+    ) {
+        let names: Vec<String> = vars
+            .iter()
+            .filter(|(_, v)| v.as_str().is_some_and(|s| s.starts_with("file://")))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for name in names {
+            let spec = vars[&name].as_str().unwrap_or_default().to_owned();
+            let rel = &spec["file://".len()..];
+            let Some(path) = self.relative(rel, &format!("var `{name}`: `{spec}`"), &at.key(&name))
+            else {
+                continue;
+            };
+            let loaded = cache
+                .entry(path.clone())
+                .or_insert_with(|| load_var_file(&path))
+                .clone();
+            match loaded {
+                Ok(v) => {
+                    vars.insert(name, v);
+                }
+                Err(e) => {
+                    self.error(&at.key(&name), format!("var `{name}`: `{spec}`: {e}"));
+                }
+            }
+        }
+    }
+}
+
+/// `defaultTest` merged into a test, as promptfoo does: vars, metadata
+/// shallow (the test's win), the default's assertions first, its threshold
+/// when the test has none.
+pub(super) fn merge_default(d: &Row, mut row: Row) -> Row {
+    let mut vars = d.vars.clone();
+    vars.extend(std::mem::take(&mut row.vars));
+    row.vars = vars;
+    let mut metadata = d.metadata.clone();
+    metadata.extend(std::mem::take(&mut row.metadata));
+    row.metadata = metadata;
+    let mut assert = d.assert.clone();
+    assert.append(&mut row.assert);
+    row.assert = assert;
+    row.threshold = row.threshold.or(d.threshold);
+    // `options` merged shallowly, key by key, the test's winning.
+    if row.transform.is_none() {
+        row.transform = d.transform.clone();
+    }
+    if row.postprocess.is_none() {
+        row.postprocess = d.postprocess.clone();
+    }
+    if row.grading.rubric_prompt.is_none() {
+        row.grading.rubric_prompt = d.grading.rubric_prompt.clone();
+    }
+    if row.grading.factuality.is_none() {
+        row.grading.factuality = d.grading.factuality.clone();
+    }
+    row
+}
+
+/// promptfoo's var expansion: each var whose value is a list starting with
+/// a string takes each of its values; the rows are their cartesian product
+/// (in key order, the first key varying slowest).
+pub(super) fn expand_vars(vars: &Map<String, Value>) -> Option<Vec<Map<String, Value>>> {
+    let mut rows = vec![Map::new()];
+    for (k, v) in vars {
+        match v {
+            Value::Array(items) if items.first().is_some_and(Value::is_string) => {
+                if rows.len().saturating_mul(items.len()) > MAX_ROWS {
+                    return None;
+                }
+                let mut next = Vec::with_capacity(rows.len() * items.len());
+                for row in &rows {
+                    for item in items {
+                        let mut r = row.clone();
+                        r.insert(k.clone(), item.clone());
+                        next.push(r);
+                    }
+                }
+                rows = next;
+            }
+            other => {
+                for r in &mut rows {
+                    r.insert(k.clone(), other.clone());
+                }
+            }
+        }
+    }
+    Some(rows)
+}
+
+/// One `file://` var's value, as promptfoo loads it.
+pub(super) fn load_var_file(path: &Path) -> Result<Value, String> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    const IMAGES: &[(&str, &str)] = &[
+        ("jpg", "image/jpeg"),
+        ("jpeg", "image/jpeg"),
+        ("png", "image/png"),
+        ("gif", "image/gif"),
+        ("bmp", "image/bmp"),
+        ("webp", "image/webp"),
+        ("svg", "image/svg+xml"),
+        ("tif", "image/tiff"),
+        ("tiff", "image/tiff"),
+        ("ico", "image/x-icon"),
+        ("avif", "image/avif"),
+        ("heic", "image/heic"),
+        ("heif", "image/heif"),
+    ];
+    match ext.as_str() {
+        "js" | "cjs" | "mjs" | "ts" | "mts" | "cts" | "py" => {
+            return Err("a var computed by code is not run by this version of evalhost; write its value, or point at a text file".into());
+        }
+        "pdf" => {
+            return Err(
+                "promptfoo extracts a PDF's text; this version of evalhost does not".into(),
+            );
+        }
+        "mp3" | "wav" | "ogg" | "flac" | "m4a" | "aac" | "mp4" | "webm" | "mov" | "avi" | "mkv" => {
+            return Err("audio and video vars are not read by this version of evalhost".into());
+        }
+        _ => {}
+    }
+    if let Some((_, mime)) = IMAGES.iter().find(|(e, _)| *e == ext) {
+        let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+        if !meta.is_file() {
+            return Err("not a regular file".into());
+        }
+        if meta.len() > crate::load::MAX_FILE_BYTES {
+            return Err(format!(
+                "larger than {} MiB",
+                crate::load::MAX_FILE_BYTES >> 20
+            ));
+        }
+        let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+        use base64::Engine as _;
+        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        // The file's magic number wins over its extension, as in promptfoo.
+        let detected = [
+            ("/9j/", "image/jpeg"),
+            ("iVBORw0KGgo", "image/png"),
+            ("R0lGODlh", "image/gif"),
+            ("R0lGODdh", "image/gif"),
+            ("UklGR", "image/webp"),
+            ("Qk0", "image/bmp"),
+            ("Qk1", "image/bmp"),
+            ("SUkq", "image/tiff"),
+            ("TU0A", "image/tiff"),
+            ("AAABAA", "image/x-icon"),
+        ]
+        .iter()
+        .find(|(magic, _)| data.starts_with(magic))
+        .map_or(*mime, |(_, m)| *m);
+        return Ok(Value::String(format!("data:{detected};base64,{data}")));
+    }
+    let text = crate::roots::read_regular_text(path, crate::load::MAX_FILE_BYTES)?;
+    if ext == "yaml" || ext == "yml" {
+        let v = crate::yaml::parse(&text).map_err(|e| e.to_string())?;
+        return Ok(Value::String(v.to_string()));
+    }
+    Ok(Value::String(text.trim().to_owned()))
+}
