@@ -1,0 +1,155 @@
+//! Nunjucks templating as AgentV 5 renders prompts and vars (through the
+//! shared minijinja engine and its limits), `{{ env.X }}`, and the
+//! cartesian expansion of list vars.
+
+use super::*;
+
+/// `{{ env.NAME }}` references filled from `env`; everything else kept.
+pub(super) fn render_env(s: &str, env: &Map<String, Value>) -> String {
+    if !s.contains("{{") {
+        return s.to_owned();
+    }
+    let mut vars = Map::new();
+    vars.insert("env".into(), Value::Object(env.clone()));
+    render(s, &vars, env)
+}
+
+/// A template rendered with `vars` (and `env`), as AgentV 5's Nunjucks does.
+pub(super) fn render(s: &str, vars: &Map<String, Value>, env: &Map<String, Value>) -> String {
+    if !s.contains("{{") && !s.contains("{%") {
+        return s.to_owned();
+    }
+    let mut e = minijinja::Environment::new();
+    e.set_undefined_behavior(minijinja::UndefinedBehavior::Lenient);
+    e.set_keep_trailing_newline(true);
+    e.set_fuel(Some(crate::promptfoo::TEMPLATE_FUEL));
+    let mut ctx = vars.clone();
+    ctx.entry("vars")
+        .or_insert_with(|| Value::Object(vars.clone()));
+    ctx.entry("env")
+        .or_insert_with(|| Value::Object(env.clone()));
+    crate::promptfoo::guarded(|| {
+        e.render_str(s, Value::Object(ctx))
+            .map_err(|e| e.to_string())
+    })
+    .and_then(|text| crate::budget::rendered(text.len()).map(|()| text))
+    .unwrap_or_else(|_| s.to_owned())
+}
+
+/// A value's strings rendered (objects and lists recursively); a string
+/// that is one whole `{{ name }}` reference takes the var's value itself,
+/// keeping its type (a message list stays a list).
+pub(super) fn render_value(
+    v: &Value,
+    vars: &Map<String, Value>,
+    env: &Map<String, Value>,
+) -> Value {
+    match v {
+        Value::String(s) => {
+            let trimmed = s.trim();
+            if let Some(name) = trimmed
+                .strip_prefix("{{")
+                .and_then(|r| r.strip_suffix("}}"))
+                .map(str::trim)
+                .filter(|n| {
+                    n.chars()
+                        .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+                })
+            {
+                let name = name.strip_prefix("vars.").unwrap_or(name);
+                if let Some(value) = vars.get(name) {
+                    return value.clone();
+                }
+            }
+            Value::String(render(s, vars, env))
+        }
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|i| render_value(i, vars, env)).collect())
+        }
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| (k.clone(), render_value(x, vars, env)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+pub(super) fn render_prompt(
+    template: &Value,
+    vars: &Map<String, Value>,
+    env: &Map<String, Value>,
+) -> Value {
+    render_value(template, vars, env)
+}
+
+/// String-list vars expand into their cartesian product (AgentV 5 as
+/// promptfoo: `yaml-parser.ts` 524-554).
+pub(super) fn expand(vars: &Map<String, Value>) -> Option<Vec<Map<String, Value>>> {
+    let mut rows = vec![Map::new()];
+    for (k, v) in vars {
+        match v {
+            Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_string) => {
+                if rows.len().saturating_mul(items.len()) > MAX_CASES {
+                    return None;
+                }
+                let mut next = Vec::new();
+                for row in &rows {
+                    for item in items {
+                        let mut r = row.clone();
+                        r.insert(k.clone(), item.clone());
+                        next.push(r);
+                    }
+                }
+                rows = next;
+            }
+            other => {
+                for r in &mut rows {
+                    r.insert(k.clone(), other.clone());
+                }
+            }
+        }
+    }
+    Some(rows)
+}
+
+/// `{{ env.NAME }}` filled in every string of `v`.
+pub(super) fn render_env_value(v: &Value, env: &Map<String, Value>) -> Value {
+    match v {
+        Value::String(s) => Value::String(fill_env_refs(s, env)),
+        Value::Array(a) => Value::Array(a.iter().map(|x| render_env_value(x, env)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (k.clone(), render_env_value(x, env)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Only the `{{ env.NAME }}` references of `s` filled; every other
+/// template expression is kept for the per-test rendering.
+pub(super) fn fill_env_refs(s: &str, env: &Map<String, Value>) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start..].find("}}") else {
+            break;
+        };
+        let inner = rest[start + 2..start + len].trim();
+        out.push_str(&rest[..start]);
+        match inner.strip_prefix("env.") {
+            Some(name) if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+                match env.get(name) {
+                    Some(Value::String(v)) => out.push_str(v),
+                    Some(other) => out.push_str(&other.to_string()),
+                    None => {}
+                }
+            }
+            _ => out.push_str(&rest[start..start + len + 2]),
+        }
+        rest = &rest[start + len + 2..];
+    }
+    out.push_str(rest);
+    out
+}
