@@ -5,7 +5,6 @@
 //! present — one line per check, a clear reason for each problem.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::target::{Provider, Target, Targets};
@@ -42,23 +41,6 @@ impl Finding {
     }
 }
 
-/// `program` found on `PATH` (or as a path).
-pub(crate) fn which(program: &str) -> Option<PathBuf> {
-    let p = Path::new(program);
-    if p.components().count() > 1 {
-        return p.is_file().then(|| p.to_path_buf());
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(program))
-            .find(|c| {
-                use std::os::unix::fs::PermissionsExt as _;
-                c.metadata()
-                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            })
-    })
-}
-
 /// What `argv` prints (stdout and stderr), if it ran in time.
 fn output_of(argv: &[String]) -> Option<String> {
     let outcome = crate::process::run(&crate::process::Spec {
@@ -87,7 +69,7 @@ fn agent(
 ) -> Vec<Finding> {
     use crate::target::agent::AgentKind;
     let name = &target.name;
-    let Some(path) = which(&config.executable) else {
+    let Some(path) = crate::process::which(&config.executable) else {
         return vec![Finding::problem(
             name,
             format!(
@@ -237,7 +219,7 @@ pub fn check(target: &Target, trusted: bool) -> Vec<Finding> {
         Provider::Agent(config) => agent(target, config, trusted),
         Provider::Cli(config) => {
             let program = config.command.split_whitespace().next().unwrap_or("");
-            match which(program) {
+            match crate::process::which(program) {
                 Some(path) => vec![Finding::ok(
                     name,
                     format!("`{program}` at {}", path.display()),

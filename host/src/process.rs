@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -333,6 +333,24 @@ pub fn fill_placeholders(
     }
     out.push_str(rest);
     out
+}
+
+/// `program` found on `PATH` (or as a path), executable: the one lookup
+/// `doctor`, the targets and the toolchains share.
+pub fn which(program: &str) -> Option<PathBuf> {
+    let p = Path::new(program);
+    if p.components().count() > 1 {
+        return p.is_file().then(|| p.to_path_buf());
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(program))
+            .find(|c| {
+                use std::os::unix::fs::PermissionsExt as _;
+                c.metadata()
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+    })
 }
 
 #[cfg(test)]

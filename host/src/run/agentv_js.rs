@@ -48,11 +48,7 @@ pub fn is_define_assertion(source: &str) -> bool {
 }
 
 fn on_path(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(program))
-            .find(|p| p.is_file())
-    })
+    crate::process::which(program)
 }
 
 fn digest(parts: &[&[u8]]) -> String {

@@ -48,8 +48,7 @@ fn find_script(kind: &str, eval_dir: &Path, project_root: &Path) -> Option<PathB
 
 /// `program` on the PATH.
 fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+    crate::process::which(program).is_some()
 }
 
 /// Node's major and minor version, when node runs.

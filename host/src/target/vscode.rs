@@ -261,7 +261,7 @@ pub fn invoke(
     let _turn = WINDOW.lock().unwrap_or_else(|e| e.into_inner());
     let started = Instant::now();
     let exe = config.executable.clone();
-    if crate::doctor::which(&exe).is_none() {
+    if crate::process::which(&exe).is_none() {
         return Err(TargetFailure::fatal(if exe.contains('/') {
             format!(
                 "VS Code executable not found at '{exe}'. Check the 'executable' setting in your target configuration."

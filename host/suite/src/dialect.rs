@@ -78,7 +78,7 @@ impl Dialect {
         // with its line; AgentV 4 is the reader that has always done so.
         // Capped, and only a regular file: a FIFO given as the eval file
         // would block the sniffing forever, a huge file be read whole.
-        let Ok(text) = crate::roots::read_regular_text(path, crate::load::MAX_FILE_BYTES) else {
+        let Ok(text) = crate::roots::read_regular_text(path, crate::limits::MAX_FILE_BYTES) else {
             return Ok(Self::AgentV4);
         };
         let parsed = if ext == "json" {

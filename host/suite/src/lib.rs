@@ -28,6 +28,7 @@ pub mod diag;
 pub mod dialect;
 pub mod env;
 pub mod fields;
+pub mod limits;
 pub mod load;
 pub mod mathexpr;
 pub mod model;

@@ -7,24 +7,15 @@ use std::path::Path;
 use crate::diag::Diagnostics;
 use crate::dialect::{Dialect, ReadOptions};
 use crate::env::Env;
-use crate::fields;
 use crate::model::Suite;
 use crate::roots::Roots;
 
 pub use crate::agentv4::{content_text, kind, merge_metadata, parse_yaml};
 pub use crate::vars::substitute_vars;
 
-/// Largest suite, case or template file read (a bigger one is refused).
-pub const MAX_FILE_BYTES: u64 = 32 << 20;
-/// Largest file attached to an input (`type: file`, `input_files`).
-pub const MAX_INPUT_FILE_BYTES: u64 = 16 << 20;
-/// Deepest nesting of `include:` templates (AgentV's limit).
-pub const MAX_INCLUDE_DEPTH: usize = 3;
-
-/// Keys of an assertion the host reads (the rest is plugin config).
-pub fn host_assertion_keys() -> impl Iterator<Item = &'static str> + Clone {
-    fields::names(fields::ASSERTION_HOST)
-}
+pub use crate::limits::{
+    MAX_FILE_BYTES, MAX_INCLUDE_DEPTH, MAX_INPUT_FILE_BYTES, host_assertion_keys,
+};
 
 /// Reads and checks the eval file at `path`. Returns the suite as far as it
 /// could be read (check the diagnostics for errors before running it), and

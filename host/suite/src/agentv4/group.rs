@@ -331,7 +331,7 @@ impl Loader {
                                     &found,
                                     &display,
                                     Some((doc, &agg_at.key("prompt"))),
-                                    crate::load::MAX_FILE_BYTES,
+                                    crate::limits::MAX_FILE_BYTES,
                                 )?;
                                 self.extension(doc, &agg_at.key("prompt"), format!("`prompt: file://{path}` on an llm-grader aggregator: evalhost sends the file's text; AgentV 4.42 sends the path itself as the prompt"));
                                 Some(text)

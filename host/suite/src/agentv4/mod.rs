@@ -43,9 +43,9 @@ pub use messages::content_text;
 pub use node::kind;
 pub use read::parse_yaml;
 
-use crate::load::{MAX_FILE_BYTES, MAX_INCLUDE_DEPTH, MAX_INPUT_FILE_BYTES};
+use crate::limits::{MAX_FILE_BYTES, MAX_INCLUDE_DEPTH, MAX_INPUT_FILE_BYTES};
 
-use crate::load::host_assertion_keys;
+use crate::limits::host_assertion_keys;
 use crate::vars::substitute_vars;
 use assertions::rubric_assertion;
 use conversation::implicit_llm_grader;

@@ -13,7 +13,7 @@ impl Rewriter {
                 return None;
             }
         };
-        match crate::roots::read_regular_text(&path, crate::load::MAX_FILE_BYTES) {
+        match crate::roots::read_regular_text(&path, crate::limits::MAX_FILE_BYTES) {
             Ok(t) => Some(t.replace("\r\n", "\n")),
             Err(e) => {
                 self.error(
@@ -320,7 +320,7 @@ impl Rewriter {
                 return Vec::new();
             }
         };
-        let text = match crate::roots::read_regular_text(&path, crate::load::MAX_FILE_BYTES) {
+        let text = match crate::roots::read_regular_text(&path, crate::limits::MAX_FILE_BYTES) {
             Ok(t) => t,
             Err(e) => {
                 self.error(at, format!("`{spec}`: cannot read {}: {e}", path.display()));

@@ -23,7 +23,7 @@ impl Rewriter {
                 return None;
             }
         };
-        let text = match crate::roots::read_regular_text(&path, crate::load::MAX_FILE_BYTES) {
+        let text = match crate::roots::read_regular_text(&path, crate::limits::MAX_FILE_BYTES) {
             Ok(t) => t,
             Err(e) => {
                 self.error(

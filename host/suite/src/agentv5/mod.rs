@@ -48,7 +48,7 @@ const MAX_CASES: usize = 1_000_000;
 /// Reads the AgentV 5 suite at `path`.
 pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnostics) {
     let mut diags = Diagnostics::default();
-    let text = match crate::roots::read_regular_text(path, crate::load::MAX_FILE_BYTES) {
+    let text = match crate::roots::read_regular_text(path, crate::limits::MAX_FILE_BYTES) {
         Ok(t) => t,
         Err(e) => {
             diags.push(Diagnostic::error(

@@ -104,7 +104,7 @@ impl Rewriter {
             if !file.exists() {
                 continue;
             }
-            let Ok(text) = crate::roots::read_regular_text(&file, crate::load::MAX_FILE_BYTES)
+            let Ok(text) = crate::roots::read_regular_text(&file, crate::limits::MAX_FILE_BYTES)
             else {
                 continue;
             };

@@ -429,7 +429,7 @@ impl Reader {
         let loaded = match self.value_files.get(&path) {
             Some(r) => r.clone(),
             None => {
-                let r = crate::roots::read_regular_text(&path, crate::load::MAX_FILE_BYTES)
+                let r = crate::roots::read_regular_text(&path, crate::limits::MAX_FILE_BYTES)
                     .map_err(|e| format!("cannot read {}: {e}", path.display()))
                     .and_then(|text| {
                         if ext == ".txt" {

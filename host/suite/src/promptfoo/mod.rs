@@ -269,7 +269,7 @@ impl Reader {
 pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnostics) {
     let display = Arc::new(path.to_path_buf());
     let mut diags = Diagnostics::default();
-    let text = match crate::roots::read_regular_text(path, crate::load::MAX_FILE_BYTES) {
+    let text = match crate::roots::read_regular_text(path, crate::limits::MAX_FILE_BYTES) {
         Ok(t) => t,
         Err(e) => {
             diags.push(Diagnostic::error(

@@ -252,7 +252,7 @@ impl Reader {
     }
 
     pub(super) fn read_file(&mut self, file: &Path, at: &KeyPath) -> Option<String> {
-        match crate::roots::read_regular_text(file, crate::load::MAX_FILE_BYTES) {
+        match crate::roots::read_regular_text(file, crate::limits::MAX_FILE_BYTES) {
             Ok(t) => Some(t),
             Err(e) => {
                 self.error(at, format!("cannot read {}: {e}", file.display()));

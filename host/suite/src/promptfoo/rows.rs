@@ -510,10 +510,10 @@ pub(super) fn load_var_file(path: &Path) -> Result<Value, String> {
         if !meta.is_file() {
             return Err("not a regular file".into());
         }
-        if meta.len() > crate::load::MAX_FILE_BYTES {
+        if meta.len() > crate::limits::MAX_FILE_BYTES {
             return Err(format!(
                 "larger than {} MiB",
-                crate::load::MAX_FILE_BYTES >> 20
+                crate::limits::MAX_FILE_BYTES >> 20
             ));
         }
         let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
@@ -537,7 +537,7 @@ pub(super) fn load_var_file(path: &Path) -> Result<Value, String> {
         .map_or(*mime, |(_, m)| *m);
         return Ok(Value::String(format!("data:{detected};base64,{data}")));
     }
-    let text = crate::roots::read_regular_text(path, crate::load::MAX_FILE_BYTES)?;
+    let text = crate::roots::read_regular_text(path, crate::limits::MAX_FILE_BYTES)?;
     if ext == "yaml" || ext == "yml" {
         let v = crate::yaml::parse(&text).map_err(|e| e.to_string())?;
         return Ok(Value::String(v.to_string()));
