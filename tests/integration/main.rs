@@ -63,5 +63,7 @@ mod conformance;
 // Dialect detection: AgentV 4, AgentV 5 and promptfoo told apart, forced
 // with --dialect, recorded in run.json.
 mod dialects;
+// ARCHITECTURE.md's import rules, checked against the code.
+mod architecture;
 // No silent wrong result, round two: trials, compare, CSV, caches, index.
 mod silent_results;

@@ -144,6 +144,19 @@ fn exceeded(limit: usize) -> ! {
     unsafe { libc::_exit(2) }
 }
 
+/// The most instructions one template may run.
+pub const TEMPLATE_FUEL: u64 = 5_000_000;
+
+/// `render` with a panic in the template engine (an overflow on absurd
+/// arguments) turned into an error.
+/// Rendering is also held to [`TEMPLATE_BYTES`] of memory.
+pub fn guarded<T>(render: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    within(TEMPLATE_BYTES, "a template of the suite", || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(render))
+            .unwrap_or_else(|_| Err("the template engine failed on this template".into()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,13 +22,13 @@ pub(super) fn render(s: &str, vars: &Map<String, Value>, env: &Map<String, Value
     let mut e = minijinja::Environment::new();
     e.set_undefined_behavior(minijinja::UndefinedBehavior::Lenient);
     e.set_keep_trailing_newline(true);
-    e.set_fuel(Some(crate::promptfoo::TEMPLATE_FUEL));
+    e.set_fuel(Some(crate::budget::TEMPLATE_FUEL));
     let mut ctx = vars.clone();
     ctx.entry("vars")
         .or_insert_with(|| Value::Object(vars.clone()));
     ctx.entry("env")
         .or_insert_with(|| Value::Object(env.clone()));
-    crate::promptfoo::guarded(|| {
+    crate::budget::guarded(|| {
         e.render_str(s, Value::Object(ctx))
             .map_err(|e| e.to_string())
     })

@@ -51,7 +51,6 @@ use prompts::*;
 use rows::*;
 
 use render::Renderer;
-pub(crate) use render::{TEMPLATE_FUEL, guarded};
 
 /// Top-level keys promptfoo reads, and what evalhost does with them.
 const TOP_KEYS: &[&str] = &[

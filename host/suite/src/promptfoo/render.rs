@@ -7,22 +7,7 @@
 use minijinja::{Environment, UndefinedBehavior, Value as JValue};
 use serde_json::{Map, Value};
 
-/// The most instructions one template may run.
-pub const TEMPLATE_FUEL: u64 = 5_000_000;
-
-/// `render` with a panic in the template engine (an overflow on absurd
-/// arguments) turned into an error.
-/// Rendering is also held to [`crate::budget::TEMPLATE_BYTES`] of memory.
-pub fn guarded<T>(render: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    crate::budget::within(
-        crate::budget::TEMPLATE_BYTES,
-        "a template of the suite",
-        || {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(render))
-                .unwrap_or_else(|_| Err("the template engine failed on this template".into()))
-        },
-    )
-}
+use crate::budget::{TEMPLATE_FUEL, guarded};
 
 /// Renders templates against a test's vars.
 pub struct Renderer {
