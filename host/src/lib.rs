@@ -1,11 +1,22 @@
-//! evalhost: runs evaluation suites (AgentV's `EVAL.yaml` format) and grades
-//! every assertion inside a sandboxed WebAssembly component plugin.
+//! evalhost: runs evaluation suites (AgentV's `EVAL.yaml`, AgentV 5 and
+//! promptfoo configs) and grades every assertion inside a sandboxed
+//! WebAssembly component plugin.
 //!
-//! The pipeline, one module per stage, data flowing one way:
-//! [`suite`] (load and check) → [`target`] (get the output) → [`grade`]
-//! (dispatch each assertion to its [`plugin`]) → [`results`] (stream rows) →
-//! [`report`] (summary). [`run`] drives it; [`cli`] maps outcomes to the
-//! [`exit_codes`].
+//! The pipeline, data flowing one way (ARCHITECTURE.md has the map, and
+//! `tests/integration/architecture.rs` holds its import rules):
+//! - **prepare**: [`suite`] (the suite crate, re-exported), [`plan`];
+//!   [`run`] drives the stages (prepare → plan → execute → record → report);
+//! - **get the output**: [`target`], [`trace`], [`response_cache`],
+//!   [`lifecycle`] and [`workspace`] (workspaces and hooks);
+//! - **grade**: [`grade`], [`grants`], [`plugin`] (wasmtime), [`judge`],
+//!   [`judge_proxy`], [`preprocess`], [`prompt_script`];
+//! - **record and report**: [`results`], [`outcome`], [`named_metrics`],
+//!   [`report`], [`merge`];
+//! - **history**: [`history`] (the index, compare, trend) and [`view`];
+//! - **commands**: [`cli`] (one file per command), [`exit_codes`],
+//!   [`doctor`], [`schema`], [`oci`];
+//! - **utilities**: [`process`], [`safe_fs`], [`digest`], [`failure`],
+//!   [`semaphore`].
 
 pub mod cli;
 pub use evalhost_suite::{diag, text};
@@ -16,7 +27,6 @@ pub mod failure;
 pub mod grade;
 pub mod grants;
 pub mod history;
-pub mod history_cli;
 pub mod judge;
 pub mod judge_proxy;
 pub mod lifecycle;
@@ -26,7 +36,6 @@ pub mod oci;
 pub mod outcome;
 pub mod plan;
 pub mod plugin;
-pub mod plugin_cli;
 pub mod preprocess;
 pub mod process;
 pub mod prompt_script;

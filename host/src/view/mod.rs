@@ -335,24 +335,17 @@ fn url_file(project: &Path) -> PathBuf {
     project.join(".evalhost").join("view.url")
 }
 
-/// `evalhost view`.
-#[derive(Debug, clap::Args)]
-pub struct ViewArgs {
-    /// The address to listen on. Anything but a loopback address makes the
-    /// results readable from the network.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: String,
-    /// The port (0: any free one).
-    #[arg(long, default_value_t = 8737)]
-    pub port: u16,
-    #[command(flatten)]
-    pub project: crate::history_cli::ProjectArg,
-}
-
-/// Runs the viewer until interrupted.
-pub fn command(args: &ViewArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let project = args.project.dir();
-    let viewer = match Viewer::bind(&project, &args.host, args.port) {
+/// Serves the runs of `project` on `host:port` until interrupted (`evalhost
+/// view`; its arguments are in `cli::view`).
+pub fn command(
+    project: &Path,
+    host: &str,
+    port: u16,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let project = project.to_path_buf();
+    let viewer = match Viewer::bind(&project, host, port) {
         Ok(v) => v,
         Err(e) => {
             let _ = writeln!(err, "error: {}", crate::text::shown(&format!("{e:#}")));

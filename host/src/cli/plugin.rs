@@ -681,7 +681,7 @@ mod tests {
     /// WIT version this host runs (the SDK's version policy).
     #[test]
     fn the_scaffold_depends_on_the_sdk_of_this_hosts_wit() {
-        let manifest = include_str!("../../plugin-sdk/Cargo.toml");
+        let manifest = include_str!("../../../plugin-sdk/Cargo.toml");
         let version = manifest
             .lines()
             .find_map(|l| l.strip_prefix("version = \""))
