@@ -32,11 +32,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const BUILD: &str = include_str!("agentv_js/build.mjs");
-const ADAPTER: &str = include_str!("agentv_js/adapter.mjs");
-const SHIM: &str = include_str!("agentv_js/sdk-shim.mjs");
-const PACKAGE: &str = include_str!("agentv_js/package.json");
-const WIT: &str = include_str!("../../../plugin-sdk/wit/grader.wit");
+const BUILD: &str = include_str!("build.mjs");
+const ADAPTER: &str = include_str!("adapter.mjs");
+const SHIM: &str = include_str!("sdk-shim.mjs");
+const PACKAGE: &str = include_str!("package.json");
+const WIT: &str = include_str!("../../../../plugin-sdk/wit/grader.wit");
 
 /// The tag domain of the components this module caches.
 const COMPONENT_TAG: &str = "evalhost-agentv-js-component-v1";

@@ -1,0 +1,36 @@
+
+use super::*;
+
+fn row(test_index: usize, trial: Option<u32>) -> String {
+    format!(
+        r#"{{"timestamp":"t","test_id":"t{test_index}","suite":"s","target":"default","test_index":{test_index},"trial":{},"status":"passed","score":1.0,"threshold":0.8,"execution_status":"ok","wall_ms":1,"output":"x","scores":[]}}"#,
+        trial.map_or("null".to_owned(), |t| t.to_string())
+    )
+}
+
+#[test]
+fn rows_are_sorted_in_place_and_damaged_lines_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        row(2, None),
+        row(0, Some(2)),
+        "{torn".to_owned(),
+        row(0, Some(1)),
+        row(1, None),
+    ];
+    std::fs::write(dir.path().join("results.jsonl"), lines.join("\n") + "\n").unwrap();
+    let mut writer = ResultsWriter::create(dir.path()).unwrap();
+    writer.sort_in_place().unwrap();
+    let mut order = Vec::new();
+    let dropped = for_each_row(writer.path(), |r| order.push((r.test_index, r.trial))).unwrap();
+    assert_eq!(dropped, 0);
+    assert_eq!(order, [(0, Some(1)), (0, Some(2)), (1, None), (2, None)]);
+    // Appending after the rewrite goes to the new file.
+    let mut extra: ResultRow = serde_json::from_str(&row(3, None)).unwrap();
+    extra.test_id = "t3".into();
+    writer.append(&extra).unwrap();
+    writer.flush().unwrap();
+    let mut n = 0;
+    for_each_row(writer.path(), |_| n += 1).unwrap();
+    assert_eq!(n, 5);
+}
