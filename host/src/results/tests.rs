@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn row(test_index: usize, trial: Option<u32>) -> String {
