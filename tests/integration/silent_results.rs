@@ -702,13 +702,26 @@ fn a_second_interrupt_leaves_no_command_running() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let running = || {
-        std::process::Command::new("pgrep")
-            .args(["-f", &marker])
-            .output()
-            .map(|o| !o.stdout.is_empty())
-            .unwrap_or(false)
+    // The processes whose command line holds the marker (read from /proc:
+    // no procps needed).
+    let matching = || -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .map(|c| {
+                        String::from_utf8_lossy(&c)
+                            .replace('\0', " ")
+                            .contains(&marker)
+                    })
+                    .unwrap_or(false)
+            })
+            .collect()
     };
+    let running = || !matching().is_empty();
     let started = std::time::Instant::now();
     while !running() && started.elapsed() < std::time::Duration::from_secs(30) {
         std::thread::sleep(std::time::Duration::from_millis(100));
@@ -726,9 +739,11 @@ fn a_second_interrupt_leaves_no_command_running() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     let left = running();
     if left {
-        let _ = std::process::Command::new("pkill")
-            .args(["-f", &marker])
-            .status();
+        for pid in matching() {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+        }
     }
     assert!(!left, "the command outlived evalhost");
 }
