@@ -644,13 +644,10 @@ pub(super) fn fill_env_refs(v: &Value, renderer: &Renderer) -> Value {
 /// unset variable stay as written.
 pub(super) fn render_env_only(s: &str, renderer: &Renderer) -> String {
     let mut out = String::new();
-    let mut rest = s;
-    while let Some(start) = rest.find("{{") {
-        let Some(len) = rest[start + 2..].find("}}").map(|l| l + 2) else {
-            break;
-        };
-        let whole = &rest[start..start + len + 2];
-        out.push_str(&rest[..start]);
+    let mut from = 0;
+    for (start, end) in tags(s) {
+        let whole = &s[start..end];
+        out.push_str(&s[from..start]);
         out.push_str(&match env_reference(whole) {
             Some(name)
                 if whole.contains('|')
@@ -664,9 +661,24 @@ pub(super) fn render_env_only(s: &str, renderer: &Renderer) -> String {
             }
             _ => whole.to_owned(),
         });
-        rest = &rest[start + len + 2..];
+        from = end;
     }
-    out.push_str(rest);
+    out.push_str(&s[from..]);
+    out
+}
+
+/// The byte ranges of the `{{ … }}` tags of `s`, each up to the first `}}`
+/// after its `{{` (promptfoo's `/\{\{(?:[^}]|\}(?!\}))*\}\}/g`).
+fn tags(s: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(start) = s[at..].find("{{").map(|i| i + at) {
+        let Some(end) = s[start + 2..].find("}}").map(|l| start + 2 + l + 2) else {
+            break;
+        };
+        out.push((start, end));
+        at = end;
+    }
     out
 }
 
@@ -699,18 +711,11 @@ pub(super) fn env_reference(template: &str) -> Option<Option<String>> {
 pub(super) fn unset_env_refs(v: &Value) -> Vec<String> {
     let mut out = Vec::new();
     match v {
-        Value::String(s) => {
-            let mut rest = s.as_str();
-            while let Some(start) = rest.find("{{") {
-                let Some(len) = rest[start + 2..].find("}}").map(|l| l + 2) else {
-                    break;
-                };
-                if let Some(Some(name)) = env_reference(&rest[start..start + len + 2]) {
-                    out.push(name);
-                }
-                rest = &rest[start + len + 2..];
-            }
-        }
+        Value::String(s) => out.extend(
+            tags(s)
+                .into_iter()
+                .filter_map(|(start, end)| env_reference(&s[start..end]).flatten()),
+        ),
         Value::Array(a) => a.iter().for_each(|x| out.extend(unset_env_refs(x))),
         Value::Object(o) => o.values().for_each(|x| out.extend(unset_env_refs(x))),
         _ => {}
