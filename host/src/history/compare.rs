@@ -95,8 +95,9 @@ pub fn compare(base: &Run, cand: &Run, options: &Options) -> Comparison {
     });
     let by_id = across.is_some();
     let base_sides = sides(base, by_id);
-    let mut cand_sides: BTreeMap<Key, Side> = sides(cand, by_id).into_iter().collect();
-    let cand_order: Vec<Key> = sides(cand, by_id).into_iter().map(|(k, _)| k).collect();
+    let cand_list = sides(cand, by_id);
+    let cand_order: Vec<Key> = cand_list.iter().map(|(k, _)| k.clone()).collect();
+    let mut cand_sides: BTreeMap<Key, Side> = cand_list.into_iter().collect();
     let mut pairs: Vec<Pair> = Vec::new();
     let mut only_in_base = Vec::new();
     for (key, side) in base_sides {
