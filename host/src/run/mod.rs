@@ -45,6 +45,7 @@ mod python_runner;
 mod record;
 mod regrade;
 mod resume;
+mod run_dir;
 pub mod targets;
 mod trial;
 
@@ -54,6 +55,8 @@ pub use prepare::{Prepared, engine, prepare};
 pub use python_runner::runner as python_runner;
 use record::recorded_plan;
 pub use record::{MAX_REPEAT, PlannedEntry, RecordedPlan, RunRecord, read_record};
+use run_dir::claim_default_run_dir;
+pub use run_dir::runs_base;
 use trial::run_trial;
 pub use trial::{effective_threshold, held_threshold};
 
@@ -145,30 +148,6 @@ impl RunReport {
             self.tally.exit_code()
         }
     }
-}
-
-/// Where runs go by default: `.evalhost/runs/<time>` under the project,
-/// whatever the current directory is (see [`runs_base`]).
-fn default_run_dir(roots: &suite::roots::Roots) -> PathBuf {
-    let stamp = jiff::Zoned::now()
-        .strftime("%Y-%m-%dT%H-%M-%S%.3f")
-        .to_string();
-    runs_base(roots).join(".evalhost").join("runs").join(stamp)
-}
-
-/// The directory whose `.evalhost/runs` holds a suite's runs: the nearest
-/// directory above the eval file holding `.evalhost/` (not above the git
-/// root), else the git root, else the eval file's directory. Never the
-/// current directory: run from inside `cases/`, a run must not land there.
-pub fn runs_base(roots: &suite::roots::Roots) -> PathBuf {
-    let in_git = roots.project_root.join(".git").exists();
-    roots
-        .eval_dir
-        .ancestors()
-        .take_while(|d| !in_git || d.starts_with(&roots.project_root))
-        .find(|d| d.join(".evalhost").is_dir())
-        .unwrap_or(&roots.project_root)
-        .to_path_buf()
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -576,7 +555,16 @@ pub fn run(
         (Some(dir), _) => dir.clone(),
         (None, Some(out)) => out.clone(),
         (None, None) => {
-            let dir = default_run_dir(&roots);
+            let dir = match claim_default_run_dir(&roots) {
+                Ok(dir) => dir,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                    return Ok(Err(RunError::Usage(format!("the run directory: {e}"))));
+                }
+                Err(e) => {
+                    return Err(anyhow::Error::new(e)
+                        .context("cannot create a run directory under .evalhost/runs"));
+                }
+            };
             // Shown relative to the current directory when inside it.
             dir.strip_prefix(&roots.cwd)
                 .map_or(dir.clone(), Path::to_path_buf)
