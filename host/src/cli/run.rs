@@ -161,7 +161,10 @@ pub(super) fn run_command(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Wri
         judge_workers: args.judge_workers,
         no_judge_cache: args.no_judge_cache,
     };
-    match crate::run::run(&options, out, err) {
+    let history = ProjectHistory {
+        strict: options.sandbox_strict,
+    };
+    match crate::run::run(&options, &history, out, err) {
         Ok(Ok(report)) => report.exit_code(),
         Ok(Err(error)) => report_run_error(err, &error),
         Err(error) => {
@@ -248,7 +251,10 @@ pub(super) fn regrade_command(args: &RegradeArgs, out: &mut dyn Write, err: &mut
         cache: Some(false),
         ..RunOptions::default()
     };
-    match crate::run::run(&options, out, err) {
+    let history = ProjectHistory {
+        strict: options.sandbox_strict,
+    };
+    match crate::run::run(&options, &history, out, err) {
         Ok(Ok(report)) => report.exit_code(),
         Ok(Err(error)) => report_run_error(err, &error),
         Err(error) => {
@@ -307,4 +313,37 @@ pub(super) fn exports(
         }
     }
     Ok(reporters)
+}
+
+/// The project's history as a run's sink: the results index
+/// (`.evalhost/results.db`) and the viewer serving it.
+struct ProjectHistory {
+    /// `--sandbox strict`: the index and viewer of the project came with
+    /// the suite.
+    strict: bool,
+}
+
+impl crate::run::History for ProjectHistory {
+    fn viewer_url(&self, runs_root: &std::path::Path, run_dir: &std::path::Path) -> Option<String> {
+        crate::view::known_url(runs_root, self.strict).map(|base| {
+            format!(
+                "{base}#/run/{}",
+                crate::history::run_id(run_dir, &runs_root.join(".evalhost").join("runs"))
+            )
+        })
+    }
+
+    fn record(&self, runs_root: &std::path::Path, run_dir: &std::path::Path) -> Option<String> {
+        // Under --sandbox strict the project's index (and the run
+        // directories it would be rebuilt from) came with the suite: not
+        // opened.
+        if self.strict {
+            return Some(
+                "note: under --sandbox strict the run is not added to the project's results index (.evalhost/results.db may have come with the suite); `evalhost runs reindex` adds it when you trust the project"
+                    .to_owned(),
+            );
+        }
+        crate::history::index::record_run(runs_root, run_dir)
+            .map(|warning| format!("warning: {}", crate::text::shown(&warning)))
+    }
 }

@@ -1,0 +1,108 @@
+//! What a run prints before its first case: the suite, its tests and
+//! targets, the dialect, where the targets came from, each plugin.
+
+use std::io::Write;
+
+use super::open::Opened;
+use super::setup::Setup;
+use super::{RunOptions, shown_path};
+use crate::plugin;
+
+/// Prints the header (not under `-q`) and the engine's warnings.
+pub(super) fn print(
+    options: &RunOptions,
+    setup: &Setup,
+    opened: &Opened,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> std::io::Result<()> {
+    let Setup {
+        suite,
+        plan,
+        target_names,
+        targets,
+        registry,
+        engine,
+        request,
+        ..
+    } = setup;
+    let plan_options = &request.plan_options;
+    let done = &opened.done;
+    // `-q`: FAIL and ERROR lines, warnings and the summary; not this.
+    let mut header: Box<dyn Write> = if options.quiet {
+        Box::new(std::io::sink())
+    } else {
+        Box::new(&mut *out)
+    };
+    writeln!(
+        header,
+        "evalhost {}{} · suite `{}` · {}{} · target {}{}",
+        env!("CARGO_PKG_VERSION"),
+        options
+            .regrade
+            .as_ref()
+            .map_or(String::new(), |dir| format!(
+                " · regrade of {}",
+                crate::text::shown(&dir.display().to_string())
+            )),
+        crate::text::shown(&suite.name),
+        {
+            // Tests and trials: `--repeat 3` over 3 tests is 9 trials.
+            let trials: u64 = plan.iter().map(|p| u64::from(p.trials)).sum();
+            let tests = plan.len();
+            if trials == tests as u64 {
+                format!("{tests} test(s)")
+            } else {
+                format!("{tests} test(s), {trials} trial(s)")
+            }
+        },
+        plan_options
+            .shard
+            .map_or(String::new(), |s| format!(" (shard {s})")),
+        target_names
+            .iter()
+            .map(|n| format!("`{}`", crate::text::shown(n)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if done.is_empty() {
+            String::new()
+        } else {
+            format!(" · resuming: {} row(s) already done", done.len())
+        }
+    )?;
+    writeln!(
+        header,
+        "  dialect {} ({})",
+        suite.dialect.title(),
+        if setup.dialect_given {
+            "as given with --dialect"
+        } else {
+            "told from the file"
+        }
+    )?;
+    if let Some(file) = &targets.file {
+        writeln!(
+            header,
+            "  targets from {}",
+            crate::text::shown(&shown_path(file))
+        )?;
+    }
+    for p in registry.plugins() {
+        let (source, took) = p.compiled;
+        let how = match source {
+            plugin::CompileSource::Cache => "cached".to_owned(),
+            plugin::CompileSource::Compiled => format!("compiled in {} ms", took.as_millis()),
+        };
+        writeln!(
+            header,
+            "  plugin {} {} ({how})",
+            crate::text::shown(&p.name),
+            crate::text::shown(&p.version)
+        )?;
+    }
+    drop(header);
+    for warning in engine.take_warnings() {
+        writeln!(err, "  warning: {warning}")?;
+    }
+    Ok(())
+}
