@@ -18,7 +18,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::judge::{Judge, JudgeUsage};
 use crate::plugin::Grants;
+use crate::plugin::services::{
+    Answer, CommandJudge, Embedding, JudgeEndpoint, Llm, LlmError, Request,
+};
 use crate::plugin::state::{ExecGrant, LlmGrant};
 
 /// Where a plugin sees the case workspace: `/workspace` (its read-only
@@ -95,12 +99,14 @@ pub fn grants(
                 allow: policy.exec_allow.clone(),
                 scrub_env: policy.scrub_env.clone(),
                 proxy: proxy_calls.and_then(|max_calls| {
-                    Some(crate::judge_proxy::ProxyGrant {
-                        judge: policy.judge.clone()?,
-                        default: judge.clone(),
-                        digest: digest.to_owned(),
-                        max_calls,
-                    })
+                    let proxy: std::sync::Arc<dyn CommandJudge> =
+                        std::sync::Arc::new(crate::judge_proxy::ProxyGrant {
+                            judge: policy.judge.clone()?,
+                            default: judge.clone(),
+                            digest: digest.to_owned(),
+                            max_calls,
+                        });
+                    Some(proxy)
                 }),
             })
         };
@@ -110,15 +116,57 @@ pub fn grants(
     }
     if declared.iter().any(|c| c == "llm") {
         grants.llm = match &policy.judge {
-            Some(j) => Ok(LlmGrant {
+            Some(j) => Ok(std::sync::Arc::new(CaseJudge {
                 judge: j.clone(),
                 default: judge.clone(),
                 digest: digest.to_owned(),
-            }),
+            }) as LlmGrant),
             None => Err("no judge is configured for this run".into()),
         };
     }
     grants
+}
+
+/// The run's judge as one plugin call sees it: the case's default judge,
+/// the plugin's digest in every cache key.
+#[derive(Debug)]
+struct CaseJudge {
+    judge: std::sync::Arc<Judge>,
+    default: Result<crate::target::Target, String>,
+    digest: String,
+}
+
+impl Llm for CaseJudge {
+    fn complete(&self, request: &Request, usage: &mut JudgeUsage) -> Result<Answer, LlmError> {
+        self.judge
+            .complete(&self.default, &self.digest, request, usage)
+    }
+
+    fn embed(
+        &self,
+        target: Option<&str>,
+        text: &str,
+        usage: &mut JudgeUsage,
+    ) -> Result<Embedding, LlmError> {
+        self.judge.embed(target, &self.digest, text, usage)
+    }
+}
+
+/// A code grader's `target:`: a loopback judge proxy for each command.
+impl CommandJudge for crate::judge_proxy::ProxyGrant {
+    fn start(&self) -> std::io::Result<Box<dyn JudgeEndpoint>> {
+        Ok(Box::new(crate::judge_proxy::Proxy::start(self.clone())?))
+    }
+}
+
+impl JudgeEndpoint for crate::judge_proxy::Proxy {
+    fn env(&self) -> Vec<(String, String)> {
+        crate::judge_proxy::Proxy::env(self)
+    }
+
+    fn finish(self: Box<Self>) -> JudgeUsage {
+        crate::judge_proxy::Proxy::finish(*self).0
+    }
 }
 
 #[cfg(test)]

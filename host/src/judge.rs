@@ -18,67 +18,10 @@ pub use crate::results::usage::JudgeUsage;
 
 pub use crate::semaphore::{Permit, Semaphore};
 
-/// What a plugin asks the judge (the `llm` capability's request, without
-/// the WIT types: the plugin host converts).
-#[derive(Debug, Clone, Default)]
-pub struct Request {
-    /// `(role, content)` pairs.
-    pub messages: Vec<(String, String)>,
-    /// Sampling temperature.
-    pub temperature: Option<f64>,
-    /// Reply length cap.
-    pub max_tokens: Option<u32>,
-    /// A JSON Schema the reply must follow.
-    pub response_schema: Option<String>,
-    /// Sampling seed.
-    pub seed: Option<u64>,
-    /// A judge target named by the assertion.
-    pub target: Option<String>,
-}
-
-/// The judge's answer.
-#[derive(Debug, Clone)]
-pub struct Answer {
-    /// The reply.
-    pub text: String,
-    /// The model that answered.
-    pub model: String,
-    /// Prompt tokens.
-    pub input_tokens: Option<u64>,
-    /// Reply tokens.
-    pub output_tokens: Option<u64>,
-    /// Cost in USD.
-    pub cost_usd: Option<f64>,
-    /// Answered from the judge cache.
-    pub cached: bool,
-}
-
-/// Why the judge gave no answer.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum JudgeError {
-    /// No judge is configured, or it could not be reached.
-    #[error("{0}")]
-    Unavailable(String),
-    /// The judge answered with an error.
-    #[error("{0}")]
-    Failed(String),
-}
-
-/// An embedding from the host's embedding model.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Embedding {
-    /// The vector.
-    pub vector: Vec<f64>,
-    /// The model that answered.
-    pub model: String,
-    /// Input tokens.
-    pub input_tokens: Option<u64>,
-    /// Cost in USD.
-    pub cost_usd: Option<f64>,
-    /// Answered from the cache.
-    #[serde(skip)]
-    pub cached: bool,
-}
+/// What a plugin asks, the answer, an embedding, and why none came: the
+/// vocabulary of the plugin layer's `Llm` service, which the judge
+/// implements (through `crate::grants`).
+pub use crate::plugin::services::{Answer, Embedding, LlmError as JudgeError, Request};
 
 impl CachedCompletion {
     /// A model target's answer, as the judge keeps it.

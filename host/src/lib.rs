@@ -15,9 +15,10 @@
 //! - **history**: [`history`] (the index, compare, trend) and [`view`];
 //! - **commands**: [`cli`] (one file per command), [`exit_codes`],
 //!   [`doctor`], [`schema`], [`oci`];
-//! - **utilities**: [`process`], [`safe_fs`], [`digest`], [`failure`],
-//!   [`semaphore`].
+//! - **utilities**: [`process`], [`safe_fs`], [`digest`], [`user_key`],
+//!   [`builtin`], [`failure`], [`semaphore`].
 
+pub mod builtin;
 pub mod cli;
 pub use evalhost_suite::{diag, text};
 pub mod digest;
@@ -49,5 +50,6 @@ pub mod semaphore;
 pub mod suite;
 pub mod target;
 pub mod trace;
+pub mod user_key;
 pub mod view;
 pub mod workspace;

@@ -125,7 +125,7 @@ fn check_set(shards: &[ShardDir], options: &MergeOptions) -> Result<Vec<u32>, St
 
 /// The built-in plugins' digests, by name.
 fn builtin_digests() -> HashMap<&'static str, String> {
-    crate::plugin::registry::builtin_plugins()
+    crate::builtin::plugins()
         .iter()
         .map(|(name, _, digest)| (*name, (*digest).to_owned()))
         .collect()

@@ -302,3 +302,35 @@ fn the_architecture_check_finds_forbidden_imports_and_circles() {
     assert!(rows["a"].modules.contains("c") && !rows["a"].modules.contains("d"));
     assert!(rows["b"].modules.contains("c") && rows["cli"].everything);
 }
+
+/// The plugin crates have no table in ARCHITECTURE.md, but the same rule:
+/// no two of a crate's modules import each other.
+#[test]
+fn no_plugin_crate_has_a_module_circle() {
+    let root = crate::support::root();
+    let mut problems = Vec::new();
+    let mut crates = 0;
+    for entry in std::fs::read_dir(root.join("plugins")).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        crates += 1;
+        let known = modules(&src);
+        let edges = imports(&src, &known);
+        for group in circles(&edges) {
+            let places: Vec<String> = edges
+                .iter()
+                .filter(|((f, t), _)| group.contains(f) && group.contains(t))
+                .map(|((f, t), at)| format!("{f} → {t} ({at})"))
+                .collect();
+            problems.push(format!(
+                "{}: modules import each other: {}",
+                src.display(),
+                places.join(", ")
+            ));
+        }
+    }
+    assert!(crates >= 5, "no plugin crates found under plugins/");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -49,7 +49,7 @@ pub(super) fn cache_command(command: &CacheCommand, err: &mut dyn Write) -> u8 {
                     .map_or_else(|| "(none)".to_owned(), |d| d.display().to_string());
                 let _ = writeln!(out, "{label}: {shown}");
             }
-            let key = crate::plugin::cache::key_file()
+            let key = crate::user_key::key_file()
                 .map_or_else(|| "(none)".to_owned(), |d| d.display().to_string());
             let _ = writeln!(out, "compile-cache key: {key}");
             exit_codes::SUCCESS

@@ -89,7 +89,7 @@ pub struct RunInfo {
 
 impl RunInfo {
     fn seal_of(&self) -> Option<String> {
-        crate::plugin::cache::keyed_tag(
+        crate::user_key::keyed_tag(
             "evalhost-run-recorded-v1",
             &[
                 self.id.as_bytes(),

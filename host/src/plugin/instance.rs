@@ -294,7 +294,7 @@ impl LoadedPlugin {
         grants: Grants,
     ) -> (
         Result<wit::GradeResult, PluginFailure>,
-        crate::judge::JudgeUsage,
+        crate::results::usage::JudgeUsage,
     ) {
         let (result, usage) = self.call_with_usage(limits, grants, |p, s| {
             p.evalhost_grader_grader().call_grade(s, request)
@@ -335,7 +335,7 @@ impl LoadedPlugin {
         limits: CallLimits,
         grants: Grants,
         f: impl FnOnce(&Plugin, &mut Store<HostState>) -> wasmtime::Result<R>,
-    ) -> (Result<R, PluginFailure>, crate::judge::JudgeUsage) {
+    ) -> (Result<R, PluginFailure>, crate::results::usage::JudgeUsage) {
         // A stateless plugin keeps warm instances: no instantiation, and its
         // caches (compiled patterns) survive between calls. A workspace
         // grant is part of the WASI context, so such calls get a fresh one.

@@ -4,6 +4,8 @@
 //! - [`engine`]: one wasmtime engine per process, epoch ticker, pooling.
 //! - [`cache`]: compiled components cached on disk.
 //! - [`state`]: what a plugin may see (nothing, unless granted).
+//! - [`services`]: what it may ask of the host (`llm`, `embed`, a judge for
+//!   its commands), as traits the grading stage implements.
 //! - [`instance`]: loading a plugin and calling it under limits.
 //! - [`registry`]: which plugin grades which assertion type.
 
@@ -12,6 +14,7 @@ pub mod cache;
 pub mod engine;
 pub mod instance;
 pub mod registry;
+pub mod services;
 pub mod state;
 
 pub use bindings::API_VERSION;

@@ -7,13 +7,7 @@ use std::sync::Arc;
 use super::engine::PluginEngine;
 use super::instance::{LoadedPlugin, PluginLoadError, TypeInfo};
 
-include!(concat!(env!("OUT_DIR"), "/builtin_plugins.rs"));
-
-/// The built-in plugins: `(name, component bytes, sha256)`, compiled from
-/// `plugins/` and hashed by the build script.
-pub fn builtin_plugins() -> &'static [(&'static str, &'static [u8], &'static str)] {
-    BUILTIN_PLUGINS
-}
+use crate::builtin::plugins as builtin_plugins;
 
 /// Assertion types and the plugins that grade them.
 #[derive(Debug, Default)]

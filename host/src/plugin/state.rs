@@ -69,16 +69,9 @@ impl Default for Grants {
     }
 }
 
-/// The judge a plugin may ask.
-#[derive(Debug, Clone)]
-pub struct LlmGrant {
-    /// The run's judge.
-    pub judge: std::sync::Arc<crate::judge::Judge>,
-    /// The default judge target for this case (or why there is none).
-    pub default: Result<crate::target::Target, String>,
-    /// The plugin's digest (part of every judge cache key).
-    pub digest: String,
-}
+/// The judge a plugin may ask: completions and embeddings, for this case
+/// and this plugin (the grading stage knows which judge and which cache).
+pub type LlmGrant = std::sync::Arc<dyn super::services::Llm>;
 
 /// Where and how granted commands run.
 #[derive(Debug, Clone)]
@@ -94,8 +87,8 @@ pub struct ExecGrant {
     pub allow: Option<Vec<String>>,
     /// Variables the command must not see (the targets' keys).
     pub scrub_env: Vec<String>,
-    /// A code grader's `target:`: each command gets a judge proxy.
-    pub proxy: Option<crate::judge_proxy::ProxyGrant>,
+    /// A code grader's `target:`: each command gets a judge endpoint.
+    pub proxy: Option<std::sync::Arc<dyn super::services::CommandJudge>>,
 }
 
 /// Caps memory growth, remembering when the cap was hit so the failure can
@@ -175,7 +168,7 @@ pub struct HostState {
     pub host_time: Duration,
     temp_dir: Option<tempfile::TempDir>,
     /// Judge calls made during this call.
-    pub judge_usage: crate::judge::JudgeUsage,
+    pub judge_usage: crate::results::usage::JudgeUsage,
     /// When the current call started, and its deadline (read by the epoch
     /// callback).
     pub call_started: Instant,
@@ -223,7 +216,7 @@ impl HostState {
             stderr,
             host_time: Duration::ZERO,
             temp_dir: None,
-            judge_usage: crate::judge::JudgeUsage::default(),
+            judge_usage: crate::results::usage::JudgeUsage::default(),
             call_started: Instant::now(),
             timeout: Duration::from_secs(10),
             output_marks: (0, 0),
@@ -239,7 +232,7 @@ impl HostState {
         self.call_started = Instant::now();
         self.host_time = Duration::ZERO;
         self.temp_dir = None;
-        self.judge_usage = crate::judge::JudgeUsage::default();
+        self.judge_usage = crate::results::usage::JudgeUsage::default();
         self.limiter.memory_cap = memory_cap;
         self.limiter.memory_hit = None;
         self.output_marks = (self.stdout.contents().len(), self.stderr.contents().len());
@@ -306,7 +299,7 @@ impl llm::Host for HostState {
                 )));
             }
         };
-        let request = crate::judge::Request {
+        let request = super::services::Request {
             messages: request
                 .messages
                 .into_iter()
@@ -319,12 +312,7 @@ impl llm::Host for HostState {
             target: request.target,
         };
         let started = Instant::now();
-        let answer = grant.judge.complete(
-            &grant.default,
-            &grant.digest,
-            &request,
-            &mut self.judge_usage,
-        );
+        let answer = grant.complete(&request, &mut self.judge_usage);
         self.host_time += started.elapsed();
         match answer {
             Ok(a) => Ok(llm::Completion {
@@ -335,8 +323,8 @@ impl llm::Host for HostState {
                 cost_usd: a.cost_usd,
                 cached: a.cached,
             }),
-            Err(crate::judge::JudgeError::Unavailable(m)) => Err(llm::LlmError::Unavailable(m)),
-            Err(crate::judge::JudgeError::Failed(m)) => Err(llm::LlmError::Failed(m)),
+            Err(super::services::LlmError::Unavailable(m)) => Err(llm::LlmError::Unavailable(m)),
+            Err(super::services::LlmError::Failed(m)) => Err(llm::LlmError::Failed(m)),
         }
     }
 }
@@ -356,9 +344,8 @@ impl embed::Host for HostState {
             }
         };
         let started = Instant::now();
-        let answer = grant.judge.embed(
+        let answer = grant.embed(
             request.target.as_deref(),
-            &grant.digest,
             &request.text,
             &mut self.judge_usage,
         );
@@ -371,8 +358,8 @@ impl embed::Host for HostState {
                 cost_usd: e.cost_usd,
                 cached: e.cached,
             }),
-            Err(crate::judge::JudgeError::Unavailable(m)) => Err(llm::LlmError::Unavailable(m)),
-            Err(crate::judge::JudgeError::Failed(m)) => Err(llm::LlmError::Failed(m)),
+            Err(super::services::LlmError::Unavailable(m)) => Err(llm::LlmError::Unavailable(m)),
+            Err(super::services::LlmError::Failed(m)) => Err(llm::LlmError::Failed(m)),
         }
     }
 }
@@ -427,7 +414,7 @@ impl exec::Host for HostState {
         });
         let proxy = match &grant.proxy {
             None => None,
-            Some(p) => match crate::judge_proxy::Proxy::start(p.clone()) {
+            Some(p) => match p.start() {
                 Ok(proxy) => {
                     env.extend(proxy.env());
                     Some(proxy)
@@ -452,8 +439,7 @@ impl exec::Host for HostState {
         });
         self.host_time += started.elapsed();
         if let Some(proxy) = proxy {
-            let (usage, _) = proxy.finish();
-            self.judge_usage += usage;
+            self.judge_usage += proxy.finish();
         }
         match outcome {
             Ok(o) => Ok(exec::CommandOutput {

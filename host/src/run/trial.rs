@@ -223,135 +223,7 @@ fn run_trial_into(
         trial,
     };
     let leaf = |assertion: &crate::suite::Assertion, request: &mut grade::Request| {
-        let mut limits = grade::call_limits(assertion, ctx.suite.limits);
-        let mut capped_by_case = false;
-        if let Some(deadline) = deadline {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            if remaining < limits.timeout {
-                limits.timeout = remaining;
-                capped_by_case = true;
-            }
-        }
-        // An LLM grader with preprocessors sees the target's files as
-        // text (AgentV §5.7); the answer is put back after.
-        let mut original_output = None;
-        if !assertion.preprocessors.is_empty() {
-            let base = request
-                .workspace_path
-                .as_ref()
-                .map(std::path::PathBuf::from)
-                .or_else(|| match &run_target.target.provider {
-                    target::Provider::Cli(c) => c.cwd.clone(),
-                    target::Provider::Agent(c) => c.cwd.clone(),
-                    _ => None,
-                })
-                .unwrap_or_else(|| ctx.suite.dir.clone());
-            match crate::preprocess::candidate(
-                &request.output_messages,
-                &assertion.preprocessors,
-                &base,
-                &ctx.policy,
-            ) {
-                Ok(Some(text)) => {
-                    original_output = Some(std::mem::replace(&mut request.output, text));
-                }
-                Ok(None) => {}
-                Err(refused) => return grade::refused_row(assertion, refused.0),
-            }
-        }
-        // A prompt computed by a command: the grader runs with it as
-        // its whole prompt.
-        let scripted;
-        let assertion = match &assertion.prompt_script {
-            None => assertion,
-            Some(script) => match crate::prompt_script::render(script, request, &ctx.policy) {
-                Ok(prompt) => {
-                    let mut config = (*assertion.config).clone();
-                    config.insert("prompt".into(), prompt.into());
-                    config.insert("prompt_is_template".into(), true.into());
-                    let mut own = assertion.clone();
-                    own.config_json = serde_json::Value::Object(config.clone()).to_string().into();
-                    own.config = std::sync::Arc::new(config);
-                    scripted = own;
-                    &scripted
-                }
-                Err(why) => {
-                    if let Some(original) = original_output {
-                        request.output = original;
-                    }
-                    return grade::refused_row(assertion, why);
-                }
-            },
-        };
-        // An assertion's own `transform`: the output it reads.
-        let mut untransformed = None;
-        let mut context = None;
-        if let Some(transform) = &assertion.transform {
-            let done = {
-                let _permit = ctx.graders.acquire();
-                grade::run_transform(
-                    ctx.registry,
-                    transform,
-                    request,
-                    grade::call_limits(transform, ctx.suite.limits),
-                    &ctx.policy,
-                    &run_target.judge,
-                )
-            };
-            match done {
-                // A `contextTransform`: its result is the context the
-                // assertion reads (`vars.context`), the output unchanged.
-                Ok(new) if grade::is_context_transform(transform) => {
-                    match grade::with_context(request, new) {
-                        Ok(old) => context = Some(old),
-                        Err(why) => {
-                            if let Some(original) = original_output {
-                                request.output = original;
-                            }
-                            return grade::refused_row(assertion, why);
-                        }
-                    }
-                }
-                Ok(new) => untransformed = Some(grade::swap_output(request, new)),
-                Err(why) => {
-                    if let Some(original) = original_output {
-                        request.output = original;
-                    }
-                    return grade::refused_row(assertion, why);
-                }
-            }
-        }
-        let mut score = if limits.timeout.is_zero() {
-            grade::case_timeout_row(assertion, test.timeout_ms.unwrap_or_default())
-        } else {
-            let _permit = ctx.graders.acquire();
-            grade::grade_assertion(
-                ctx.registry,
-                assertion,
-                request,
-                limits,
-                &ctx.policy,
-                &run_target.judge,
-            )
-        };
-        if let Some((text, info)) = untransformed {
-            request.output = text;
-            request.response = info;
-        }
-        if let Some(metadata) = context {
-            request.metadata_json = metadata;
-        }
-        if let Some(original) = original_output {
-            request.output = original;
-        }
-        if capped_by_case && score.failure_class == Some(FailureClass::PluginTimeout) {
-            score.failure_class = Some(FailureClass::CaseTimeout);
-            score.error = Some(format!(
-                "the case ran past its timeout_ms of {}",
-                test.timeout_ms.unwrap_or_default()
-            ));
-        }
-        score
+        grade_leaf(ctx, test, run_target, deadline, assertion, request)
     };
     if let Some(conversation) = &test.conversation {
         let talk = super::conversation::run(
@@ -456,25 +328,9 @@ fn run_trial_into(
     // fails makes the row an error, as in promptfoo.
     let mut output = output;
     if let Some(transform) = &test.output_transform {
-        let mut request = grade::base_request(test, &output);
-        let limits = grade::call_limits(transform, ctx.suite.limits);
-        let done = {
-            let _permit = ctx.graders.acquire();
-            grade::run_transform(
-                ctx.registry,
-                transform,
-                &mut request,
-                limits,
-                &ctx.policy,
-                &run_target.judge,
-            )
-        };
-        match done {
+        match output_transform(ctx, test, run_target, transform, &mut output) {
             // The messages stay the target's own.
-            Ok((text, json)) => {
-                row.untransformed_output = Some(std::mem::replace(&mut output.text, text));
-                output.output_json = json;
-            }
+            Ok(untransformed) => row.untransformed_output = Some(untransformed),
             Err(message) => {
                 row.failure_class = Some(FailureClass::PluginError);
                 row.error = Some(message);
@@ -541,6 +397,175 @@ fn run_trial_into(
         row.workspace_path = case.finish(passed).map(|p| p.display().to_string());
     }
     finish(row)
+}
+
+/// promptfoo's `options.transform` run on the target's output: the text
+/// and JSON every assertion reads replace the output's; the text it had is
+/// returned. A failed transform is its message.
+fn output_transform(
+    ctx: &Ctx<'_>,
+    test: &TestCase,
+    run_target: &RunTarget,
+    transform: &crate::suite::Assertion,
+    output: &mut target::TargetOutput,
+) -> Result<String, String> {
+    let mut request = grade::base_request(test, output);
+    let limits = grade::call_limits(transform, ctx.suite.limits);
+    let (text, json) = {
+        let _permit = ctx.graders.acquire();
+        grade::run_transform(
+            ctx.registry,
+            transform,
+            &mut request,
+            limits,
+            &ctx.policy,
+            &run_target.judge,
+        )
+    }?;
+    output.output_json = json;
+    Ok(std::mem::replace(&mut output.text, text))
+}
+
+/// Grades one assertion that is not a group, under the case's deadline:
+/// preprocessors, a computed prompt and the assertion's own `transform`
+/// first (each refusal fails the assertion), the request put back after.
+fn grade_leaf(
+    ctx: &Ctx<'_>,
+    test: &TestCase,
+    run_target: &RunTarget,
+    deadline: Option<Instant>,
+    assertion: &crate::suite::Assertion,
+    request: &mut grade::Request,
+) -> crate::results::ScoreRow {
+    let mut limits = grade::call_limits(assertion, ctx.suite.limits);
+    let mut capped_by_case = false;
+    if let Some(deadline) = deadline {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining < limits.timeout {
+            limits.timeout = remaining;
+            capped_by_case = true;
+        }
+    }
+    // An LLM grader with preprocessors sees the target's files as
+    // text (AgentV §5.7); the answer is put back after.
+    let mut original_output = None;
+    if !assertion.preprocessors.is_empty() {
+        let base = request
+            .workspace_path
+            .as_ref()
+            .map(std::path::PathBuf::from)
+            .or_else(|| match &run_target.target.provider {
+                target::Provider::Cli(c) => c.cwd.clone(),
+                target::Provider::Agent(c) => c.cwd.clone(),
+                _ => None,
+            })
+            .unwrap_or_else(|| ctx.suite.dir.clone());
+        match crate::preprocess::candidate(
+            &request.output_messages,
+            &assertion.preprocessors,
+            &base,
+            &ctx.policy,
+        ) {
+            Ok(Some(text)) => {
+                original_output = Some(std::mem::replace(&mut request.output, text));
+            }
+            Ok(None) => {}
+            Err(refused) => return grade::refused_row(assertion, refused.0),
+        }
+    }
+    // A prompt computed by a command: the grader runs with it as
+    // its whole prompt.
+    let scripted;
+    let assertion = match &assertion.prompt_script {
+        None => assertion,
+        Some(script) => match crate::prompt_script::render(script, request, &ctx.policy) {
+            Ok(prompt) => {
+                let mut config = (*assertion.config).clone();
+                config.insert("prompt".into(), prompt.into());
+                config.insert("prompt_is_template".into(), true.into());
+                let mut own = assertion.clone();
+                own.config_json = serde_json::Value::Object(config.clone()).to_string().into();
+                own.config = std::sync::Arc::new(config);
+                scripted = own;
+                &scripted
+            }
+            Err(why) => {
+                if let Some(original) = original_output {
+                    request.output = original;
+                }
+                return grade::refused_row(assertion, why);
+            }
+        },
+    };
+    // An assertion's own `transform`: the output it reads.
+    let mut untransformed = None;
+    let mut context = None;
+    if let Some(transform) = &assertion.transform {
+        let done = {
+            let _permit = ctx.graders.acquire();
+            grade::run_transform(
+                ctx.registry,
+                transform,
+                request,
+                grade::call_limits(transform, ctx.suite.limits),
+                &ctx.policy,
+                &run_target.judge,
+            )
+        };
+        match done {
+            // A `contextTransform`: its result is the context the
+            // assertion reads (`vars.context`), the output unchanged.
+            Ok(new) if grade::is_context_transform(transform) => {
+                match grade::with_context(request, new) {
+                    Ok(old) => context = Some(old),
+                    Err(why) => {
+                        if let Some(original) = original_output {
+                            request.output = original;
+                        }
+                        return grade::refused_row(assertion, why);
+                    }
+                }
+            }
+            Ok(new) => untransformed = Some(grade::swap_output(request, new)),
+            Err(why) => {
+                if let Some(original) = original_output {
+                    request.output = original;
+                }
+                return grade::refused_row(assertion, why);
+            }
+        }
+    }
+    let mut score = if limits.timeout.is_zero() {
+        grade::case_timeout_row(assertion, test.timeout_ms.unwrap_or_default())
+    } else {
+        let _permit = ctx.graders.acquire();
+        grade::grade_assertion(
+            ctx.registry,
+            assertion,
+            request,
+            limits,
+            &ctx.policy,
+            &run_target.judge,
+        )
+    };
+    if let Some((text, info)) = untransformed {
+        request.output = text;
+        request.response = info;
+    }
+    if let Some(metadata) = context {
+        request.metadata_json = metadata;
+    }
+    if let Some(original) = original_output {
+        request.output = original;
+    }
+    if capped_by_case && score.failure_class == Some(FailureClass::PluginTimeout) {
+        score.failure_class = Some(FailureClass::CaseTimeout);
+        score.error = Some(format!(
+            "the case ran past its timeout_ms of {}",
+            test.timeout_ms.unwrap_or_default()
+        ));
+    }
+    score
 }
 
 /// Writes an agent's transcript into the run directory; its path there

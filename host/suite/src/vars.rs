@@ -82,3 +82,109 @@ fn lookup_var<'a>(vars: &'a Map<String, Value>, name: &str) -> Option<&'a Value>
     }
     Some(current)
 }
+
+/// What an empty list does in [`cartesian`]: the two tools differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmptyList {
+    /// It stays one value, `[]` (promptfoo: it expands lists whose first
+    /// item is a string, and an empty one has none).
+    Keep,
+    /// It expands into no values, so the test has no rows at all (AgentV
+    /// 5's `shouldExpandVarValue`: `length === 0 || typeof value[0] ===
+    /// 'string'`).
+    NoRows,
+}
+
+/// The var matrix both promptfoo and AgentV 5 build: each var whose value
+/// is a list starting with a string takes each of its values in turn, and
+/// the rows are the cartesian product in key order (the first key varying
+/// slowest); every other value is the same in each row. `None` when the
+/// rows would be more than `max_rows`.
+pub fn cartesian(
+    vars: &Map<String, Value>,
+    empty: EmptyList,
+    max_rows: usize,
+) -> Option<Vec<Map<String, Value>>> {
+    let mut rows = vec![Map::new()];
+    for (k, v) in vars {
+        match v {
+            Value::Array(items)
+                if items.first().is_some_and(Value::is_string)
+                    || (items.is_empty() && empty == EmptyList::NoRows) =>
+            {
+                if rows.len().saturating_mul(items.len()) > max_rows {
+                    return None;
+                }
+                let mut next = Vec::with_capacity(rows.len() * items.len());
+                for row in &rows {
+                    for item in items {
+                        let mut r = row.clone();
+                        r.insert(k.clone(), item.clone());
+                        next.push(r);
+                    }
+                }
+                rows = next;
+            }
+            other => {
+                for r in &mut rows {
+                    r.insert(k.clone(), other.clone());
+                }
+            }
+        }
+    }
+    Some(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{EmptyList, cartesian};
+    use serde_json::{Map, Value, json};
+
+    fn vars(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn lists_starting_with_a_string_expand_first_key_slowest() {
+        let rows = cartesian(
+            &vars(json!({"a": ["x", "y"], "b": ["1", 2], "c": [1, "z"], "d": 5})),
+            EmptyList::Keep,
+            100,
+        )
+        .unwrap();
+        let got: Vec<(Value, Value)> = rows
+            .iter()
+            .map(|r| (r["a"].clone(), r["b"].clone()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (json!("x"), json!("1")),
+                (json!("x"), json!(2)),
+                (json!("y"), json!("1")),
+                (json!("y"), json!(2)),
+            ]
+        );
+        // A list starting with a number is one value; so is a scalar.
+        assert!(
+            rows.iter()
+                .all(|r| r["c"] == json!([1, "z"]) && r["d"] == json!(5))
+        );
+    }
+
+    #[test]
+    fn an_empty_list_is_one_value_for_promptfoo_and_no_rows_for_agentv5() {
+        let v = vars(json!({"a": ["x", "y"], "e": []}));
+        let kept = cartesian(&v, EmptyList::Keep, 100).unwrap();
+        assert_eq!(kept.len(), 2);
+        assert!(kept.iter().all(|r| r["e"] == json!([])));
+        assert!(cartesian(&v, EmptyList::NoRows, 100).unwrap().is_empty());
+    }
+
+    #[test]
+    fn too_many_rows_is_none() {
+        let v = vars(json!({"a": ["1", "2", "3"], "b": ["1", "2", "3"]}));
+        assert!(cartesian(&v, EmptyList::Keep, 8).is_none());
+        assert_eq!(cartesian(&v, EmptyList::Keep, 9).unwrap().len(), 9);
+    }
+}

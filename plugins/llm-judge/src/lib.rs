@@ -10,12 +10,14 @@ use evalhost_plugin_sdk::{
 };
 
 mod agentv5;
+mod criterion;
 mod parse;
 mod prompt;
 mod rubric;
 
+pub use criterion::Criterion;
 pub use parse::extract_json;
-pub use rubric::{Criterion, parse_criteria};
+pub use rubric::parse_criteria;
 
 /// The LLM judge plugin.
 pub struct LlmJudge;

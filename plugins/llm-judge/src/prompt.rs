@@ -3,7 +3,7 @@
 
 use evalhost_plugin_sdk::{GradeError, Request, Value, json};
 
-use crate::rubric::Criterion;
+use crate::criterion::Criterion;
 
 /// Instructions for a free-form judge.
 pub const FREE_FORM_SYSTEM: &str = "You are an impartial expert grader. Judge the answer against the criteria and \

@@ -12,25 +12,9 @@
 
 use evalhost_plugin_sdk::{Check, Config, Grade, GradeError, Request, Value, json};
 
+use crate::criterion::Criterion;
 use crate::parse::truthy;
 use crate::{ask, prompt, spread};
-
-/// One criterion.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Criterion {
-    /// Its id (`rubric-<n>` by default).
-    pub id: String,
-    /// What a good answer does.
-    pub outcome: String,
-    /// Its weight.
-    pub weight: f64,
-    /// A gate: failing it fails the rubric.
-    pub required: bool,
-    /// The normalised score it must reach (score ranges).
-    pub min_score: Option<f64>,
-    /// `(min, max, outcome)` ranges over 0..=10.
-    pub score_ranges: Vec<(u8, u8, String)>,
-}
 
 fn ranges(value: &Value, id: &str) -> Result<Vec<(u8, u8, String)>, String> {
     let mut out: Vec<(u8, u8, String)> = Vec::new();

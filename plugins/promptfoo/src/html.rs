@@ -5,6 +5,10 @@
 
 use std::sync::OnceLock;
 
+use evalhost_plugin_sdk::Grade;
+
+use crate::{judged, not};
+
 /// promptfoo's `MAX_INPUT_SIZE`: 10 MiB of UTF-16 code units.
 const MAX_INPUT_SIZE: usize = 10 * 1024 * 1024;
 
@@ -103,6 +107,20 @@ pub fn contains_html(text: &str) -> bool {
         }
     }
     indicators >= 2
+}
+
+/// promptfoo's `contains-html`.
+pub(crate) fn grade(output: &str, inverse: bool) -> Grade {
+    let pass = contains_html(output) != inverse;
+    judged(
+        pass,
+        if pass { 1.0 } else { 0.0 },
+        if pass {
+            "Assertion passed".into()
+        } else {
+            format!("Expected output to {}contain HTML content", not(inverse))
+        },
+    )
 }
 
 #[cfg(test)]

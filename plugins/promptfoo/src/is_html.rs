@@ -14,6 +14,7 @@ use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
+use evalhost_plugin_sdk::Grade;
 use html5ever::tendril::StrTendril;
 use html5ever::tokenizer::{
     BufferQueue, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
@@ -23,7 +24,7 @@ use html5ever::tree_builder::{
 };
 use html5ever::{Attribute, LocalName, QualName, TokenizerResult};
 
-use crate::js;
+use crate::{js, judged};
 
 /// promptfoo's `MAX_INPUT_SIZE`: 10 MiB of UTF-16 code units.
 const MAX_INPUT_SIZE: usize = 10 * 1024 * 1024;
@@ -515,6 +516,21 @@ impl TreeSink for Sink {
             }
         )
     }
+}
+
+/// promptfoo's `is-html`.
+pub(crate) fn grade(output: &str, inverse: bool) -> Grade {
+    let result = validate_html(output);
+    let pass = result.is_ok() != inverse;
+    judged(
+        pass,
+        if pass { 1.0 } else { 0.0 },
+        if pass {
+            "Assertion passed".into()
+        } else {
+            result.err().unwrap_or("Output is valid HTML").into()
+        },
+    )
 }
 
 #[cfg(test)]

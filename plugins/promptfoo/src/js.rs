@@ -1,8 +1,10 @@
 //! JavaScript semantics the promptfoo handlers rely on: `String.prototype.trim`,
-//! `Number.prototype.toFixed`, `String(number)`, UTF-16 lengths, and a
-//! `JSON.parse` that accepts and rejects exactly what V8's does.
+//! `Number.prototype.toFixed`, `String(number)`, UTF-16 lengths, an
+//! object's keys in JavaScript's order, and a `JSON.parse` that accepts and
+//! rejects exactly what V8's does.
 
 use evalhost_plugin_sdk::Value;
+use serde_json::Map;
 
 /// JavaScript's `WhiteSpace` and `LineTerminator` (what `trim()` and `\s`
 /// remove): unlike Rust's `char::is_whitespace`, U+FEFF is one and U+0085
@@ -383,6 +385,28 @@ impl JsonParser<'_> {
     }
 }
 
+/// The keys of an object in JavaScript's order: array indices ascending,
+/// then the others as inserted.
+pub fn js_keys(m: &Map<String, Value>) -> Vec<&String> {
+    let index = |k: &str| -> Option<u32> {
+        if k.is_empty()
+            || (k.len() > 1 && k.starts_with('0'))
+            || !k.bytes().all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        k.parse::<u64>()
+            .ok()
+            .filter(|n| *n < 4_294_967_295)
+            .map(|n| n as u32)
+    };
+    let mut ints: Vec<(u32, &String)> = m.keys().filter_map(|k| index(k).map(|n| (n, k))).collect();
+    ints.sort_by_key(|(n, _)| *n);
+    let mut out: Vec<&String> = ints.into_iter().map(|(_, k)| k).collect();
+    out.extend(m.keys().filter(|k| index(k).is_none()));
+    out
+}
+
 /// `JSON.stringify(value)`: numbers as JavaScript writes them, object
 /// keys in JavaScript's order (array indices first).
 pub fn stringify(v: &Value) -> String {
@@ -428,7 +452,7 @@ fn write_json(v: &Value, out: &mut String) {
         }
         Value::Object(m) => {
             out.push('{');
-            for (i, k) in crate::schema::js_keys(m).into_iter().enumerate() {
+            for (i, k) in js_keys(m).into_iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }

@@ -1,7 +1,8 @@
 //! Types that read what the provider reported beyond its output:
 //! `finish-reason` (the stop reason) and `perplexity`, `perplexity-score`
 //! (the output tokens' log-probabilities), as promptfoo 0.121 grades them
-//! (`src/assertions/finishReason.ts`, `perplexity.ts`).
+//! (`src/assertions/finishReason.ts`, `perplexity.ts`); and `latency` and
+//! `cost` (the trace's duration and cost).
 //!
 //! The host hands both over through the `response` interface
 //! ([`Request::finish_reason`], [`Request::logprobs`]); a target that
@@ -12,6 +13,7 @@ use evalhost_plugin_sdk::{Config, Grade, GradeError, Request};
 use serde_json::Value;
 
 use crate::js;
+use crate::{js_num, outcome};
 
 /// promptfoo's `normalizeFinishReason` (`src/util/finishReason.ts`): the
 /// provider's own words mapped to OpenAI's, anything else lower-cased.
@@ -145,6 +147,67 @@ pub fn perplexity_score(
             )
         },
     ))
+}
+
+/// promptfoo's `latency`: the target answered within `threshold`
+/// milliseconds.
+pub(crate) fn latency(
+    config: &Config,
+    request: &Request,
+    inverse: bool,
+) -> Result<Grade, GradeError> {
+    let threshold = config.optional_f64("threshold")?.unwrap_or(f64::NAN);
+    let Some(ms) = request.trace.duration_ms else {
+        return Err(GradeError::Failed(
+            "Latency assertion does not support cached results (the target reported no duration)"
+                .into(),
+        ));
+    };
+    Ok(outcome(
+        ((ms as f64) <= threshold) != inverse,
+        format!(
+            "Latency {ms}ms is {} threshold {}ms",
+            if inverse {
+                "less than or equal to"
+            } else {
+                "greater than"
+            },
+            js_num(threshold)
+        ),
+    ))
+}
+
+/// promptfoo's `cost`: the answer cost at most `threshold` dollars.
+pub(crate) fn cost(config: &Config, request: &Request, inverse: bool) -> Result<Grade, GradeError> {
+    let threshold = config.optional_f64("threshold")?.unwrap_or(f64::NAN);
+    let Some(cost) = request.trace.cost_usd else {
+        return Err(GradeError::Failed(
+            "Cost assertion does not support providers that do not return cost".into(),
+        ));
+    };
+    Ok(outcome(
+        (cost <= threshold) != inverse,
+        format!(
+            "Cost {} is {} threshold {}",
+            to_precision_2(cost),
+            if inverse {
+                "less than or equal to"
+            } else {
+                "greater than"
+            },
+            js_num(threshold)
+        ),
+    ))
+}
+
+/// JavaScript's `n.toPrecision(2)` for the costs assertions print.
+fn to_precision_2(n: f64) -> String {
+    if n == 0.0 {
+        return "0.0".into();
+    }
+    let digits = n.abs().log10().floor() as i32;
+    let decimals = (1 - digits).max(0) as usize;
+    format!("{n:.decimals$}")
 }
 
 #[cfg(test)]

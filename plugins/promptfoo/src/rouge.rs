@@ -12,7 +12,10 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use evalhost_plugin_sdk::{Config, Grade, GradeError, Value};
+
 use crate::unicode::{self, contains};
+use crate::{js, js_num, judged};
 
 type Units = Vec<u16>;
 
@@ -458,6 +461,39 @@ pub fn rouge_1(candidate: &str, reference: &str) -> Result<f64, String> {
     let precision = overlap as f64 / cand.len() as f64;
     let recall = overlap as f64 / refs.len() as f64;
     Ok(f_measure(precision, recall))
+}
+
+/// promptfoo's `rouge-n`: the ROUGE-1 F-measure against the value reaches
+/// the threshold (default 0.75).
+pub(crate) fn grade(
+    output: &str,
+    config: &Config,
+    value: &Value,
+    inverse: bool,
+) -> Result<Grade, GradeError> {
+    let Value::String(reference) = value else {
+        return Err(GradeError::Failed(
+            "\"rouge\" assertion type must be a string value".into(),
+        ));
+    };
+    let s =
+        rouge_1(&output.to_lowercase(), &reference.to_lowercase()).map_err(GradeError::Failed)?;
+    let threshold = config.optional_f64("threshold")?.unwrap_or(0.75);
+    let pass = (s >= threshold) != inverse;
+    Ok(judged(
+        pass,
+        if inverse { 1.0 - s } else { s },
+        format!(
+            "ROUGE-N score {} is {} threshold {}",
+            js::to_fixed(s, 2),
+            if s >= threshold {
+                "greater than or equal to"
+            } else {
+                "less than"
+            },
+            js_num(threshold)
+        ),
+    ))
 }
 
 #[cfg(test)]

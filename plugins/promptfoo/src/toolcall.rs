@@ -4,7 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use evalhost_plugin_sdk::Value;
+use evalhost_plugin_sdk::{Config, Grade, GradeError, Value};
+
+use crate::{js, js_num, judged};
 
 /// The tool names of a parsed output (`extractToolNames` on an object).
 fn names_of(v: &Value, names: &mut Vec<String>) {
@@ -177,6 +179,54 @@ pub fn score(output: &str, expected: &[String]) -> F1 {
         expected: e,
         actual: a,
     }
+}
+
+/// promptfoo's `tool-call-f1`: the F1 of the expected tool names and the
+/// called ones reaches the threshold (default 1); `not-` flips the pass
+/// only.
+pub(crate) fn grade(
+    output: &str,
+    config: &Config,
+    value: &Value,
+    inverse: bool,
+) -> Result<Grade, GradeError> {
+    let expected = expected_tools(value)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            GradeError::Failed("\"tool-call-f1\" assertion requires a value: array of tool names or comma-separated string".into())
+        })?;
+    let r = score(output, &expected);
+    let threshold = config.optional_f64("threshold")?.unwrap_or(1.0);
+    // `not-` flips the pass only: the score stays the F1.
+    let pass = (r.f1 >= threshold) != inverse;
+    let expected_list = r.expected.join(", ");
+    let actual_list = if r.actual.is_empty() {
+        "(none)".to_owned()
+    } else {
+        r.actual.join(", ")
+    };
+    let f = |x: f64| js::to_fixed(x, 3);
+    Ok(judged(
+        pass,
+        r.f1,
+        if pass {
+            format!(
+                "Tool Call F1: {} (precision={}, recall={}). Expected: [{expected_list}], Called: [{actual_list}]",
+                f(r.f1),
+                f(r.precision),
+                f(r.recall)
+            )
+        } else {
+            format!(
+                "Tool Call F1 score {} is {} threshold {}. Expected: [{expected_list}], Called: [{actual_list}]. Precision={}, Recall={}",
+                f(r.f1),
+                if inverse { "above" } else { "below" },
+                js_num(threshold),
+                f(r.precision),
+                f(r.recall)
+            )
+        },
+    ))
 }
 
 #[cfg(test)]

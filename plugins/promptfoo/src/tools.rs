@@ -135,7 +135,7 @@ pub fn tools_call(config: &Config, request: &Request) -> Result<Grade, GradeErro
         )));
     }
     let tools = provider(config).and_then(|p| p.get("tools")).cloned();
-    let Some(tools) = tools.filter(crate::truthy) else {
+    let Some(tools) = tools.filter(crate::is_json::truthy) else {
         return Ok(fail(
             "No tools configured in provider, but output contains tool calls".into(),
         ));
@@ -225,7 +225,7 @@ fn validate_function_call(output: Option<&Value>, functions: Option<&Value>) -> 
         }
         Some(_) => return Err("interpolatedFunctions?.find is not a function".into()),
     };
-    let Some(schema) = schema.filter(|s| crate::truthy(s)) else {
+    let Some(schema) = schema.filter(|s| crate::is_json::truthy(s)) else {
         return Err(format!(
             "Called \"{name}\", but there is no function with that name"
         ));

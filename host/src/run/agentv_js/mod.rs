@@ -80,7 +80,7 @@ fn base() -> Result<PathBuf, String> {
 
 /// A keyed tag (the compile cache's per-user key) over `parts`.
 fn mac(domain: &str, parts: &[&[u8]]) -> Result<[u8; 32], String> {
-    crate::plugin::cache::keyed_tag(domain, parts)
+    crate::user_key::keyed_tag(domain, parts)
 }
 
 /// The digest of every entry under `dir` (relative path, kind, executable

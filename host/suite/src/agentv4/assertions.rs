@@ -227,65 +227,9 @@ impl Loader {
         } else {
             kind_name
         };
-        let negate = match entry.get("negate") {
-            None | Some(Value::Null) => prefixed,
-            Some(Value::Bool(b)) => {
-                if *b && prefixed {
-                    self.error(
-                        doc,
-                        &at.key("negate"),
-                        format!("`{raw_type}` is already negated by its `not-` prefix; `negate: true` would negate it twice"),
-                    )
-                    .hint = Some(format!("use `type: {kind_name}` with `negate: true`, or `type: {raw_type}` alone"));
-                }
-                *b != prefixed
-            }
-            Some(other) => {
-                self.error(
-                    doc,
-                    &at.key("negate"),
-                    format!("`negate` must be true or false, got {}", kind(other)),
-                );
-                prefixed
-            }
-        };
-        let weight = match entry.get("weight") {
-            None | Some(Value::Null) => 1.0,
-            Some(Value::Number(n)) if n.as_f64().is_some_and(|w| w.is_finite() && w >= 0.0) => {
-                n.as_f64().expect("checked")
-            }
-            Some(other) => {
-                self.error(
-                    doc,
-                    &at.key("weight"),
-                    format!("`weight` must be a number ≥ 0, got {}", show(other)),
-                );
-                1.0
-            }
-        };
-        let required = match entry.get("required") {
-            None | Some(Value::Null | Value::Bool(false)) => Required::No,
-            Some(Value::Bool(true)) => Required::Yes,
-            Some(Value::Number(n)) if n.as_f64().is_some_and(|r| r > 0.0 && r <= 1.0) => {
-                self.warning(
-                    doc,
-                    &at.key("required"),
-                    "`required: <number>` is deprecated; use `required: true` with `min_score`",
-                );
-                Required::AtLeast(n.as_f64().expect("checked"))
-            }
-            Some(other) => {
-                self.error(
-                    doc,
-                    &at.key("required"),
-                    format!(
-                        "`required` must be true, false or a number in (0, 1], got {}",
-                        show(other)
-                    ),
-                );
-                Required::No
-            }
-        };
+        let negate = self.negate_of(doc, entry, at, (&raw_type, &kind_name, prefixed));
+        let weight = self.weight_of(doc, entry, at);
+        let required = self.required_of(doc, entry, at);
         let min_score = entry
             .get("min_score")
             .and_then(|v| self.unit_number(doc, v, &at.key("min_score")));
@@ -339,8 +283,177 @@ impl Loader {
             .filter(|(k, _)| !host_assertion_keys().any(|h| h == k.as_str()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        if matches!(kind_name.as_str(), "llm-grader" | "rubrics")
-            && let Some(Value::String(prompt)) = config.get("prompt").cloned()
+        if matches!(kind_name.as_str(), "llm-grader" | "rubrics") {
+            self.prompt_file(doc, at, &mut config);
+        }
+        let prompt_script = if matches!(kind_name.as_str(), "llm-grader" | "rubrics") {
+            self.prompt_script(doc, at, &mut config)
+        } else {
+            None
+        };
+        let wasm = self.wasm_of(doc, entry, at);
+        if let Some(script) = config.remove("script") {
+            if config.contains_key("command") {
+                self.warning(
+                    doc,
+                    &at.key("script"),
+                    "both `command` and `script` are given; `script` is ignored",
+                );
+            } else {
+                self.warning(
+                    doc,
+                    &at.key("script"),
+                    "`script` is deprecated; use `command`",
+                );
+                config.insert("command".into(), script);
+            }
+        }
+        let name = match entry.get("name") {
+            Some(Value::String(n)) if !n.is_empty() => n.clone(),
+            Some(Value::Null) | None => {
+                let base = auto_name(&kind_name, &config);
+                if prefixed {
+                    format!("not-{base}")
+                } else {
+                    base
+                }
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("name"),
+                    format!(
+                        "assertion `name` must be a non-empty string, got {}",
+                        show(other)
+                    ),
+                );
+                kind_name.clone()
+            }
+        };
+        let preprocessors: Arc<[crate::model::Preprocessor]> = match entry.get("preprocessors") {
+            None | Some(Value::Null) => Arc::from([]),
+            Some(list) => {
+                if !matches!(kind_name.as_str(), "llm-grader" | "rubrics") {
+                    self.warning(
+                        doc,
+                        &at.key("preprocessors"),
+                        format!("`preprocessors` has no effect on a `{kind_name}` grader: only LLM graders (llm-grader, rubrics) read them, as in AgentV"),
+                    );
+                }
+                self.preprocessors(doc, list, &at.key("preprocessors"))
+                    .into()
+            }
+        };
+        let key_positions = KeyPositions::new(doc.map.clone(), at.clone());
+        let (config, config_json) = self.intern_config(config);
+        Some(Assertion {
+            name: self.intern(&name),
+            kind: self.intern(&kind_name),
+            negate,
+            weight,
+            required,
+            min_score,
+            limits,
+            config,
+            config_json,
+            loc: doc.loc(at),
+            wasm: wasm.map(Box::new),
+            key_positions,
+            from_suite,
+            group: None,
+            preprocessors,
+            prompt_script,
+            transform: None,
+            plugin_type: None,
+        })
+    }
+
+    /// `negate`, and a `not-` prefix (`(raw type, type, prefixed)`).
+    fn negate_of(
+        &mut self,
+        doc: &Arc<Doc>,
+        entry: &Map<String, Value>,
+        at: &KeyPath,
+        (raw_type, kind_name, prefixed): (&str, &str, bool),
+    ) -> bool {
+        match entry.get("negate") {
+            None | Some(Value::Null) => prefixed,
+            Some(Value::Bool(b)) => {
+                if *b && prefixed {
+                    self.error(
+                        doc,
+                        &at.key("negate"),
+                        format!("`{raw_type}` is already negated by its `not-` prefix; `negate: true` would negate it twice"),
+                    )
+                    .hint = Some(format!("use `type: {kind_name}` with `negate: true`, or `type: {raw_type}` alone"));
+                }
+                *b != prefixed
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("negate"),
+                    format!("`negate` must be true or false, got {}", kind(other)),
+                );
+                prefixed
+            }
+        }
+    }
+
+    /// `weight` (1 unless given).
+    fn weight_of(&mut self, doc: &Arc<Doc>, entry: &Map<String, Value>, at: &KeyPath) -> f64 {
+        match entry.get("weight") {
+            None | Some(Value::Null) => 1.0,
+            Some(Value::Number(n)) if n.as_f64().is_some_and(|w| w.is_finite() && w >= 0.0) => {
+                n.as_f64().expect("checked")
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("weight"),
+                    format!("`weight` must be a number ≥ 0, got {}", show(other)),
+                );
+                1.0
+            }
+        }
+    }
+
+    /// `required`: no, yes, or (deprecated) at least a score.
+    fn required_of(
+        &mut self,
+        doc: &Arc<Doc>,
+        entry: &Map<String, Value>,
+        at: &KeyPath,
+    ) -> Required {
+        match entry.get("required") {
+            None | Some(Value::Null | Value::Bool(false)) => Required::No,
+            Some(Value::Bool(true)) => Required::Yes,
+            Some(Value::Number(n)) if n.as_f64().is_some_and(|r| r > 0.0 && r <= 1.0) => {
+                self.warning(
+                    doc,
+                    &at.key("required"),
+                    "`required: <number>` is deprecated; use `required: true` with `min_score`",
+                );
+                Required::AtLeast(n.as_f64().expect("checked"))
+            }
+            Some(other) => {
+                self.error(
+                    doc,
+                    &at.key("required"),
+                    format!(
+                        "`required` must be true, false or a number in (0, 1], got {}",
+                        show(other)
+                    ),
+                );
+                Required::No
+            }
+        }
+    }
+
+    /// An LLM grader's `prompt: file://…`: the file's text in the config
+    /// (it must show the judge the answer), and where it came from.
+    fn prompt_file(&mut self, doc: &Arc<Doc>, at: &KeyPath, config: &mut Map<String, Value>) {
+        if let Some(Value::String(prompt)) = config.get("prompt").cloned()
             && let Some(path) = prompt.strip_prefix("file://")
         {
             match self.roots.find(path, Some(&self.roots.eval_dir.clone())) {
@@ -370,10 +483,18 @@ impl Loader {
                 Err(err) => self.path_error(doc, &at.key("prompt"), path, &err),
             }
         }
+    }
+
+    /// An LLM grader's `prompt: {command: […]}`: a script that computes
+    /// the prompt, taken out of the config.
+    fn prompt_script(
+        &mut self,
+        doc: &Arc<Doc>,
+        at: &KeyPath,
+        config: &mut Map<String, Value>,
+    ) -> Option<Arc<crate::model::PromptScript>> {
         let mut prompt_script = None;
-        if matches!(kind_name.as_str(), "llm-grader" | "rubrics")
-            && let Some(Value::Object(script)) = config.get("prompt").cloned()
-        {
+        if let Some(Value::Object(script)) = config.get("prompt").cloned() {
             config.remove("prompt");
             let pat = at.key("prompt");
             for key in script
@@ -449,7 +570,18 @@ impl Loader {
                 }
             }
         }
-        let wasm = match entry.get("wasm").cloned() {
+        prompt_script
+    }
+
+    /// `wasm:` (and its `wasm_sha256`): the plugin file that grades this
+    /// assertion.
+    fn wasm_of(
+        &mut self,
+        doc: &Arc<Doc>,
+        entry: &Map<String, Value>,
+        at: &KeyPath,
+    ) -> Option<(PathBuf, Option<String>)> {
+        match entry.get("wasm").cloned() {
             None | Some(Value::Null) => None,
             Some(Value::String(path)) => {
                 let sha = match entry.get("wasm_sha256").cloned() {
@@ -481,81 +613,7 @@ impl Loader {
                 );
                 None
             }
-        };
-        if let Some(script) = config.remove("script") {
-            if config.contains_key("command") {
-                self.warning(
-                    doc,
-                    &at.key("script"),
-                    "both `command` and `script` are given; `script` is ignored",
-                );
-            } else {
-                self.warning(
-                    doc,
-                    &at.key("script"),
-                    "`script` is deprecated; use `command`",
-                );
-                config.insert("command".into(), script);
-            }
         }
-        let name = match entry.get("name") {
-            Some(Value::String(n)) if !n.is_empty() => n.clone(),
-            Some(Value::Null) | None => {
-                let base = auto_name(&kind_name, &config);
-                if prefixed {
-                    format!("not-{base}")
-                } else {
-                    base
-                }
-            }
-            Some(other) => {
-                self.error(
-                    doc,
-                    &at.key("name"),
-                    format!(
-                        "assertion `name` must be a non-empty string, got {}",
-                        show(other)
-                    ),
-                );
-                kind_name.clone()
-            }
-        };
-        let preprocessors: Arc<[crate::model::Preprocessor]> = match entry.get("preprocessors") {
-            None | Some(Value::Null) => Arc::from([]),
-            Some(list) => {
-                if !matches!(kind_name.as_str(), "llm-grader" | "rubrics") {
-                    self.warning(
-                        doc,
-                        &at.key("preprocessors"),
-                        format!("`preprocessors` has no effect on a `{kind_name}` grader: only LLM graders (llm-grader, rubrics) read them, as in AgentV"),
-                    );
-                }
-                self.preprocessors(doc, list, &at.key("preprocessors"))
-                    .into()
-            }
-        };
-        let key_positions = KeyPositions::new(doc.map.clone(), at.clone());
-        let (config, config_json) = self.intern_config(config);
-        Some(Assertion {
-            name: self.intern(&name),
-            kind: self.intern(&kind_name),
-            negate,
-            weight,
-            required,
-            min_score,
-            limits,
-            config,
-            config_json,
-            loc: doc.loc(at),
-            wasm: wasm.map(Box::new),
-            key_positions,
-            from_suite,
-            group: None,
-            preprocessors,
-            prompt_script,
-            transform: None,
-            plugin_type: None,
-        })
     }
 }
 

@@ -85,7 +85,87 @@ impl Loader {
         } = case;
         let doc = &doc;
         let at = &at;
-        let test = match body {
+        let test = self.case_map(body, doc, at)?;
+        self.check_keys(doc, &test, fields::CASE, at, "a test case");
+        let id = self.case_id(doc, at, &test, dir_id.as_ref())?;
+        let vars = self.case_vars(doc, at, &test);
+        let subst = |v: &Value| match &vars {
+            Some(vars) => substitute_vars(v, vars),
+            None => v.clone(),
+        };
+        let (execution, skip_defaults, threshold) = self.case_execution(doc, at, &test);
+        let input = self.case_input(doc, at, &test, defaults, skip_defaults, &subst, &id);
+        let expected = test
+            .get("expected_output")
+            .map(|v| self.messages(doc, &subst(v), &at.key("expected_output"), "assistant"))
+            .unwrap_or_default();
+        let criteria = match (test.get("criteria"), test.get("expected_outcome")) {
+            (Some(v), _) => self.string(doc, &subst(v), &at.key("criteria")),
+            (None, Some(v)) => self.string(doc, &subst(v), &at.key("expected_outcome")),
+            (None, None) => None,
+        };
+        let mut metadata = self.object(doc, &test, "metadata", at).unwrap_or_default();
+        merge_metadata(&mut metadata, &defaults.metadata);
+
+        let conversation = self.conversation(doc, &test, at, &id);
+        let assertions = self.case_assertions(
+            doc,
+            at,
+            &test,
+            defaults,
+            skip_defaults,
+            (&execution, conversation.is_some(), criteria.as_deref()),
+            &id,
+        );
+        let tags = self.case_tags(doc, at, &test, defaults);
+        let timeout_ms = self.positive_int(doc, test.get("timeout_ms"), at, "timeout_ms");
+        let test_targets = execution
+            .as_ref()
+            .and_then(|e| e.get("targets"))
+            .map(|v| self.string_list(doc, v, &at.key("execution").key("targets")));
+        let expected_fail = self.expected_fail(doc, at, &test);
+        let conversation_id = self.conversation_id(doc, at, &test);
+        let depends_on = self.depends_on(doc, at, &test);
+        let workspace = self.case_workspace(doc, at, &test, workspace_dir);
+        // Exact sizes: a suite of 100,000 tests keeps these for the run.
+        let (mut input, mut expected, mut assertions) = (input, expected, assertions);
+        input.shrink_to_fit();
+        expected.shrink_to_fit();
+        assertions.shrink_to_fit();
+        Some(TestCase {
+            id,
+            input,
+            expected,
+            criteria,
+            metadata,
+            assertions,
+            threshold,
+            tags,
+            timeout_ms,
+            expected_fail,
+            conversation_id,
+            targets: test_targets,
+            workspace: workspace.map(Box::new),
+            loc: doc.loc(at),
+            depends_on,
+            conversation,
+            pass_rule: crate::model::PassRule::WeightedMean,
+            prompt: None,
+            output_transform: None,
+            comparisons: Vec::new(),
+            compare_group: None,
+        })
+    }
+
+    /// A test's mapping: a YAML test's own, or a JSONL line parsed (its
+    /// `${{ VAR }}`s interpolated).
+    fn case_map(
+        &mut self,
+        body: RawBody,
+        doc: &Arc<Doc>,
+        at: &KeyPath,
+    ) -> Option<Map<String, Value>> {
+        Some(match body {
             RawBody::Map(map) => map,
             RawBody::Line {
                 text,
@@ -124,9 +204,18 @@ impl Loader {
                     return None;
                 }
             },
-        };
-        self.check_keys(doc, &test, fields::CASE, at, "a test case");
-        let id = match (test.get("id"), &dir_id) {
+        })
+    }
+
+    /// The test's `id` (a case directory's name when it has none).
+    fn case_id(
+        &mut self,
+        doc: &Arc<Doc>,
+        at: &KeyPath,
+        test: &Map<String, Value>,
+        dir_id: Option<&String>,
+    ) -> Option<String> {
+        let id = match (test.get("id"), dir_id) {
             (Some(Value::String(s)), _) if !s.is_empty() => s.clone(),
             (None | Some(Value::Null), Some(dir)) => dir.clone(),
             (Some(Value::Number(n)), _) => {
@@ -152,7 +241,18 @@ impl Loader {
                 return None;
             }
         };
-        let vars = match test.get("vars") {
+        Some(id)
+    }
+
+    /// The test's `vars`, substituted into its input, expected output,
+    /// criteria and `input_files`.
+    fn case_vars(
+        &mut self,
+        doc: &Arc<Doc>,
+        at: &KeyPath,
+        test: &Map<String, Value>,
+    ) -> Option<Map<String, Value>> {
+        match test.get("vars") {
             None | Some(Value::Null) => None,
             Some(Value::Object(v)) => Some(v.clone()),
             Some(other) => {
@@ -163,13 +263,18 @@ impl Loader {
                 );
                 None
             }
-        };
-        let subst = |v: &Value| match &vars {
-            Some(vars) => substitute_vars(v, vars),
-            None => v.clone(),
-        };
+        }
+    }
 
-        let execution = self.object(doc, &test, "execution", at);
+    /// The test's `execution` (suite-only keys warned about and left out
+    /// of the key check), its `skip_defaults` and `threshold`.
+    fn case_execution(
+        &mut self,
+        doc: &Arc<Doc>,
+        at: &KeyPath,
+        test: &Map<String, Value>,
+    ) -> (Option<Map<String, Value>>, bool, Option<f64>) {
+        let execution = self.object(doc, test, "execution", at);
         if let Some(exec) = &execution {
             let mut own = Map::new();
             for (key, value) in exec {
@@ -210,7 +315,23 @@ impl Loader {
             .as_ref()
             .and_then(|e| e.get("threshold"))
             .and_then(|v| self.unit_number(doc, v, &at.key("execution").key("threshold")));
+        (execution, skip_defaults, threshold)
+    }
 
+    /// The input: the suite's first (unless `skip_defaults`), then the
+    /// test's; `input_files` turn a string input into file blocks followed
+    /// by the text.
+    #[allow(clippy::too_many_arguments)]
+    fn case_input(
+        &mut self,
+        doc: &Arc<Doc>,
+        at: &KeyPath,
+        test: &Map<String, Value>,
+        defaults: &Defaults,
+        skip_defaults: bool,
+        subst: &dyn Fn(&Value) -> Value,
+        id: &str,
+    ) -> Vec<Message> {
         // Input: suite input first, then the test's; input_files turn a
         // string input into file blocks followed by the text.
         let input_mark = self.diags.error_count();
@@ -231,50 +352,7 @@ impl Loader {
                 let value = subst(value);
                 match (&files, &value) {
                     (Some((list, fdoc, fat)), Value::String(text)) => {
-                        let paths = self.string_list(fdoc, list, fat);
-                        if paths.is_empty() {
-                            self.error(
-                                fdoc,
-                                fat,
-                                "`input_files` has no file; the input would be empty",
-                            )
-                            .hint = Some("list at least one file, or remove `input_files`".into());
-                        }
-                        // Checked here, so that an error names `input_files[i]`;
-                        // only files that pass become blocks.
-                        let mut blocks: Vec<Value> = Vec::new();
-                        for (i, p) in paths.into_iter().enumerate() {
-                            let file_at = fat.index(i);
-                            match self.roots.find(&p, Some(&self.roots.eval_dir.clone())) {
-                                Err(err) => self.path_error(fdoc, &file_at, &p, &err),
-                                Ok(path) => match std::fs::metadata(&path) {
-                                    Ok(m) if !m.is_file() => {
-                                        let display = self.display(&path);
-                                        self.error(
-                                            fdoc,
-                                            &file_at,
-                                            format!("{} is not a regular file", display.display()),
-                                        );
-                                    }
-                                    Ok(m) if m.len() > MAX_INPUT_FILE_BYTES => {
-                                        let display = self.display(&path);
-                                        self.error(
-                                            fdoc,
-                                            &file_at,
-                                            format!(
-                                                "{} is {} MiB, more than the {} MiB a suite file may be",
-                                                display.display(),
-                                                m.len() >> 20,
-                                                MAX_INPUT_FILE_BYTES >> 20
-                                            ),
-                                        );
-                                    }
-                                    _ => {
-                                        blocks.push(serde_json::json!({"type": "file", "value": p}))
-                                    }
-                                },
-                            }
-                        }
+                        let mut blocks = self.input_file_blocks(fdoc, fat, list);
                         blocks.push(serde_json::json!({"type": "text", "value": text}));
                         let content = Value::Array(blocks);
                         let message = serde_json::json!({"role": "user", "content": content});
@@ -314,21 +392,73 @@ impl Loader {
                 format!("test `{id}` has an empty input"),
             );
         }
+        input
+    }
 
-        let expected = test
-            .get("expected_output")
-            .map(|v| self.messages(doc, &subst(v), &at.key("expected_output"), "assistant"))
-            .unwrap_or_default();
-        let criteria = match (test.get("criteria"), test.get("expected_outcome")) {
-            (Some(v), _) => self.string(doc, &subst(v), &at.key("criteria")),
-            (None, Some(v)) => self.string(doc, &subst(v), &at.key("expected_outcome")),
-            (None, None) => None,
-        };
-        let mut metadata = self.object(doc, &test, "metadata", at).unwrap_or_default();
-        merge_metadata(&mut metadata, &defaults.metadata);
+    /// The `{type: file}` blocks of `input_files`: each path checked here,
+    /// so that an error names `input_files[i]`; only files that pass become
+    /// blocks.
+    fn input_file_blocks(&mut self, fdoc: &Arc<Doc>, fat: &KeyPath, list: &Value) -> Vec<Value> {
+        let paths = self.string_list(fdoc, list, fat);
+        if paths.is_empty() {
+            self.error(
+                fdoc,
+                fat,
+                "`input_files` has no file; the input would be empty",
+            )
+            .hint = Some("list at least one file, or remove `input_files`".into());
+        }
+        // Checked here, so that an error names `input_files[i]`;
+        // only files that pass become blocks.
+        let mut blocks: Vec<Value> = Vec::new();
+        for (i, p) in paths.into_iter().enumerate() {
+            let file_at = fat.index(i);
+            match self.roots.find(&p, Some(&self.roots.eval_dir.clone())) {
+                Err(err) => self.path_error(fdoc, &file_at, &p, &err),
+                Ok(path) => match std::fs::metadata(&path) {
+                    Ok(m) if !m.is_file() => {
+                        let display = self.display(&path);
+                        self.error(
+                            fdoc,
+                            &file_at,
+                            format!("{} is not a regular file", display.display()),
+                        );
+                    }
+                    Ok(m) if m.len() > MAX_INPUT_FILE_BYTES => {
+                        let display = self.display(&path);
+                        self.error(
+                            fdoc,
+                            &file_at,
+                            format!(
+                                "{} is {} MiB, more than the {} MiB a suite file may be",
+                                display.display(),
+                                m.len() >> 20,
+                                MAX_INPUT_FILE_BYTES >> 20
+                            ),
+                        );
+                    }
+                    _ => blocks.push(serde_json::json!({"type": "file", "value": p})),
+                },
+            }
+        }
+        blocks
+    }
 
+    /// The test's assertions: `rubrics`, its list, the suite's (unless
+    /// `skip_defaults`), else AgentV's implicit LLM judge of the criteria.
+    /// `(execution, has a conversation, criteria)` say which apply.
+    #[allow(clippy::too_many_arguments)]
+    fn case_assertions(
+        &mut self,
+        doc: &Arc<Doc>,
+        at: &KeyPath,
+        test: &Map<String, Value>,
+        defaults: &Defaults,
+        skip_defaults: bool,
+        (execution, has_conversation, criteria): (&Option<Map<String, Value>>, bool, Option<&str>),
+        id: &str,
+    ) -> Vec<Assertion> {
         let what = format!("test `{id}`");
-        let conversation = self.conversation(doc, &test, at, &id);
         let mut assertions = Vec::new();
         if let Some(rubrics) = test.get("rubrics") {
             let mut config = Map::new();
@@ -378,15 +508,15 @@ impl Loader {
         let listed = test.get("assertions").or(test.get("assert")).is_some();
         if assertions.is_empty()
             && !listed
-            && conversation.is_none()
-            && criteria.as_deref().is_some_and(|c| !c.trim().is_empty())
+            && !has_conversation
+            && criteria.is_some_and(|c| !c.trim().is_empty())
         {
             // AgentV's implicit default grader: an LLM judge of the criteria.
             // (A conversation's turns grade it; its own `assertions`, if any,
             // grade the transcript.)
             assertions.push(implicit_llm_grader(doc.loc(at)));
         }
-        if assertions.is_empty() && conversation.is_none() {
+        if assertions.is_empty() && !has_conversation {
             let message = if listed {
                 format!("test `{id}` has an empty assertion list, so nothing would grade it")
             } else {
@@ -400,6 +530,17 @@ impl Loader {
                     .into(),
             );
         }
+        assertions
+    }
+
+    /// The test's `tags`, then the suite's.
+    fn case_tags(
+        &mut self,
+        doc: &Arc<Doc>,
+        at: &KeyPath,
+        test: &Map<String, Value>,
+        defaults: &Defaults,
+    ) -> Vec<String> {
         let mut tags = match test.get("tags") {
             Some(v) => self.string_list(doc, v, &at.key("tags")),
             None => Vec::new(),
@@ -409,12 +550,12 @@ impl Loader {
                 tags.push(tag.clone());
             }
         }
-        let timeout_ms = self.positive_int(doc, test.get("timeout_ms"), at, "timeout_ms");
-        let test_targets = execution
-            .as_ref()
-            .and_then(|e| e.get("targets"))
-            .map(|v| self.string_list(doc, v, &at.key("execution").key("targets")));
-        let expected_fail = match test.get("expected_fail") {
+        tags
+    }
+
+    /// `expected_fail` (an evalhost extension AgentV 4.42 ignores).
+    fn expected_fail(&mut self, doc: &Arc<Doc>, at: &KeyPath, test: &Map<String, Value>) -> bool {
+        match test.get("expected_fail") {
             None | Some(Value::Null | Value::Bool(false)) => false,
             Some(Value::Bool(true)) => {
                 self.extension(
@@ -432,8 +573,17 @@ impl Loader {
                 );
                 false
             }
-        };
-        let conversation_id = match test.get("conversation_id") {
+        }
+    }
+
+    /// `conversation_id`.
+    fn conversation_id(
+        &mut self,
+        doc: &Arc<Doc>,
+        at: &KeyPath,
+        test: &Map<String, Value>,
+    ) -> Option<String> {
+        match test.get("conversation_id") {
             None | Some(Value::Null) => None,
             Some(Value::String(c)) => Some(c.clone()),
             Some(other) => {
@@ -444,7 +594,16 @@ impl Loader {
                 );
                 None
             }
-        };
+        }
+    }
+
+    /// `depends_on` and `on_dependency_failure`.
+    fn depends_on(
+        &mut self,
+        doc: &Arc<Doc>,
+        at: &KeyPath,
+        test: &Map<String, Value>,
+    ) -> Option<Box<crate::model::Dependencies>> {
         let depends_on = match test.get("depends_on") {
             None | Some(Value::Null) => None,
             Some(v) => {
@@ -482,7 +641,19 @@ impl Loader {
                 "`on_dependency_failure` without `depends_on` does nothing",
             );
         }
-        let workspace = match test.get("workspace") {
+        depends_on
+    }
+
+    /// The test's `workspace` (suite-only keys warned about and dropped),
+    /// else its case directory's `workspace/` template.
+    fn case_workspace(
+        &mut self,
+        doc: &Arc<Doc>,
+        at: &KeyPath,
+        test: &Map<String, Value>,
+        workspace_dir: Option<PathBuf>,
+    ) -> Option<crate::workspace::Spec> {
+        match test.get("workspace") {
             Some(w) => self.workspace(doc, w, &at.key("workspace")).map(|mut spec| {
                 if spec.preflight.take().is_some() {
                     self.warning(doc, &at.key("workspace").key("env"), "preflight checks (`env`) are the whole suite's: set them in the suite's `workspace`; they are ignored on one test")
@@ -498,35 +669,7 @@ impl Loader {
                 template: Some(d),
                 ..crate::workspace::Spec::default()
             }),
-        };
-        // Exact sizes: a suite of 100,000 tests keeps these for the run.
-        let (mut input, mut expected, mut assertions) = (input, expected, assertions);
-        input.shrink_to_fit();
-        expected.shrink_to_fit();
-        assertions.shrink_to_fit();
-        Some(TestCase {
-            id,
-            input,
-            expected,
-            criteria,
-            metadata,
-            assertions,
-            threshold,
-            tags,
-            timeout_ms,
-            expected_fail,
-            conversation_id,
-            targets: test_targets,
-            workspace: workspace.map(Box::new),
-            loc: doc.loc(at),
-            depends_on,
-            conversation,
-            pass_rule: crate::model::PassRule::WeightedMean,
-            prompt: None,
-            output_transform: None,
-            comparisons: Vec::new(),
-            compare_group: None,
-        })
+        }
     }
 }
 

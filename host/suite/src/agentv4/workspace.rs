@@ -11,49 +11,12 @@ impl Loader {
         value: &Value,
         at: &KeyPath,
     ) -> Option<crate::workspace::Spec> {
-        use crate::workspace::{Isolation, Repo, Spec};
+        use crate::workspace::{Isolation, Spec};
         // Paths resolve against the eval file's directory (AgentV: even in a
         // case.yaml), or against the workspace file that holds them.
-        let (map, wdoc, wat) = match value {
-            Value::Object(m) => (m.clone(), doc.clone(), at.clone()),
-            Value::String(path) => {
-                let file = match self.roots.relative(path, &doc.dir) {
-                    Ok(f) => f,
-                    Err(err) => {
-                        self.path_error(doc, at, path, &err);
-                        return None;
-                    }
-                };
-                let (v, wdoc) = self.read_yaml(&file, Some((doc, at)))?;
-                match v {
-                    Value::Object(m) if m.contains_key("workspace") && m.len() == 1 => {
-                        self.error(&wdoc, &KeyPath::default(), "a workspace file holds the workspace itself, without a `workspace:` wrapper");
-                        return None;
-                    }
-                    Value::Object(m) => (m, wdoc, KeyPath::default()),
-                    other => {
-                        self.error(
-                            &wdoc,
-                            &KeyPath::default(),
-                            format!("a workspace file must be a mapping, got {}", kind(&other)),
-                        );
-                        return None;
-                    }
-                }
-            }
-            Value::Null => return None,
-            other => {
-                self.error(
-                    doc,
-                    at,
-                    format!(
-                        "`workspace` must be a mapping or a path to a workspace file, got {}",
-                        kind(other)
-                    ),
-                );
-                return None;
-            }
-        };
+        // Paths resolve against the eval file's directory (AgentV: even in a
+        // case.yaml), or against the workspace file that holds them.
+        let (map, wdoc, wat) = self.workspace_map(doc, value, at)?;
         let base = if matches!(value, Value::String(_)) {
             wdoc.dir.clone()
         } else {
@@ -100,6 +63,88 @@ impl Loader {
                 Isolation::PerTest
             }
         };
+        let repos = self.workspace_repos(doc, at, &map, &base)?;
+        let hooks = self.hooks(doc, map.get("hooks"), &at.key("hooks"));
+        let static_path = self.workspace_static_path(doc, at, &map, &base, !repos.is_empty());
+        let mut isolation = isolation;
+        if static_path.is_some() {
+            if map.get("isolation").and_then(Value::as_str) == Some("per_test") {
+                self.error(doc, &at.key("isolation"), "static workspace mode is incompatible with isolation: per_test")
+                    .hint = Some("a static workspace is one directory every case shares: remove `isolation`, or use `mode: temp`".into());
+            }
+            isolation = Isolation::Shared;
+        }
+        let preflight = self.workspace_preflight(doc, at, &map);
+        Some(Spec {
+            template,
+            repos,
+            hooks,
+            isolation,
+            static_path,
+            preflight,
+        })
+    }
+
+    /// The workspace's mapping, its document and key path: the one
+    /// written in place, or the one a workspace file holds.
+    fn workspace_map(
+        &mut self,
+        doc: &Arc<Doc>,
+        value: &Value,
+        at: &KeyPath,
+    ) -> Option<(Map<String, Value>, Arc<Doc>, KeyPath)> {
+        let found = match value {
+            Value::Object(m) => (m.clone(), doc.clone(), at.clone()),
+            Value::String(path) => {
+                let file = match self.roots.relative(path, &doc.dir) {
+                    Ok(f) => f,
+                    Err(err) => {
+                        self.path_error(doc, at, path, &err);
+                        return None;
+                    }
+                };
+                let (v, wdoc) = self.read_yaml(&file, Some((doc, at)))?;
+                match v {
+                    Value::Object(m) if m.contains_key("workspace") && m.len() == 1 => {
+                        self.error(&wdoc, &KeyPath::default(), "a workspace file holds the workspace itself, without a `workspace:` wrapper");
+                        return None;
+                    }
+                    Value::Object(m) => (m, wdoc, KeyPath::default()),
+                    other => {
+                        self.error(
+                            &wdoc,
+                            &KeyPath::default(),
+                            format!("a workspace file must be a mapping, got {}", kind(&other)),
+                        );
+                        return None;
+                    }
+                }
+            }
+            Value::Null => return None,
+            other => {
+                self.error(
+                    doc,
+                    at,
+                    format!(
+                        "`workspace` must be a mapping or a path to a workspace file, got {}",
+                        kind(other)
+                    ),
+                );
+                return None;
+            }
+        };
+        Some(found)
+    }
+
+    /// `repos`: each a path, a source and how to check it out.
+    fn workspace_repos(
+        &mut self,
+        doc: &Arc<Doc>,
+        at: &KeyPath,
+        map: &Map<String, Value>,
+        base: &Path,
+    ) -> Option<Vec<crate::workspace::Repo>> {
+        use crate::workspace::Repo;
         let mut repos = Vec::new();
         if let Some(list) = map.get("repos") {
             let Value::Array(items) = list else {
@@ -173,7 +218,7 @@ impl Loader {
                     }
                     format!("https://github.com/{}.git", given.trim())
                 } else {
-                    let Some(url) = self.repo_source(doc, &url_at, given, &base) else {
+                    let Some(url) = self.repo_source(doc, &url_at, given, base) else {
                         continue;
                     };
                     url
@@ -252,7 +297,19 @@ impl Loader {
                 });
             }
         }
-        let hooks = self.hooks(doc, map.get("hooks"), &at.key("hooks"));
+        Some(repos)
+    }
+
+    /// `mode` and `path`: the directory of a static workspace, if any
+    /// (`has_repos`: `mode: static` then needs a path).
+    fn workspace_static_path(
+        &mut self,
+        doc: &Arc<Doc>,
+        at: &KeyPath,
+        map: &Map<String, Value>,
+        base: &Path,
+        has_repos: bool,
+    ) -> Option<PathBuf> {
         let mode = match map.get("mode") {
             None | Some(Value::Null) => None,
             Some(Value::String(m)) if matches!(m.as_str(), "pooled" | "temp" | "static") => {
@@ -273,7 +330,7 @@ impl Loader {
         let path = match map.get("path") {
             None | Some(Value::Null) => None,
             Some(Value::String(p)) if !p.trim().is_empty() => {
-                match self.roots.relative_dir(p, &base) {
+                match self.roots.relative_dir(p, base) {
                     Ok(dir) if dir.exists() && !dir.is_dir() => {
                         self.error(
                             doc,
@@ -312,7 +369,7 @@ impl Loader {
                 None
             }
         };
-        let static_path = match (mode, path) {
+        match (mode, path) {
             (Some("pooled" | "temp"), Some(_)) => {
                 self.error(
                     doc,
@@ -323,7 +380,7 @@ impl Loader {
                 None
             }
             (Some("static") | None, Some(dir)) => Some(dir),
-            (Some("static"), None) if !repos.is_empty() => {
+            (Some("static"), None) if has_repos => {
                 self.error(
                     doc,
                     &at.key("mode"),
@@ -334,16 +391,17 @@ impl Loader {
             }
             // `static` without a path or repos runs as `temp`, as in AgentV.
             _ => None,
-        };
-        let mut isolation = isolation;
-        if static_path.is_some() {
-            if map.get("isolation").and_then(Value::as_str) == Some("per_test") {
-                self.error(doc, &at.key("isolation"), "static workspace mode is incompatible with isolation: per_test")
-                    .hint = Some("a static workspace is one directory every case shares: remove `isolation`, or use `mode: temp`".into());
-            }
-            isolation = Isolation::Shared;
         }
-        let preflight = match map.get("env") {
+    }
+
+    /// `env`: the commands and Python modules the workspace needs.
+    fn workspace_preflight(
+        &mut self,
+        doc: &Arc<Doc>,
+        at: &KeyPath,
+        map: &Map<String, Value>,
+    ) -> Option<crate::workspace::Preflight> {
+        match map.get("env") {
             None | Some(Value::Null) => None,
             Some(Value::Object(env)) => {
                 for key in env.keys().filter(|k| {
@@ -416,15 +474,7 @@ impl Loader {
                 self.error(doc, &at.key("env"), format!("`env` must be a mapping with `required_commands` and `required_python_modules`, got {}", kind(other)));
                 None
             }
-        };
-        Some(Spec {
-            template,
-            repos,
-            hooks,
-            isolation,
-            static_path,
-            preflight,
-        })
+        }
     }
 
     /// A `hooks` mapping (a workspace's or a matrix target's): its keys

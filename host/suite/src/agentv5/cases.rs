@@ -158,11 +158,30 @@ impl Rewriter {
                 vars.extend(v.clone());
             }
             let Some(combos) =
-                expand(&vars).filter(|c| c.len().saturating_mul(prompts.len()) <= MAX_CASES)
+                crate::vars::cartesian(&vars, crate::vars::EmptyList::NoRows, MAX_CASES)
+                    .filter(|c| c.len().saturating_mul(prompts.len()) <= MAX_CASES)
             else {
                 self.error(&tat.key("vars"), format!("these vars expand into more tests than evalhost reads from one suite ({MAX_CASES})"));
                 continue;
             };
+            // AgentV 5 expands an empty list into no values: the test has
+            // no rows. Said, not done quietly.
+            if combos.is_empty() {
+                let empty: Vec<&str> = vars
+                    .iter()
+                    .filter(|(_, v)| v.as_array().is_some_and(Vec::is_empty))
+                    .map(|(k, _)| k.as_str())
+                    .collect();
+                self.warning(
+                    &tat.key("vars"),
+                    format!(
+                        "`vars.{}` is an empty list, so this test expands into no rows and does not run (as in AgentV 5)",
+                        empty.join("`, `vars.")
+                    ),
+                )
+                .hint = Some("give the list a value, or make it a single value".into());
+                continue;
+            }
             for (k, combo) in combos.iter().enumerate() {
                 for (pid, template) in prompts {
                     let mut case = Map::new();

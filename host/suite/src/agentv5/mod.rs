@@ -169,81 +169,7 @@ impl Rewriter {
     fn suite(&mut self, root: &Map<String, Value>) -> Map<String, Value> {
         let top = KeyPath::default();
         let mut out = Map::new();
-        let mut extensions: Vec<(&'static str, String)> = Vec::new();
-        for (key, value) in root {
-            if READ.contains(&key.as_str()) {
-                continue;
-            }
-            match key.as_str() {
-                "environment" => {
-                    if let Some(ws) = self.environment(value, &top.key(key)) {
-                        out.insert("workspace".into(), ws);
-                    }
-                }
-                "extensions" => {
-                    extensions = self.extensions(value, &top.key(key));
-                }
-                "scenarios" | "defaults" => {}
-                "derived_metrics" | "nunjucks_filters" => {
-                    self.error(
-                        &top.key(key),
-                        format!("`{key}` (AgentV 5) is not read by this version of evalhost"),
-                    )
-                    .hint = Some("it is part of the AgentV 5 dialect still being built".into());
-                }
-                // AgentV 4 shapes AgentV 5 removed (reference §1.1): its
-                // loader refuses them, or (top-level `assertions`) ignores
-                // them; evalhost says which, so no score changes quietly.
-                "assertions" => {
-                    self.warning(&top.key(key), "a top-level `assertions` is ignored: AgentV 5's loader never reads it (its validator refuses it)")
-                        .hint = Some("AgentV 5 names it `assert`".into());
-                }
-                "execution" => {
-                    self.error(&top.key(key), "Top-level 'execution' has been removed in AgentV 5")
-                        .hint = Some("`threshold` goes top-level, `workers` → `evaluate_options.max_concurrency`, `budget_usd` and `cache` → `evaluate_options`, `target(s)` → `providers`, `assertions` → `assert`".into());
-                }
-                "target" | "targets" => {
-                    self.error(
-                        &top.key(key),
-                        format!("Top-level '{key}' has been removed. Use top-level 'providers'"),
-                    );
-                }
-                "input" | "input_files" | "expected_output" => {
-                    self.error(&top.key(key), format!("Top-level '{key}' has been removed from authored eval YAML"))
-                        .hint = Some("author the prompt in top-level `prompts` and put data in `default_test.vars` or `tests[].vars`".into());
-                }
-                "eval_cases"
-                | "evalcases"
-                | "repeat"
-                | "runs"
-                | "early_exit"
-                | "budget_usd"
-                | "experiment"
-                | "policy"
-                | "model"
-                | "graders"
-                | "imports"
-                | "on_run_complete"
-                | "workers"
-                | "providerPromptMap"
-                | "provider_prompt_map"
-                | "preprocessors"
-                | "postprocess" => {
-                    self.error(&top.key(key), format!("top-level `{key}` is not part of AgentV 5's eval YAML (its loader refuses it)"));
-                }
-                "output_path" | "timeout_seconds" => {
-                    self.warning(
-                        &top.key(key),
-                        format!("`{key}` is ignored by this version of evalhost"),
-                    );
-                }
-                _ => {
-                    // AgentV 4 keys AgentV 5 removed are reported by the
-                    // AgentV 4 reader in context; pass them through.
-                    out.insert(key.clone(), value.clone());
-                }
-            }
-        }
+        let extensions = self.top_level(root, &mut out);
         if !extensions.is_empty() {
             match out.get_mut("workspace") {
                 Some(Value::Object(ws)) => self.attach_extensions(ws, extensions),
@@ -276,45 +202,7 @@ impl Rewriter {
                 out.insert(key.into(), v.clone());
             }
         }
-        let mut execution = Map::new();
-        if let Some(Value::Object(opts)) = root.get("evaluate_options") {
-            for (k, v) in opts {
-                match k.as_str() {
-                    "max_concurrency" => {
-                        execution.insert("workers".into(), v.clone());
-                    }
-                    "budget_usd" | "cache" => {
-                        execution.insert(k.clone(), v.clone());
-                    }
-                    // AgentV 5's `repeat: N`: N samples, the best scoring
-                    // (`pass_any`, AgentV 4's `pass_at_k`).
-                    "repeat" => {
-                        match v.as_u64() {
-                            Some(n) if n >= 1 => {
-                                execution.insert(
-                                    "trials".into(),
-                                    json!({"count": n, "strategy": "pass_at_k"}),
-                                );
-                            }
-                            _ => {
-                                self.error(
-                                &top.key("evaluate_options").key("repeat"),
-                                format!("`evaluate_options.repeat` must be a positive integer, got {v}"),
-                            );
-                            }
-                        }
-                    }
-                    other => {
-                        self.warning(
-                            &top.key("evaluate_options").key(other),
-                            format!(
-                                "`evaluate_options.{other}` is ignored by this version of evalhost"
-                            ),
-                        );
-                    }
-                }
-            }
-        }
+        let mut execution = self.evaluate_options(root);
         // The providers: labels from the catalog, or objects.
         let labels = self.providers(root.get("providers"), &top.key("providers"));
         match labels.as_slice() {
@@ -430,5 +318,137 @@ impl Rewriter {
         }
         out.insert("tests".into(), tests);
         out
+    }
+
+    /// The suite's top-level keys AgentV 5 renamed or removed, each into
+    /// AgentV 4's shape in `out` (or refused, or warned about); the
+    /// `extensions` to attach to the workspace.
+    fn top_level(
+        &mut self,
+        root: &Map<String, Value>,
+        out: &mut Map<String, Value>,
+    ) -> Vec<(&'static str, String)> {
+        let top = KeyPath::default();
+        let mut extensions: Vec<(&'static str, String)> = Vec::new();
+        for (key, value) in root {
+            if READ.contains(&key.as_str()) {
+                continue;
+            }
+            match key.as_str() {
+                "environment" => {
+                    if let Some(ws) = self.environment(value, &top.key(key)) {
+                        out.insert("workspace".into(), ws);
+                    }
+                }
+                "extensions" => {
+                    extensions = self.extensions(value, &top.key(key));
+                }
+                "scenarios" | "defaults" => {}
+                "derived_metrics" | "nunjucks_filters" => {
+                    self.error(
+                        &top.key(key),
+                        format!("`{key}` (AgentV 5) is not read by this version of evalhost"),
+                    )
+                    .hint = Some("it is part of the AgentV 5 dialect still being built".into());
+                }
+                // AgentV 4 shapes AgentV 5 removed (reference §1.1): its
+                // loader refuses them, or (top-level `assertions`) ignores
+                // them; evalhost says which, so no score changes quietly.
+                "assertions" => {
+                    self.warning(&top.key(key), "a top-level `assertions` is ignored: AgentV 5's loader never reads it (its validator refuses it)")
+                        .hint = Some("AgentV 5 names it `assert`".into());
+                }
+                "execution" => {
+                    self.error(&top.key(key), "Top-level 'execution' has been removed in AgentV 5")
+                        .hint = Some("`threshold` goes top-level, `workers` → `evaluate_options.max_concurrency`, `budget_usd` and `cache` → `evaluate_options`, `target(s)` → `providers`, `assertions` → `assert`".into());
+                }
+                "target" | "targets" => {
+                    self.error(
+                        &top.key(key),
+                        format!("Top-level '{key}' has been removed. Use top-level 'providers'"),
+                    );
+                }
+                "input" | "input_files" | "expected_output" => {
+                    self.error(&top.key(key), format!("Top-level '{key}' has been removed from authored eval YAML"))
+                        .hint = Some("author the prompt in top-level `prompts` and put data in `default_test.vars` or `tests[].vars`".into());
+                }
+                "eval_cases"
+                | "evalcases"
+                | "repeat"
+                | "runs"
+                | "early_exit"
+                | "budget_usd"
+                | "experiment"
+                | "policy"
+                | "model"
+                | "graders"
+                | "imports"
+                | "on_run_complete"
+                | "workers"
+                | "providerPromptMap"
+                | "provider_prompt_map"
+                | "preprocessors"
+                | "postprocess" => {
+                    self.error(&top.key(key), format!("top-level `{key}` is not part of AgentV 5's eval YAML (its loader refuses it)"));
+                }
+                "output_path" | "timeout_seconds" => {
+                    self.warning(
+                        &top.key(key),
+                        format!("`{key}` is ignored by this version of evalhost"),
+                    );
+                }
+                _ => {
+                    // AgentV 4 keys AgentV 5 removed are reported by the
+                    // AgentV 4 reader in context; pass them through.
+                    out.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        extensions
+    }
+
+    /// `evaluate_options` as AgentV 4's `execution`.
+    fn evaluate_options(&mut self, root: &Map<String, Value>) -> Map<String, Value> {
+        let top = KeyPath::default();
+        let mut execution = Map::new();
+        if let Some(Value::Object(opts)) = root.get("evaluate_options") {
+            for (k, v) in opts {
+                match k.as_str() {
+                    "max_concurrency" => {
+                        execution.insert("workers".into(), v.clone());
+                    }
+                    "budget_usd" | "cache" => {
+                        execution.insert(k.clone(), v.clone());
+                    }
+                    // AgentV 5's `repeat: N`: N samples, the best scoring
+                    // (`pass_any`, AgentV 4's `pass_at_k`).
+                    "repeat" => {
+                        match v.as_u64() {
+                            Some(n) if n >= 1 => {
+                                execution.insert(
+                                    "trials".into(),
+                                    json!({"count": n, "strategy": "pass_at_k"}),
+                                );
+                            }
+                            _ => {
+                                self.error(
+                                &top.key("evaluate_options").key("repeat"),
+                                format!("`evaluate_options.repeat` must be a positive integer, got {v}"),
+                            );
+                            }
+                        }
+                    }
+                    other => {
+                        self.warning(
+                            &top.key("evaluate_options").key(other),
+                            format!(
+                                "`evaluate_options.{other}` is ignored by this version of evalhost"
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        execution
     }
 }

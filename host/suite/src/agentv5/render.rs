@@ -83,36 +83,6 @@ pub(super) fn render_prompt(
     render_value(template, vars, env)
 }
 
-/// String-list vars expand into their cartesian product (AgentV 5 as
-/// promptfoo: `yaml-parser.ts` 524-554).
-pub(super) fn expand(vars: &Map<String, Value>) -> Option<Vec<Map<String, Value>>> {
-    let mut rows = vec![Map::new()];
-    for (k, v) in vars {
-        match v {
-            Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_string) => {
-                if rows.len().saturating_mul(items.len()) > MAX_CASES {
-                    return None;
-                }
-                let mut next = Vec::new();
-                for row in &rows {
-                    for item in items {
-                        let mut r = row.clone();
-                        r.insert(k.clone(), item.clone());
-                        next.push(r);
-                    }
-                }
-                rows = next;
-            }
-            other => {
-                for r in &mut rows {
-                    r.insert(k.clone(), other.clone());
-                }
-            }
-        }
-    }
-    Some(rows)
-}
-
 /// `{{ env.NAME }}` filled in every string of `v`.
 pub(super) fn render_env_value(v: &Value, env: &Map<String, Value>) -> Value {
     match v {

@@ -204,3 +204,39 @@ fn agentv4_shapes_are_refused_or_ignored_as_agentv5_loads_them() {
         assert!(suite.tests.iter().all(|t| t.assertions.len() <= 1));
     }
 }
+
+/// The var matrix as AgentV 5's `shouldExpandVarValue` builds it: a list
+/// starting with a string expands even when later items are not strings,
+/// and an empty list leaves the test with no rows (said in a warning).
+#[test]
+fn var_lists_expand_as_agentv5_expands_them() {
+    let (suite, d) = load(&[(
+        "evals/suite.yaml",
+        "prompts: ['{{ q }} {{ n }}']\ntests:\n  - {id: mixed, vars: {q: [a, 1], n: 2}, assert: [{type: contains, value: a}]}\n  - {id: empty, vars: {q: x, n: []}, assert: [{type: contains, value: x}]}\n  - {id: numbers, vars: {q: y, n: [1, 2]}, assert: [{type: contains, value: y}]}\n",
+    )]);
+    assert!(errors(&d).is_empty(), "{:?}", d.0);
+    let suite = suite.unwrap();
+    let inputs: Vec<String> = suite
+        .tests
+        .iter()
+        .map(|t| {
+            t.input
+                .iter()
+                .map(|m| m.content.as_str())
+                .collect::<String>()
+        })
+        .collect();
+    // A list starting with a number stays one value: one test.
+    assert_eq!(inputs.len(), 3, "{inputs:?}");
+    assert_eq!(&inputs[..2], ["a 2", "1 2"]);
+    assert!(inputs[2].starts_with("y "), "{inputs:?}");
+    let warning =
+        d.0.iter()
+            .find(|x| x.message.contains("`vars.n` is an empty list"))
+            .expect("a warning names the empty list");
+    assert!(
+        warning.message.contains("does not run"),
+        "{}",
+        warning.message
+    );
+}

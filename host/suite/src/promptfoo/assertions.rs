@@ -59,34 +59,8 @@ impl Reader {
             return None;
         }
         if base == "assert-set" {
-            if negate {
-                self.error(&at.key("type"), "`not-assert-set` is not a type");
-                return None;
-            }
-            let Some(Value::Array(children)) = a
-                .get("assert")
-                .filter(|c| c.as_array().is_some_and(|c| !c.is_empty()))
-            else {
-                self.error(at, "an `assert-set` needs `assert`, a non-empty list of assertions (an empty set would pass vacuously)");
-                return None;
-            };
-            let members: Vec<Assertion> = children
-                .iter()
-                .enumerate()
-                .filter_map(|(i, c)| {
-                    self.assertion(c, &at.key("assert").index(i), vars, renderer, file, grading)
-                })
-                .collect();
-            let name: Arc<str> = metric.unwrap_or_else(|| "assert-set".into()).into();
-            return Some(Assertion {
-                weight,
-                key_positions: KeyPositions::default(),
-                group: Some(Box::new(Group {
-                    members,
-                    aggregate: Aggregate::AssertSet { threshold },
-                })),
-                ..self.made(name, "assert-set", Map::new(), at, file)
-            });
+            let context = (vars, renderer, file, grading);
+            return self.assert_set(a, at, negate, (weight, threshold, metric), context);
         }
         let trace_type = trace_plugin_type(&base);
         let code_type = match base.as_str() {
@@ -109,50 +83,7 @@ impl Reader {
             _ => None,
         };
         if !DETERMINISTIC.contains(&base.as_str()) && trace_type.is_none() && code_type.is_none() {
-            let why = match base.as_str() {
-                "ruby" => "evalhost runs no Ruby (promptfoo runs it with the machine's ruby)",
-                "moderation" => {
-                    "it needs a moderation model (promptfoo asks OpenAI's moderation API, or Azure Content Safety, LlamaGuard or a Hugging Face classifier), and evalhost has no such provider: nothing here could say whether the output is flagged"
-                }
-                "classifier" => {
-                    "it needs a classification model (promptfoo asks a Hugging Face text-classification pipeline through `huggingface:text-classification:<model>`), and evalhost has no such provider: nothing here could classify the output"
-                }
-                "max-score" => {
-                    "it aggregates the scores of every prompt and provider for the test after all of them are graded, which this version of evalhost does not do (`select-best` it does)"
-                }
-                "trace-span-count" | "trace-span-duration" | "trace-error-spans" => {
-                    "it reads OpenTelemetry trace spans, which evalhost does not collect"
-                }
-                "is-sql" | "contains-sql" => {
-                    "promptfoo decides it with node-sql-parser's grammars, which evalhost has no port of (a different parser would give different verdicts)"
-                }
-                "trajectory:goal-success" => {
-                    "it needs an LLM judge of the trajectory, which a later version of evalhost adds"
-                }
-                _ => {
-                    "not a type this version of evalhost grades (promptfoo makes an unknown type an error row at run time)"
-                }
-            };
-            // A type promptfoo has is named with its reason; a near miss of
-            // one evalhost grades is likely a typo.
-            let hint = why
-                .starts_with("not a type")
-                .then(|| {
-                    crate::diag::nearest(
-                        &base,
-                        DETERMINISTIC
-                            .iter()
-                            .copied()
-                            .chain(["javascript", "python", "assert-set"]),
-                    )
-                })
-                .flatten()
-                .map(|n| format!("did you mean `{n}`?"));
-            self.error(
-                &at.key("type"),
-                format!("assertion type `{raw_type}`: {why}"),
-            )
-            .hint = hint;
+            self.refuse_type(at, raw_type, &base);
             return None;
         }
         let mut transform = None;
@@ -171,77 +102,13 @@ impl Reader {
                     grading.rubric_prompt = Some((v.clone(), at.key(k)));
                 }
                 "value" => {
-                    let vat = at.key("value");
-                    let value = match v {
-                        Value::String(sv) if sv.starts_with("package:") => {
-                            self.error(
-                                &vat,
-                                format!("`value: {sv}`: promptfoo runs that package's function for the expected value, which needs the sandboxed JavaScript runner this version of evalhost does not have yet; write the value inline"),
-                            );
-                            return None;
-                        }
-                        // A script's function runs in the sandbox, with its
-                        // source read here (the plugin has no files).
-                        Value::String(sv) if sv.starts_with("file://") && base == "javascript" => {
-                            let script = self.javascript_file(sv, &vat)?;
-                            self.note_env_reads(&script.to_string(), &vat);
-                            config.insert("__script".into(), script);
-                            continue;
-                        }
-                        Value::String(sv) if sv.starts_with("file://") && base == "python" => {
-                            let script = self.python_file(sv, &vat)?;
-                            config.insert("__script".into(), script);
-                            continue;
-                        }
-                        // promptfoo reads the file as it is: never rendered.
-                        Value::String(sv) if sv.starts_with("file://") => {
-                            self.assertion_file(sv, &vat, true)?
-                        }
-                        Value::Array(items)
-                            if items
-                                .iter()
-                                .any(|i| i.as_str().is_some_and(|s| s.starts_with("file://"))) =>
-                        {
-                            let mut out = Vec::new();
-                            for (i, item) in items.iter().enumerate() {
-                                out.push(match item {
-                                    Value::String(s) if s.starts_with("file://") => {
-                                        self.assertion_file(s, &vat.index(i), false)?
-                                    }
-                                    Value::String(_) => renderer.render_value(item, vars),
-                                    other => other.clone(),
-                                });
-                            }
-                            Value::Array(out)
-                        }
-                        other => renderer.render_value(other, vars),
-                    };
-                    // A JSON Schema written as a string: promptfoo's handler
-                    // reads it with `loadYaml` (lazily: a bad one is an
-                    // error only when the output holds JSON).
-                    if (base == "is-json" || base == "contains-json")
-                        && let Value::String(text) = &value
-                        && !text.is_empty()
-                        && !text.starts_with("file://")
-                    {
-                        match crate::yaml::parse(text) {
-                            Ok(parsed) => {
-                                config.insert("__parsed_value".into(), parsed);
-                            }
-                            Err(e) => {
-                                config.insert(
-                                    "__parse_error".into(),
-                                    Value::String(format!("the schema is not YAML: {e}")),
-                                );
-                            }
-                        }
-                    }
-                    if base == "javascript"
-                        && let Value::String(code) = &value
-                    {
-                        self.note_env_reads(code, &vat);
-                    }
-                    config.insert("value".into(), value);
+                    self.assertion_value(
+                        v,
+                        &at.key("value"),
+                        &base,
+                        (vars, renderer),
+                        &mut config,
+                    )?;
                 }
                 "transform" => {
                     transform = Some(Arc::new(self.transform_step(
@@ -378,6 +245,178 @@ impl Reader {
             ),
             ..self.made(name.into(), &base, config, at, file)
         })
+    }
+
+    /// An `assert-set`: its members read as assertions of the same test,
+    /// graded together (`(weight, threshold, metric)` are the set's own).
+    fn assert_set(
+        &mut self,
+        a: &Map<String, Value>,
+        at: &KeyPath,
+        negate: bool,
+        (weight, threshold, metric): (f64, Option<f64>, Option<String>),
+        (vars, renderer, file, grading): (&Map<String, Value>, &Renderer, &Arc<PathBuf>, &Grading),
+    ) -> Option<Assertion> {
+        if negate {
+            self.error(&at.key("type"), "`not-assert-set` is not a type");
+            return None;
+        }
+        let Some(Value::Array(children)) = a
+            .get("assert")
+            .filter(|c| c.as_array().is_some_and(|c| !c.is_empty()))
+        else {
+            self.error(at, "an `assert-set` needs `assert`, a non-empty list of assertions (an empty set would pass vacuously)");
+            return None;
+        };
+        let members: Vec<Assertion> = children
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                self.assertion(c, &at.key("assert").index(i), vars, renderer, file, grading)
+            })
+            .collect();
+        let name: Arc<str> = metric.unwrap_or_else(|| "assert-set".into()).into();
+        Some(Assertion {
+            weight,
+            key_positions: KeyPositions::default(),
+            group: Some(Box::new(Group {
+                members,
+                aggregate: Aggregate::AssertSet { threshold },
+            })),
+            ..self.made(name, "assert-set", Map::new(), at, file)
+        })
+    }
+
+    /// Refuses an assertion type evalhost does not grade, saying why (a
+    /// type promptfoo has), or the nearest one it grades (a likely typo).
+    fn refuse_type(&mut self, at: &KeyPath, raw_type: &str, base: &str) {
+        let why = match base {
+            "ruby" => "evalhost runs no Ruby (promptfoo runs it with the machine's ruby)",
+            "moderation" => {
+                "it needs a moderation model (promptfoo asks OpenAI's moderation API, or Azure Content Safety, LlamaGuard or a Hugging Face classifier), and evalhost has no such provider: nothing here could say whether the output is flagged"
+            }
+            "classifier" => {
+                "it needs a classification model (promptfoo asks a Hugging Face text-classification pipeline through `huggingface:text-classification:<model>`), and evalhost has no such provider: nothing here could classify the output"
+            }
+            "max-score" => {
+                "it aggregates the scores of every prompt and provider for the test after all of them are graded, which this version of evalhost does not do (`select-best` it does)"
+            }
+            "trace-span-count" | "trace-span-duration" | "trace-error-spans" => {
+                "it reads OpenTelemetry trace spans, which evalhost does not collect"
+            }
+            "is-sql" | "contains-sql" => {
+                "promptfoo decides it with node-sql-parser's grammars, which evalhost has no port of (a different parser would give different verdicts)"
+            }
+            "trajectory:goal-success" => {
+                "it needs an LLM judge of the trajectory, which a later version of evalhost adds"
+            }
+            _ => {
+                "not a type this version of evalhost grades (promptfoo makes an unknown type an error row at run time)"
+            }
+        };
+        // A type promptfoo has is named with its reason; a near miss of
+        // one evalhost grades is likely a typo.
+        let hint = why
+            .starts_with("not a type")
+            .then(|| {
+                crate::diag::nearest(
+                    base,
+                    DETERMINISTIC
+                        .iter()
+                        .copied()
+                        .chain(["javascript", "python", "assert-set"]),
+                )
+            })
+            .flatten()
+            .map(|n| format!("did you mean `{n}`?"));
+        self.error(
+            &at.key("type"),
+            format!("assertion type `{raw_type}`: {why}"),
+        )
+        .hint = hint;
+    }
+
+    /// An assertion's `value`: a script's source for `javascript` and
+    /// `python` files, a file's content, or the value rendered with the
+    /// test's vars; a JSON Schema written as a string parsed as promptfoo
+    /// parses it. Into `config`.
+    fn assertion_value(
+        &mut self,
+        v: &Value,
+        vat: &KeyPath,
+        base: &str,
+        (vars, renderer): (&Map<String, Value>, &Renderer),
+        config: &mut Map<String, Value>,
+    ) -> Option<()> {
+        let value = match v {
+            Value::String(sv) if sv.starts_with("package:") => {
+                self.error(
+                    vat,
+                    format!("`value: {sv}`: promptfoo runs that package's function for the expected value, which needs the sandboxed JavaScript runner this version of evalhost does not have yet; write the value inline"),
+                );
+                return None;
+            }
+            // A script's function runs in the sandbox, with its
+            // source read here (the plugin has no files).
+            Value::String(sv) if sv.starts_with("file://") && base == "javascript" => {
+                let script = self.javascript_file(sv, vat)?;
+                self.note_env_reads(&script.to_string(), vat);
+                config.insert("__script".into(), script);
+                return Some(());
+            }
+            Value::String(sv) if sv.starts_with("file://") && base == "python" => {
+                let script = self.python_file(sv, vat)?;
+                config.insert("__script".into(), script);
+                return Some(());
+            }
+            // promptfoo reads the file as it is: never rendered.
+            Value::String(sv) if sv.starts_with("file://") => self.assertion_file(sv, vat, true)?,
+            Value::Array(items)
+                if items
+                    .iter()
+                    .any(|i| i.as_str().is_some_and(|s| s.starts_with("file://"))) =>
+            {
+                let mut out = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    out.push(match item {
+                        Value::String(s) if s.starts_with("file://") => {
+                            self.assertion_file(s, &vat.index(i), false)?
+                        }
+                        Value::String(_) => renderer.render_value(item, vars),
+                        other => other.clone(),
+                    });
+                }
+                Value::Array(out)
+            }
+            other => renderer.render_value(other, vars),
+        };
+        // A JSON Schema written as a string: promptfoo's handler
+        // reads it with `loadYaml` (lazily: a bad one is an
+        // error only when the output holds JSON).
+        if (base == "is-json" || base == "contains-json")
+            && let Value::String(text) = &value
+            && !text.is_empty()
+            && !text.starts_with("file://")
+        {
+            match crate::yaml::parse(text) {
+                Ok(parsed) => {
+                    config.insert("__parsed_value".into(), parsed);
+                }
+                Err(e) => {
+                    config.insert(
+                        "__parse_error".into(),
+                        Value::String(format!("the schema is not YAML: {e}")),
+                    );
+                }
+            }
+        }
+        if base == "javascript"
+            && let Value::String(code) = &value
+        {
+            self.note_env_reads(code, vat);
+        }
+        config.insert("value".into(), value);
+        Some(())
     }
 
     /// An assertion `value: file://…`, as promptfoo's `runAssertion` loads

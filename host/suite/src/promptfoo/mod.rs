@@ -407,7 +407,8 @@ impl Reader {
                 None => row,
             };
             let Some(combos) =
-                expand_vars(&row.vars).filter(|c| c.len() * prompts.len() <= MAX_ROWS)
+                crate::vars::cartesian(&row.vars, crate::vars::EmptyList::Keep, MAX_ROWS)
+                    .filter(|c| c.len() * prompts.len() <= MAX_ROWS)
             else {
                 self.error(&row.at.key("vars"), format!("these vars expand into more tests than evalhost reads from one config ({MAX_ROWS})"));
                 continue;

@@ -438,37 +438,6 @@ pub(super) fn merge_default(d: &Row, mut row: Row) -> Row {
     row
 }
 
-/// promptfoo's var expansion: each var whose value is a list starting with
-/// a string takes each of its values; the rows are their cartesian product
-/// (in key order, the first key varying slowest).
-pub(super) fn expand_vars(vars: &Map<String, Value>) -> Option<Vec<Map<String, Value>>> {
-    let mut rows = vec![Map::new()];
-    for (k, v) in vars {
-        match v {
-            Value::Array(items) if items.first().is_some_and(Value::is_string) => {
-                if rows.len().saturating_mul(items.len()) > MAX_ROWS {
-                    return None;
-                }
-                let mut next = Vec::with_capacity(rows.len() * items.len());
-                for row in &rows {
-                    for item in items {
-                        let mut r = row.clone();
-                        r.insert(k.clone(), item.clone());
-                        next.push(r);
-                    }
-                }
-                rows = next;
-            }
-            other => {
-                for r in &mut rows {
-                    r.insert(k.clone(), other.clone());
-                }
-            }
-        }
-    }
-    Some(rows)
-}
-
 /// One `file://` var's value, as promptfoo loads it.
 pub(super) fn load_var_file(path: &Path) -> Result<Value, String> {
     let ext = path

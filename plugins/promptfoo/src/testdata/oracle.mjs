@@ -1,5 +1,5 @@
 // Records what promptfoo 0.121.20 itself answers for the cases below, into
-// oracle.json beside this file; `oracle_cases_match_promptfoo` (lib.rs)
+// oracle.json beside this file; `oracle_cases_match_promptfoo` (oracle.rs)
 // grades the same cases and compares pass, score and reason.
 //
 //     node plugins/promptfoo/src/testdata/oracle.mjs

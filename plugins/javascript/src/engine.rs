@@ -1,0 +1,317 @@
+//! The Boa engine of a plugin instance: its realm (the `console`,
+//! `require` and `process` shims), compiled snippets and modules, promises
+//! settled, thrown values as promptfoo shows them.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use boa_engine::builtins::promise::PromiseState;
+use boa_engine::object::ObjectInitializer;
+use boa_engine::object::builtins::JsPromise;
+use boa_engine::property::Attribute;
+use boa_engine::{
+    Context, JsError, JsNativeError, JsObject, JsResult, JsString, JsValue, Module, NativeFunction,
+    Source, js_string,
+};
+use evalhost_plugin_sdk::GradeError;
+
+use crate::snippet::Script;
+
+/// Calls deeper than this throw `RangeError` (well inside the plugin's
+/// stack, so unbounded recursion fails the assertion instead of trapping).
+const RECURSION_LIMIT: usize = 1000;
+
+/// Most compiled snippets and modules kept per instance.
+const CACHE_CAP: usize = 256;
+
+thread_local! {
+    /// Leaked, never dropped: Boa's collector lives in thread-locals of its
+    /// own, and a context dropped after them (at thread exit) corrupts the
+    /// heap. A plugin instance's one thread never exits.
+    static ENGINE: &'static RefCell<Option<Engine>> = Box::leak(Box::new(RefCell::new(None)));
+    /// What `console.*` printed during the current call.
+    pub(crate) static CONSOLE: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// One engine per plugin instance. The plugin is not stateless: the host
+/// makes a fresh instance (so a fresh realm) for every call, so nothing a
+/// snippet does to the realm reaches another test.
+pub(crate) struct Engine {
+    pub(crate) ctx: Context,
+    /// Functions compiled from snippet bodies, by body.
+    snippets: HashMap<String, JsObject>,
+    /// Module exports (promptfoo's `mod`), by source text.
+    modules: HashMap<String, JsValue>,
+    /// The `process` shim.
+    pub(crate) process: JsValue,
+    /// The global object's own keys once the engine started: what a snippet
+    /// adds (`globalThis.x = …`, an undeclared assignment) is deleted after
+    /// its call, so that no grade depends on which instance ran before.
+    baseline: std::collections::HashSet<boa_engine::property::PropertyKey>,
+}
+
+impl Engine {
+    fn new() -> JsResult<Self> {
+        let mut ctx = Context::default();
+        ctx.runtime_limits_mut()
+            .set_recursion_limit(RECURSION_LIMIT);
+        let console = {
+            let mut init = ObjectInitializer::new(&mut ctx);
+            for name in ["log", "info", "warn", "error", "debug", "trace"] {
+                init.function(
+                    NativeFunction::from_fn_ptr(console_print),
+                    JsString::from(name),
+                    0,
+                );
+            }
+            init.build()
+        };
+        ctx.register_global_property(js_string!("console"), console, Attribute::all())?;
+        ctx.register_global_builtin_callable(
+            js_string!("require"),
+            1,
+            NativeFunction::from_fn_ptr(require),
+        )?;
+        let process = ctx.eval(Source::from_bytes(
+            "({ env: Object.freeze({}), argv: [], platform: 'wasi', mainModule: { require: globalThis.require, exports: {} } })",
+        ))?;
+        let baseline = ctx
+            .global_object()
+            .own_property_keys(&mut ctx)?
+            .into_iter()
+            .collect();
+        Ok(Self {
+            ctx,
+            snippets: HashMap::new(),
+            modules: HashMap::new(),
+            process,
+            baseline,
+        })
+    }
+
+    /// Deletes the globals a call added.
+    fn reset_globals(&mut self) {
+        let global = self.ctx.global_object();
+        let Ok(keys) = global.own_property_keys(&mut self.ctx) else {
+            return;
+        };
+        for key in keys {
+            if !self.baseline.contains(&key) {
+                let _ = global.delete_property_or_throw(key, &mut self.ctx);
+            }
+        }
+    }
+
+    /// `new Function("output", "context", "process", body)`, cached.
+    pub(crate) fn snippet(&mut self, body: &str) -> JsResult<JsObject> {
+        if let Some(f) = self.snippets.get(body) {
+            return Ok(f.clone());
+        }
+        // The realm's own `Function`, never `globalThis.Function`: a snippet
+        // may replace the global, not what compiles the next one.
+        let ctor = self
+            .ctx
+            .intrinsics()
+            .constructors()
+            .function()
+            .constructor();
+        let args = [
+            js_string!("output").into(),
+            js_string!("context").into(),
+            js_string!("process").into(),
+            JsString::from(body).into(),
+        ];
+        let f = ctor.call(&JsValue::undefined(), &args, &mut self.ctx)?;
+        let f = f
+            .as_object()
+            .ok_or_else(|| JsNativeError::typ().with_message("not a function"))?
+            .clone();
+        if self.snippets.len() >= CACHE_CAP {
+            self.snippets.clear();
+        }
+        self.snippets.insert(body.to_owned(), f.clone());
+        Ok(f)
+    }
+
+    /// A script file's `mod` as promptfoo's `importModule` computes it:
+    /// `default.default || default || the module`.
+    pub(crate) fn module(&mut self, script: &Script) -> JsResult<JsValue> {
+        if let Some(m) = self.modules.get(&script.source) {
+            return Ok(m.clone());
+        }
+        let ctx = &mut self.ctx;
+        let mod_value = if script.esm {
+            let module = Module::parse(Source::from_bytes(script.source.as_bytes()), None, ctx)?;
+            let promise = module.load_link_evaluate(ctx);
+            settle_promise(&promise, ctx)?;
+            let ns: JsValue = module.namespace(ctx).into();
+            pick_default(&ns, ctx)?
+        } else {
+            // CommonJS, as Node's `import()` of it sees it: `default` is
+            // `module.exports`.
+            let wrapper = format!(
+                "(function (module, exports, require) {{\n{}\n;return module.exports;\n}})",
+                script.source
+            );
+            let f = ctx.eval(Source::from_bytes(wrapper.as_bytes()))?;
+            let module = ctx.eval(Source::from_bytes("({ exports: {} })"))?;
+            let exports = module
+                .as_object()
+                .map(|m| m.get(js_string!("exports"), ctx))
+                .transpose()?
+                .unwrap_or_default();
+            let require = ctx.global_object().get(js_string!("require"), ctx)?;
+            let exported = f
+                .as_callable()
+                .ok_or_else(|| JsNativeError::typ().with_message("module wrapper"))?
+                .call(&JsValue::undefined(), &[module, exports, require], ctx)?;
+            let ns = ObjectInitializer::new(ctx)
+                .property(js_string!("default"), exported, Attribute::all())
+                .build();
+            pick_default(&ns.into(), ctx)?
+        };
+        if self.modules.len() >= CACHE_CAP {
+            self.modules.clear();
+        }
+        self.modules
+            .insert(script.source.clone(), mod_value.clone());
+        Ok(mod_value)
+    }
+}
+
+/// `x.default.default || x.default || x`.
+fn pick_default(ns: &JsValue, ctx: &mut Context) -> JsResult<JsValue> {
+    let get = |v: &JsValue, ctx: &mut Context| -> JsResult<JsValue> {
+        match v.as_object() {
+            Some(o) => o.get(js_string!("default"), ctx),
+            None => Ok(JsValue::undefined()),
+        }
+    };
+    let d = get(ns, ctx)?;
+    let dd = get(&d, ctx)?;
+    Ok(if dd.to_boolean() {
+        dd
+    } else if d.to_boolean() {
+        d
+    } else {
+        ns.clone()
+    })
+}
+
+fn console_print(_this: &JsValue, args: &[JsValue], ctx: &mut Context) -> JsResult<JsValue> {
+    let mut line = String::new();
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            line.push(' ');
+        }
+        match a.as_string() {
+            Some(s) => line.push_str(&s.to_std_string_escaped()),
+            None => match a.to_json(ctx) {
+                Ok(Some(j)) if a.is_object() => line.push_str(&j.to_string()),
+                _ => line.push_str(&a.display().to_string()),
+            },
+        }
+    }
+    CONSOLE.with(|c| {
+        let mut c = c.borrow_mut();
+        // Bounded: a snippet that prints in a loop keeps its first 64 KiB.
+        if c.len() < 64 << 10 {
+            c.push_str(&line);
+            c.push('\n');
+        }
+    });
+    Ok(JsValue::undefined())
+}
+
+fn require(_this: &JsValue, args: &[JsValue], _ctx: &mut Context) -> JsResult<JsValue> {
+    let name = args
+        .first()
+        .map(|a| match a.as_string() {
+            Some(s) => s.to_std_string_escaped(),
+            None => a.display().to_string(),
+        })
+        .unwrap_or_default();
+    Err(JsNativeError::error()
+        .with_message(format!(
+            "Cannot find module '{name}': the evalhost sandbox provides no modules (no files, network or environment)"
+        ))
+        .into())
+}
+
+/// Runs the job queue until `promise` settles.
+fn settle_promise(promise: &JsPromise, ctx: &mut Context) -> JsResult<JsValue> {
+    ctx.run_jobs()?;
+    match promise.state() {
+        PromiseState::Fulfilled(v) => Ok(v),
+        PromiseState::Rejected(e) => Err(JsError::from_opaque(e)),
+        PromiseState::Pending => Err(JsNativeError::error()
+            .with_message("the returned promise never settled")
+            .into()),
+    }
+}
+
+/// A value, awaited when it is a promise (promptfoo's `validateResult`
+/// awaits it).
+pub(crate) fn settle(value: JsValue, ctx: &mut Context) -> JsResult<JsValue> {
+    match value
+        .as_object()
+        .and_then(|o| JsPromise::from_object(o.clone()).ok())
+    {
+        Some(p) => settle_promise(&p, ctx),
+        None => Ok(value),
+    }
+}
+
+/// A thrown value as promptfoo shows it: its message, and V8's stack's
+/// first line (`Name: message`; Boa keeps no stack).
+pub(crate) fn thrown(err: &JsError, ctx: &mut Context) -> (String, String) {
+    // Boa's runtime limits are engine errors (JavaScript cannot catch
+    // them); V8 throws `RangeError` where Boa hits its recursion limit.
+    if err.to_string().starts_with("RuntimeLimitError") {
+        let message = "Maximum call stack size exceeded".to_owned();
+        return (message.clone(), format!("RangeError: {message}"));
+    }
+    if let Ok(native) = err.try_native(ctx) {
+        let message = native.message().to_owned();
+        let name = match native.kind() {
+            boa_engine::JsNativeErrorKind::Type => "TypeError",
+            boa_engine::JsNativeErrorKind::Range => "RangeError",
+            boa_engine::JsNativeErrorKind::Reference => "ReferenceError",
+            boa_engine::JsNativeErrorKind::Syntax => "SyntaxError",
+            boa_engine::JsNativeErrorKind::Eval => "EvalError",
+            boa_engine::JsNativeErrorKind::Uri => "URIError",
+            _ => "Error",
+        };
+        let stack = format!("{name}: {message}");
+        return (message, stack);
+    }
+    let value = err.clone().into_opaque(ctx).unwrap_or_default();
+    let message = value
+        .as_object()
+        .and_then(|o| o.get(js_string!("message"), ctx).ok())
+        .filter(|m| !m.is_undefined())
+        .unwrap_or_else(|| value.clone());
+    let message = message
+        .to_string(ctx)
+        .map(|s| s.to_std_string_escaped())
+        .unwrap_or_default();
+    (message.clone(), message)
+}
+
+/// Runs `f` on this instance's engine, starting it on first use.
+pub(crate) fn with_engine<T>(
+    f: impl FnOnce(&mut Engine) -> Result<T, GradeError>,
+) -> Result<T, GradeError> {
+    ENGINE.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(Engine::new().map_err(|e| {
+                GradeError::Failed(format!("the JavaScript engine did not start: {e}"))
+            })?);
+        }
+        let engine = slot.as_mut().expect("set above");
+        let result = f(engine);
+        engine.reset_globals();
+        result
+    })
+}

@@ -1,0 +1,3 @@
+module.exports = function (str) {
+  return str.toUpperCase();
+};
