@@ -34,7 +34,16 @@ VERSION = "0.121.20"
 NATURAL_HOOK = ROOT / "plugins" / "promptfoo" / "src" / "testdata" / "natural-named-exports.mjs"
 
 
-def openai_server(replies):
+def last_text(body):
+    """The last message's content: a string as written; Anthropic's list of
+    blocks as its text blocks joined."""
+    last = (body.get("messages") or [{}])[-1].get("content")
+    if isinstance(last, list):
+        return "".join(b.get("text", "") for b in last if isinstance(b, dict))
+    return last
+
+
+def openai_server(replies, anthropic=None, requests=None):
     """A loopback OpenAI-compatible server answering each chat completion
     with the first reply whose `match` equals the last message's content,
     or whose `contains` is in it, and whose `model` (if any) is the one
@@ -47,7 +56,19 @@ def openai_server(replies):
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-            if "input" in body and "messages" not in body:
+            if requests is not None:
+                requests.append({"path": self.path, "body": body})
+            if self.path.rstrip("/").endswith("/v1/messages"):
+                # Anthropic's Messages API: the reply whose `match` is the
+                # last message's text, or whose `contains` is in it.
+                last = last_text(body)
+                reply = next((r for r in anthropic or []
+                              if ("model" not in r or r["model"] == body.get("model"))
+                              and (("match" in r and r["match"] == last)
+                                   or ("contains" in r and isinstance(last, str) and r["contains"] in last))), None)
+                status, payload = ((200, reply["body"]) if reply else
+                                   (404, {"type": "error", "error": {"type": "not_found_error", "message": f"no reply for {last!r}"}}))
+            elif "input" in body and "messages" not in body:
                 # An embedding request: the vector of the first reply whose
                 # `embed` is the input text (or is in it).
                 text = body["input"] if isinstance(body["input"], str) else json.dumps(body["input"])
@@ -96,10 +117,16 @@ def main():
                        NODE_OPTIONS=f"--import {NATURAL_HOOK.as_uri()}")
             server = None
             replies = config_dir / "openai-replies.json"
-            if replies.exists():
-                server = openai_server(json.loads(replies.read_text()))
+            anthropic = config_dir / "anthropic-replies.json"
+            requests = []
+            if replies.exists() or anthropic.exists():
+                server = openai_server(json.loads(replies.read_text()) if replies.exists() else [],
+                                       json.loads(anthropic.read_text()) if anthropic.exists() else [],
+                                       requests)
                 env["OPENAI_BASE_URL"] = f"http://127.0.0.1:{server.server_address[1]}/v1"
                 env["OPENAI_API_KEY"] = "sk-loopback"
+                env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{server.server_address[1]}"
+                env["ANTHROPIC_API_KEY"] = "sk-ant-loopback"
             out = pathlib.Path(tmp) / "out.json"
             proc = subprocess.run(
                 [str(binary), "eval", "-c", "promptfooconfig.yaml", "-o", str(out), "--no-cache", "--no-table"],
@@ -143,6 +170,13 @@ def main():
             if any(n["namedScores"] for n in named):
                 record["prompts"] = named
             (config_dir / "promptfoo.json").write_text(json.dumps(record, indent=1) + "\n")
+            # The request bodies promptfoo sent, for the configs that keep
+            # them (`promptfoo-requests.json` present): evalhost's must be
+            # the same, in any order.
+            kept = config_dir / "promptfoo-requests.json"
+            if kept.exists() or anthropic.exists():
+                requests.sort(key=lambda r: json.dumps(r, sort_keys=True))
+                kept.write_text(json.dumps(requests, indent=1) + "\n")
             print(f"{config_dir.name}: {len(rows)} rows")
 
 

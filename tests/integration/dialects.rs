@@ -141,6 +141,27 @@ fn flat_scores(scores: &serde_json::Value, out: &mut Vec<f64>) {
 /// (`scripts/conformance-promptfoo.py` recorded its rows beside each
 /// config) and by evalhost: every row's pass, score and assertion scores
 /// are the same.
+/// A JSON value as text with every object's keys sorted (request bodies are
+/// compared whatever order each tool writes keys in).
+fn canonical(v: &serde_json::Value) -> String {
+    fn sorted(v: &serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Object(o) => {
+                let mut keys: Vec<&String> = o.keys().collect();
+                keys.sort();
+                serde_json::Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&o[k])))
+                        .collect(),
+                )
+            }
+            serde_json::Value::Array(a) => serde_json::Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(v).to_string()
+}
+
 #[test]
 fn promptfoo_configs_score_as_promptfoo() {
     let dir = crate::support::root().join("tests/data/promptfoo-conformance");
@@ -171,13 +192,39 @@ fn promptfoo_configs_score_as_promptfoo() {
         // recording script's: the reply whose `match` is the last message.
         let mut cmd = crate::support::evalhost();
         cmd.env("EVALHOST_COMPONENTIZE_PY", &componentize);
-        let _server = std::fs::read_to_string(config.join("openai-replies.json"))
-            .ok()
-            .map(|text| {
-                let replies: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+        let openai_replies = std::fs::read_to_string(config.join("openai-replies.json")).ok();
+        let anthropic_replies = std::fs::read_to_string(config.join("anthropic-replies.json")).ok();
+        let _server = (openai_replies.is_some() || anthropic_replies.is_some())
+            .then(|| {
+                let parse = |t: Option<String>| -> Vec<serde_json::Value> {
+                    t.map(|t| serde_json::from_str(&t).unwrap()).unwrap_or_default()
+                };
+                let replies = parse(openai_replies);
+                let anthropic = parse(anthropic_replies);
                 let server = crate::support::FakeServer::start_fn(move |req| {
                     let body: serde_json::Value =
                         serde_json::from_str(&req.body).unwrap_or_default();
+                    // Anthropic's Messages API: the last message's text
+                    // blocks, matched by the same rule.
+                    if req.path.trim_end_matches('/').ends_with("/v1/messages") {
+                        let last: String = body["messages"]
+                            .as_array()
+                            .and_then(|m| m.last())
+                            .and_then(|m| m["content"].as_array())
+                            .map(|blocks| blocks.iter().filter_map(|b| b["text"].as_str()).collect())
+                            .unwrap_or_default();
+                        return match anthropic.iter().find(|r| {
+                            r.get("model").is_none_or(|m| *m == body["model"])
+                                && (r["match"] == last.as_str()
+                                    || r["contains"].as_str().is_some_and(|c| last.contains(c)))
+                        }) {
+                            Some(r) => crate::support::Reply::json(200, r["body"].clone()),
+                            None => crate::support::Reply::json(
+                                404,
+                                serde_json::json!({"type": "error", "error": {"type": "not_found_error", "message": "no reply"}}),
+                            ),
+                        };
+                    }
                     if body.get("input").is_some() && body.get("messages").is_none() {
                         let text = match &body["input"] {
                             serde_json::Value::String(s) => s.clone(),
@@ -228,7 +275,9 @@ fn promptfoo_configs_score_as_promptfoo() {
                     }
                 });
                 cmd.env("OPENAI_BASE_URL", format!("{}/v1", server.url))
-                    .env("OPENAI_API_KEY", "sk-loopback");
+                    .env("OPENAI_API_KEY", "sk-loopback")
+                    .env("ANTHROPIC_BASE_URL", &server.url)
+                    .env("ANTHROPIC_API_KEY", "sk-ant-loopback");
                 server
             });
         let r: crate::support::Run = cmd
@@ -276,6 +325,38 @@ fn promptfoo_configs_score_as_promptfoo() {
             for b in asks("CRIT-") {
                 assert_eq!(b["model"], "gpt-5.5-2026-04-23", "{b}");
                 assert!(b.get("response_format").is_none(), "{b}");
+            }
+        }
+        // The requests promptfoo sent, where recorded: evalhost's are the
+        // same bodies to the same paths, in any order.
+        if let Ok(text) = std::fs::read_to_string(config.join("promptfoo-requests.json")) {
+            let mut want: Vec<String> = serde_json::from_str::<Vec<serde_json::Value>>(&text)
+                .unwrap()
+                .iter()
+                .map(canonical)
+                .collect();
+            let mut got: Vec<String> = _server
+                .as_ref()
+                .unwrap()
+                .received
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    canonical(&serde_json::json!({
+                        "path": r.path,
+                        "body": serde_json::from_str::<serde_json::Value>(&r.body).unwrap_or_default(),
+                    }))
+                })
+                .collect();
+            want.sort();
+            got.sort();
+            if want != got {
+                let missing: Vec<&String> = want.iter().filter(|w| !got.contains(w)).collect();
+                let extra: Vec<&String> = got.iter().filter(|g| !want.contains(g)).collect();
+                differ.push(format!(
+                    "{name}: requests differ from promptfoo's\n  promptfoo sent, evalhost did not: {missing:?}\n  evalhost sent, promptfoo did not: {extra:?}"
+                ));
             }
         }
         // Named and derived metrics per prompt and provider.

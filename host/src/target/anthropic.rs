@@ -42,6 +42,12 @@ pub struct AnthropicConfig {
     pub thinking_budget: Option<u64>,
     /// Request timeout.
     pub timeout: Duration,
+    /// `output_style: promptfoo`: the request and output of promptfoo's
+    /// `anthropic:messages` provider (a promptfoo config's target), with
+    /// whether thinking is shown; else AgentV's.
+    pub promptfoo: Option<bool>,
+    /// promptfoo's request fields (`output_style: promptfoo` only).
+    pub request_params: Map<String, Value>,
 }
 
 impl AnthropicConfig {
@@ -72,6 +78,32 @@ impl AnthropicConfig {
                 "timeout_seconds",
                 get_f64(entry, "timeout_seconds")?.unwrap_or(120.0),
             )?,
+            promptfoo: match entry.get("output_style") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) if s == "content" => None,
+                Some(Value::String(s)) if s == "promptfoo" => Some(
+                    entry
+                        .get("show_thinking")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(true),
+                ),
+                Some(_) => {
+                    return Err((
+                        "output_style".to_owned(),
+                        "`output_style` must be `content` or `promptfoo`".to_owned(),
+                    ));
+                }
+            },
+            request_params: match entry.get("request_params") {
+                None | Some(Value::Null) => Map::new(),
+                Some(Value::Object(m)) => m.clone(),
+                Some(_) => {
+                    return Err((
+                        "request_params".to_owned(),
+                        "`request_params` must be a mapping of request fields".to_owned(),
+                    ));
+                }
+            },
         })
     }
 
@@ -368,6 +400,17 @@ pub fn invoke(
     test: &TestCase,
     inv: &Invocation<'_>,
 ) -> Result<TargetOutput, TargetFailure> {
+    if let Some(show_thinking) = config.promptfoo {
+        let timeout = inv
+            .time_left(Some(config.timeout))
+            .map_or(config.timeout, |t| t.min(config.timeout));
+        return super::anthropic_promptfoo::call(
+            config,
+            &super::echo_text(test),
+            show_thinking,
+            timeout,
+        );
+    }
     let messages = super::prompt::chat_messages(&test.input);
     chat(
         config,
@@ -388,6 +431,8 @@ mod tests {
             api_key: Some("k".into()),
             base_url: BASE_URL.into(),
             temperature: Some(0.2),
+            promptfoo: None,
+            request_params: Map::new(),
             max_output_tokens: None,
             thinking_budget: thinking,
             timeout: Duration::from_secs(1),

@@ -84,6 +84,11 @@ const ANTHROPIC: &[&str] = &[
     "timeout_seconds",
     "base_url",
     "endpoint",
+    // evalhost's: promptfoo's request (`output_style: promptfoo`) and its
+    // request fields.
+    "request_params",
+    "output_style",
+    "show_thinking",
 ];
 
 const GEMINI: &[&str] = &[

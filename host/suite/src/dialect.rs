@@ -114,7 +114,9 @@ const TOP: &[(&str, &[Dialect])] = &[
     ("eval_cases", &[V4]),
     ("evalcases", &[V4]),
     ("preprocessors", &[V4]),
-    ("workspace", &[V4]),
+    // AgentV 5 keeps a top-level `workspace` (its validator lists and
+    // checks it), beside `environment`.
+    ("workspace", &[V4, V5]),
     ("plugins", &[V4]),
     ("default_test", &[V5]),
     ("evaluate_options", &[V5]),
@@ -356,6 +358,22 @@ fn markers(root: &serde_json::Map<String, Value>) -> (Vec<Marker>, Vec<Marker>) 
                     possible: &[V5],
                 });
             }
+            // promptfoo names a provider by its path (`openai:gpt-4o-mini`,
+            // `anthropic:messages:…`, `exec:…`); AgentV 5 by a catalog label
+            // or a backend kind (`openai`, `codex-cli`). Weak: a label may
+            // hold a colon.
+            let id = match p {
+                Value::String(s) => Some(s.as_str()),
+                Value::Object(o) => o.get("id").and_then(Value::as_str),
+                _ => None,
+            };
+            if let Some(id) = id.filter(|id| promptfoo_provider_path(id)) {
+                weak.push(Marker {
+                    what: format!("the provider id `{id}` (promptfoo's `<provider>:<model>` form)"),
+                    at: top.key("providers").index(i),
+                    possible: &[PF],
+                });
+            }
         }
     }
     for key in ["assert", "assertions"] {
@@ -409,6 +427,21 @@ fn markers(root: &serde_json::Map<String, Value>) -> (Vec<Marker>, Vec<Marker>) 
         });
     }
     (strong, weak)
+}
+
+/// A provider path of promptfoo's form: `<provider>:<rest>` with a lower-case
+/// provider name (`openai:gpt-4o`, `anthropic:messages:claude-…`,
+/// `exec:./run.sh`), not a URL or a `file://` path.
+fn promptfoo_provider_path(id: &str) -> bool {
+    let Some((head, rest)) = id.split_once(':') else {
+        return false;
+    };
+    !head.is_empty()
+        && !rest.is_empty()
+        && !rest.starts_with("//")
+        && head
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
 }
 
 fn narrow(candidates: &[Dialect], markers: &[Marker]) -> Vec<Dialect> {
@@ -580,6 +613,25 @@ mod tests {
         assert_eq!(detect_text("x.yaml", pf_type), Ok(PF));
         let v5_script = "prompts: ['{{q}}']\nproviders: [echo]\ntests:\n  - vars: {q: hi}\n    assert: [{type: script, command: [node, x.js]}]\n";
         assert_eq!(detect_text("x.yaml", v5_script), Ok(V5));
+        // A provider path of promptfoo's form settles the shared subset.
+        for provider in [
+            "openai:gpt-4o-mini",
+            "anthropic:messages:claude-3-5-haiku-latest",
+            "{id: 'openai:chat:gpt-4.1', config: {temperature: 0}}",
+        ] {
+            let pf_provider = format!(
+                "prompts: ['{{{{q}}}}']\nproviders: [{provider}]\ntests:\n  - vars: {{q: hi}}\n    assert: [{{type: contains, value: hi}}]\n"
+            );
+            assert_eq!(
+                detect_text("config.yaml", &pf_provider),
+                Ok(PF),
+                "{pf_provider}"
+            );
+        }
+        // AgentV 5 knows a top-level `workspace`: with `prompts` it is
+        // AgentV 5, not a mix of dialects.
+        let v5_workspace = "workspace: {template: ./ws}\nprompts: ['{{q}}']\nproviders: [local]\ntests:\n  - vars: {q: hi}\n    assert: [{type: contains, value: hi}]\n";
+        assert_eq!(detect_text("agent.eval.yaml", v5_workspace), Ok(V5));
     }
 
     #[test]
