@@ -1406,3 +1406,140 @@ tests:
     assert_eq!(grouped["score"], 0.4, "{row}");
     assert!(row.to_string().contains("polite enough"), "{row}");
 }
+
+/// An AgentV 5 provider whose config names `{{ env.NAME }}` with NAME unset:
+/// `validate` warns naming the variable (AgentV's never builds providers),
+/// a run refuses naming it, and with it set both go on.
+#[test]
+fn an_agentv5_provider_waiting_for_a_variable_is_a_warning_to_validate_and_an_error_to_run() {
+    let project = Project::with_mock("unused");
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    project.write(
+        ".agentv/providers.yaml",
+        "- id: azure\n  label: llm\n  config:\n    endpoint: \"{{ env.EVH_TEST_AZURE_ENDPOINT }}\"\n    api_key: k\n    model: gpt\n",
+    );
+    project.write(
+        "evals/suite.eval.yaml",
+        "providers: [llm]\nprompts: ['{{ q }}']\ntests:\n  - {id: t, vars: {q: hi}, assert: [{type: contains, value: hi}]}\n",
+    );
+    let validate: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env_remove("EVH_TEST_AZURE_ENDPOINT")
+        .args(["validate", "evals/suite.eval.yaml"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(validate.code, 0, "{}{}", validate.stdout, validate.stderr);
+    assert!(
+        validate.stderr.contains("warning: target `llm`")
+            && validate
+                .stderr
+                .contains("`endpoint` is `{{ env.EVH_TEST_AZURE_ENDPOINT }}` and EVH_TEST_AZURE_ENDPOINT is not set"),
+        "{}",
+        validate.stderr
+    );
+    let run: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env_remove("EVH_TEST_AZURE_ENDPOINT")
+        .args(["run", "evals/suite.eval.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("error: target `llm`")
+            && run.stderr.contains("EVH_TEST_AZURE_ENDPOINT is not set"),
+        "{}",
+        run.stderr
+    );
+    let set: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env(
+            "EVH_TEST_AZURE_ENDPOINT",
+            "https://example.openai.azure.com",
+        )
+        .args(["validate", "evals/suite.eval.yaml"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(set.code, 0, "{}", set.stderr);
+    assert!(
+        !set.stderr.contains("EVH_TEST_AZURE_ENDPOINT"),
+        "{}",
+        set.stderr
+    );
+}
+
+/// AgentV's own next-format suites (`tests/data/agentv5-wild`, its `evals/`,
+/// red-team pack and showcase at commit 58f316ca): every one AgentV 5 reads,
+/// evalhost reads; the ones it refuses are the ones AgentV 5 refuses too,
+/// each for its reason (and two where evalhost is stricter, named).
+#[test]
+fn agentv_published_next_format_suites_are_read() {
+    let data = crate::support::root().join("tests/data/agentv5-wild");
+    let work = tempfile::tempdir().unwrap();
+    for entry in walkdir::WalkDir::new(&data).min_depth(1) {
+        let entry = entry.unwrap();
+        let dest = work.path().join(entry.path().strip_prefix(&data).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+    // AgentV reads a suite inside its repository.
+    std::fs::create_dir_all(work.path().join(".git")).unwrap();
+    let mut suites: Vec<std::path::PathBuf> = walkdir::WalkDir::new(work.path())
+        .into_iter()
+        .map(|e| e.unwrap().into_path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "yaml")
+                && !p.components().any(|c| c.as_os_str() == ".agentv")
+                && std::fs::read_to_string(p)
+                    .unwrap()
+                    .lines()
+                    .any(|l| l.starts_with("tests:"))
+        })
+        .collect();
+    suites.sort();
+    assert!(suites.len() >= 50, "{}", suites.len());
+    // AgentV 5 refuses these too (validate or loader), for these reasons.
+    let refused_by_agentv = [
+        (
+            "agent-plugin-review.eval.yaml",
+            "`workspace.template` is refused",
+        ),
+        ("deploy-execute.eval.yaml", "`rubrics`"),
+        ("output-correctness.eval.yaml", "`rubrics`"),
+        ("skill-invocation.eval.yaml", "`rubrics`"),
+        ("skill-selection.eval.yaml", "`rubrics`"),
+        ("benchmark.eval.yaml", "`evaluate_options.repeat`"),
+        // Stricter than AgentV, which rejects `expected_output` only in
+        // inline tests: said, not run differently.
+        ("setup-a.eval.yaml", "`expected_output`"),
+        ("setup-b.eval.yaml", "`expected_output`"),
+    ];
+    let mut read = 0;
+    let mut unexpected = Vec::new();
+    for suite in &suites {
+        let r: crate::support::Run = crate::support::evalhost()
+            .current_dir(work.path())
+            .args(["validate"])
+            .arg(suite)
+            .output()
+            .unwrap()
+            .into();
+        let name = suite.file_name().unwrap().to_string_lossy().into_owned();
+        match refused_by_agentv.iter().find(|(n, _)| *n == name) {
+            Some((_, why)) => {
+                if r.code == 0 || !r.stderr.contains(why) {
+                    unexpected.push(format!("{name}: expected refused for {why}: {}", r.stderr));
+                }
+            }
+            None if r.code == 0 => read += 1,
+            None => unexpected.push(format!("{name}: refused: {}", r.stderr)),
+        }
+    }
+    assert!(unexpected.is_empty(), "{}", unexpected.join("\n"));
+    assert_eq!(read + refused_by_agentv.len(), suites.len());
+}

@@ -52,7 +52,13 @@ pub(super) fn doctor_command(args: &DoctorArgs, out: &mut dyn Write, err: &mut d
         .map(str::to_owned)
         .collect();
     let trusted = |name: &str| args.trust || (file_trusted && !inline.iter().any(|n| n == name));
-    let targets = match crate::run::targets::load(suite, &args.eval, args.targets.as_ref(), false) {
+    let targets = match crate::run::targets::load(
+        suite,
+        &args.eval,
+        args.targets.as_ref(),
+        false,
+        crate::run::targets::Check::Run,
+    ) {
         Ok(t) => t,
         Err(diags) => {
             for d in diags.iter() {

@@ -62,23 +62,29 @@ pub(super) fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {
                 }
                 let suite = &prepared.suite;
                 // The targets a run would use: the file, the names, their keys.
-                let targets = crate::run::targets::load(suite, path, args.targets.as_ref(), false)
-                    .and_then(|t| {
-                        let chosen = crate::run::targets::chosen(suite, args.target.as_deref());
-                        let problems = crate::run::targets::check_names(
-                            suite,
-                            &t,
-                            &chosen,
-                            crate::run::targets::Check::Validate,
-                        );
-                        let mut all = t.warnings.clone();
-                        all.0.extend(problems.0);
-                        if all.has_errors() {
-                            Err(all)
-                        } else {
-                            Ok((t.file, all))
-                        }
-                    });
+                let targets = crate::run::targets::load(
+                    suite,
+                    path,
+                    args.targets.as_ref(),
+                    false,
+                    crate::run::targets::Check::Validate,
+                )
+                .and_then(|t| {
+                    let chosen = crate::run::targets::chosen(suite, args.target.as_deref());
+                    let problems = crate::run::targets::check_names(
+                        suite,
+                        &t,
+                        &chosen,
+                        crate::run::targets::Check::Validate,
+                    );
+                    let mut all = t.warnings.clone();
+                    all.0.extend(problems.0);
+                    if all.has_errors() {
+                        Err(all)
+                    } else {
+                        Ok((t.file, all))
+                    }
+                });
                 let extensions = if args.agentv {
                     agentv_differences(&prepared)
                 } else {

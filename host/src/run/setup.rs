@@ -111,8 +111,13 @@ pub(super) fn setup(
     let workers = options.workers.or(suite.workers).unwrap_or(cpus).max(1);
 
     let roots = suite::roots::Roots::for_eval(&eval);
-    let targets = match targets::load(&suite, &eval, targets_file.as_ref(), options.sandbox_strict)
-    {
+    let targets = match targets::load(
+        &suite,
+        &eval,
+        targets_file.as_ref(),
+        options.sandbox_strict,
+        targets::Check::Run,
+    ) {
         Ok(t) => t,
         Err(diags) => return Ok(Err(RunError::Invalid(diags))),
     };

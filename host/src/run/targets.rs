@@ -21,6 +21,7 @@ pub fn load(
     eval: &Path,
     given: Option<&PathBuf>,
     sandbox_strict: bool,
+    check: Check,
 ) -> Result<Targets, Diagnostics> {
     let file = from_file(suite, eval, given, sandbox_strict)?;
     if suite.inline_targets.is_empty() {
@@ -68,7 +69,12 @@ pub fn load(
             return Err(Diagnostics(refused));
         }
     }
-    target::with_inline(file, &suite.inline_targets, &suite.dir)
+    target::with_inline(
+        file,
+        &suite.inline_targets,
+        &suite.dir,
+        check == Check::Validate,
+    )
 }
 
 fn from_file(
@@ -182,6 +188,16 @@ pub fn check_names(
         let Err(message) = targets.select(&entry.use_target) else {
             continue;
         };
+        // A target the suite defines that waits for a variable: already
+        // said (`with_inline`), as a warning under `validate`.
+        let waits_for_env = suite.inline_targets.iter().any(|t| {
+            !t.unset_env.is_empty()
+                && t.entry.get("name").and_then(serde_json::Value::as_str)
+                    == Some(entry.use_target.as_str())
+        });
+        if validate && waits_for_env {
+            continue;
+        }
         let implicit =
             entry.loc.is_none() && entry.use_target == "default" && suite.target.is_none();
         let unavailable = targets.targets.iter().any(|t| {

@@ -284,10 +284,16 @@ pub fn load_targets(path: &Path, env: &Env) -> Result<Targets, Diagnostics> {
 
 /// The targets a suite defines itself (promptfoo's `providers`), over
 /// `file`'s: a name the suite defines hides the file's entry of that name.
+///
+/// A target that cannot be built because a `{{ env.NAME }}` it names is not
+/// set is an error naming the variable; with `deferred` (`validate`, as
+/// AgentV's, which never builds providers) it is a warning and the target
+/// is left out.
 pub fn with_inline(
     mut file: Targets,
     inline: &[evalhost_suite::InlineTarget],
     base_dir: &Path,
+    deferred: bool,
 ) -> Result<Targets, Diagnostics> {
     let mut diags = Diagnostics::default();
     let mut own = Vec::new();
@@ -300,6 +306,29 @@ pub fn with_inline(
             .to_owned();
         match parse_target(&name, &t.entry, base_dir) {
             Ok(target) => own.push(target),
+            Err((key, message)) if !t.unset_env.is_empty() => {
+                let unset: Vec<String> = t
+                    .unset_env
+                    .iter()
+                    .map(|(k, var)| format!("`{k}` is `{{{{ env.{var} }}}}` and {var} is not set"))
+                    .collect();
+                let message = format!("{message} ({})", unset.join("; "));
+                let vars: Vec<&str> = t.unset_env.iter().map(|(_, v)| v.as_str()).collect();
+                let d = if deferred {
+                    Diagnostic::warning(
+                        &t.loc.file,
+                        format!(
+                            "target `{name}`: {message}; a run that uses it fails until it is set"
+                        ),
+                    )
+                } else {
+                    Diagnostic::error(&t.loc.file, format!("target `{name}`: {message}"))
+                };
+                diags.push(d.at(t.loc.pos).key(t.loc.key.key(&key)).hint(format!(
+                    "set {} in the environment (or in a `.env` file beside the suite)",
+                    vars.join(", ")
+                )));
+            }
             Err((key, message)) => diags.push(
                 Diagnostic::error(&t.loc.file, message)
                     .at(t.loc.pos)
@@ -310,6 +339,7 @@ pub fn with_inline(
     if diags.has_errors() {
         return Err(diags);
     }
+    file.warnings.0.extend(diags.0);
     file.targets
         .retain(|t| !own.iter().any(|o| o.name == t.name));
     own.append(&mut file.targets);

@@ -565,6 +565,10 @@ pub struct InlineTarget {
     pub entry: Map<String, Value>,
     /// Where it was written.
     pub loc: Loc,
+    /// Values written as `{{ env.NAME }}` whose variable is not set:
+    /// `(key, NAME)`. The tool reads them only when it calls the target, so
+    /// a check without them is a warning, a run an error naming them.
+    pub unset_env: Vec<(String, String)>,
 }
 
 /// A use of a feature AgentV 4.42 does not have, so that AgentV would score

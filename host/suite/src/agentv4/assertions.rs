@@ -465,13 +465,25 @@ impl Loader {
                         Some((doc, &at.key("prompt"))),
                         MAX_FILE_BYTES,
                     ) {
+                        let mut text = text;
                         if !text.contains("{{output}}")
                             && !text.contains("{{ output }}")
                             && !text.contains("{{expected_output}}")
                             && !text.contains("{{ expected_output }}")
                         {
-                            self.error(doc, &at.key("prompt"), format!("prompt file {} uses neither {{{{output}}}} nor {{{{expected_output}}}}", display.display()))
-                                .hint = Some("a judge prompt must show the judge the answer: add {{output}}".into());
+                            if self.agentv5 {
+                                // AgentV 5's loader refuses such a grader
+                                // and skips its tests; its judge, sent the
+                                // file as it is, would never see the
+                                // answer. evalhost grades as the author
+                                // meant, and says so (docs/dialects.md).
+                                self.warning(doc, &at.key("prompt"), format!("judge prompt {} shows the judge neither the conversation nor the answer ({{{{output}}}}): AgentV 5 skips the tests this grader is on; evalhost appends the conversation and the final answer to the prompt, so these tests are graded, and AgentV has no score for them", display.display()))
+                                    .hint = Some("put {{input}} and {{output}} where the judge should read them to choose the layout yourself".into());
+                                text.push_str(JUDGE_PROMPT_TAIL);
+                            } else {
+                                self.error(doc, &at.key("prompt"), format!("prompt file {} uses neither {{{{output}}}} nor {{{{expected_output}}}}", display.display()))
+                                    .hint = Some("a judge prompt must show the judge the answer: add {{output}}".into());
+                            }
                         }
                         config.insert("prompt".into(), Value::String(text));
                         config.insert(
@@ -764,3 +776,8 @@ impl Loader {
         out
     }
 }
+
+/// What an AgentV 5 judge prompt file that names neither `{{output}}` nor
+/// `{{expected_output}}` gets appended: the conversation and the answer.
+const JUDGE_PROMPT_TAIL: &str =
+    "\n\n[[ ## conversation ## ]]\n{{input}}\n\n[[ ## final answer ## ]]\n{{output}}\n";

@@ -163,6 +163,8 @@ struct Loader {
     /// into this one's shape (AgentV 5 → 4), read in place of the file's
     /// (whose positions still locate what is reported).
     replace_root: Option<Value>,
+    /// Reading AgentV 5's rewrite (so AgentV 5's rules where they differ).
+    agentv5: bool,
 }
 
 /// Reads the AgentV 4.42 suite at `path` (`.yaml`/`.yml`, or `.jsonl`).
@@ -181,6 +183,7 @@ pub(crate) fn read_rewritten(
     root: Option<Value>,
 ) -> (Option<Suite>, Diagnostics) {
     let mut loader = Loader {
+        agentv5: root.is_some(),
         replace_root: root,
         configs: HashMap::new(),
         strings: std::collections::HashSet::new(),
@@ -226,6 +229,7 @@ impl Loader {
             extensions: Vec::new(),
             preprocessors: self.preprocessors.clone(),
             replace_root: None,
+            agentv5: self.agentv5,
         }
     }
 

@@ -340,6 +340,22 @@ impl Rewriter {
                         out.insert("workspace".into(), ws);
                     }
                 }
+                // AgentV 5 keeps a top-level `workspace` for its hooks and
+                // env, and refuses a template there (the testbed is the
+                // `environment`'s).
+                "workspace" => {
+                    if let Value::Object(ws) = value
+                        && ws.contains_key("template")
+                    {
+                        self.error(
+                            &top.key(key).key("template"),
+                            "a top-level `workspace.template` is refused by AgentV 5's loader: a next-format suite's testbed is its `environment`",
+                        )
+                        .hint = Some("use `environment: {type: host, workdir, setup}` (or a recipe file) for the testbed, and keep `workspace:` for `hooks`".into());
+                    } else {
+                        out.insert(key.clone(), value.clone());
+                    }
+                }
                 "extensions" => {
                     extensions = self.extensions(value, &top.key(key));
                 }

@@ -54,6 +54,7 @@ impl Rewriter {
                         self.inline.push(InlineTarget {
                             entry,
                             loc: self.loc(&iat),
+                            unset_env: Vec::new(),
                         });
                     } else if label.contains(':') {
                         self.error(&iat, format!("the provider `{label}` is a promptfoo-style id, which this version of evalhost reads only in promptfoo configs"));
@@ -166,10 +167,33 @@ impl Rewriter {
                 }
             }
         }
-        let _ = at;
+        // `{{ env.NAME }}` whose variable is not set: AgentV resolves a
+        // provider only when it calls it, so `validate` warns and a run
+        // errs, naming the variable.
+        let mut unset_env = Vec::new();
+        let config = entry.get("config").and_then(Value::as_object);
+        for (k, v) in config
+            .into_iter()
+            .flatten()
+            .chain(entry.iter().filter(|(k, _)| k.as_str() != "config"))
+        {
+            if let Value::String(s) = v {
+                for name in render::env_names(s) {
+                    if self
+                        .env
+                        .get(&name)
+                        .and_then(Value::as_str)
+                        .is_none_or(str::is_empty)
+                    {
+                        unset_env.push((k.clone(), name));
+                    }
+                }
+            }
+        }
         Some(InlineTarget {
             entry: out,
             loc: self.loc(at),
+            unset_env,
         })
     }
 
@@ -218,6 +242,7 @@ impl Rewriter {
         self.inline.push(InlineTarget {
             entry,
             loc: self.loc(&eat),
+            unset_env: Vec::new(),
         });
         Some(name)
     }

@@ -123,3 +123,37 @@ pub(super) fn fill_env_refs(s: &str, env: &Map<String, Value>) -> String {
     out.push_str(rest);
     out
 }
+
+/// The variables `{{ env.NAME }}` (or `{{ env['NAME'] }}`) references in `s`
+/// name, in order.
+pub(super) fn env_names(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(open) = rest.find("{{") {
+        let after = &rest[open + 2..];
+        let Some(close) = after.find("}}") else { break };
+        let inner = after[..close].trim();
+        let name = inner
+            .strip_prefix("env.")
+            .map(|n| {
+                n.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect::<String>()
+            })
+            .or_else(|| {
+                inner
+                    .strip_prefix("env[")
+                    .and_then(|n| n.strip_prefix(['\'', '"']))
+                    .map(|n| {
+                        n.chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect()
+                    })
+            });
+        if let Some(name) = name.filter(|n| !n.is_empty()) {
+            out.push(name);
+        }
+        rest = &after[close + 2..];
+    }
+    out
+}

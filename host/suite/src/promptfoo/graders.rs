@@ -85,6 +85,7 @@ impl Reader {
             inline.push(InlineTarget {
                 entry,
                 loc: self.loc(&at),
+                unset_env: Vec::new(),
             });
         }
     }

@@ -161,6 +161,7 @@ impl Reader {
             inline.push(InlineTarget {
                 entry,
                 loc: self.loc(&iat),
+                unset_env: Vec::new(),
             });
             matrix.push(MatrixTarget {
                 name: name.clone(),
