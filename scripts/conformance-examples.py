@@ -27,7 +27,7 @@ For each example:
     scripts/conformance-examples.py [--record-only|--compare-only] [NAME...]
 
 Environment: PROMPTFOO (the promptfoo executable, default
-/tmp/pf/node_modules/.bin/promptfoo), EVALHOST (default /tmp/evalhost-33),
+/tmp/pf/node_modules/.bin/promptfoo), EVALHOST (default target/debug/evalhost),
 EVALHOST_COMPONENTIZE_PY (for `python` assertions), PFX_SCRATCH (default
 /tmp/pfx/runs).
 """
@@ -48,7 +48,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "tests" / "data" / "promptfoo-examples"
 VERSION = "0.121.20"
 PROMPTFOO = os.environ.get("PROMPTFOO", "/tmp/pf/node_modules/.bin/promptfoo")
-EVALHOST = os.environ.get("EVALHOST", "/tmp/evalhost-33")
+EVALHOST = os.environ.get("EVALHOST", str(pathlib.Path(__file__).resolve().parent.parent / "target" / "debug" / "evalhost"))
 SCRATCH = pathlib.Path(os.environ.get("PFX_SCRATCH", "/tmp/pfx/runs"))
 # See scripts/conformance-promptfoo.py: stock promptfoo cannot load natural's
 # exports for `meteor`; the hook changes nothing else.
@@ -184,8 +184,19 @@ def last_user_text(messages):
     return text_of(messages[-1].get("content")) if messages and isinstance(messages[-1], dict) else ""
 
 
+class BadRequest(Exception):
+    """A request OpenAI would refuse with 400; the message is OpenAI's."""
+
+
 def chat_completion(body):
     messages = body.get("messages") or []
+    # What OpenAI checks before answering, so that a malformed request fails
+    # here as it would there.
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise BadRequest(f"Invalid type for 'messages': expected an array of objects, but got {type(messages).__name__} instead.")
+    for i, t in enumerate(body.get("tools") or []):
+        if isinstance(t, dict) and t.get("type", "function") == "function" and "function" not in t:
+            raise BadRequest(f"Missing required parameter: 'tools[{i}].function'.")
     model = body.get("model")
     prompt_tokens = sum(words(text_of(m.get("content"))) for m in messages if isinstance(m, dict))
     graded = grader_reply(messages)
@@ -344,6 +355,8 @@ class Loopback:
                         status, payload = 200, anthropic_messages(body)
                     else:
                         status, payload = 404, {"error": {"message": f"no such endpoint {path}", "type": "not_found"}}
+                except BadRequest as e:
+                    status, payload = 400, {"error": {"message": str(e), "type": "invalid_request_error"}}
                 except Exception as e:  # a reply the server cannot make is a 500, logged
                     status, payload = 500, {"error": {"message": f"loopback server: {e!r}", "type": "server_error"}}
                 data = json.dumps(payload).encode()
@@ -384,8 +397,19 @@ def copy_example(src, dest):
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns("promptfoo.json", "promptfoo-requests.jsonl"))
 
 
+def integral(v):
+    """JSON numbers as values: `1.0` and `1` are the same number on the wire."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, dict):
+        return {k: integral(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [integral(x) for x in v]
+    return v
+
+
 def canonical(req):
-    return json.dumps([req["path"], req["body"]], sort_keys=True, ensure_ascii=False)
+    return json.dumps([req["path"], integral(req["body"])], sort_keys=True, ensure_ascii=False)
 
 
 def run_promptfoo(example, server, work_root):
@@ -426,7 +450,8 @@ def run_promptfoo(example, server, work_root):
                 for c in grading.get("componentResults") or []
             ],
         })
-    rows.sort(key=lambda r: (r["provider"], str(r["output"]), json.dumps(r["vars"], sort_keys=True)))
+    rows.sort(key=lambda r: (r["provider"], str(r["output"]), json.dumps(r["vars"], sort_keys=True),
+                             r["prompt"]["raw"], str(r["description"])))
     record = {"promptfoo": VERSION, "rows": rows}
     named = [{"label": p.get("label"), "provider": p.get("provider"),
               "namedScores": (p.get("metrics") or {}).get("namedScores") or {}}
@@ -491,6 +516,10 @@ def flat_scores(scores, out):
     return out
 
 
+def provider_key(name):
+    return re.sub(r"^openai:(chat|responses):", "openai:", str(name))
+
+
 def close(a, b):
     try:
         return abs(float(a) - float(b)) < 1e-9
@@ -507,10 +536,18 @@ def compare_rows(record, ours):
         want_out = want["output"]
         if not (isinstance(want_out, str) or want_out is None):
             want_out = json.dumps(want_out, separators=(",", ":"), ensure_ascii=False)
-        cands = [i for i, g in enumerate(ours)
-                 if i not in used and g.get("target") == want["provider"]
-                 and normal_vars((g.get("metadata") or {}).get("vars")) == normal_vars(want["vars"])
-                 and (want["description"] is None or (g.get("metadata") or {}).get("description") == want["description"])]
+        def same(g, name_of):
+            return (name_of(g.get("target")) == name_of(want["provider"])
+                    and normal_vars((g.get("metadata") or {}).get("vars")) == normal_vars(want["vars"])
+                    and (want["description"] is None
+                         or (g.get("metadata") or {}).get("description") == want["description"]))
+        cands = [i for i, g in enumerate(ours) if i not in used and same(g, lambda x: x)]
+        renamed = False
+        if not cands:
+            # promptfoo names `openai:chat:m` `openai:m` in its rows; the
+            # Rust test would find no row, but the scores are still compared.
+            cands = [i for i, g in enumerate(ours) if i not in used and same(g, provider_key)]
+            renamed = bool(cands)
         exact = [i for i in cands if ours[i].get("output") == want_out or want_out is None]
         pick = (exact or cands or [None])[0]
         if pick is None:
@@ -520,6 +557,8 @@ def compare_rows(record, ours):
         used.add(pick)
         got = ours[pick]
         problems = []
+        if renamed:
+            problems.append(("target-name", want["provider"], got.get("target")))
         if not exact:
             problems.append(("output", want["output"], got.get("output")))
         passed = got.get("status") == "passed"
@@ -543,6 +582,31 @@ def compare_rows(record, ours):
         else:
             equal += 1
     return equal, diffs
+
+
+def compare_metrics(record, summary):
+    """Named and derived metrics per prompt and provider, as the Rust test
+    compares them: (equal, total, differences)."""
+    equal, total, diffs = 0, 0, []
+    for want in record.get("prompts") or []:
+        metrics = (summary or {}).get("metrics") or []
+        got = next((m for m in metrics if m.get("target") == want["provider"] and m.get("prompt") == want["label"]), None)
+        if got is None:
+            got = next((m for m in metrics if provider_key(m.get("target")) == provider_key(want["provider"])), None)
+            if got is not None:
+                diffs.append({"kind": "metrics-name", "want": [want["provider"], want["label"]],
+                              "got": [got.get("target"), got.get("prompt")]})
+        ours = {}
+        for pair in ((got or {}).get("named") or []) + ((got or {}).get("derived") or []):
+            ours[pair[0]] = pair[1]
+        for metric, value in want["namedScores"].items():
+            total += 1
+            if metric in ours and close(ours[metric], value):
+                equal += 1
+            else:
+                diffs.append({"kind": "metric", "prompt": want["label"], "provider": want["provider"],
+                              "metric": metric, "promptfoo": value, "evalhost": ours.get(metric)})
+    return equal, total, diffs
 
 
 def compare_requests(pf, eh):
@@ -574,7 +638,8 @@ def main():
             if "--compare-only" not in flags:
                 pf = run_promptfoo(example, server, tmp)
                 with open(example / "promptfoo-requests.jsonl", "w") as f:
-                    for r in pf["requests"]:
+                    # In a stable order: promptfoo sends them concurrently.
+                    for r in sorted(pf["requests"], key=canonical):
                         f.write(json.dumps(r, ensure_ascii=False) + "\n")
                 if pf["ran"]:
                     (example / "promptfoo.json").write_text(json.dumps(pf["record"], indent=1, ensure_ascii=False) + "\n")
@@ -590,7 +655,7 @@ def main():
             eh = run_evalhost(example, server, tmp)
             (keep / "evalhost.log").write_text(f"exit {eh['code']}\n--- stdout\n{eh['stdout']}\n--- stderr\n{eh['stderr']}\n")
             with open(keep / "evalhost-requests.jsonl", "w") as f:
-                for r in eh["requests"]:
+                for r in sorted(eh["requests"], key=canonical):
                     f.write(json.dumps(r, ensure_ascii=False) + "\n")
             with open(keep / "evalhost-results.jsonl", "w") as f:
                 for r in eh["rows"]:
@@ -605,6 +670,10 @@ def main():
         if pf_record:
             eq, diffs = compare_rows(pf_record, eh["rows"])
             entry["rows_equal"], entry["row_diffs"] = eq, diffs
+            m_eq, m_total, m_diffs = compare_metrics(pf_record, eh["summary"])
+            entry["metrics_equal"], entry["metrics_total"], entry["metric_diffs"] = m_eq, m_total, m_diffs
+            entry["rows_equal_but_target_name"] = sum(
+                1 for d in diffs if d["kind"] == "row" and [p[0] for p in d["problems"]] == ["target-name"])
         req_eq, only_pf, only_eh = compare_requests(pf_requests, eh["requests"])
         entry["requests_equal"] = req_eq
         (keep / "requests-only-promptfoo.jsonl").write_text("".join(x + "\n" for x in only_pf))

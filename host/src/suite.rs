@@ -5,5 +5,5 @@
 pub use evalhost_suite::{
     Aggregate, Assertion, Group, LimitOverrides, Loc, MatrixTarget, Message, PassRule, PluginRef,
     Preprocessor, PromptScript, Required, Suite, TestCase, Trials, dialect, discover_eval_files,
-    env, fields, load, model, normalize_media_type, roots, source_map,
+    env, fields, load, model, normalize_media_type, roots, source_map, yaml,
 };

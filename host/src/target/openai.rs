@@ -244,12 +244,48 @@ pub fn chat(
     params: &ChatParams,
     timeout: Option<Duration>,
 ) -> Result<TargetOutput, TargetFailure> {
+    let messages = messages
+        .iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    chat_messages(config, Value::Array(messages), params, timeout)
+}
+
+/// promptfoo's `parseChatPrompt`: a prompt that starts with `- role:` is a
+/// YAML chat, one that parses as JSON is its value (a chat's messages),
+/// any other is one user message.
+pub fn promptfoo_chat(prompt: &str) -> Value {
+    let trimmed = prompt.trim();
+    if trimmed.starts_with("- role:")
+        && let Ok(v) = crate::suite::yaml::parse(prompt)
+    {
+        return v;
+    }
+    match serde_json::from_str::<Value>(prompt) {
+        Ok(v) => v,
+        Err(_) => json!([{"role": "user", "content": prompt}]),
+    }
+}
+
+/// Sends one chat completion of `messages` (the request's `messages` as
+/// they are sent).
+pub fn chat_messages(
+    config: &OpenAiConfig,
+    messages: Value,
+    params: &ChatParams,
+    timeout: Option<Duration>,
+) -> Result<TargetOutput, TargetFailure> {
     let mut body = json!({
         "model": config.model,
-        "messages": messages.iter().map(|(role, content)| json!({"role": role, "content": content})).collect::<Vec<_>>(),
+        "messages": messages,
     });
     if let Some(t) = params.temperature.or(config.temperature) {
-        body["temperature"] = json!(t);
+        // As JavaScript writes a number: `0`, not `0.0`.
+        body["temperature"] = if t.fract() == 0.0 && t.abs() < 9e15 {
+            json!(t as i64)
+        } else {
+            json!(t)
+        };
     }
     if let Some(m) = params.max_tokens.or(config.max_output_tokens) {
         body["max_tokens"] = json!(m);
@@ -541,7 +577,17 @@ pub fn invoke(
     }
     let timeout = inv.time_left(Some(config.timeout));
     let case_bound = inv.deadline.is_some() && timeout.is_some_and(|t| t < config.timeout);
-    chat(config, &messages, &ChatParams::default(), timeout).map_err(|e| {
+    let sent = match config.output_style {
+        // promptfoo's provider sends the rendered prompt as its chat.
+        OutputStyle::Promptfoo { .. } => chat_messages(
+            config,
+            promptfoo_chat(&super::echo_text(test)),
+            &ChatParams::default(),
+            timeout,
+        ),
+        OutputStyle::Content => chat(config, &messages, &ChatParams::default(), timeout),
+    };
+    sent.map_err(|e| {
         if case_bound && e.message.contains("did not answer within") {
             TargetFailure::timeout(format!("the case ran past its timeout_ms: {}", e.message))
         } else {

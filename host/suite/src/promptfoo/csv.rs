@@ -31,6 +31,7 @@ pub(super) fn csv_rows(text: &str) -> Result<Vec<(usize, Value)>, String> {
         let mut assert = Vec::new();
         let mut test = Map::new();
         let mut metric = None;
+        let mut metadata = Map::new();
         for (name, cell) in header.iter().zip(record) {
             let name = name.trim();
             if name.starts_with("__expected") {
@@ -50,6 +51,24 @@ pub(super) fn csv_rows(text: &str) -> Result<Vec<(usize, Value)>, String> {
                 }
             } else if name == "__metric" {
                 metric = Some(cell.clone());
+            } else if let Some(key) = name.strip_prefix("__metadata:") {
+                // promptfoo's `testCaseFromCsvRow`: `key[]` is a list split
+                // on commas not escaped by a backslash; an empty cell is
+                // no key.
+                if !cell.trim().is_empty() {
+                    let value = match key.strip_suffix("[]") {
+                        Some(_) => Value::Array(
+                            split_unescaped_commas(cell)
+                                .into_iter()
+                                .map(|v| Value::String(v.trim().replace("\\,", ",")))
+                                .collect(),
+                        ),
+                        None => Value::String(cell.clone()),
+                    };
+                    metadata.insert(key.trim_end_matches("[]").to_owned(), value);
+                }
+            } else if name == "__metadata" {
+                // promptfoo warns that it needs a key, and ignores it.
             } else if name.starts_with("__") {
                 return Err(format!(
                     "the CSV column `{name}` is not read by this version of evalhost"
@@ -64,6 +83,9 @@ pub(super) fn csv_rows(text: &str) -> Result<Vec<(usize, Value)>, String> {
             }
         }
         test.insert("vars".into(), Value::Object(vars));
+        if !metadata.is_empty() {
+            test.insert("metadata".into(), Value::Object(metadata));
+        }
         if !assert.is_empty() {
             test.insert("assert".into(), Value::Array(assert));
         }
@@ -356,4 +378,20 @@ pub(super) fn assertion_from_string(expected: &str) -> Result<Value, String> {
         }
     }
     Ok(a)
+}
+
+/// `cell` split on commas not preceded by a backslash (JavaScript's
+/// `split(/(?<!\\),/)`).
+fn split_unescaped_commas(cell: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = cell.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        if *b == b',' && (i == 0 || bytes[i - 1] != b'\\') {
+            out.push(&cell[start..i]);
+            start = i + 1;
+        }
+    }
+    out.push(&cell[start..]);
+    out
 }

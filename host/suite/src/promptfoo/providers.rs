@@ -93,8 +93,12 @@ impl Reader {
             // string (Anthropic's is `anthropic:<model>`, whichever API
             // path named it).
             let name = label.clone().unwrap_or_else(|| {
-                match (&item, id.strip_prefix("anthropic:messages:")) {
-                    (Value::String(_), Some(model)) => format!("anthropic:{model}"),
+                let short = id
+                    .strip_prefix("anthropic:messages:")
+                    .map(|m| ("anthropic", m))
+                    .or_else(|| id.strip_prefix("openai:chat:").map(|m| ("openai", m)));
+                match (&item, short) {
+                    (Value::String(_), Some((api, model))) => format!("{api}:{model}"),
                     _ => id.clone(),
                 }
             });
@@ -245,22 +249,61 @@ impl Reader {
             } else if let Some(key) = env(key_var) {
                 entry.insert("api_key".into(), key.into());
             }
-            for (from, to) in [
-                ("temperature", "temperature"),
-                ("max_tokens", "max_output_tokens"),
-            ] {
-                if let Some(v) = config.get(from) {
-                    entry.insert(to.into(), v.clone());
+            // promptfoo's chat provider sends `max_tokens` (1024) and
+            // `temperature` (0) unless told otherwise (`omitDefaults`, the
+            // env); a reasoning model (o1/o3/o4, gpt-5) gets neither, and
+            // `max_completion_tokens` instead.
+            let chat = !id.starts_with("openai:embedding") && !id.starts_with("openai:responses:");
+            let reasoning = is_reasoning_model(model);
+            let omit_defaults = config.get("omitDefaults").and_then(Value::as_bool) == Some(true);
+            let env_number = |name: &str| env(name).and_then(|v| v.trim().parse::<f64>().ok());
+            if chat && reasoning {
+                if !config.contains_key("max_completion_tokens")
+                    && let Some(n) = env_number("OPENAI_MAX_COMPLETION_TOKENS")
+                {
+                    entry.insert(
+                        "request_params".into(),
+                        serde_json::json!({"max_completion_tokens": n.trunc() as i64}),
+                    );
+                }
+            } else {
+                for (from, to, var, default) in [
+                    ("temperature", "temperature", "OPENAI_TEMPERATURE", 0.0),
+                    (
+                        "max_tokens",
+                        "max_output_tokens",
+                        "OPENAI_MAX_TOKENS",
+                        1024.0,
+                    ),
+                ] {
+                    if let Some(v) = config.get(from) {
+                        entry.insert(to.into(), v.clone());
+                    } else if chat {
+                        let n = env_number(var).or((!omit_defaults).then_some(default));
+                        if let Some(n) = n {
+                            // As JavaScript writes it: 0, not 0.0.
+                            let v = if n.fract() == 0.0 && n.abs() < 9e15 {
+                                serde_json::json!(n as i64)
+                            } else {
+                                serde_json::json!(n)
+                            };
+                            entry.insert(to.into(), v);
+                        }
+                    }
                 }
             }
             // The candidate as promptfoo's provider makes it; the request
             // fields it sends as given.
             entry.insert("output_style".into(), "promptfoo".into());
-            let mut params = Map::new();
+            let mut params = match entry.remove("request_params") {
+                Some(Value::Object(p)) => p,
+                _ => Map::new(),
+            };
             for (k, v) in config {
                 let kat = at.key("config").key(k);
                 match k.as_str() {
-                    "apiKey" | "apiKeyEnvar" | "apiBaseUrl" | "temperature" | "max_tokens" => {}
+                    "apiKey" | "apiKeyEnvar" | "apiBaseUrl" | "temperature" | "max_tokens"
+                    | "omitDefaults" => {}
                     "showThinking" => {
                         entry.insert(
                             "show_thinking".into(),
@@ -284,17 +327,41 @@ impl Reader {
                     | "tools"
                     | "functions"
                     | "response_format" => {
-                        if let Value::String(s) = v
-                            && s.starts_with("file://")
+                        // promptfoo loads a `file://` JSON or YAML file here
+                        // (`maybeLoadFromExternalFile`), rendering the
+                        // test's vars in it: a file without templates is
+                        // the same for every test, read here.
+                        let loaded;
+                        let v = if let Value::String(s) = v
+                            && let Some(rel) = s.strip_prefix("file://")
                         {
-                            self.error(&kat, format!("`config.{k}: {s}`: a file here is not read by this version of evalhost; write it inline"));
-                            continue;
-                        }
+                            if rel.contains(':')
+                                || !(rel.ends_with(".json")
+                                    || rel.ends_with(".yaml")
+                                    || rel.ends_with(".yml"))
+                            {
+                                self.error(&kat, format!("`config.{k}: {s}`: evalhost reads a JSON or YAML file here (promptfoo also runs code files, which evalhost does not here)"));
+                                continue;
+                            }
+                            let Some(value) = self.structured_file(rel, &kat) else {
+                                continue;
+                            };
+                            loaded = value;
+                            &loaded
+                        } else {
+                            v
+                        };
                         if v.to_string().contains("{{") {
                             self.error(&kat, format!("`config.{k}` holds a template, which promptfoo renders with each test's vars; this version of evalhost sends it as written, so it refuses it"));
                             continue;
                         }
                         params.insert(k.clone(), v.clone());
+                    }
+                    // Sent to GPT-5 models only, as promptfoo sends it.
+                    "verbosity" => {
+                        if model.starts_with("gpt-5") || model.contains("/gpt-5") {
+                            params.insert(k.clone(), v.clone());
+                        }
                     }
                     "passthrough" => match v {
                         Value::Object(o) => params.extend(o.clone()),
@@ -910,3 +977,12 @@ const ANTHROPIC_MODELS: &[&str] = &[
     "claude-3-7-sonnet-20250219",
     "claude-3-7-sonnet-latest",
 ];
+
+/// promptfoo's `isReasoningModel` of its OpenAI provider: o1, o3, o4 and
+/// gpt-5 models (a fine-tune's `ft:` prefix aside).
+fn is_reasoning_model(model: &str) -> bool {
+    let m = model.replacen("ft:", "", 1);
+    ["o1", "o3", "o4", "gpt-5"]
+        .iter()
+        .any(|p| m.starts_with(p) || m.contains(&format!("/{p}")))
+}
