@@ -39,6 +39,8 @@ pub struct OpenAiConfig {
     pub input_per_million: Option<f64>,
     /// USD per million output tokens.
     pub output_per_million: Option<f64>,
+    /// USD per million cached prompt tokens (else the input price).
+    pub cached_input_per_million: Option<f64>,
     /// More request fields, sent as given (never overriding `model` or
     /// `messages`).
     pub request_params: Map<String, Value>,
@@ -119,6 +121,9 @@ impl OpenAiConfig {
                 .and_then(Value::as_f64),
             output_per_million: pricing
                 .and_then(|p| p.get("output_per_million"))
+                .and_then(Value::as_f64),
+            cached_input_per_million: pricing
+                .and_then(|p| p.get("cached_input_per_million"))
                 .and_then(Value::as_f64),
             request_params: match entry.get("request_params") {
                 None | Some(Value::Null) => Map::new(),
@@ -411,7 +416,10 @@ pub fn chat_messages(
         .and_then(Value::as_f64)
         .or_else(|| {
             let t = token_usage?;
-            let input = config.input_per_million? * t.input as f64 / 1e6;
+            let rate = config.input_per_million?;
+            let cached = t.cached.min(t.input);
+            let input = rate * (t.input - cached) as f64 / 1e6
+                + config.cached_input_per_million.unwrap_or(rate) * cached as f64 / 1e6;
             let output = config.output_per_million? * t.output as f64 / 1e6;
             Some(input + output)
         });

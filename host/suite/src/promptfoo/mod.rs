@@ -37,6 +37,7 @@ mod case;
 mod code;
 mod csv;
 mod graders;
+mod openai_prices;
 mod prompts;
 mod providers;
 mod render;
@@ -75,6 +76,8 @@ const TOP_KEYS: &[&str] = &[
     "sharing",
     "writeLatestResults",
     "providerPromptMap",
+    // Read through `$ref`s (see `dereference`), nothing else.
+    "assertionTemplates",
 ];
 
 /// Test keys promptfoo reads.
@@ -306,6 +309,18 @@ pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnos
         file: display,
         map: Arc::new(map),
         dir,
+    };
+    // promptfoo dereferences the config's JSON references before reading it
+    // (`$RefParser.dereference`): `{$ref: "#/assertionTemplates/x"}` is the
+    // value it points to.
+    let root = match dereference(&root, &root, 0) {
+        Ok(v) => v,
+        Err((at, message)) => {
+            reader.error(&at, message).hint = Some(
+                "a `$ref` points into this config: `$ref: \"#/assertionTemplates/NAME\"`".into(),
+            );
+            return (None, reader.diags);
+        }
     };
     let suite = match root {
         Value::Object(root) => {
@@ -676,4 +691,67 @@ impl Reader {
         }
         out
     }
+}
+
+/// `value` with every `{$ref: "#/…"}` replaced by what it points to in
+/// `root` (a JSON Pointer), as promptfoo's reference parser does; a
+/// reference into another file, one that points nowhere, or a chain deeper
+/// than 32 is an error at its place.
+fn dereference(value: &Value, root: &Value, depth: usize) -> Result<Value, (KeyPath, String)> {
+    fn walk(
+        value: &Value,
+        root: &Value,
+        depth: usize,
+        at: &KeyPath,
+    ) -> Result<Value, (KeyPath, String)> {
+        match value {
+            Value::Object(o) => {
+                if let Some(r) = o.get("$ref") {
+                    let Some(pointer) = r.as_str().and_then(|r| r.strip_prefix('#')) else {
+                        return Err((
+                            at.key("$ref"),
+                            format!(
+                                "`$ref: {r}`: evalhost follows only references into this config (`#/…`)"
+                            ),
+                        ));
+                    };
+                    if o.len() > 1 {
+                        return Err((
+                            at.key("$ref"),
+                            "a `$ref` with other keys beside it is not read by this version of evalhost".into(),
+                        ));
+                    }
+                    if depth >= 32 {
+                        return Err((
+                            at.key("$ref"),
+                            "`$ref`s nested more than 32 deep (a cycle?)".into(),
+                        ));
+                    }
+                    let Some(target) = root.pointer(pointer) else {
+                        return Err((
+                            at.key("$ref"),
+                            format!(
+                                "`$ref: {}` points to nothing in this config",
+                                r.as_str().unwrap_or("")
+                            ),
+                        ));
+                    };
+                    return walk(target, root, depth + 1, at);
+                }
+                let mut out = Map::new();
+                for (k, v) in o {
+                    out.insert(k.clone(), walk(v, root, depth, &at.key(k))?);
+                }
+                Ok(Value::Object(out))
+            }
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| walk(v, root, depth, &at.index(i)))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array),
+            other => Ok(other.clone()),
+        }
+    }
+    walk(value, root, depth, &KeyPath::default())
 }

@@ -303,7 +303,7 @@ impl Reader {
                 let kat = at.key("config").key(k);
                 match k.as_str() {
                     "apiKey" | "apiKeyEnvar" | "apiBaseUrl" | "temperature" | "max_tokens"
-                    | "omitDefaults" => {}
+                    | "omitDefaults" | "cost" | "inputCost" | "outputCost" => {}
                     "showThinking" => {
                         entry.insert(
                             "show_thinking".into(),
@@ -380,6 +380,31 @@ impl Reader {
             }
             if !params.is_empty() {
                 entry.insert("request_params".into(), Value::Object(params));
+            }
+            // promptfoo prices a reply from its token usage: the config's
+            // `cost`/`inputCost`/`outputCost` (USD per token), else its own
+            // price table.
+            let per_token = |k: &str| config.get(k).and_then(Value::as_f64);
+            let listed = super::openai_prices::OPENAI_PRICES
+                .iter()
+                .find(|(m, ..)| *m == model);
+            let input = per_token("inputCost")
+                .or(per_token("cost"))
+                .map(|c| c * 1e6)
+                .or(listed.map(|p| p.1));
+            let output = per_token("outputCost")
+                .or(per_token("cost"))
+                .map(|c| c * 1e6)
+                .or(listed.map(|p| p.2));
+            let cached = per_token("inputCost")
+                .or(per_token("cost"))
+                .map(|c| c * 1e6)
+                .or(listed.map(|p| p.3));
+            if let (Some(i), Some(o)) = (input, output) {
+                entry.insert(
+                    "pricing".into(),
+                    serde_json::json!({"input_per_million": i, "output_per_million": o, "cached_input_per_million": cached.unwrap_or(i)}),
+                );
             }
             return Some(entry);
         }

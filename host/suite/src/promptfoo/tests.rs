@@ -295,3 +295,30 @@ fn tool_call_types_get_the_provider_they_run_on() {
         json!({"kind": "echo"})
     );
 }
+
+/// `$ref`s into the config (promptfoo's `assertionTemplates`) are the
+/// values they point to; one that points nowhere is an error at its place.
+#[test]
+fn refs_to_assertion_templates_are_followed() {
+    let (suite, d) = load(&[(
+        "promptfooconfig.yaml",
+        "assertionTemplates:\n  short: {type: javascript, value: 'output.length < 20'}\nprompts: ['{{q}}']\nproviders: [echo]\ntests:\n  - vars: {q: hi}\n    assert:\n      - $ref: '#/assertionTemplates/short'\n      - {type: contains, value: hi}\n",
+    )]);
+    assert!(!d.has_errors(), "{:?}", d.0);
+    let t = &suite.unwrap().tests[0];
+    assert_eq!(t.assertions.len(), 2);
+    assert!(
+        t.assertions[0].config["value"] == "output.length < 20",
+        "{:?}",
+        t.assertions[0].config
+    );
+    let (_, d) = load(&[(
+        "promptfooconfig.yaml",
+        "prompts: ['{{q}}']\nproviders: [echo]\ntests:\n  - vars: {q: hi}\n    assert:\n      - $ref: '#/assertionTemplates/missing'\n",
+    )]);
+    let e =
+        d.0.iter()
+            .find(|x| x.message.contains("points to nothing"))
+            .expect("an error");
+    assert_eq!(e.pos.map(|p| p.line), Some(6), "{e:?}");
+}
