@@ -141,8 +141,39 @@ fn family(model: &str, families: &[&str]) -> bool {
 pub fn body(model: &str, prompt: &str, params: &Map<String, Value>) -> Value {
     let (system, messages) = parse_messages(prompt);
     let deprecated = sampling_deprecated(model);
-    let thinking = thinks_by_default(model);
-    let top_p = params.get("top_p").filter(|v| !v.is_null());
+    let always_on = family(model, &["claude-fable-5", "claude-mythos-5"]);
+    // promptfoo's `normalizeClaudeThinkingConfig`: a budget becomes
+    // adaptive where sampling parameters are deprecated; `disabled` is
+    // dropped where thinking is always on.
+    let requested = params.get("thinking").filter(|t| t.is_object());
+    let resolved = match requested {
+        Some(t) if t["type"] == "enabled" && deprecated => {
+            let mut a = Map::new();
+            a.insert("type".into(), json!("adaptive"));
+            if let Some(d) = t.get("display") {
+                a.insert("display".into(), d.clone());
+            }
+            Some(Value::Object(a))
+        }
+        Some(t) if t["type"] == "disabled" && always_on => None,
+        other => other.cloned(),
+    };
+    let enabled = |t: &Option<Value>| {
+        t.as_ref()
+            .is_some_and(|t| t["type"] == "enabled" || t["type"] == "adaptive")
+    };
+    let thinking_enabled = always_on || enabled(&resolved);
+    let consumes =
+        always_on || enabled(&resolved) || (resolved.is_none() && thinks_by_default(model));
+    let thinking = thinking_enabled;
+    let top_p = params
+        .get("top_p")
+        .filter(|v| !v.is_null())
+        .map(|p| match p.as_f64() {
+            Some(x) if thinking_enabled => json!(x.clamp(0.95, 1.0)),
+            _ => p.clone(),
+        });
+    let top_p = top_p.as_ref();
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     if let Some(s) = system.filter(|s| s.as_array().is_some_and(|a| !a.is_empty())) {
@@ -154,7 +185,7 @@ pub fn body(model: &str, prompt: &str, params: &Map<String, Value>) -> Value {
             .get("max_tokens")
             .filter(|v| !v.is_null())
             .cloned()
-            .unwrap_or_else(|| json!(if thinking { 2048 } else { 1024 })),
+            .unwrap_or_else(|| json!(if consumes { 2048 } else { 1024 })),
     );
     body.insert("messages".into(), Value::Array(messages));
     body.insert("stream".into(), json!(false));
@@ -187,6 +218,9 @@ pub fn body(model: &str, prompt: &str, params: &Map<String, Value>) -> Value {
         .filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
     {
         body.insert("stop_sequences".into(), stops.clone());
+    }
+    if let Some(t) = resolved {
+        body.insert("thinking".into(), t);
     }
     if let Some(tools) = params
         .get("tools")

@@ -510,7 +510,7 @@ impl Reader {
                 }
                 "temperature" | "max_tokens" | "top_p" | "top_k" | "stop_sequences"
                 | "metadata" | "tools" | "tool_choice" | "extra_body" | "cache_control"
-                | "service_tier" => {
+                | "service_tier" | "thinking" => {
                     if let Value::String(s) = v
                         && s.starts_with("file://")
                     {
@@ -546,7 +546,7 @@ impl Reader {
                 }
                 other => {
                     self.error(&kat, format!("`config.{other}` of an Anthropic provider is not read by this version of evalhost"))
-                        .hint = Some("evalhost sends temperature, max_tokens, top_p, top_k, stop_sequences, metadata, tools, tool_choice, cache_control, service_tier and extra_body as promptfoo does".into());
+                        .hint = Some("evalhost sends temperature, max_tokens, top_p, top_k, stop_sequences, metadata, tools, tool_choice, thinking, cache_control, service_tier and extra_body as promptfoo does".into());
                 }
             }
         }
