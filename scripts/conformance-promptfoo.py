@@ -43,7 +43,7 @@ def last_text(body):
     return last
 
 
-def openai_server(replies, anthropic=None, requests=None):
+def openai_server(replies, anthropic=None, requests=None, responses=None):
     """A loopback OpenAI-compatible server answering each chat completion
     with the first reply whose `match` equals the last message's content,
     or whose `contains` is in it, and whose `model` (if any) is the one
@@ -58,7 +58,17 @@ def openai_server(replies, anthropic=None, requests=None):
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
             if requests is not None:
                 requests.append({"path": self.path, "body": body})
-            if self.path.rstrip("/").endswith("/v1/messages"):
+            if self.path.rstrip("/").endswith("/v1/responses"):
+                # OpenAI's Responses API: the reply whose `contains` is in
+                # the input's text (a string, or the last item's content).
+                inp = body.get("input")
+                text = inp if isinstance(inp, str) else json.dumps(inp)
+                reply = next((r for r in responses or []
+                              if ("model" not in r or r["model"] == body.get("model"))
+                              and "contains" in r and r["contains"] in text), None)
+                status, payload = ((200, reply["body"]) if reply else
+                                   (404, {"error": {"message": f"no reply for {text!r}"}}))
+            elif self.path.rstrip("/").endswith("/v1/messages"):
                 # Anthropic's Messages API: the reply whose `match` is the
                 # last message's text, or whose `contains` is in it.
                 last = last_text(body)
@@ -118,11 +128,13 @@ def main():
             server = None
             replies = config_dir / "openai-replies.json"
             anthropic = config_dir / "anthropic-replies.json"
+            responses = config_dir / "responses-replies.json"
             requests = []
-            if replies.exists() or anthropic.exists():
+            if replies.exists() or anthropic.exists() or responses.exists():
                 server = openai_server(json.loads(replies.read_text()) if replies.exists() else [],
                                        json.loads(anthropic.read_text()) if anthropic.exists() else [],
-                                       requests)
+                                       requests,
+                                       json.loads(responses.read_text()) if responses.exists() else [])
                 env["OPENAI_BASE_URL"] = f"http://127.0.0.1:{server.server_address[1]}/v1"
                 env["OPENAI_API_KEY"] = "sk-loopback"
                 env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{server.server_address[1]}"
@@ -174,7 +186,7 @@ def main():
             # them (`promptfoo-requests.json` present): evalhost's must be
             # the same, in any order.
             kept = config_dir / "promptfoo-requests.json"
-            if kept.exists() or anthropic.exists():
+            if kept.exists() or anthropic.exists() or responses.exists():
                 requests.sort(key=lambda r: json.dumps(r, sort_keys=True))
                 kept.write_text(json.dumps(requests, indent=1) + "\n")
             print(f"{config_dir.name}: {len(rows)} rows")

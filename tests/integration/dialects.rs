@@ -194,16 +194,38 @@ fn promptfoo_configs_score_as_promptfoo() {
         cmd.env("EVALHOST_COMPONENTIZE_PY", &componentize);
         let openai_replies = std::fs::read_to_string(config.join("openai-replies.json")).ok();
         let anthropic_replies = std::fs::read_to_string(config.join("anthropic-replies.json")).ok();
-        let _server = (openai_replies.is_some() || anthropic_replies.is_some())
-            .then(|| {
+        let responses_replies = std::fs::read_to_string(config.join("responses-replies.json")).ok();
+        let _server = (openai_replies.is_some()
+            || anthropic_replies.is_some()
+            || responses_replies.is_some())
+        .then(|| {
                 let parse = |t: Option<String>| -> Vec<serde_json::Value> {
                     t.map(|t| serde_json::from_str(&t).unwrap()).unwrap_or_default()
                 };
                 let replies = parse(openai_replies);
                 let anthropic = parse(anthropic_replies);
+                let responses = parse(responses_replies);
                 let server = crate::support::FakeServer::start_fn(move |req| {
                     let body: serde_json::Value =
                         serde_json::from_str(&req.body).unwrap_or_default();
+                    // OpenAI's Responses API: the reply whose `contains` is
+                    // in the input (a string, or the items as JSON).
+                    if req.path.trim_end_matches('/').ends_with("/v1/responses") {
+                        let text = match &body["input"] {
+                            serde_json::Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        return match responses.iter().find(|r| {
+                            r.get("model").is_none_or(|m| *m == body["model"])
+                                && r["contains"].as_str().is_some_and(|c| text.contains(c))
+                        }) {
+                            Some(r) => crate::support::Reply::json(200, r["body"].clone()),
+                            None => crate::support::Reply::json(
+                                404,
+                                serde_json::json!({"error": {"message": "no reply"}}),
+                            ),
+                        };
+                    }
                     // Anthropic's Messages API: the last message's text
                     // blocks, matched by the same rule.
                     if req.path.trim_end_matches('/').ends_with("/v1/messages") {

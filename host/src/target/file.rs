@@ -639,6 +639,14 @@ pub(super) fn parse_target(
             let config = openai::OpenAiConfig::parse(&provider_name, entry)?;
             match get_str(entry, "api_format")?.as_deref() {
                 None | Some("chat") => Provider::OpenAi(config),
+                // A promptfoo config's `openai:responses:`: promptfoo's
+                // request and output.
+                Some("responses") if config.output_style != openai::OutputStyle::Content => {
+                    Provider::OpenAi(openai::OpenAiConfig {
+                        promptfoo_responses: true,
+                        ..config
+                    })
+                }
                 Some("responses") => {
                     Provider::Responses(super::responses::ResponsesConfig::openai(&config))
                 }

@@ -28,6 +28,7 @@ mod copilot_sdk;
 pub mod gemini;
 pub mod http;
 pub mod openai;
+mod openai_responses_promptfoo;
 pub mod prompt;
 pub mod replay;
 pub mod responses;

@@ -46,6 +46,10 @@ pub struct OpenAiConfig {
     pub request_params: Map<String, Value>,
     /// How the candidate text is made from the reply.
     pub output_style: OutputStyle,
+    /// promptfoo's `openai:responses:` provider: the Responses API, as
+    /// promptfoo calls it (`api_format: responses` with `output_style:
+    /// promptfoo`).
+    pub promptfoo_responses: bool,
 }
 
 /// How the candidate text is made from a chat completion.
@@ -151,6 +155,7 @@ impl OpenAiConfig {
                     ));
                 }
             },
+            promptfoo_responses: false,
         })
     }
 
@@ -162,7 +167,7 @@ impl OpenAiConfig {
 /// POSTs `body` to `url` with the endpoint's key: the answer as JSON, or
 /// why there is none (429 and 5xx retryable, with the server's
 /// `retry-after`).
-fn post(
+pub(super) fn post(
     config: &OpenAiConfig,
     url: &str,
     body: &Value,
@@ -585,6 +590,13 @@ pub fn invoke(
     }
     let timeout = inv.time_left(Some(config.timeout));
     let case_bound = inv.deadline.is_some() && timeout.is_some_and(|t| t < config.timeout);
+    if config.promptfoo_responses {
+        return super::openai_responses_promptfoo::call(
+            config,
+            &super::echo_text(test),
+            timeout.map_or(config.timeout, |t| t.min(config.timeout)),
+        );
+    }
     let sent = match config.output_style {
         // promptfoo's provider sends the rendered prompt as its chat.
         OutputStyle::Promptfoo { .. } => chat_messages(

@@ -32,11 +32,13 @@ use crate::model::{
 };
 use crate::source_map::{KeyPath, SourceMap};
 
+mod anthropic;
 mod assertions;
 mod case;
 mod code;
 mod csv;
 mod graders;
+mod openai;
 mod openai_prices;
 mod prompts;
 mod providers;

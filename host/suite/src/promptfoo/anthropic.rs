@@ -1,0 +1,179 @@
+//! promptfoo's Anthropic provider (`anthropic:messages:<model>`,
+//! `anthropic:<model>`) as a targets-file entry for the host's
+//! promptfoo-style Anthropic target.
+
+use super::*;
+
+impl Reader {
+    /// promptfoo's Anthropic provider: `anthropic:messages:<model>`, or
+    /// `anthropic:<model>` for a model promptfoo knows. Its key and address
+    /// from `apiKey`/`apiBaseUrl`, else `ANTHROPIC_API_KEY`/
+    /// `ANTHROPIC_BASE_URL`; `max_tokens` and `temperature` from the config,
+    /// else `ANTHROPIC_MAX_TOKENS`/`ANTHROPIC_TEMPERATURE` (the host's
+    /// request then fills promptfoo's defaults, 1024 and 0). What evalhost
+    /// does not send as promptfoo does is refused by name.
+    pub(super) fn anthropic_provider(
+        &mut self,
+        id: &str,
+        rest: &str,
+        (written, config): (&Map<String, Value>, &Map<String, Value>),
+        at: &KeyPath,
+        renderer: &Renderer,
+    ) -> Option<Map<String, Value>> {
+        let model = match rest.split_once(':') {
+            Some(("messages", model)) if !model.is_empty() => model,
+            Some(("completion", _)) => {
+                self.error(at, format!("`{id}`: Anthropic's legacy Text Completions API, which this version of evalhost does not call"))
+                    .hint = Some("use `anthropic:messages:<model>`".into());
+                return None;
+            }
+            None if ANTHROPIC_MODELS.contains(&rest) => rest,
+            _ => {
+                self.error(at, format!("`{id}`: promptfoo knows no such Anthropic model or API (\"Unknown Anthropic model type or model name\")"))
+                    .hint = Some("write `anthropic:messages:<model>`, or `anthropic:<model>` with a model promptfoo 0.121 lists (claude-sonnet-4-5, claude-3-5-haiku-latest, …)".into());
+                return None;
+            }
+        };
+        let env = |name: &str| renderer.env_value(name);
+        let mut entry = Map::new();
+        entry.insert("provider".into(), "anthropic".into());
+        entry.insert("model".into(), model.into());
+        let base_url = config
+            .get("apiBaseUrl")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| env("ANTHROPIC_BASE_URL"))
+            .unwrap_or_else(|| "https://api.anthropic.com".to_owned());
+        entry.insert("base_url".into(), base_url.into());
+        if let Some(key) = config.get("apiKey").and_then(Value::as_str) {
+            if !written
+                .get("apiKey")
+                .and_then(Value::as_str)
+                .is_some_and(|k| k.contains("{{"))
+            {
+                self.warning(at, "`config.apiKey` is written in the config; evalhost uses it, but keep keys in the environment (`ANTHROPIC_API_KEY`, or `{{ env.NAME }}`)");
+            }
+            entry.insert("api_key".into(), key.into());
+        } else if let Some(key) = env("ANTHROPIC_API_KEY") {
+            entry.insert("api_key".into(), key.into());
+        }
+        entry.insert("output_style".into(), "promptfoo".into());
+        let mut params = Map::new();
+        for (from, var) in [
+            ("max_tokens", "ANTHROPIC_MAX_TOKENS"),
+            ("temperature", "ANTHROPIC_TEMPERATURE"),
+        ] {
+            if let Some(n) = env(var).and_then(|v| v.trim().parse::<f64>().ok())
+                && !config.contains_key(from)
+            {
+                let n = if from == "max_tokens" {
+                    serde_json::json!(n.trunc() as i64)
+                } else {
+                    serde_json::json!(n)
+                };
+                params.insert(from.into(), n);
+            }
+        }
+        for (k, v) in config {
+            let kat = at.key("config").key(k);
+            match k.as_str() {
+                "apiKey" | "apiBaseUrl" => {}
+                "showThinking" => {
+                    entry.insert(
+                        "show_thinking".into(),
+                        Value::Bool(v.as_bool() != Some(false)),
+                    );
+                }
+                "temperature" | "max_tokens" | "top_p" | "top_k" | "stop_sequences"
+                | "metadata" | "tools" | "tool_choice" | "extra_body" | "cache_control"
+                | "service_tier" | "thinking" => {
+                    if let Value::String(s) = v
+                        && s.starts_with("file://")
+                    {
+                        self.error(&kat, format!("`config.{k}: {s}`: a file here is not read by this version of evalhost; write it inline"));
+                        continue;
+                    }
+                    if v.to_string().contains("{{") {
+                        self.error(&kat, format!("`config.{k}` holds a template, which promptfoo renders with each test's vars; this version of evalhost sends it as written, so it refuses it"));
+                        continue;
+                    }
+                    if k == "tools" || k == "tool_choice" {
+                        // promptfoo converts OpenAI-shaped tools for
+                        // Anthropic (`transformTools`); evalhost sends them
+                        // as written, so only Anthropic's own shape is sent.
+                        let openai_shaped = match v {
+                            Value::Array(items) => items.iter().any(|t| {
+                                t.get("function").is_some()
+                                    || t.get("type").and_then(Value::as_str) == Some("function")
+                            }),
+                            Value::Object(o) => {
+                                o.get("function").is_some()
+                                    || o.get("type").and_then(Value::as_str) == Some("function")
+                            }
+                            _ => false,
+                        };
+                        if openai_shaped {
+                            self.error(&kat, format!("`config.{k}` is written in OpenAI's shape, which promptfoo converts for Anthropic; this version of evalhost does not convert it"))
+                                .hint = Some("write Anthropic's shape: `{name, description, input_schema}` (tool_choice `{type: auto|any|tool}`)".into());
+                            continue;
+                        }
+                    }
+                    params.insert(k.clone(), v.clone());
+                }
+                other => {
+                    self.error(&kat, format!("`config.{other}` of an Anthropic provider is not read by this version of evalhost"))
+                        .hint = Some("evalhost sends temperature, max_tokens, top_p, top_k, stop_sequences, metadata, tools, tool_choice, thinking, cache_control, service_tier and extra_body as promptfoo does".into());
+                }
+            }
+        }
+        if !params.is_empty() {
+            entry.insert("request_params".into(), Value::Object(params));
+        }
+        Some(entry)
+    }
+}
+
+/// The models promptfoo 0.121.20's `anthropic:<model>` shorthand knows
+/// (`ANTHROPIC_MODELS` of `src/providers/anthropic/util.ts`, less the
+/// Text Completions ones).
+const ANTHROPIC_MODELS: &[&str] = &[
+    "claude-fable-5",
+    "claude-mythos-5",
+    "claude-opus-5",
+    "claude-sonnet-5",
+    "claude-mythos-preview",
+    "claude-opus-4-8",
+    "claude-opus-4-7",
+    "claude-sonnet-4-6",
+    "claude-sonnet-4-6-latest",
+    "claude-opus-4-6",
+    "claude-opus-4-6-latest",
+    "claude-opus-4-5",
+    "claude-opus-4-5-20251101",
+    "claude-opus-4-5-latest",
+    "claude-opus-4-1",
+    "claude-opus-4-1-20250805",
+    "claude-opus-4-20250514",
+    "claude-opus-4-0",
+    "claude-opus-4-latest",
+    "claude-sonnet-4-5",
+    "claude-sonnet-4-5-20250929",
+    "claude-sonnet-4-5-latest",
+    "claude-sonnet-4-20250514",
+    "claude-sonnet-4-0",
+    "claude-sonnet-4-latest",
+    "claude-haiku-4-5",
+    "claude-haiku-4-5-20251001",
+    "claude-haiku-4-5-latest",
+    "claude-3-haiku-20240307",
+    "claude-3-haiku-latest",
+    "claude-3-opus-20240229",
+    "claude-3-opus-latest",
+    "claude-3-5-haiku-20241022",
+    "claude-3-5-haiku-latest",
+    "claude-3-5-sonnet-20240620",
+    "claude-3-5-sonnet-20241022",
+    "claude-3-5-sonnet-latest",
+    "claude-3-7-sonnet-20250219",
+    "claude-3-7-sonnet-latest",
+];

@@ -1,0 +1,403 @@
+//! promptfoo's OpenAI providers (`openai:<model>`, `openai:chat:`,
+//! `openai:embedding:`, `openai:responses:`) as targets-file entries for
+//! the host's promptfoo-style OpenAI target: promptfoo's request fields and
+//! defaults, its price table.
+
+use super::*;
+
+impl Reader {
+    /// An OpenAI provider `id` of `model`, its config as written and as
+    /// rendered.
+    pub(super) fn openai_provider(
+        &mut self,
+        id: &str,
+        model: &str,
+        (written, config): (&Map<String, Value>, &Map<String, Value>),
+        at: &KeyPath,
+        renderer: &Renderer,
+    ) -> Option<Map<String, Value>> {
+        let mut entry = Map::new();
+        let env = |name: &str| renderer.env_value(name);
+        let key_var = config
+            .get("apiKeyEnvar")
+            .and_then(Value::as_str)
+            .unwrap_or("OPENAI_API_KEY");
+        let base_url = config
+            .get("apiBaseUrl")
+            .or(config.get("apiHost").filter(|_| false))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| env("OPENAI_BASE_URL"))
+            .or_else(|| env("OPENAI_API_BASE_URL"))
+            .unwrap_or_else(|| "https://api.openai.com/v1".to_owned());
+        entry.insert("provider".into(), "openai".into());
+        entry.insert("model".into(), model.into());
+        entry.insert("base_url".into(), base_url.into());
+        if let Some(key) = config.get("apiKey").and_then(Value::as_str) {
+            if !written
+                .get("apiKey")
+                .and_then(Value::as_str)
+                .is_some_and(|k| k.contains("{{"))
+            {
+                self.warning(at, "`config.apiKey` is written in the config; evalhost uses it, but keep keys in the environment (`apiKeyEnvar`, or `{{ env.NAME }}`)");
+            }
+            entry.insert("api_key".into(), key.into());
+        } else if let Some(key) = env(key_var) {
+            entry.insert("api_key".into(), key.into());
+        }
+        if id.starts_with("openai:responses:") {
+            let params = self.responses_params(model, config, at, renderer)?;
+            entry.insert("output_style".into(), "promptfoo".into());
+            entry.insert("api_format".into(), "responses".into());
+            entry.insert("request_params".into(), Value::Object(params));
+            if let Some(pricing) = pricing(model, config) {
+                entry.insert("pricing".into(), pricing);
+            }
+            return Some(entry);
+        }
+        // promptfoo's chat provider sends `max_tokens` (1024) and
+        // `temperature` (0) unless told otherwise (`omitDefaults`, the
+        // env); a reasoning model (o1/o3/o4, gpt-5) gets neither, and
+        // `max_completion_tokens` instead.
+        let chat = !id.starts_with("openai:embedding") && !id.starts_with("openai:responses:");
+        let reasoning = is_reasoning_model(model);
+        let omit_defaults = config.get("omitDefaults").and_then(Value::as_bool) == Some(true);
+        let env_number = |name: &str| env(name).and_then(|v| v.trim().parse::<f64>().ok());
+        if chat && reasoning {
+            if !config.contains_key("max_completion_tokens")
+                && let Some(n) = env_number("OPENAI_MAX_COMPLETION_TOKENS")
+            {
+                entry.insert(
+                    "request_params".into(),
+                    serde_json::json!({"max_completion_tokens": n.trunc() as i64}),
+                );
+            }
+        } else {
+            for (from, to, var, default) in [
+                ("temperature", "temperature", "OPENAI_TEMPERATURE", 0.0),
+                (
+                    "max_tokens",
+                    "max_output_tokens",
+                    "OPENAI_MAX_TOKENS",
+                    1024.0,
+                ),
+            ] {
+                if let Some(v) = config.get(from) {
+                    entry.insert(to.into(), v.clone());
+                } else if chat {
+                    let n = env_number(var).or((!omit_defaults).then_some(default));
+                    if let Some(n) = n {
+                        // As JavaScript writes it: 0, not 0.0.
+                        let v = if n.fract() == 0.0 && n.abs() < 9e15 {
+                            serde_json::json!(n as i64)
+                        } else {
+                            serde_json::json!(n)
+                        };
+                        entry.insert(to.into(), v);
+                    }
+                }
+            }
+        }
+        // The candidate as promptfoo's provider makes it; the request
+        // fields it sends as given.
+        entry.insert("output_style".into(), "promptfoo".into());
+        let mut params = match entry.remove("request_params") {
+            Some(Value::Object(p)) => p,
+            _ => Map::new(),
+        };
+        for (k, v) in config {
+            let kat = at.key("config").key(k);
+            match k.as_str() {
+                "apiKey" | "apiKeyEnvar" | "apiBaseUrl" | "temperature" | "max_tokens"
+                | "omitDefaults" | "cost" | "inputCost" | "outputCost" => {}
+                "showThinking" => {
+                    entry.insert(
+                        "show_thinking".into(),
+                        Value::Bool(v.as_bool() != Some(false)),
+                    );
+                }
+                "top_p"
+                | "presence_penalty"
+                | "frequency_penalty"
+                | "stop"
+                | "seed"
+                | "tool_choice"
+                | "function_call"
+                | "max_completion_tokens"
+                | "reasoning_effort"
+                | "user"
+                | "logit_bias"
+                | "store"
+                | "metadata"
+                | "prompt_cache_key"
+                | "tools"
+                | "functions"
+                | "response_format" => {
+                    // promptfoo loads a `file://` JSON or YAML file here
+                    // (`maybeLoadFromExternalFile`), rendering the
+                    // test's vars in it: a file without templates is
+                    // the same for every test, read here.
+                    let loaded;
+                    let v = if let Value::String(s) = v
+                        && let Some(rel) = s.strip_prefix("file://")
+                    {
+                        if rel.contains(':')
+                            || !(rel.ends_with(".json")
+                                || rel.ends_with(".yaml")
+                                || rel.ends_with(".yml"))
+                        {
+                            self.error(&kat, format!("`config.{k}: {s}`: evalhost reads a JSON or YAML file here (promptfoo also runs code files, which evalhost does not here)"));
+                            continue;
+                        }
+                        let Some(value) = self.structured_file(rel, &kat) else {
+                            continue;
+                        };
+                        loaded = value;
+                        &loaded
+                    } else {
+                        v
+                    };
+                    if v.to_string().contains("{{") {
+                        self.error(&kat, format!("`config.{k}` holds a template, which promptfoo renders with each test's vars; this version of evalhost sends it as written, so it refuses it"));
+                        continue;
+                    }
+                    params.insert(k.clone(), v.clone());
+                }
+                // Sent to GPT-5 models only, as promptfoo sends it.
+                "verbosity" => {
+                    if model.starts_with("gpt-5") || model.contains("/gpt-5") {
+                        params.insert(k.clone(), v.clone());
+                    }
+                }
+                "passthrough" => match v {
+                    Value::Object(o) => params.extend(o.clone()),
+                    _ => {
+                        self.error(
+                            &kat,
+                            "`config.passthrough` must be an object of request fields",
+                        );
+                    }
+                },
+                other => {
+                    self.error(&kat, format!("`config.{other}` of an OpenAI provider is not read by this version of evalhost"))
+                        .hint = Some("evalhost sends temperature, max_tokens, top_p, presence_penalty, frequency_penalty, stop, seed, tools, tool_choice, functions, function_call, response_format, max_completion_tokens, reasoning_effort, user, logit_bias, store, metadata, prompt_cache_key and passthrough".into());
+                }
+            }
+        }
+        if !params.is_empty() {
+            entry.insert("request_params".into(), Value::Object(params));
+        }
+        if let Some(pricing) = pricing(model, config) {
+            entry.insert("pricing".into(), pricing);
+        }
+        Some(entry)
+    }
+}
+
+/// promptfoo's `isReasoningModel` of its OpenAI provider: o1, o3, o4 and
+/// gpt-5 models (a fine-tune's `ft:` prefix aside).
+fn is_reasoning_model(model: &str) -> bool {
+    let m = model.replacen("ft:", "", 1);
+    ["o1", "o3", "o4", "gpt-5"]
+        .iter()
+        .any(|p| m.starts_with(p) || m.contains(&format!("/{p}")))
+}
+
+/// promptfoo prices a reply from its token usage: the config's `cost`,
+/// `inputCost`, `outputCost` (USD per token), else its own price table.
+fn pricing(model: &str, config: &Map<String, Value>) -> Option<Value> {
+    let per_token = |k: &str| config.get(k).and_then(Value::as_f64);
+    let listed = super::openai_prices::OPENAI_PRICES
+        .iter()
+        .find(|(m, ..)| *m == model);
+    let flat_input = per_token("inputCost")
+        .or(per_token("cost"))
+        .map(|c| c * 1e6);
+    let input = flat_input.or(listed.map(|p| p.1))?;
+    let output = per_token("outputCost")
+        .or(per_token("cost"))
+        .map(|c| c * 1e6)
+        .or(listed.map(|p| p.2))?;
+    let cached = flat_input.or(listed.map(|p| p.3)).unwrap_or(input);
+    Some(serde_json::json!({
+        "input_per_million": input,
+        "output_per_million": output,
+        "cached_input_per_million": cached,
+    }))
+}
+
+/// A number as JavaScript writes it: `0`, not `0.0`.
+fn js_number(n: f64) -> Value {
+    if n.fract() == 0.0 && n.abs() < 9e15 {
+        serde_json::json!(n as i64)
+    } else {
+        serde_json::json!(n)
+    }
+}
+
+impl Reader {
+    /// promptfoo's `openai:responses:` request fields
+    /// (`OpenAiResponsesProvider.getOpenAiBody`), all but `model` and
+    /// `input`: `max_output_tokens` (1024 unless configured; for a
+    /// reasoning model only from the config or the env), `reasoning`,
+    /// `temperature` (0; none for a reasoning model), `instructions`,
+    /// `top_p`, function tools flattened, `text.format` from
+    /// `response_format` (with GPT-5's `verbosity`), and the fields it
+    /// passes through. Any other key is refused at its line.
+    fn responses_params(
+        &mut self,
+        model: &str,
+        config: &Map<String, Value>,
+        at: &KeyPath,
+        renderer: &Renderer,
+    ) -> Option<Map<String, Value>> {
+        let env = |name: &str| renderer.env_value(name);
+        let env_number = |name: &str| env(name).and_then(|v| v.trim().parse::<f64>().ok());
+        let reasoning = is_reasoning_model(model);
+        let gpt5 = model.starts_with("gpt-5") || model.contains("/gpt-5");
+        let omit = config.get("omitDefaults").and_then(Value::as_bool) == Some(true);
+        let mut p = Map::new();
+        let max = config.get("max_output_tokens").cloned().or_else(|| {
+            let n = if reasoning {
+                env_number("OPENAI_MAX_COMPLETION_TOKENS").or(env_number("OPENAI_MAX_TOKENS"))
+            } else {
+                env_number("OPENAI_MAX_TOKENS").or((!omit).then_some(1024.0))
+            };
+            n.map(|n| js_number(n.trunc()))
+        });
+        if let Some(m) = max {
+            p.insert("max_output_tokens".into(), m);
+        }
+        let effort = config
+            .get("reasoning")
+            .and_then(|r| r.get("effort"))
+            .or(config.get("reasoning_effort"))
+            .filter(|_| reasoning)
+            .cloned();
+        if let Some(e) = &effort {
+            p.insert("reasoning".into(), serde_json::json!({"effort": e}));
+        }
+        if !reasoning {
+            let t = config.get("temperature").cloned().or_else(|| {
+                env_number("OPENAI_TEMPERATURE")
+                    .or((!omit).then_some(0.0))
+                    .map(js_number)
+            });
+            if let Some(t) = t {
+                p.insert("temperature".into(), t);
+            }
+        }
+        let mut text = serde_json::json!({"format": {"type": "text"}});
+        for (k, v) in config {
+            let kat = at.key("config").key(k);
+            if v.to_string().contains("{{") {
+                self.error(&kat, format!("`config.{k}` holds a template, which promptfoo renders with each test's vars; this version of evalhost sends it as written, so it refuses it"));
+                continue;
+            }
+            let loaded;
+            let v = match v {
+                Value::String(s)
+                    if s.starts_with("file://")
+                        && matches!(k.as_str(), "tools" | "response_format") =>
+                {
+                    loaded = self.structured_file(&s["file://".len()..], &kat)?;
+                    &loaded
+                }
+                other => other,
+            };
+            match k.as_str() {
+                "apiKey" | "apiKeyEnvar" | "apiBaseUrl" | "omitDefaults" | "max_output_tokens"
+                | "temperature" | "reasoning_effort" | "cost" | "inputCost" | "outputCost"
+                | "verbosity" => {}
+                "reasoning" => {
+                    if reasoning && let Value::Object(r) = v {
+                        let mut merged = p
+                            .get("reasoning")
+                            .and_then(Value::as_object)
+                            .cloned()
+                            .unwrap_or_default();
+                        merged.extend(r.clone());
+                        p.insert("reasoning".into(), Value::Object(merged));
+                    }
+                }
+                "instructions" => {
+                    if !(v.is_null() || *v == "") {
+                        p.insert(k.clone(), v.clone());
+                    }
+                }
+                "top_p" => {
+                    if effort.as_ref().is_none_or(|e| *e == "none") {
+                        p.insert(k.clone(), v.clone());
+                    }
+                }
+                "tools" => {
+                    let flat = |t: &Value| match (t.get("type"), t.get("function")) {
+                        (Some(ty), Some(Value::Object(f))) if *ty == "function" => {
+                            let mut out = t.as_object().cloned().unwrap_or_default();
+                            out.remove("function");
+                            out.extend(f.clone());
+                            Value::Object(out)
+                        }
+                        _ => t.clone(),
+                    };
+                    let tools = match v {
+                        Value::Array(items) => Value::Array(items.iter().map(flat).collect()),
+                        other => other.clone(),
+                    };
+                    p.insert(k.clone(), tools);
+                }
+                "tool_choice" => {
+                    let choice = match (v.get("type"), v.pointer("/function/name")) {
+                        (Some(t), Some(name)) if *t == "function" => {
+                            serde_json::json!({"type": "function", "name": name})
+                        }
+                        _ => v.clone(),
+                    };
+                    p.insert(k.clone(), choice);
+                }
+                "response_format" => {
+                    text = match v.get("type").and_then(Value::as_str) {
+                        Some("json_object") => {
+                            serde_json::json!({"format": {"type": "json_object"}})
+                        }
+                        Some("json_schema") => serde_json::json!({"format": {
+                            "type": "json_schema",
+                            "name": v.pointer("/json_schema/name").or(v.get("name")).cloned().unwrap_or(serde_json::json!("response_schema")),
+                            "schema": v.get("schema").or(v.pointer("/json_schema/schema")).cloned().unwrap_or(Value::Null),
+                            "strict": true,
+                        }}),
+                        _ => serde_json::json!({"format": {"type": "text"}}),
+                    };
+                }
+                "max_tool_calls"
+                | "include"
+                | "previous_response_id"
+                | "truncation"
+                | "metadata"
+                | "user"
+                | "prompt_cache_key" => {
+                    p.insert(k.clone(), v.clone());
+                }
+                "parallel_tool_calls" | "store" => {
+                    let truthy =
+                        !matches!(v, Value::Null | Value::Bool(false)) && *v != 0 && *v != "";
+                    p.insert(k.clone(), Value::Bool(truthy));
+                }
+                "passthrough" => {
+                    if let Value::Object(o) = v {
+                        p.extend(o.clone());
+                    }
+                }
+                other => {
+                    self.error(&kat, format!("`config.{other}` of an OpenAI Responses provider is not read by this version of evalhost"))
+                        .hint = Some("evalhost sends max_output_tokens, reasoning, reasoning_effort, temperature, instructions, top_p, tools, tool_choice, response_format, verbosity, max_tool_calls, include, previous_response_id, truncation, metadata, parallel_tool_calls, store, user, prompt_cache_key and passthrough as promptfoo does".into());
+                }
+            }
+        }
+        if gpt5 && let Some(v) = config.get("verbosity") {
+            text["verbosity"] = v.clone();
+        }
+        p.insert("text".into(), text);
+        Some(p)
+    }
+}
