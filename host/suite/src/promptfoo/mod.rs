@@ -581,7 +581,9 @@ impl Reader {
             if p.to_ascii_lowercase().ends_with(".json") {
                 json.push(PathBuf::from(p));
             } else {
-                self.error(at, format!("`outputPath: {p}`: evalhost writes promptfoo's JSON results only (a `.json` path); promptfoo would write this format"))
+                // An output file, not a grade: the run goes on, and the
+                // user is told the file is not written.
+                self.warning(at, format!("`outputPath: {p}` is not written: evalhost writes promptfoo's JSON results only (a `.json` path), where promptfoo would write this format; the run's results are in its results.jsonl and report.html"))
                     .hint = Some("use a .json path, or `--export promptfoo-json FILE`; `--reporter junit`/`--junit` writes JUnit XML".into());
             }
         }

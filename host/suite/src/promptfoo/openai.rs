@@ -169,6 +169,22 @@ impl Reader {
                         params.insert(k.clone(), v.clone());
                     }
                 }
+                // Keys promptfoo's chat provider does not send (they are
+                // its Responses provider's), or sends only to some models:
+                // as promptfoo does, and said.
+                "instructions" | "max_output_tokens" => {
+                    self.warning(&kat, format!("`config.{k}` is not sent by promptfoo's chat provider (it is `openai:responses:`'s), so evalhost does not send it either"));
+                }
+                "reasoning" => {
+                    let o_series = ["o1", "o3", "o4"]
+                        .iter()
+                        .any(|p| model.starts_with(p) || model.contains(&format!("/{p}")));
+                    if o_series {
+                        params.insert(k.clone(), v.clone());
+                    } else {
+                        self.warning(&kat, "`config.reasoning` is sent by promptfoo's chat provider to o1/o3/o4 models only, so evalhost does not send it to this one either");
+                    }
+                }
                 "passthrough" => match v {
                     Value::Object(o) => params.extend(o.clone()),
                     _ => {
