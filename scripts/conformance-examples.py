@@ -466,6 +466,11 @@ def run_evalhost(example, server, work_root):
     work = work_root / "eh"
     copy_example(example, work)
     env = dict(os.environ, **server.env())
+    # `python` assertions: the componentize-py the integration tests install
+    # (target/tmp/componentize-py), unless one is named.
+    default_cpy = ROOT / "target" / "tmp" / "componentize-py"
+    if "EVALHOST_COMPONENTIZE_PY" not in env and default_cpy.exists():
+        env["EVALHOST_COMPONENTIZE_PY"] = str(default_cpy)
     server.take()
     try:
         proc = subprocess.run([EVALHOST, "run", "promptfooconfig.yaml", "-o", "out", "--no-cache", "--no-judge-cache"],
