@@ -222,6 +222,20 @@ pub fn body(model: &str, prompt: &str, params: &Map<String, Value>) -> Value {
     if let Some(t) = resolved {
         body.insert("thinking".into(), t);
     }
+    // `output_format` (structured output) and `effort`, under
+    // `output_config`, as promptfoo sends them.
+    let format = params.get("output_format").filter(|v| v.is_object());
+    let effort = params.get("effort").filter(|v| is_truthy(v));
+    if format.is_some() || effort.is_some() {
+        let mut config = Map::new();
+        if let Some(f) = format {
+            config.insert("format".into(), f.clone());
+        }
+        if let Some(e) = effort {
+            config.insert("effort".into(), e.clone());
+        }
+        body.insert("output_config".into(), Value::Object(config));
+    }
     if let Some(tools) = params
         .get("tools")
         .filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
@@ -344,8 +358,17 @@ pub fn call(
         })
         .collect();
     let u64_at = |p: &str| doc.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-    Ok(super::api::answer(
-        output(blocks, show_thinking),
+    let text = output(blocks, show_thinking);
+    // A `json_schema` output format: promptfoo parses the reply.
+    let structured = config
+        .request_params
+        .get("output_format")
+        .is_some_and(|f| f["type"] == "json_schema");
+    let parsed = structured
+        .then(|| serde_json::from_str::<Value>(&text).ok())
+        .flatten();
+    let mut out = super::api::answer(
+        text,
         tool_calls,
         started,
         [
@@ -356,7 +379,9 @@ pub fn call(
         ],
         ("anthropic", &config.model),
         doc["stop_reason"].as_str().map(str::to_owned),
-    ))
+    );
+    out.output_json = parsed;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -410,6 +435,26 @@ mod tests {
         assert!(b.get("temperature").is_none());
         assert_eq!(body("claude-opus-5", "Hi", &none)["max_tokens"], 2048);
         assert!(!family("claude-opus-50", &["claude-opus-5"]));
+    }
+
+    #[test]
+    fn output_format_and_effort_go_under_output_config() {
+        let mut params = Map::new();
+        params.insert(
+            "output_format".into(),
+            json!({"type": "json_schema", "schema": {"type": "object"}}),
+        );
+        params.insert("effort".into(), json!("high"));
+        let b = body("claude-sonnet-4-6", "Hi", &params);
+        assert_eq!(
+            b["output_config"],
+            json!({"format": {"type": "json_schema", "schema": {"type": "object"}}, "effort": "high"})
+        );
+        assert!(
+            body("claude-sonnet-4-6", "Hi", &Map::new())
+                .get("output_config")
+                .is_none()
+        );
     }
 
     #[test]

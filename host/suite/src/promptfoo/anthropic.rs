@@ -86,13 +86,29 @@ impl Reader {
                 }
                 "temperature" | "max_tokens" | "top_p" | "top_k" | "stop_sequences"
                 | "metadata" | "tools" | "tool_choice" | "extra_body" | "cache_control"
-                | "service_tier" | "thinking" => {
-                    if let Value::String(s) = v
-                        && s.starts_with("file://")
+                | "service_tier" | "thinking" | "effort" | "output_format" => {
+                    // A JSON or YAML file for a schema or tools, as
+                    // promptfoo loads it.
+                    let loaded;
+                    let v = if let Value::String(s) = v
+                        && let Some(rel) = s.strip_prefix("file://")
                     {
-                        self.error(&kat, format!("`config.{k}: {s}`: a file here is not read by this version of evalhost; write it inline"));
-                        continue;
-                    }
+                        if !matches!(k.as_str(), "output_format" | "tools")
+                            || !(rel.ends_with(".json")
+                                || rel.ends_with(".yaml")
+                                || rel.ends_with(".yml"))
+                        {
+                            self.error(&kat, format!("`config.{k}: {s}`: a file here is not read by this version of evalhost; write it inline"));
+                            continue;
+                        }
+                        let Some(value) = self.structured_file(rel, &kat) else {
+                            continue;
+                        };
+                        loaded = value;
+                        &loaded
+                    } else {
+                        v
+                    };
                     if v.to_string().contains("{{") {
                         self.error(&kat, format!("`config.{k}` holds a template, which promptfoo renders with each test's vars; this version of evalhost sends it as written, so it refuses it"));
                         continue;
