@@ -244,14 +244,13 @@ pub fn chat(
     ))
 }
 
-/// Reads a whole (not streamed) Messages API reply into the answer: its
-/// text and tool-use blocks, usage and stop reason. A body that is not
-/// such a reply is a target failure naming what came back.
-fn read_message(
+/// A whole (not streamed) Messages API reply: its JSON, checked to be
+/// one (a `content` list); an error reply or another body is a target
+/// failure naming what came back.
+pub(super) fn message_reply(
     url: &str,
     mut response: ureq::http::Response<ureq::Body>,
-    answer: &mut Answer,
-) -> Result<(), TargetFailure> {
+) -> Result<Value, TargetFailure> {
     let text = response
         .body_mut()
         .with_config()
@@ -272,12 +271,25 @@ fn read_message(
             error["message"].as_str().unwrap_or("")
         )));
     }
-    let Some(blocks) = doc.get("content").and_then(Value::as_array) else {
+    if !doc.get("content").is_some_and(Value::is_array) {
         return Err(TargetFailure::fatal(format!(
             "{url} answered JSON that is no Messages API reply (no `content` list): `{}`",
             shown()
         )));
-    };
+    }
+    Ok(doc)
+}
+
+/// Reads a whole (not streamed) Messages API reply into the answer: its
+/// text and tool-use blocks, usage and stop reason. A body that is not
+/// such a reply is a target failure naming what came back.
+fn read_message(
+    url: &str,
+    response: ureq::http::Response<ureq::Body>,
+    answer: &mut Answer,
+) -> Result<(), TargetFailure> {
+    let doc = message_reply(url, response)?;
+    let blocks = doc["content"].as_array().expect("checked by message_reply");
     for block in blocks {
         match block["type"].as_str() {
             Some("text") => answer.text.push_str(block["text"].as_str().unwrap_or("")),

@@ -312,7 +312,7 @@ pub fn call(
     };
     let body = body(&config.model, prompt, &config.request_params);
     let started = Instant::now();
-    let mut response = super::api::send(
+    let response = super::api::send(
         &url,
         &[
             ("x-api-key", key.clone()),
@@ -321,32 +321,8 @@ pub fn call(
         &body,
         timeout,
     )?;
-    let text = response
-        .body_mut()
-        .with_config()
-        .limit(64 << 20)
-        .read_to_string()
-        .map_err(|e| TargetFailure::new(format!("reading the answer of {url} failed: {e}")))?;
-    let shown = || crate::text::shown(&text.chars().take(200).collect::<String>()).into_owned();
-    let doc: Value = serde_json::from_str(&text).map_err(|e| {
-        TargetFailure::fatal(format!(
-            "{url} answered JSON that does not parse ({e}): `{}`",
-            shown()
-        ))
-    })?;
-    if let Some(error) = doc.get("error").filter(|_| doc["type"] == "error") {
-        return Err(TargetFailure::fatal(format!(
-            "{url} answered an error: {}: {}",
-            error["type"].as_str().unwrap_or("error"),
-            error["message"].as_str().unwrap_or("")
-        )));
-    }
-    let Some(blocks) = doc.get("content").and_then(Value::as_array) else {
-        return Err(TargetFailure::fatal(format!(
-            "{url} answered JSON that is no Messages API reply (no `content` list): `{}`",
-            shown()
-        )));
-    };
+    let doc = super::anthropic::message_reply(&url, response)?;
+    let blocks = doc["content"].as_array().expect("checked by message_reply");
     let tool_calls = blocks
         .iter()
         .filter(|b| b["type"] == "tool_use")

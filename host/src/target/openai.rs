@@ -421,12 +421,7 @@ pub fn chat_messages(
         .and_then(Value::as_f64)
         .or_else(|| {
             let t = token_usage?;
-            let rate = config.input_per_million?;
-            let cached = t.cached.min(t.input);
-            let input = rate * (t.input - cached) as f64 / 1e6
-                + config.cached_input_per_million.unwrap_or(rate) * cached as f64 / 1e6;
-            let output = config.output_per_million? * t.output as f64 / 1e6;
-            Some(input + output)
+            priced(config, t.input, t.output, t.cached)
         });
     Ok(TargetOutput {
         text: content.clone(),
@@ -568,6 +563,18 @@ fn is_falsy(v: &Value) -> bool {
         Value::String(s) => s.is_empty(),
         _ => false,
     }
+}
+
+/// What `input` prompt tokens (`cached` of them from the cache) and
+/// `output` reply tokens cost at the config's `pricing`, if it has one.
+pub(super) fn priced(config: &OpenAiConfig, input: u64, output: u64, cached: u64) -> Option<f64> {
+    let rate = config.input_per_million?;
+    let cached = cached.min(input);
+    Some(
+        rate * (input - cached) as f64 / 1e6
+            + config.cached_input_per_million.unwrap_or(rate) * cached as f64 / 1e6
+            + config.output_per_million? * output as f64 / 1e6,
+    )
 }
 
 /// Runs the endpoint for one test.

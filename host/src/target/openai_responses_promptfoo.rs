@@ -172,15 +172,7 @@ pub fn call(
         doc["status"].as_str().map(str::to_owned),
     );
     out.finish_reason = None;
-    out.cost_usd = config
-        .input_per_million
-        .zip(config.output_per_million)
-        .map(|(i, o)| {
-            let cached = tokens[2].min(tokens[0]);
-            i * (tokens[0] - cached) as f64 / 1e6
-                + config.cached_input_per_million.unwrap_or(i) * cached as f64 / 1e6
-                + o * tokens[1] as f64 / 1e6
-        });
+    out.cost_usd = super::openai::priced(config, tokens[0], tokens[1], tokens[2]);
     if structured && let Ok(parsed) = serde_json::from_str::<Value>(&text) {
         out.output_json = Some(parsed);
     }

@@ -316,7 +316,8 @@ pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnos
     // (`$RefParser.dereference`): `{$ref: "#/assertionTemplates/x"}` is the
     // value it points to.
     let root = match dereference(&root, &root, 0) {
-        Ok(v) => v,
+        Ok(Some(v)) => v,
+        Ok(None) => root,
         Err((at, message)) => {
             reader.error(&at, message).hint = Some(
                 "a `$ref` points into this config: `$ref: \"#/assertionTemplates/NAME\"`".into(),
@@ -700,14 +701,29 @@ impl Reader {
 /// `value` with every `{$ref: "#/…"}` replaced by what it points to in
 /// `root` (a JSON Pointer), as promptfoo's reference parser does; a
 /// reference into another file, one that points nowhere, or a chain deeper
-/// than 32 is an error at its place.
-fn dereference(value: &Value, root: &Value, depth: usize) -> Result<Value, (KeyPath, String)> {
+/// than 32 is an error at its place; so are references that expand the
+/// config past [`MAX_REF_VALUES`] values (a few `$ref`s to each other can
+/// otherwise grow it exponentially, as YAML aliases could).
+/// `None` when the config has no `$ref` (most have none: not copied).
+fn dereference(
+    value: &Value,
+    root: &Value,
+    depth: usize,
+) -> Result<Option<Value>, (KeyPath, String)> {
     fn walk(
         value: &Value,
         root: &Value,
         depth: usize,
         at: &KeyPath,
+        budget: &mut usize,
     ) -> Result<Value, (KeyPath, String)> {
+        if *budget == 0 {
+            return Err((
+                at.clone(),
+                format!("the config's `$ref`s expand it past {MAX_REF_VALUES} values"),
+            ));
+        }
+        *budget -= 1;
         match value {
             Value::Object(o) => {
                 if let Some(r) = o.get("$ref") {
@@ -740,22 +756,36 @@ fn dereference(value: &Value, root: &Value, depth: usize) -> Result<Value, (KeyP
                             ),
                         ));
                     };
-                    return walk(target, root, depth + 1, at);
+                    return walk(target, root, depth + 1, at, budget);
                 }
                 let mut out = Map::new();
                 for (k, v) in o {
-                    out.insert(k.clone(), walk(v, root, depth, &at.key(k))?);
+                    out.insert(k.clone(), walk(v, root, depth, &at.key(k), budget)?);
                 }
                 Ok(Value::Object(out))
             }
             Value::Array(items) => items
                 .iter()
                 .enumerate()
-                .map(|(i, v)| walk(v, root, depth, &at.index(i)))
+                .map(|(i, v)| walk(v, root, depth, &at.index(i), budget))
                 .collect::<Result<Vec<_>, _>>()
                 .map(Value::Array),
             other => Ok(other.clone()),
         }
     }
-    walk(value, root, depth, &KeyPath::default())
+    fn has_ref(value: &Value) -> bool {
+        match value {
+            Value::Object(o) => o.contains_key("$ref") || o.values().any(has_ref),
+            Value::Array(items) => items.iter().any(has_ref),
+            _ => false,
+        }
+    }
+    if !has_ref(value) {
+        return Ok(None);
+    }
+    let mut budget = MAX_REF_VALUES;
+    walk(value, root, depth, &KeyPath::default(), &mut budget).map(Some)
 }
+
+/// The most values a config's `$ref`s may expand it to.
+const MAX_REF_VALUES: usize = 1_000_000;

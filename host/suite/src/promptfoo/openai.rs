@@ -87,13 +87,7 @@ impl Reader {
                 } else if chat {
                     let n = env_number(var).or((!omit_defaults).then_some(default));
                     if let Some(n) = n {
-                        // As JavaScript writes it: 0, not 0.0.
-                        let v = if n.fract() == 0.0 && n.abs() < 9e15 {
-                            serde_json::json!(n as i64)
-                        } else {
-                            serde_json::json!(n)
-                        };
-                        entry.insert(to.into(), v);
+                        entry.insert(to.into(), js_number(n));
                     }
                 }
             }

@@ -322,3 +322,25 @@ fn refs_to_assertion_templates_are_followed() {
             .expect("an error");
     assert_eq!(e.pos.map(|p| p.line), Some(6), "{e:?}");
 }
+
+/// `$ref`s that refer to each other many times over (a "billion laughs"
+/// of references) are refused, not expanded until memory runs out.
+#[test]
+fn refs_that_expand_exponentially_are_refused() {
+    let mut yaml = String::from("l0: [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..10 {
+        yaml.push_str(&format!(
+            "l{i}: [{}]\n",
+            vec![format!("{{$ref: '#/l{}'}}", i - 1); 10].join(", ")
+        ));
+    }
+    yaml.push_str("prompts: ['hi']\nproviders: [echo]\ntests:\n  - vars: {v: {$ref: '#/l9'}}\n");
+    let (suite, d) = load(&[("promptfooconfig.yaml", &yaml)]);
+    assert!(suite.is_none());
+    assert!(
+        d.0.iter()
+            .any(|x| x.message.contains("expand it past 1000000 values")),
+        "{:?}",
+        d.0
+    );
+}
