@@ -31,8 +31,11 @@ pub(super) fn grade(
         ctx.suite.tests.iter().map(|t| (t.id.as_str(), t)).collect();
     let (mut rows, _) =
         results::read_rows(path).with_context(|| format!("cannot read {}", path.display()))?;
-    // The rows of each group, in promptfoo's order: provider by provider,
-    // each provider's prompts in order.
+    // The rows of each group, in promptfoo's order: it reads them back from
+    // its SQLite store by (eval, test) with no ORDER BY, through its index
+    // on (eval_id, test_idx, success) — the rows that failed so far first,
+    // then those that passed — each part in the order they were written:
+    // provider by provider, each provider's prompts in order.
     let target_order: HashMap<&str, usize> = ctx
         .run_targets
         .iter()
@@ -60,6 +63,7 @@ pub(super) fn grade(
     for (_, mut members) in groups {
         members.sort_by_key(|&i| {
             (
+                rows[i].status.is_success(),
                 target_order
                     .get(rows[i].target.as_str())
                     .copied()

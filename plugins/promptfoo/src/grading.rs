@@ -3,8 +3,9 @@
 //! `rubricPrompt` rendered as promptfoo renders it, and promptfoo's
 //! `tryParse` of the values a prompt shows.
 //!
-//! A `rubricPrompt` replaces evalhost's wording with the user's own, so it
-//! is rendered exactly as promptfoo's `renderLlmRubricPrompt` does: Nunjucks
+//! A prompt — promptfoo's own (`crate::prompts`) or the user's
+//! `rubricPrompt` — is rendered exactly as promptfoo's
+//! `renderLlmRubricPrompt` does: Nunjucks
 //! (here `minijinja`, Jinja2's Rust port) over the test's vars and the
 //! type's own variables, object values shown as JSON; a prompt that is JSON
 //! has each of its strings rendered instead; a rendered prompt that is a
@@ -90,12 +91,36 @@ fn templating_context(vars: &Map<String, Value>) -> Value {
     )
 }
 
+/// A template value as Nunjucks writes it (JavaScript's `String(v)`):
+/// `null` and `undefined` as nothing, a list as its items joined by
+/// commas, a whole number without a fraction, an object as
+/// `[object Object]`.
+fn js_string(v: &minijinja::Value) -> String {
+    use minijinja::value::ValueKind;
+    match v.kind() {
+        ValueKind::Undefined | ValueKind::None => String::new(),
+        ValueKind::Number => match f64::try_from(v.clone()) {
+            Ok(f) if !v.is_integer() => crate::js::number(f),
+            _ => v.to_string(),
+        },
+        ValueKind::Seq => v
+            .try_iter()
+            .map(|items| items.map(|i| js_string(&i)).collect::<Vec<_>>().join(","))
+            .unwrap_or_default(),
+        ValueKind::Map => "[object Object]".to_owned(),
+        _ => v.to_string(),
+    }
+}
+
 fn environment() -> Environment<'static> {
     let mut e = Environment::new();
     e.set_undefined_behavior(UndefinedBehavior::Lenient);
     e.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
     e.set_keep_trailing_newline(true);
     e.set_fuel(Some(TEMPLATE_FUEL));
+    e.set_formatter(|out, _state, value| {
+        write!(out, "{}", js_string(value)).map_err(minijinja::Error::from)
+    });
     e.add_filter(
         "dump",
         |v: minijinja::Value| -> Result<String, minijinja::Error> {
@@ -177,24 +202,35 @@ pub fn custom_prompt(request: &Request) -> Option<String> {
     }
 }
 
-/// The messages for one grading call: the user's prompt rendered with the
-/// test's vars and `own`, else evalhost's `default` wording.
+/// The messages for one grading call: the user's `rubricPrompt`, else
+/// promptfoo's own `default` (`crate::prompts`), rendered with the test's
+/// vars and the type's `own` variables over them.
 pub fn messages(
     request: &Request,
     custom: Option<&str>,
+    default: &str,
     own: &[(&str, Value)],
-    default: impl FnOnce() -> Messages,
 ) -> Result<Messages, GradeError> {
-    match custom {
-        None => Ok(default()),
-        Some(template) => {
-            let mut v = vars(request);
-            for (k, val) in own {
-                v.insert((*k).to_owned(), val.clone());
-            }
-            render(template, &v)
-        }
+    let mut v = vars(request);
+    for (k, val) in own {
+        v.insert((*k).to_owned(), val.clone());
     }
+    render(custom.unwrap_or(default), &v)
+}
+
+/// As [`messages`], with the type's own variables only: promptfoo's
+/// `answer-relevance`, `context-relevance` and `g-eval` show a prompt no
+/// test var.
+pub fn messages_own(
+    custom: Option<&str>,
+    default: &str,
+    own: &[(&str, Value)],
+) -> Result<Messages, GradeError> {
+    let v = own
+        .iter()
+        .map(|(k, val)| ((*k).to_owned(), val.clone()))
+        .collect();
+    render(custom.unwrap_or(default), &v)
 }
 
 thread_local! {
@@ -323,5 +359,47 @@ mod tests {
         assert_eq!(m, vec![("user".into(), "Is Paris ok?".into())]);
         // A template that does not compile is the assertion's error.
         assert!(render("{% if %}", &vars).is_err());
+    }
+
+    #[test]
+    fn promptfoos_own_prompts_show_values_as_nunjucks_does() {
+        // promptfoo 0.121.20 sent this user message for an output that is
+        // JSON text (recorded from its request to the loopback server):
+        // `tryParse`, then `JSON.stringify`, compact.
+        let output = r#"{"color": "yellow", "countries": ["Ecuador", "Brazil"], "answer": 42}"#;
+        let vars = json!({"rubric": "Is it French?"})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let own = [
+            ("output", try_parse(output)),
+            ("rubric", Value::String("Is it French?".into())),
+        ];
+        let mut all = vars.clone();
+        for (k, v) in &own {
+            all.insert((*k).to_owned(), v.clone());
+        }
+        let m = render(crate::prompts::LLM_RUBRIC, &all).unwrap();
+        assert_eq!(m[0].0, "system");
+        assert!(
+            m[0].1
+                .starts_with("You are grading output according to a user-specified rubric.")
+        );
+        assert_eq!(
+            m[1],
+            (
+                "user".into(),
+                "<Output>\n{\"color\":\"yellow\",\"countries\":[\"Ecuador\",\"Brazil\"],\"answer\":42}\n</Output>\n<Rubric>\nIs it French?\n</Rubric>".into()
+            )
+        );
+        // JavaScript's `String(v)`: null as nothing, a list joined by
+        // commas (a list inside it as JSON: `processContextForTemplating`),
+        // a whole float without a fraction.
+        let vars = json!({"n": null, "list": [1, "a", null, [2, 3]], "f": 3.0, "x": 2.5})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let m = render("[{{ n }}] [{{ list }}] [{{ f }}] [{{ x }}]", &vars).unwrap();
+        assert_eq!(m[0].1, "[] [1,a,,[2,3]] [3] [2.5]");
     }
 }

@@ -25,6 +25,7 @@ mod is_json;
 mod js;
 mod meteor;
 mod ngram;
+mod prompts;
 mod provider;
 mod rag;
 mod refusal;

@@ -13,6 +13,7 @@
 use evalhost_plugin_sdk::{Grade, GradeError, Request, Value};
 
 use crate::grading::{self, try_parse};
+use crate::prompts;
 
 const ATTRIBUTED: &str = "[attributed]";
 const NOT_ATTRIBUTED: &str = "[not attributed]";
@@ -177,21 +178,6 @@ fn verdict(name: &str, score: f64, threshold: f64) -> Grade {
     )
 }
 
-const RECALL: &str = "You check which sentences of an answer the given context supports. Take the answer sentence by sentence; for each, reason briefly, then mark it [Attributed] when the context supports it or [Not Attributed] when it does not. Write one numbered line per sentence and nothing else.
-
-Example:
-context: Marie Curie (1867-1934) was a Polish-born physicist and chemist who won the Nobel Prize in Physics in 1903 and in Chemistry in 1911.
-answer: Marie Curie was born in 1867. She won two Nobel Prizes. She taught in Paris for forty years.
-classification:
-1. Marie Curie was born in 1867. The context gives her birth year. So [Attributed]
-2. She won two Nobel Prizes. The context names the 1903 and 1911 prizes. So [Attributed]
-3. She taught in Paris for forty years. The context says nothing about her teaching. So [Not Attributed]
-
-context: {context}
-answer: {groundTruth}
-classification:
-";
-
 /// `context-recall`: the share of the expected answer's sentences the
 /// grader attributes to the context.
 pub fn context_recall(request: &Request) -> Result<Grade, GradeError> {
@@ -206,18 +192,11 @@ pub fn context_recall(request: &Request) -> Result<Grade, GradeError> {
     let messages = grading::messages(
         request,
         grading::custom_prompt(request).as_deref(),
+        prompts::CONTEXT_RECALL,
         &[
             ("context", Value::String(ctx.clone())),
             ("groundTruth", Value::String(truth.clone())),
         ],
-        || {
-            vec![(
-                "user".into(),
-                RECALL
-                    .replace("{context}", &ctx)
-                    .replace("{groundTruth}", truth),
-            )]
-        },
     )?;
     let reply = grading::ask(request, messages)?;
     if reply.is_empty() {
@@ -240,13 +219,6 @@ pub fn context_recall(request: &Request) -> Result<Grade, GradeError> {
     Ok(verdict("Recall", score, threshold))
 }
 
-const RELEVANCE: &str = "From the context below, copy the sentences that are needed to answer the query, word for word, one per line, changing nothing. If no sentence is relevant, or the query cannot be answered from the context, answer only \"Insufficient Information\".
-
-query: {query}
-context: {context}
-candidate sentences:
-";
-
 /// `context-relevance`: the share of the context's units (its chunks, its
 /// lines, or its sentences) the grader copies out as needed for the query.
 pub fn context_relevance(request: &Request) -> Result<Grade, GradeError> {
@@ -254,21 +226,13 @@ pub fn context_relevance(request: &Request) -> Result<Grade, GradeError> {
     let threshold = threshold(request)?;
     let ctx = context(request, None)?;
     let joined = ctx.joined();
-    let messages = grading::messages(
-        request,
+    let messages = grading::messages_own(
         grading::custom_prompt(request).as_deref(),
+        prompts::CONTEXT_RELEVANCE,
         &[
             ("context", Value::String(joined.clone())),
             ("query", Value::String(query.clone())),
         ],
-        || {
-            vec![(
-                "user".into(),
-                RELEVANCE
-                    .replace("{query}", &query)
-                    .replace("{context}", &joined),
-            )]
-        },
     )?;
     let reply = grading::ask(request, messages)?;
     if reply.is_empty() {
@@ -301,43 +265,6 @@ pub fn context_relevance(request: &Request) -> Result<Grade, GradeError> {
     Ok(verdict("Context relevance", score, threshold))
 }
 
-const STATEMENTS: &str = "Break the answer to the question into simple statements, one or more per sentence of the answer, each a full sentence that stands on its own. Write one statement per line and nothing else.
-
-Example:
-question: Who was Ada Lovelace?
-answer: She was an English mathematician who wrote the first published algorithm for Babbage's Analytical Engine.
-statements:
-Ada Lovelace was an English mathematician.
-Ada Lovelace wrote the first published algorithm for the Analytical Engine.
-
-question: {question}
-answer: {answer}
-statements:
-";
-
-const NLI: &str = "Natural language inference: decide for each statement whether the context supports it. For each statement, in order, write the statement, a one-line explanation, and `Verdict: Yes.` or `Verdict: No.`. End with one line listing every verdict in order, exactly in this form:
-Final verdict for each statement in order: Yes. No. Yes.
-
-Example:
-context:
-Lena studies chemistry at a university in Leipzig and works weekends in a bakery.
-statements:
-1. Lena studies physics.
-2. Lena has a job.
-Answer:
-1. Lena studies physics.
-Explanation: The context says she studies chemistry. Verdict: No.
-2. Lena has a job.
-Explanation: She works weekends in a bakery. Verdict: Yes.
-Final verdict for each statement in order: No. Yes.
-
-context:
-{context}
-statements:
-{statements}
-Answer:
-";
-
 /// `context-faithfulness`: the grader breaks the output into statements,
 /// then says which the context supports; the score is the supported share
 /// (statements without a verdict count as unsupported).
@@ -368,18 +295,11 @@ pub fn context_faithfulness(request: &Request) -> Result<Grade, GradeError> {
     let messages = grading::messages(
         request,
         custom_statements.as_deref(),
+        prompts::FAITHFULNESS_STATEMENTS,
         &[
             ("question", Value::String(query.clone())),
             ("answer", answer.clone()),
         ],
-        || {
-            vec![(
-                "user".into(),
-                STATEMENTS
-                    .replace("{question}", &query)
-                    .replace("{answer}", &grading::shown(&answer)),
-            )]
-        },
     )?;
     let reply = grading::ask(request, messages)?;
     if reply.is_empty() {
@@ -389,6 +309,7 @@ pub fn context_faithfulness(request: &Request) -> Result<Grade, GradeError> {
     let messages = grading::messages(
         request,
         custom_nli.as_deref(),
+        prompts::FAITHFULNESS_NLI,
         &[
             ("context", Value::String(ctx.clone())),
             (
@@ -396,13 +317,6 @@ pub fn context_faithfulness(request: &Request) -> Result<Grade, GradeError> {
                 Value::Array(statements.iter().cloned().map(Value::String).collect()),
             ),
         ],
-        || {
-            vec![(
-                "user".into(),
-                NLI.replace("{context}", &ctx)
-                    .replace("{statements}", &statements.join("\n")),
-            )]
-        },
     )?;
     let reply = grading::ask(request, messages)?;
     if reply.is_empty() {

@@ -7,6 +7,7 @@
 use evalhost_plugin_sdk::{EmbeddingRequest, Grade, GradeError, Request, Value};
 
 use crate::grading::{self, try_parse};
+use crate::prompts;
 
 /// The embedding of `text` from the assertion's embedding model.
 fn embedding(request: &Request, text: &str) -> Result<Vec<f64>, GradeError> {
@@ -195,16 +196,6 @@ pub fn similar(request: &Request, inverse: bool) -> Result<Grade, GradeError> {
     ))
 }
 
-const QUESTION: &str =
-    "Write the question that the given answer answers. Reply with the question only.
-
-Example:
-Answer: The Apollo 11 lander touched down on the Moon on 20 July 1969, in the Sea of Tranquility.
-Question: When and where did Apollo 11 land on the Moon?
-
-Answer: {answer}
-Question:";
-
 /// How many questions the grader writes for `answer-relevance`.
 const QUESTIONS: usize = 3;
 
@@ -228,16 +219,10 @@ pub fn answer_relevance(request: &Request) -> Result<Grade, GradeError> {
         .map_err(GradeError::Failed)?
         .unwrap_or(0.0);
     let answer = try_parse(&request.output);
-    let messages = grading::messages(
-        request,
+    let messages = grading::messages_own(
         grading::custom_prompt(request).as_deref(),
-        &[("answer", answer.clone())],
-        || {
-            vec![(
-                "user".into(),
-                QUESTION.replace("{answer}", &grading::shown(&answer)),
-            )]
-        },
+        prompts::ANSWER_RELEVANCE,
+        &[("answer", answer)],
     )?;
     let mut questions = Vec::with_capacity(QUESTIONS);
     for _ in 0..QUESTIONS {

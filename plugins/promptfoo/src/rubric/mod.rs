@@ -2,9 +2,8 @@
 //! `runJsonGradingPrompt`, `handleLlmRubric`): the grading model reads the
 //! output and the rubric and answers with JSON `{reason, pass, score}`.
 //!
-//! The prompt follows promptfoo's structure — a system message that sets
-//! the task and the answer's shape with two examples, a user message with
-//! the output and the rubric in tags — in evalhost's own words. The reply
+//! The prompt is promptfoo's own (`crate::prompts`), or the test's
+//! `rubricPrompt`, rendered as promptfoo renders it. The reply
 //! is read as promptfoo reads it: the first JSON object in it; a missing
 //! `pass` counts as true, a non-boolean one is true when it reads `true`,
 //! `yes`, `pass` or `y`; a missing `score` is the pass as 0 or 1; a
@@ -15,18 +14,7 @@
 use evalhost_plugin_sdk::{Grade, GradeError, Request, Value};
 
 use crate::grading::{self, try_parse};
-
-const SYSTEM: &str = "You grade an output against a rubric written by a user. The output passes when what the rubric states is true of it. Answer with one JSON object and nothing else: {\"reason\": string, \"pass\": boolean, \"score\": number between 0 and 1}.
-
-Examples:
-
-<Output>Good morning, everyone!</Output>
-<Rubric>Opens with a greeting</Rubric>
-{\"reason\": \"It starts with 'Good morning', a greeting\", \"pass\": true, \"score\": 1.0}
-
-<Output>Arr, hoist the colours and man the cannons!</Output>
-<Rubric>Avoids sounding like a pirate</Rubric>
-{\"reason\": \"'Arr' and 'hoist the colours' are pirate speech\", \"pass\": false, \"score\": 0.0}";
+use crate::prompts;
 
 /// JavaScript's `Number(x)` for a JSON value, enough for a score.
 fn js_number(v: &Value) -> f64 {
@@ -39,20 +27,6 @@ fn js_number(v: &Value) -> f64 {
         _ => f64::NAN,
     }
 }
-
-const CLOSED_QA: &str = "You check a submitted answer against a criterion. You are given the task that was asked, the submission, and the criterion.
-
-[BEGIN DATA]
-***
-[Task]: {input}
-***
-[Submission]: {completion}
-***
-[Criterion]: {criteria}
-***
-[END DATA]
-
-Does the submission meet the criterion? Reason step by step first, so that your conclusion comes last. Then write the single letter Y or N alone on the last line.";
 
 /// Asks the text grader about the output against the assertion's string
 /// `value` (`{key}` in `template`, beside `{input}` and `{completion}`), in
@@ -69,24 +43,15 @@ fn ask_about_value(
             "{kind} assertion type must have a string value"
         )));
     };
-    let input = grading::prompt(request);
     let messages = grading::messages(
         request,
         grading::custom_prompt(request).as_deref(),
+        template,
         &[
-            ("input", Value::String(input.clone())),
+            ("input", Value::String(grading::prompt(request))),
             (key, Value::String(value.clone())),
             ("completion", try_parse(&request.output)),
         ],
-        || {
-            vec![(
-                "user".into(),
-                template
-                    .replace("{input}", &input)
-                    .replace(&format!("{{{key}}}"), value)
-                    .replace("{completion}", &request.output),
-            )]
-        },
     )?;
     let reply = grading::ask(request, messages)?;
     Ok((!reply.is_empty()).then_some(reply))
@@ -95,7 +60,12 @@ fn ask_about_value(
 /// `model-graded-closedqa` (promptfoo's `matchesClosedQa`): the reply ends
 /// with `Y` to pass; `not-` is ignored, as promptfoo's handler ignores it.
 pub fn closed_qa(request: &Request) -> Result<Grade, GradeError> {
-    let Some(reply) = ask_about_value(request, "model-graded-closedqa", "criteria", CLOSED_QA)?
+    let Some(reply) = ask_about_value(
+        request,
+        "model-graded-closedqa",
+        "criteria",
+        prompts::CLOSED_QA,
+    )?
     else {
         return Ok(crate::judged(false, 0.0, "No output".into()));
     };
@@ -110,21 +80,6 @@ pub fn closed_qa(request: &Request) -> Result<Grade, GradeError> {
     };
     Ok(crate::judged(pass, if pass { 1.0 } else { 0.0 }, reason))
 }
-
-const FACTUALITY: &str = "You compare the facts of a submitted answer with an expert's answer, ignoring style, grammar and punctuation.
-
-[Question]: {input}
-[Expert answer]: {ideal}
-[Submission]: {completion}
-
-Choose the one category that fits:
-(A) The submission is a subset of the expert answer and fully consistent with it.
-(B) The submission is a superset of the expert answer and fully consistent with it.
-(C) The submission has all the same details as the expert answer.
-(D) The submission and the expert answer disagree.
-(E) They differ, but the differences do not matter for factuality.
-
-Answer with one JSON object: {\"category\": \"A\" to \"E\", \"reason\": string}.";
 
 /// promptfoo's category descriptions, for a reply without a reason.
 fn category_description(c: char) -> &'static str {
@@ -203,7 +158,7 @@ fn factuality_category(reply: &str) -> Result<(char, String), String> {
 /// `options.factuality` scores them otherwise (a score above 0 passes).
 /// `not-` is ignored, as promptfoo ignores it.
 pub fn factuality(request: &Request) -> Result<Grade, GradeError> {
-    let Some(reply) = ask_about_value(request, "factuality", "ideal", FACTUALITY)? else {
+    let Some(reply) = ask_about_value(request, "factuality", "ideal", prompts::FACTUALITY)? else {
         return Ok(crate::judged(false, 0.0, "No output".into()));
     };
     Ok(match factuality_category(&reply) {
@@ -243,22 +198,11 @@ pub fn grade(request: &Request, inverse: bool) -> Result<Grade, GradeError> {
     let messages = grading::messages(
         request,
         grading::custom_prompt(request).as_deref(),
+        prompts::LLM_RUBRIC,
         &[
             ("output", try_parse(&request.output)),
             ("rubric", Value::String(rubric.clone())),
         ],
-        || {
-            vec![
-                ("system".into(), SYSTEM.into()),
-                (
-                    "user".into(),
-                    format!(
-                        "<Output>\n{}\n</Output>\n<Rubric>\n{rubric}\n</Rubric>",
-                        request.output
-                    ),
-                ),
-            ]
-        },
     )?;
     // The grader asked for JSON, where the reader names one (`__judge`).
     let reply = grading::ask(request, messages)?;
@@ -331,29 +275,6 @@ fn line_match<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     None
 }
 
-const GEVAL_STEPS: &str = "You turn evaluation criteria into a short procedure. From the criteria below, write 3 or 4 brief evaluation steps that would check any text against them.
-
-Criteria:
-{criteria}
-
-Answer with one minified JSON object on a single line, with no code fence and nothing else: {\"steps\": [\"step one\", \"step two\", ...]}";
-
-const GEVAL_EVALUATE: &str = "You rate one reply to a prompt on a single criterion.
-
-Criterion:
-{criteria}
-
-Steps to follow:
-- {steps}
-
-Prompt:
-{input}
-
-Reply:
-{output}
-
-Give an integer score from 0 (the criterion is not met at all) to {maxScore} (it is fully and clearly met), and a brief reason that names specifics of the prompt and reply but does not repeat the score. Answer with one minified JSON object on a single line and nothing else: {\"score\": integer, \"reason\": string}";
-
 /// The highest score G-Eval's judge gives.
 const GEVAL_MAX: f64 = 10.0;
 
@@ -377,11 +298,10 @@ fn geval_one(
                     .map_or_else(|| crate::js::stringify(v), str::to_owned)
             })
     };
-    let messages = grading::messages(
-        request,
+    let messages = grading::messages_own(
         part("steps").as_deref(),
+        prompts::GEVAL_STEPS,
         &[("criteria", Value::String(criteria.to_owned()))],
-        || vec![("user".into(), GEVAL_STEPS.replace("{criteria}", criteria))],
     )?;
     let reply = grading::ask(request, messages)?;
     if reply.is_empty() {
@@ -423,28 +343,16 @@ fn geval_one(
         .filter_map(Value::as_str)
         .collect::<Vec<_>>()
         .join("\n- ");
-    let input = grading::prompt(request);
-    let messages = grading::messages(
-        request,
+    let messages = grading::messages_own(
         part("evaluate").as_deref(),
+        prompts::GEVAL_EVALUATE,
         &[
             ("criteria", Value::String(criteria.to_owned())),
             ("steps", Value::String(steps.clone())),
             ("maxScore", Value::String("10".into())),
-            ("input", try_parse(&input)),
+            ("input", try_parse(&grading::prompt(request))),
             ("output", try_parse(&request.output)),
         ],
-        || {
-            vec![(
-                "user".into(),
-                GEVAL_EVALUATE
-                    .replace("{criteria}", criteria)
-                    .replace("{steps}", &steps)
-                    .replace("{maxScore}", "10")
-                    .replace("{input}", &grading::shown(&try_parse(&input)))
-                    .replace("{output}", &grading::shown(&try_parse(&request.output))),
-            )]
-        },
     )?;
     let reply = grading::ask(request, messages)?;
     if reply.is_empty() {
@@ -557,18 +465,6 @@ pub fn g_eval(request: &Request, inverse: bool) -> Result<Grade, GradeError> {
     ))
 }
 
-const SEARCH_SYSTEM: &str = "You grade an output against a rubric written by a user, and you can search the web. The output passes when what the rubric states is true of it. Search the web whenever the rubric concerns current or time-sensitive facts (prices, news, who holds an office) or a fact needs checking against recent data. Answer with one JSON object and nothing else: {\"reason\": string, \"pass\": boolean, \"score\": number between 0 and 1}.
-
-Examples:
-
-<Output>The Eiffel Tower is in Paris</Output>
-<Rubric>States the tower's location correctly</Rubric>
-{\"reason\": \"A search confirms the Eiffel Tower stands in Paris\", \"pass\": true, \"score\": 1.0}
-
-<Output>The euro is worth two US dollars today</Output>
-<Rubric>Gives today's exchange rate within 5%</Rubric>
-{\"reason\": \"Searching shows a rate far from 2.0, off by more than 5%\", \"pass\": false, \"score\": 0.0}";
-
 /// JavaScript truthiness of a JSON value.
 fn truthy(v: &Value) -> bool {
     match v {
@@ -602,22 +498,11 @@ pub fn search_rubric(request: &Request, inverse: bool) -> Result<Grade, GradeErr
     let messages = grading::messages(
         request,
         grading::custom_prompt(request).as_deref(),
+        prompts::SEARCH_RUBRIC,
         &[
             ("output", try_parse(&request.output)),
             ("rubric", Value::String(rubric.clone())),
         ],
-        || {
-            vec![
-                ("system".into(), SEARCH_SYSTEM.into()),
-                (
-                    "user".into(),
-                    format!(
-                        "<Output>\n{}\n</Output>\n<Rubric>\n{rubric}\n</Rubric>",
-                        request.output
-                    ),
-                ),
-            ]
-        },
     )?;
     let reply = grading::ask(request, messages)?;
     if reply.is_empty() {
@@ -691,23 +576,11 @@ pub fn select_best(request: &Request) -> Result<Grade, GradeError> {
     let messages = grading::messages(
         request,
         grading::custom_prompt(request).as_deref(),
+        prompts::SELECT_BEST,
         &[
             ("criteria", Value::String(criteria.clone())),
-            ("outputs", Value::Array(parsed.clone())),
+            ("outputs", Value::Array(parsed)),
         ],
-        || {
-            let mut text = format!(
-                "Several texts follow. Pick the one that best fits this criterion: {criteria}\n\n"
-            );
-            for (i, o) in parsed.iter().enumerate() {
-                text.push_str(&format!(
-                    "<Text index=\"{i}\">\n{}\n</Text>\n\n",
-                    grading::shown(o)
-                ));
-            }
-            text.push_str("Answer with the index of that text: a single integer and nothing else.");
-            vec![("system".into(), text)]
-        },
     )?;
     let reply = grading::ask(request, messages)?;
     let none = |reason: String| {
