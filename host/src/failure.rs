@@ -39,6 +39,9 @@ pub enum FailureClass {
     DependencyFailed,
     /// The suite's `budget_usd` was spent before the test started.
     BudgetExceeded,
+    /// The test's input could not be made (a prompt that does not render,
+    /// a file it names that cannot be read): nothing ran.
+    Input,
 }
 
 impl FailureClass {
@@ -59,6 +62,7 @@ impl FailureClass {
             Self::UnexpectedPass => "unexpected_pass",
             Self::DependencyFailed => "dependency_failed",
             Self::BudgetExceeded => "budget_exceeded",
+            Self::Input => "input",
         }
     }
 

@@ -165,6 +165,11 @@ fn run_trial_into(
     // Only a test passing by promptfoo's rule has none, and its rule
     // reads no threshold.
     let threshold = row.threshold.unwrap_or(1.0);
+    if let Some(message) = &test.input_error {
+        row.failure_class = Some(FailureClass::Input);
+        row.error = Some(message.clone());
+        return finish(row);
+    }
     let mut case_ws = None;
     if let Some(lifecycle) = &ctx.lifecycle {
         match lifecycle.for_case(test, trial) {

@@ -65,6 +65,10 @@ pub enum OutputStyle {
     Promptfoo {
         /// promptfoo's `showThinking` (default true).
         show_thinking: bool,
+        /// A `json_schema` reply is parsed (promptfoo parses it when the
+        /// config's `response_format` is written inline: one given as a
+        /// `file://` is still a string when the provider checks its type).
+        json_reply: bool,
     },
 }
 
@@ -145,6 +149,10 @@ impl OpenAiConfig {
                 Some(Value::String(s)) if s == "promptfoo" => OutputStyle::Promptfoo {
                     show_thinking: entry
                         .get("show_thinking")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(true),
+                    json_reply: entry
+                        .get("json_reply")
                         .and_then(Value::as_bool)
                         .unwrap_or(true),
                 },
@@ -263,17 +271,30 @@ pub fn chat(
 
 /// promptfoo's `parseChatPrompt`: a prompt that starts with `- role:` is a
 /// YAML chat, one that parses as JSON is its value (a chat's messages),
-/// any other is one user message.
-pub fn promptfoo_chat(prompt: &str) -> Value {
+/// any other is one user message — except text that looks like JSON (in
+/// `{…}` or `[…]`) but does not parse, or a `- role:` chat that is not
+/// YAML, which promptfoo refuses (the row is an error, naming why).
+pub fn promptfoo_chat(prompt: &str) -> Result<Value, String> {
     let trimmed = prompt.trim();
-    if trimmed.starts_with("- role:")
-        && let Ok(v) = crate::suite::yaml::parse(prompt)
-    {
-        return v;
+    if trimmed.starts_with("- role:") {
+        return crate::suite::yaml::parse(prompt).map_err(|e| {
+            format!(
+                "Chat Completion prompt is not a valid YAML string: {}\n\n{prompt}",
+                e.message
+            )
+        });
     }
     match serde_json::from_str::<Value>(prompt) {
-        Ok(v) => v,
-        Err(_) => json!([{"role": "user", "content": prompt}]),
+        Ok(v) => Ok(v),
+        Err(e)
+            if (trimmed.starts_with('{') && trimmed.ends_with('}'))
+                || (trimmed.starts_with('[') && trimmed.ends_with(']')) =>
+        {
+            Err(format!(
+                "Chat Completion prompt is not a valid JSON string: {e}\n\n{prompt}"
+            ))
+        }
+        Err(_) => Ok(json!([{"role": "user", "content": prompt}])),
     }
 }
 
@@ -359,19 +380,25 @@ pub fn chat_messages(
                 )));
             }
         },
-        OutputStyle::Promptfoo { show_thinking } => promptfoo_output(
+        OutputStyle::Promptfoo {
+            show_thinking,
+            json_reply,
+        } => promptfoo_output(
             message,
             finish_reason.as_deref(),
-            &config.request_params,
+            json_reply && json_schema(&config.request_params),
             show_thinking,
         ),
     };
     // promptfoo's output is then a structured value (tool calls, a parsed
     // `json_schema` reply): code assertions read it as one.
     let output_json = match config.output_style {
-        OutputStyle::Promptfoo { .. }
+        OutputStyle::Promptfoo { json_reply, .. }
             if content.starts_with(['{', '['])
-                && promptfoo_structured(message, &config.request_params) =>
+                && promptfoo_structured(
+                    message,
+                    json_reply && json_schema(&config.request_params),
+                ) =>
         {
             serde_json::from_str::<Value>(&content)
                 .ok()
@@ -458,7 +485,7 @@ pub fn chat_messages(
 fn promptfoo_output(
     message: &Value,
     finish_reason: Option<&str>,
-    params: &Map<String, Value>,
+    json_reply: bool,
     show_thinking: bool,
 ) -> String {
     let text = |v: Option<&Value>| -> Option<String> {
@@ -508,12 +535,7 @@ fn promptfoo_output(
     } else {
         content.cloned().unwrap_or(Value::Null)
     };
-    let json_schema = params
-        .get("response_format")
-        .and_then(|f| f.get("type"))
-        .and_then(Value::as_str)
-        == Some("json_schema");
-    if json_schema
+    if json_reply
         && let Value::String(s) = &output
         && let Ok(parsed) = serde_json::from_str::<Value>(s)
     {
@@ -541,16 +563,20 @@ fn promptfoo_output(
     }
 }
 
-/// Whether promptfoo's OpenAI provider made an object of this reply: tool
-/// or function calls, or a `json_schema` response format.
-fn promptfoo_structured(message: &Value, params: &Map<String, Value>) -> bool {
-    let calls = |k: &str| message.get(k).is_some_and(|v| !is_falsy(v));
-    let schema = params
+/// Whether the request asks for a `json_schema` reply.
+fn json_schema(params: &Map<String, Value>) -> bool {
+    params
         .get("response_format")
         .and_then(|f| f.get("type"))
         .and_then(Value::as_str)
-        == Some("json_schema");
-    (calls("tool_calls") || calls("function_call") || schema)
+        == Some("json_schema")
+}
+
+/// Whether promptfoo's OpenAI provider made an object of this reply: tool
+/// or function calls, or a `json_schema` reply it parses (`json_reply`).
+fn promptfoo_structured(message: &Value, json_reply: bool) -> bool {
+    let calls = |k: &str| message.get(k).is_some_and(|v| !is_falsy(v));
+    (calls("tool_calls") || calls("function_call") || json_reply)
         && message.get("refusal").is_none_or(is_falsy)
 }
 
@@ -606,12 +632,9 @@ pub fn invoke(
     }
     let sent = match config.output_style {
         // promptfoo's provider sends the rendered prompt as its chat.
-        OutputStyle::Promptfoo { .. } => chat_messages(
-            config,
-            promptfoo_chat(&super::echo_text(test)),
-            &ChatParams::default(),
-            timeout,
-        ),
+        OutputStyle::Promptfoo { .. } => promptfoo_chat(&super::echo_text(test))
+            .map_err(TargetFailure::fatal)
+            .and_then(|chat| chat_messages(config, chat, &ChatParams::default(), timeout)),
         OutputStyle::Content => chat(config, &messages, &ChatParams::default(), timeout),
     };
     sent.map_err(|e| {
@@ -628,10 +651,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn chat_prompts_are_parsed_as_promptfoo_parses_them() {
+        let user = |t: &str| json!([{"role": "user", "content": t}]);
+        assert_eq!(promptfoo_chat("Hello {there}"), Ok(user("Hello {there}")));
+        assert_eq!(
+            promptfoo_chat(r#"[{"role": "system", "content": "x"}]"#),
+            Ok(json!([{"role": "system", "content": "x"}]))
+        );
+        assert_eq!(promptfoo_chat("42"), Ok(json!(42)));
+        // Looks like JSON, is not: promptfoo's error, the row fails.
+        let e =
+            promptfoo_chat("[\n {\"role\": \"user\", \"content\": \"a \"b\"\"}\n]").unwrap_err();
+        assert!(
+            e.starts_with("Chat Completion prompt is not a valid JSON string: "),
+            "{e}"
+        );
+        assert!(promptfoo_chat("{not json}").is_err());
+        // A `- role:` chat that is not YAML.
+        let e = promptfoo_chat("- role: user\n  content: [unclosed").unwrap_err();
+        assert!(
+            e.starts_with("Chat Completion prompt is not a valid YAML string: "),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn promptfoo_output_follows_promptfoos_openai_provider() {
-        let none = Map::new();
         let out =
-            |m: Value, reason: Option<&str>, show: bool| promptfoo_output(&m, reason, &none, show);
+            |m: Value, reason: Option<&str>, show: bool| promptfoo_output(&m, reason, false, show);
         // Content with tool calls: the whole message, as JSON.
         let m = json!({"role": "assistant", "content": "Calling", "tool_calls": [{"id": "1"}]});
         assert_eq!(out(m.clone(), Some("tool_calls"), true), m.to_string());
@@ -645,10 +692,10 @@ mod tests {
         // A legacy function call with no content.
         let m = json!({"content": null, "function_call": {"name": "f", "arguments": "{}"}});
         assert_eq!(out(m, None, true), r#"{"name":"f","arguments":"{}"}"#);
-        // A json_schema reply is re-serialised compactly, as JSON.stringify.
-        let mut params = Map::new();
-        params.insert("response_format".into(), json!({"type": "json_schema"}));
+        // A json_schema reply is re-serialised compactly, as JSON.stringify,
+        // when promptfoo parses it; kept as sent when not.
         let m = json!({"content": "{ \"a\" : 1 }"});
-        assert_eq!(promptfoo_output(&m, None, &params, true), r#"{"a":1}"#);
+        assert_eq!(promptfoo_output(&m, None, true, true), r#"{"a":1}"#);
+        assert_eq!(promptfoo_output(&m, None, false, true), r#"{ "a" : 1 }"#);
     }
 }

@@ -139,11 +139,25 @@ pub fn call(
     };
     let (text, refusal) = output(items);
     let text = refusal.unwrap_or(text);
+    // promptfoo parses a `json_schema` reply when the config wrote the
+    // format inline (one from a `file://` is a string when it looks).
     let structured = config
         .request_params
         .get("text")
         .and_then(|t| t.pointer("/format/type"))
-        .is_some_and(|t| t == "json_schema");
+        .is_some_and(|t| t == "json_schema")
+        && !matches!(
+            config.output_style,
+            super::openai::OutputStyle::Promptfoo {
+                json_reply: false,
+                ..
+            }
+        );
+    let parsed = structured
+        .then(|| serde_json::from_str::<Value>(&text).ok())
+        .flatten();
+    // The output is then an object, read as its `JSON.stringify`.
+    let text = parsed.as_ref().map_or(text, Value::to_string);
     let tool_calls: Vec<ToolCall> = items
         .iter()
         .filter(|i| i["type"] == "function_call")
@@ -173,7 +187,7 @@ pub fn call(
     );
     out.finish_reason = None;
     out.cost_usd = super::openai::priced(config, tokens[0], tokens[1], tokens[2]);
-    if structured && let Ok(parsed) = serde_json::from_str::<Value>(&text) {
+    if let Some(parsed) = parsed {
         out.output_json = Some(parsed);
     }
     Ok(out)

@@ -346,6 +346,11 @@ pub struct TestCase {
     /// The tests whose outputs a comparison sees together (promptfoo: one
     /// test row and vars, over every prompt and provider).
     pub compare_group: Option<String>,
+    /// Why the test's input could not be made (promptfoo: a prompt that
+    /// does not render with its vars, a var file that cannot be read): the
+    /// row is an execution error saying so (`failure_class: input`), its
+    /// target and graders never run — as promptfoo errors that row alone.
+    pub input_error: Option<String>,
 }
 
 /// A prompt template of a promptfoo-style suite, rendered for one test.
@@ -479,6 +484,7 @@ impl TestCase {
             output_transform: None,
             comparisons: Vec::new(),
             compare_group: None,
+            input_error: None,
         }
     }
 

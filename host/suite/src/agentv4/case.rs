@@ -154,6 +154,7 @@ impl Loader {
             output_transform: None,
             comparisons: Vec::new(),
             compare_group: None,
+            input_error: None,
         })
     }
 

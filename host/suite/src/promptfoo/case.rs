@@ -53,17 +53,23 @@ impl Reader {
         // prompt and the assertions see them rendered.
         let written = vars.clone();
         let vars = renderer.render_vars(vars);
+        // A prompt that does not render errors the rows that use it, as
+        // promptfoo errors them (`Template render error`), said once at
+        // load.
+        let mut input_error = None;
         let raw = match renderer.render_prompt(&prompt.raw, &vars) {
             Ok(r) => r,
             Err(e) => {
-                self.error(
-                    &row.at,
-                    format!(
-                        "the prompt `{}` does not render: {e}",
-                        first_line(&prompt.label)
-                    ),
+                let message = format!(
+                    "the prompt `{}` does not render: {e}",
+                    first_line(&prompt.label)
                 );
-                return None;
+                self.warn_once(
+                    &row.at,
+                    format!("{message}; every row with this prompt is an error (`failure_class: input`), as promptfoo makes it"),
+                );
+                input_error = Some(format!("Template render error: {e}"));
+                prompt.raw.clone()
             }
         };
         let input = vec![Message {
@@ -169,6 +175,7 @@ impl Reader {
             output_transform,
             comparisons,
             compare_group: None,
+            input_error,
         })
     }
 

@@ -260,6 +260,19 @@ impl Reader {
         self.diags.0.last_mut().expect("just pushed")
     }
 
+    /// A warning, unless the same one was given already (one per prompt or
+    /// file, not one per row).
+    fn warn_once(&mut self, at: &KeyPath, message: String) {
+        if !self
+            .diags
+            .0
+            .iter()
+            .any(|d| d.message == message && d.severity == crate::diag::Severity::Warning)
+        {
+            self.warning(at, message);
+        }
+    }
+
     fn warning(&mut self, at: &KeyPath, message: impl Into<String>) -> &mut Diagnostic {
         let d = Diagnostic::warning(&self.file, message)
             .at(self.map.locate(at))
@@ -433,7 +446,7 @@ impl Reader {
             };
             for (k, written) in combos.iter().enumerate() {
                 let mut vars = written.clone();
-                self.load_file_vars(&mut vars, &row.at.key("vars"), &mut var_files);
+                let unread = self.load_file_vars(&mut vars, &row.at.key("vars"), &mut var_files);
                 let vars = &vars;
                 for (p, prompt) in prompts.iter().enumerate() {
                     let base = row
@@ -459,6 +472,9 @@ impl Reader {
                         i += 1;
                     }
                     if let Some(mut test) = self.test(&row, vars, prompt, unique, &renderer) {
+                        if test.input_error.is_none() {
+                            test.input_error = unread.clone();
+                        }
                         if !test.comparisons.is_empty() {
                             test.compare_group = Some(format!("{n}/{k}"));
                         }

@@ -45,6 +45,14 @@ impl Reader {
         } else if let Some(key) = env(key_var) {
             entry.insert("api_key".into(), key.into());
         }
+        // promptfoo parses a `json_schema` reply only when `response_format`
+        // is written inline: one given as `file://…` is still a string when
+        // the provider looks at its type.
+        let inline_schema = config
+            .get("response_format")
+            .and_then(|f| f.get("type"))
+            .is_some_and(|t| t == "json_schema");
+        entry.insert("json_reply".into(), Value::Bool(inline_schema));
         if id.starts_with("openai:responses:") {
             let params = self.responses_params(model, config, at, renderer)?;
             entry.insert("output_style".into(), "promptfoo".into());
@@ -143,7 +151,12 @@ impl Reader {
                             self.error(&kat, format!("`config.{k}: {s}`: evalhost reads a JSON or YAML file here (promptfoo also runs code files, which evalhost does not here)"));
                             continue;
                         }
-                        let Some(value) = self.structured_file(rel, &kat) else {
+                        let read = if k == "response_format" {
+                            self.response_format_file(rel, &kat)
+                        } else {
+                            self.structured_file(rel, &kat)
+                        };
+                        let Some(value) = read else {
                             continue;
                         };
                         loaded = value;
@@ -306,11 +319,12 @@ impl Reader {
             }
             let loaded;
             let v = match v {
-                Value::String(s)
-                    if s.starts_with("file://")
-                        && matches!(k.as_str(), "tools" | "response_format") =>
-                {
+                Value::String(s) if s.starts_with("file://") && k == "tools" => {
                     loaded = self.structured_file(&s["file://".len()..], &kat)?;
+                    &loaded
+                }
+                Value::String(s) if s.starts_with("file://") && k == "response_format" => {
+                    loaded = self.response_format_file(&s["file://".len()..], &kat)?;
                     &loaded
                 }
                 other => other,
@@ -374,7 +388,7 @@ impl Reader {
                             "type": "json_schema",
                             "name": v.pointer("/json_schema/name").or(v.get("name")).cloned().unwrap_or(serde_json::json!("response_schema")),
                             "schema": v.get("schema").or(v.pointer("/json_schema/schema")).cloned().unwrap_or(Value::Null),
-                            "strict": true,
+                            "strict": v.pointer("/json_schema/strict").or(v.get("strict")).filter(|s| !s.is_null()).cloned().unwrap_or(Value::Bool(true)),
                         }}),
                         _ => serde_json::json!({"format": {"type": "text"}}),
                     };
@@ -409,5 +423,27 @@ impl Reader {
         }
         p.insert("text".into(), text);
         Some(p)
+    }
+
+    /// A `response_format` from a file, as promptfoo's
+    /// `maybeLoadResponseFormatFromExternalFile` loads it: a `json_schema`
+    /// format whose `schema` (or `json_schema.schema`) is itself a
+    /// `file://` gets that file too.
+    pub(super) fn response_format_file(&mut self, rel: &str, at: &KeyPath) -> Option<Value> {
+        let mut format = self.structured_file(rel, at)?;
+        if format.get("type").is_some_and(|t| t == "json_schema") {
+            for pointer in ["/schema", "/json_schema/schema"] {
+                if let Some(Value::String(nested)) = format.pointer(pointer).cloned()
+                    && let Some(nested) = nested.strip_prefix("file://")
+                {
+                    let schema = self.structured_file(nested, at)?;
+                    if let Some(slot) = format.pointer_mut(pointer) {
+                        *slot = schema;
+                    }
+                    break;
+                }
+            }
+        }
+        Some(format)
     }
 }

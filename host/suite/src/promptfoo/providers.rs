@@ -49,6 +49,17 @@ impl Reader {
                 return (Vec::new(), Vec::new());
             }
         };
+        // promptfoo runs a provider listed twice alike (the same JSON) once
+        // (`combineConfigs`' `providerDedupeKey`).
+        let mut seen = std::collections::HashSet::new();
+        let mut items = items;
+        items.retain(|(item, iat)| {
+            let first = seen.insert(item.to_string());
+            if !first {
+                self.warning(iat, "this provider is listed twice, written the same; promptfoo runs it once, and so does evalhost");
+            }
+            first
+        });
         let mut matrix = Vec::new();
         let mut inline = Vec::new();
         for (item, iat) in items {

@@ -85,6 +85,71 @@ fn resolve_variables(vars: &mut Map<String, Value>) {
     }
 }
 
+/// Nunjucks' `{% for k, v in x %}` walks a mapping's keys and values;
+/// Jinja2 (and `minijinja`) unpacks each item instead, which a mapping's
+/// keys cannot be. Each such loop is rewritten to iterate
+/// `(x)|nunjucks_pairs` (a mapping's `[key, value]` pairs, a list as it
+/// is), leaving every other tag as written.
+fn nunjucks_for(template: &str) -> std::borrow::Cow<'_, str> {
+    if !template.contains("{%") || !template.contains(',') {
+        return std::borrow::Cow::Borrowed(template);
+    }
+    let mut out = String::with_capacity(template.len() + 32);
+    let mut rest = template;
+    let mut changed = false;
+    while let Some(open) = rest.find("{%") {
+        out.push_str(&rest[..open]);
+        let tag = &rest[open..];
+        let Some(close) = tag.find("%}") else {
+            out.push_str(tag);
+            rest = "";
+            break;
+        };
+        let whole = &tag[..close + 2];
+        let inner = whole[2..whole.len() - 2].trim_start_matches('-');
+        let inner = inner.strip_suffix('-').unwrap_or(inner).trim();
+        let rewritten = inner.strip_prefix("for").and_then(|r| {
+            let r = r.strip_prefix(char::is_whitespace)?;
+            let (targets, iter) = r.split_once(" in ")?;
+            let ident = |t: &str| {
+                let t = t.trim();
+                !t.is_empty() && t.chars().all(|c| c.is_alphanumeric() || c == '_')
+            };
+            let (a, b) = targets.split_once(',')?;
+            let iter = iter.trim();
+            (ident(a) && ident(b) && !iter.contains(" if ") && !iter.ends_with("recursive")).then(
+                || {
+                    let lead = if whole.starts_with("{%-") {
+                        "{%-"
+                    } else {
+                        "{%"
+                    };
+                    let trail = if whole.ends_with("-%}") { "-%}" } else { "%}" };
+                    format!(
+                        "{lead} for {}, {} in ({iter})|nunjucks_pairs {trail}",
+                        a.trim(),
+                        b.trim()
+                    )
+                },
+            )
+        });
+        match rewritten {
+            Some(r) => {
+                out.push_str(&r);
+                changed = true;
+            }
+            None => out.push_str(whole),
+        }
+        rest = &tag[close + 2..];
+    }
+    out.push_str(rest);
+    if changed {
+        std::borrow::Cow::Owned(out)
+    } else {
+        std::borrow::Cow::Borrowed(template)
+    }
+}
+
 impl Renderer {
     /// A renderer whose `env` is `env`.
     pub fn new(env: &Map<String, Value>) -> Self {
@@ -99,6 +164,22 @@ impl Renderer {
             serde_json::to_string(&v).map_err(|err| {
                 minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, err.to_string())
             })
+        });
+        // `{% for k, v in mapping %}` (rewritten by `nunjucks_for`): a
+        // mapping's pairs, anything else itself.
+        e.add_filter("nunjucks_pairs", |v: JValue| -> JValue {
+            if v.kind() == minijinja::value::ValueKind::Map
+                && let Ok(keys) = v.try_iter()
+            {
+                return JValue::from(
+                    keys.map(|k| {
+                        let value = v.get_item(&k).unwrap_or_default();
+                        JValue::from(vec![k, value])
+                    })
+                    .collect::<Vec<_>>(),
+                );
+            }
+            v
         });
         e.add_filter("load", |s: String| -> Result<JValue, minijinja::Error> {
             serde_json::from_str::<Value>(&s)
@@ -131,7 +212,7 @@ impl Renderer {
             .or_insert_with(|| Value::Object(self.vars_env.clone()));
         guarded(|| {
             self.env
-                .render_str(template, Value::Object(ctx))
+                .render_str(&nunjucks_for(template), Value::Object(ctx))
                 .map_err(|e| e.to_string())
         })
         .and_then(|text| crate::budget::rendered(text.len()).map(|()| text))
@@ -173,7 +254,7 @@ impl Renderer {
         if !template.contains("{{") && !template.contains("{%") {
             return false;
         }
-        match self.env.template_from_str(template) {
+        match self.env.template_from_str(&nunjucks_for(template)) {
             Ok(t) => t
                 .undeclared_variables(false)
                 .iter()

@@ -374,12 +374,16 @@ impl Reader {
     /// promptfoo's `renderPrompt` for vars that name files (`file://…`,
     /// relative to the config): text trimmed, YAML as its JSON, an image
     /// as a `data:` URI; code, PDFs, audio and video are refused.
+    /// The `file://` vars read (a JSON/YAML/text file's contents); what
+    /// could not be read, for the row's error (promptfoo errors only the
+    /// rows that use a missing file: so does evalhost, warning once).
     pub(super) fn load_file_vars(
         &mut self,
         vars: &mut Map<String, Value>,
         at: &KeyPath,
         cache: &mut std::collections::HashMap<PathBuf, Result<Value, String>>,
-    ) {
+    ) -> Option<String> {
+        let mut failed = None;
         let names: Vec<String> = vars
             .iter()
             .filter(|(_, v)| v.as_str().is_some_and(|s| s.starts_with("file://")))
@@ -388,23 +392,34 @@ impl Reader {
         for name in names {
             let spec = vars[&name].as_str().unwrap_or_default().to_owned();
             let rel = &spec["file://".len()..];
-            let Some(path) = self.relative(rel, &format!("var `{name}`: `{spec}`"), &at.key(&name))
-            else {
-                continue;
+            // A file that is not there errors the rows (below); one outside
+            // the project is refused.
+            let loaded = match self.options.roots.relative(rel, &self.dir) {
+                Ok(path) => cache
+                    .entry(path.clone())
+                    .or_insert_with(|| load_var_file(&path))
+                    .clone(),
+                Err(e @ crate::roots::PathError::NotFound { .. }) => Err(e.to_string()),
+                Err(e) => {
+                    self.error(&at.key(&name), format!("var `{name}`: `{spec}`: {e}"));
+                    continue;
+                }
             };
-            let loaded = cache
-                .entry(path.clone())
-                .or_insert_with(|| load_var_file(&path))
-                .clone();
             match loaded {
                 Ok(v) => {
                     vars.insert(name, v);
                 }
                 Err(e) => {
-                    self.error(&at.key(&name), format!("var `{name}`: `{spec}`: {e}"));
+                    let message = format!("var `{name}`: `{spec}`: {e}");
+                    self.warn_once(
+                        &at.key(&name),
+                        format!("{message}; the rows that use it are errors (`failure_class: input`), as promptfoo makes them"),
+                    );
+                    failed.get_or_insert(message);
                 }
             }
         }
+        failed
     }
 }
 

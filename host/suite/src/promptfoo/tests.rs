@@ -344,3 +344,63 @@ fn refs_that_expand_exponentially_are_refused() {
         d.0
     );
 }
+
+#[test]
+fn nunjucks_for_loops_over_a_mapping_walk_its_pairs() {
+    let (suite, diags) = load(&[(
+        "promptfooconfig.yaml",
+        "prompts:\n  - '{% for m in turns %}{% for role, text in m %}[{{role}}={{text}}]{% endfor %}{% endfor %}|{%- for a, b in pairs -%}{{a}}{{b}}{%- endfor -%}'\nproviders: [echo]\ntests:\n  - vars:\n      turns: [{user: hi}, {assistant: yo}]\n      pairs: [[1, 2], [3, 4]]\n",
+    )]);
+    assert!(!diags.has_errors(), "{:?}", diags.0);
+    let t = &suite.unwrap().tests[0];
+    assert_eq!(
+        t.prompt.as_ref().unwrap().raw,
+        "[user=hi][assistant=yo]|1234",
+        "a mapping's keys and values, as Nunjucks walks them; a list of pairs unpacked as before"
+    );
+}
+
+#[test]
+fn a_prompt_that_does_not_render_or_a_missing_var_file_errors_its_rows_only() {
+    let (suite, diags) = load(&[
+        (
+            "promptfooconfig.yaml",
+            "prompts:\n  - 'Broken {% if %}'\n  - 'Fine {{doc}}'\nproviders: [echo, echo]\ntests:\n  - vars: {doc: file://missing.txt}\n  - vars: {doc: file://here.txt}\n",
+        ),
+        ("here.txt", "present"),
+    ]);
+    assert!(!diags.has_errors(), "{:?}", diags.0);
+    let warnings: Vec<&str> = diags.0.iter().map(|d| d.message.as_str()).collect();
+    // Said once each, not once per row; the duplicate provider once too.
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert!(
+        warnings.iter().any(|w| w.contains("does not render")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings.iter().any(|w| w.contains("missing.txt")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings.iter().any(|w| w.contains("listed twice")),
+        "{warnings:?}"
+    );
+    let suite = suite.unwrap();
+    let errors: Vec<(&str, Option<&str>)> = suite
+        .tests
+        .iter()
+        .map(|t| (t.id.as_str(), t.input_error.as_deref()))
+        .collect();
+    assert_eq!(errors.len(), 4, "{errors:?}");
+    assert!(
+        errors[0].1.unwrap().starts_with("Template render error"),
+        "{errors:?}"
+    );
+    assert!(errors[1].1.unwrap().contains("missing.txt"), "{errors:?}");
+    assert!(
+        errors[2].1.unwrap().starts_with("Template render error"),
+        "{errors:?}"
+    );
+    assert_eq!(errors[3].1, None, "{errors:?}");
+    assert_eq!(suite.tests[3].prompt.as_ref().unwrap().raw, "Fine present");
+}
