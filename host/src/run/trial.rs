@@ -273,7 +273,19 @@ fn run_trial_into(
             .target
             .cache_identity(cache.sampled, &ctx.suite.dir)
             .map(|identity| {
-                crate::response_cache::ResponseCache::key(&identity, &ctx.cache_scope, test)
+                // The request this test makes of the target, when it
+                // changes it (promptfoo's test options).
+                let own = test
+                    .target_params
+                    .as_ref()
+                    .and_then(|t| t.get(&run_target.target.name))
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                crate::response_cache::ResponseCache::key(
+                    &format!("{identity}\u{0}{own}"),
+                    &ctx.cache_scope,
+                    test,
+                )
             }),
         _ => None,
     };

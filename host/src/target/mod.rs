@@ -451,9 +451,15 @@ impl Target {
                 if temperature > 0.0 && !sampled {
                     return None;
                 }
+                // Every field of the request, and how its reply is read.
                 Some(format!(
-                    "openai\u{0}{}\u{0}{}\u{0}{temperature}\u{0}{:?}",
-                    c.base_url, c.model, c.max_output_tokens
+                    "openai\u{0}{}\u{0}{}\u{0}{temperature}\u{0}{:?}\u{0}{}\u{0}{:?}\u{0}{}",
+                    c.base_url,
+                    c.model,
+                    c.max_output_tokens,
+                    serde_json::Value::Object(c.request_params.clone()),
+                    c.output_style,
+                    c.promptfoo_responses
                 ))
             }
             _ => None,
@@ -462,6 +468,35 @@ impl Target {
 
     /// One attempt.
     pub fn invoke_once(
+        &self,
+        test: &TestCase,
+        inv: &Invocation<'_>,
+    ) -> Result<TargetOutput, TargetFailure> {
+        // A test that changes this target's request (promptfoo's test
+        // options and prompt config) brings the entry its calls use.
+        if let Some(entry) = test
+            .target_params
+            .as_ref()
+            .and_then(|t| t.get(&self.name))
+            .and_then(serde_json::Value::as_object)
+        {
+            let own =
+                file::parse_target(&self.name, entry, Path::new(".")).map_err(|(key, e)| {
+                    TargetFailure::fatal(format!(
+                        "the request of target `{}` for this test: `{key}`: {e}",
+                        self.name
+                    ))
+                })?;
+            return Target {
+                provider: own.provider,
+                ..self.clone()
+            }
+            .invoke_provider(test, inv);
+        }
+        self.invoke_provider(test, inv)
+    }
+
+    fn invoke_provider(
         &self,
         test: &TestCase,
         inv: &Invocation<'_>,

@@ -351,6 +351,11 @@ pub struct TestCase {
     /// row is an execution error saying so (`failure_class: input`), its
     /// target and graders never run — as promptfoo errors that row alone.
     pub input_error: Option<String>,
+    /// For a target whose request this test changes (promptfoo: a test's
+    /// `options` and a prompt's `config`, merged into the provider's
+    /// config for its calls): target name → the targets-file entry its
+    /// calls for this test use instead of the target's own.
+    pub target_params: Option<Box<Map<String, Value>>>,
 }
 
 /// A prompt template of a promptfoo-style suite, rendered for one test.
@@ -485,6 +490,7 @@ impl TestCase {
             comparisons: Vec::new(),
             compare_group: None,
             input_error: None,
+            target_params: None,
         }
     }
 

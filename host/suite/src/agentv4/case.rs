@@ -155,6 +155,7 @@ impl Loader {
             comparisons: Vec::new(),
             compare_group: None,
             input_error: None,
+            target_params: None,
         })
     }
 

@@ -176,6 +176,7 @@ impl Reader {
             comparisons,
             compare_group: None,
             input_error,
+            target_params: None,
         })
     }
 

@@ -155,6 +155,10 @@ const PROVIDER_TYPES: &[&str] = &[
 struct ProviderInfo {
     name: String,
     kind: &'static str,
+    /// The provider's id and `config` as written, to make the request of a
+    /// test whose options or prompt change its config.
+    id: String,
+    config: Map<String, Value>,
     tools: Option<Value>,
     functions: Option<Value>,
     /// The provider's `config` key.
@@ -170,6 +174,9 @@ struct Prompt {
     raw: String,
     label: String,
     id: Option<String>,
+    /// The prompt's own `config`: promptfoo merges it into each provider's
+    /// config for the calls with this prompt (under a test's options).
+    config: Map<String, Value>,
 }
 
 /// One test row before rendering: its vars, assertions and settings.
@@ -189,6 +196,9 @@ struct Row {
     /// `options.provider` and `options.rubricPrompt`: how the test's
     /// model-graded assertions are graded.
     grading: Grading,
+    /// The other `options` (`response_format`, `temperature`, …): promptfoo
+    /// merges them into each provider's config for this test's calls.
+    provider_options: Map<String, Value>,
     at: KeyPath,
     file: Arc<PathBuf>,
     /// Where the row starts in `file` when it came from a tests file (a
@@ -424,6 +434,7 @@ impl Reader {
                 raw: String::new(),
                 label: String::new(),
                 id: None,
+                config: Map::new(),
             }]
         } else {
             prompts
@@ -432,6 +443,7 @@ impl Reader {
         let mut ids = std::collections::HashSet::new();
         let mut var_files: std::collections::HashMap<PathBuf, Result<Value, String>> =
             std::collections::HashMap::new();
+        let mut overlays = std::collections::HashMap::new();
         for (n, row) in rows.into_iter().enumerate() {
             let row = match &default_test {
                 Some(d) => merge_default(d, row),
@@ -474,6 +486,19 @@ impl Reader {
                     if let Some(mut test) = self.test(&row, vars, prompt, unique, &renderer) {
                         if test.input_error.is_none() {
                             test.input_error = unread.clone();
+                        }
+                        // promptfoo's `mergeProviderPromptConfig`: the
+                        // prompt's config, then the test's options, over
+                        // each provider's config for these calls.
+                        if !prompt.config.is_empty() || !row.provider_options.is_empty() {
+                            let mut overlay = prompt.config.clone();
+                            overlay.extend(row.provider_options.clone());
+                            test.target_params = self.target_params(
+                                &overlay,
+                                &row.at.key("options"),
+                                &renderer,
+                                &mut overlays,
+                            );
                         }
                         if !test.comparisons.is_empty() {
                             test.compare_group = Some(format!("{n}/{k}"));

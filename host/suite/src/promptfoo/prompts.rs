@@ -19,6 +19,7 @@ impl Reader {
                     raw: "{{prompt}}".into(),
                     label: "{{prompt}}".into(),
                     id: None,
+                    config: Map::new(),
                 }];
             }
             Some(Value::Array(items)) => items
@@ -41,9 +42,12 @@ impl Reader {
                     for key in o.keys() {
                         match key.as_str() {
                             "raw" | "id" | "label" => {}
+                            "config" if o["config"].is_object() => {}
                             "config" => {
-                                self.error(&iat.key("config"), "a prompt's `config` is merged into each provider's request by promptfoo (`response_format`, `temperature`, …); this version of evalhost does not, so it refuses it rather than send requests without it")
-                                    .hint = Some("put these settings in the provider's `config`".into());
+                                self.error(
+                                    &iat.key("config"),
+                                    "a prompt's `config` must be a mapping of provider settings",
+                                );
                             }
                             other => {
                                 self.error(&iat.key(other), format!("`{other}` of a prompt is not read by this version of evalhost"))
@@ -51,6 +55,13 @@ impl Reader {
                             }
                         }
                     }
+                    // Merged into each provider's config for the calls with
+                    // this prompt (`mergeProviderPromptConfig`).
+                    let config = o
+                        .get("config")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
                     match (
                         o.get("raw").and_then(Value::as_str),
                         o.get("id").and_then(Value::as_str),
@@ -59,8 +70,16 @@ impl Reader {
                             raw: raw.to_owned(),
                             label: label.unwrap_or_else(|| raw.to_owned()),
                             id: id.map(str::to_owned),
+                            config,
                         }),
-                        (None, Some(id)) => out.extend(self.prompt_source(id, label, &iat)),
+                        (None, Some(id)) => {
+                            out.extend(self.prompt_source(id, label, &iat).into_iter().map(|p| {
+                                Prompt {
+                                    config: config.clone(),
+                                    ..p
+                                }
+                            }))
+                        }
                         (None, None) => {
                             self.error(
                                 &iat,
@@ -100,6 +119,7 @@ impl Reader {
                 raw: value.to_owned(),
                 label: label.unwrap_or_else(|| value.to_owned()),
                 id: None,
+                config: Map::new(),
             }];
         }
         let spec = value.strip_prefix("file://").unwrap_or(value);
@@ -184,6 +204,7 @@ impl Reader {
                     raw,
                     label,
                     id: Some(id.clone()),
+                    config: Map::new(),
                 });
             }
         }

@@ -163,6 +163,8 @@ impl Reader {
             self.provider_infos.push(ProviderInfo {
                 name: name.clone(),
                 kind: provider_kind(&id),
+                id: id.clone(),
+                config: config.clone(),
                 tools: config.get("tools").cloned(),
                 functions: config.get("functions").cloned(),
                 at: match &item {
@@ -186,6 +188,54 @@ impl Reader {
             });
         }
         (matrix, inline)
+    }
+
+    /// The targets-file entry of each provider whose config `overlay`
+    /// (a prompt's `config` and a test's `options`, promptfoo merges them
+    /// into the provider's config for those calls) changes, by target name
+    /// — made as the provider's own is, so a setting evalhost does not send
+    /// is refused at the option's line as it would be in `config`. A
+    /// provider that takes no such settings (`echo`, commands, scripts,
+    /// `http`) gets a warning that they are not sent. Made once per
+    /// distinct overlay.
+    pub(super) fn target_params(
+        &mut self,
+        overlay: &Map<String, Value>,
+        at: &KeyPath,
+        renderer: &Renderer,
+        made: &mut std::collections::HashMap<String, Option<Box<Map<String, Value>>>>,
+    ) -> Option<Box<Map<String, Value>>> {
+        let key = Value::Object(overlay.clone()).to_string();
+        if let Some(done) = made.get(&key) {
+            return done.clone();
+        }
+        let mut out = Map::new();
+        for info in self.provider_infos.clone() {
+            match info.kind {
+                "openai" | "openai-responses" | "anthropic" => {
+                    let mut config = info.config.clone();
+                    config.extend(overlay.clone());
+                    if let Some(mut entry) = self.provider_entry(&info.id, &config, at, renderer) {
+                        entry.insert("name".into(), Value::String(info.name.clone()));
+                        out.insert(info.name.clone(), Value::Object(entry));
+                    }
+                }
+                other => {
+                    let keys: Vec<&str> = overlay.keys().map(String::as_str).collect();
+                    self.warn_once(
+                        at,
+                        format!(
+                            "`{}` goes into each provider's config for this test's calls, as promptfoo merges it; provider `{}` ({other}) takes no such settings, so evalhost sends none",
+                            keys.join("`, `"),
+                            info.name
+                        ),
+                    );
+                }
+            }
+        }
+        let made_now = (!out.is_empty()).then(|| Box::new(out));
+        made.insert(key, made_now.clone());
+        made_now
     }
 
     /// A provider id as a targets-file entry.

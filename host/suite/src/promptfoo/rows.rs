@@ -290,6 +290,7 @@ impl Reader {
         }
         let (mut transform, mut postprocess) = (None, None);
         let mut grading = Grading::default();
+        let mut provider_options = Map::new();
         if let Some(Value::Object(options)) = t.get("options") {
             for (key, v) in options {
                 let oat = at.key("options").key(key);
@@ -300,11 +301,19 @@ impl Reader {
                     "provider" => grading.provider = Some((v.clone(), oat)),
                     "rubricPrompt" => grading.rubric_prompt = Some((v.clone(), oat)),
                     "factuality" => grading.factuality = self.factuality_scores(v, &oat),
-                    _ => {
+                    // Not a provider setting (`mergeProviderPromptConfig`
+                    // drops it).
+                    "repeat" => {
                         self.error(
                             &oat,
-                            format!("test option `{key}` is not read by this version of evalhost"),
-                        );
+                            "test option `repeat` is not read by this version of evalhost",
+                        )
+                        .hint = Some("give `--repeat N` on the command line".into());
+                    }
+                    // Anything else goes into each provider's config for
+                    // this test's calls, as promptfoo merges it.
+                    _ => {
+                        provider_options.insert(key.clone(), v.clone());
                     }
                 }
             }
@@ -365,6 +374,7 @@ impl Reader {
             transform,
             postprocess,
             grading,
+            provider_options,
             at: at.clone(),
             file: self.file.clone(),
             pos: None,
@@ -441,6 +451,9 @@ pub(super) fn merge_default(d: &Row, mut row: Row) -> Row {
     if row.transform.is_none() {
         row.transform = d.transform.clone();
     }
+    let mut provider_options = d.provider_options.clone();
+    provider_options.extend(std::mem::take(&mut row.provider_options));
+    row.provider_options = provider_options;
     if row.postprocess.is_none() {
         row.postprocess = d.postprocess.clone();
     }

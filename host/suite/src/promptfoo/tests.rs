@@ -404,3 +404,49 @@ fn a_prompt_that_does_not_render_or_a_missing_var_file_errors_its_rows_only() {
     assert_eq!(errors[3].1, None, "{errors:?}");
     assert_eq!(suite.tests[3].prompt.as_ref().unwrap().raw, "Fine present");
 }
+
+#[test]
+fn test_options_and_prompt_config_change_the_providers_request() {
+    let (suite, diags) = load(&[(
+        "promptfooconfig.yaml",
+        "prompts:\n  - raw: 'Hi {{x}}'\n    config: {temperature: 0.2, seed: 7}\nproviders:\n  - openai:gpt-4o-mini\n  - echo\ntests:\n  - vars: {x: a}\n  - vars: {x: b}\n    options: {temperature: 0.9}\n  - vars: {x: c}\n    options: {bogus_setting: 1}\n",
+    )]);
+    let text: Vec<&str> = diags.0.iter().map(|d| d.message.as_str()).collect();
+    // The echo provider is told once that it takes no such settings; an
+    // option no provider request takes is refused at its line.
+    assert_eq!(
+        text.iter()
+            .filter(|m| m.contains("takes no such settings"))
+            .count(),
+        2,
+        "{text:?}"
+    );
+    let bogus: Vec<_> = diags
+        .0
+        .iter()
+        .filter(|d| d.message.contains("bogus_setting"))
+        .collect();
+    assert!(
+        bogus
+            .iter()
+            .any(|d| d.severity == crate::diag::Severity::Error
+                && d.key
+                    .as_ref()
+                    .is_some_and(|k| k.to_string().contains("tests[2].options"))),
+        "{text:?}"
+    );
+    let _ = suite;
+    let (suite, diags) = load(&[(
+        "promptfooconfig.yaml",
+        "prompts:\n  - raw: 'Hi {{x}}'\n    config: {temperature: 0.2, seed: 7}\nproviders: [openai:gpt-4o-mini]\ntests:\n  - vars: {x: a}\n  - vars: {x: b}\n    options: {temperature: 0.9}\n",
+    )]);
+    assert!(!diags.has_errors(), "{:?}", diags.0);
+    let suite = suite.unwrap();
+    let entry =
+        |i: usize| suite.tests[i].target_params.as_ref().unwrap()["openai:gpt-4o-mini"].clone();
+    assert_eq!(entry(0)["temperature"], 0.2);
+    assert_eq!(entry(0)["request_params"]["seed"], 7);
+    // The test's option wins over the prompt's config.
+    assert_eq!(entry(1)["temperature"], 0.9);
+    assert_eq!(entry(1)["request_params"]["seed"], 7);
+}
