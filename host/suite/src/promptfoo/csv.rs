@@ -32,6 +32,7 @@ pub(super) fn csv_rows(text: &str) -> Result<Vec<(usize, Value)>, String> {
         let mut test = Map::new();
         let mut metric = None;
         let mut metadata = Map::new();
+        let mut configs = Vec::new();
         for (name, cell) in header.iter().zip(record) {
             let name = name.trim();
             if name.starts_with("__expected") {
@@ -69,6 +70,37 @@ pub(super) fn csv_rows(text: &str) -> Result<Vec<(usize, Value)>, String> {
                 }
             } else if name == "__metadata" {
                 // promptfoo warns that it needs a key, and ignores it.
+            } else if let Some(spec) = name.strip_prefix("__config:") {
+                // `__config:__expected[N]:threshold`: the threshold of the
+                // Nth assertion the row's `__expected` cells make (1 when
+                // unnumbered), copied into the row's metadata too.
+                let parts: Vec<&str> = spec.split(':').collect();
+                let [expected, key] = parts[..] else {
+                    return Err(format!(
+                        "line {line}: the CSV column `{name}` must be `__config:__expected:threshold` or `__config:__expected<N>:threshold` (promptfoo ignores it with a warning; evalhost refuses it rather than drop a threshold)"
+                    ));
+                };
+                let index = match expected.strip_prefix("__expected") {
+                    Some("") => Some(0),
+                    Some(n) => n.parse::<usize>().ok().filter(|n| *n >= 1).map(|n| n - 1),
+                    None => None,
+                };
+                let Some(index) = index else {
+                    return Err(format!(
+                        "line {line}: Invalid expected key \"{expected}\" in __config column \"{name}\": it must be __expected or __expected<N> with N a positive integer"
+                    ));
+                };
+                if key != "threshold" {
+                    return Err(format!(
+                        "line {line}: Invalid config key \"{key}\" in __config column \"{name}\"; valid config keys include: threshold"
+                    ));
+                }
+                let Some(value) = parse_finite_number(cell) else {
+                    return Err(format!(
+                        "line {line}: Invalid numeric value \"{cell}\" for config key \"{key}\" in column \"{name}\""
+                    ));
+                };
+                configs.push((index, key.to_owned(), value));
             } else if name.starts_with("__") {
                 return Err(format!(
                     "the CSV column `{name}` is not read by this version of evalhost"
@@ -80,6 +112,14 @@ pub(super) fn csv_rows(text: &str) -> Result<Vec<(usize, Value)>, String> {
         if let Some(m) = metric {
             for a in &mut assert {
                 a["metric"] = Value::String(m.clone());
+            }
+        }
+        // As promptfoo applies them: to the Nth assertion made, when there
+        // is one, and into the metadata.
+        for (index, key, value) in configs {
+            if let Some(a) = assert.get_mut(index) {
+                a[key.as_str()] = json!(value);
+                metadata.insert(key, json!(value));
             }
         }
         test.insert("vars".into(), Value::Object(vars));

@@ -450,3 +450,42 @@ fn test_options_and_prompt_config_change_the_providers_request() {
     assert_eq!(entry(1)["temperature"], 0.9);
     assert_eq!(entry(1)["request_params"]["seed"], 7);
 }
+
+#[test]
+fn csv_config_columns_set_the_threshold_of_their_assertion() {
+    let (suite, diags) = load(&[
+        (
+            "promptfooconfig.yaml",
+            "prompts: ['{{topic}}']\nproviders: [echo]\ntests: file://t.csv\n",
+        ),
+        (
+            "t.csv",
+            "topic,__expected1,__expected2,__config:__expected:threshold,__config:__expected2:threshold\nml,contains: ml,similar: ml,0.9,0.75\n",
+        ),
+    ]);
+    assert!(!diags.has_errors(), "{:?}", diags.0);
+    let t = &suite.unwrap().tests[0];
+    // `__expected` (unnumbered) is the first assertion made; the metadata
+    // holds the last threshold written, as promptfoo's does.
+    assert_eq!(t.assertions[0].config["threshold"], 0.9);
+    assert_eq!(t.assertions[1].config["threshold"], 0.75);
+    assert_eq!(t.metadata["threshold"], 0.75);
+    let (_, diags) = load(&[
+        (
+            "promptfooconfig.yaml",
+            "prompts: ['{{topic}}']\nproviders: [echo]\ntests: file://t.csv\n",
+        ),
+        (
+            "t.csv",
+            "topic,__expected,__config:__expected:weight\nml,contains: ml,2\n",
+        ),
+    ]);
+    assert!(
+        diags
+            .0
+            .iter()
+            .any(|d| d.message.contains("Invalid config key \"weight\"")),
+        "{:?}",
+        diags.0
+    );
+}
