@@ -236,6 +236,7 @@ class Grader(exports.Grader):
             context["logProbs"] = list(logprobs)
             context["providerResponse"]["logProbs"] = list(logprobs)
         reason_suffix = ""
+        result = None
         captured = io.StringIO()
         saved = sys.stdout, sys.stderr
         sys.stdout = sys.stderr = captured
@@ -279,6 +280,10 @@ class Grader(exports.Grader):
         printed = captured.getvalue()
         evidence = ("print:\n" + printed.rstrip()) if printed else None
         details = {"verdict": "pass" if passed else "fail"}
+        # A result's nested componentResults, listed under it by the host
+        # as promptfoo lists them.
+        if isinstance(result, dict) and isinstance(_map_snake(result).get("componentResults"), list):
+            details["componentResults"] = _map_snake(result)["componentResults"]
         if printed:
             details["console"] = printed[:65536]
         if math.isfinite(score) and not 0.0 <= score <= 1.0:

@@ -131,9 +131,9 @@ fn normal_vars(vars: &serde_json::Value) -> serde_json::Value {
 fn flat_scores(scores: &serde_json::Value, out: &mut Vec<f64>) {
     for s in scores.as_array().into_iter().flatten() {
         out.push(s["score"].as_f64().unwrap_or(f64::NAN));
-        if s["type"] == "assert-set" {
-            flat_scores(&s["scores"], out);
-        }
+        // An assert-set's members, a grader's nested `componentResults`:
+        // promptfoo lists them after it.
+        flat_scores(&s["scores"], out);
     }
 }
 

@@ -23,7 +23,7 @@ mod groups;
 mod score;
 
 pub use groups::grade_tree;
-pub use score::{TestScore, score_test};
+pub use score::{TestScore, keep_raw_scores, score_test};
 
 /// What a plugin is asked to grade: the WIT request, and what the target
 /// reported beyond it (read through the `response` interface). Derefs to the
@@ -343,6 +343,7 @@ pub fn grade_assertion(
                 judge: None,
                 scores: Vec::new(),
             }
+            .with_components()
         }
         Err(failure) => failed_row(
             assertion,
@@ -356,6 +357,68 @@ pub fn grade_assertion(
     };
     row.judge = judge_usage;
     row
+}
+
+impl ScoreRow {
+    /// The results a grader nested in its own (`details.componentResults`:
+    /// a promptfoo JavaScript or Python assertion's `componentResults`),
+    /// listed under it as promptfoo lists them after it: each its pass,
+    /// score (one outside [0, 1] kept as `raw_score`) and reason. They are
+    /// shown, not counted: the assertion's own score is its score.
+    fn with_components(mut self) -> Self {
+        let Some(items) = self
+            .details
+            .as_ref()
+            .and_then(|d| d.get("componentResults"))
+            .and_then(serde_json::Value::as_array)
+        else {
+            return self;
+        };
+        self.scores = items
+            .iter()
+            .take(crate::plugin::instance::MAX_CHECKS)
+            .enumerate()
+            .map(|(i, c)| {
+                let pass = c.get("pass").and_then(serde_json::Value::as_bool) == Some(true);
+                let raw = c
+                    .get("score")
+                    .and_then(serde_json::Value::as_f64)
+                    .filter(|x| x.is_finite())
+                    .unwrap_or(if pass { 1.0 } else { 0.0 });
+                let reason = c
+                    .get("reason")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                ScoreRow {
+                    name: format!("{}/{}", self.name, i + 1),
+                    kind: self.kind.clone(),
+                    score: raw.clamp(0.0, 1.0),
+                    weight: 0.0,
+                    verdict: if pass { Verdict::Pass } else { Verdict::Fail },
+                    assertions: vec![CheckRow {
+                        text: reason,
+                        passed: pass,
+                        evidence: None,
+                    }],
+                    negate: false,
+                    required: false,
+                    failure_class: (!pass).then_some(FailureClass::Assertion),
+                    error: None,
+                    plugin: self.plugin.clone(),
+                    plugin_digest: self.plugin_digest.clone(),
+                    plugin_output: None,
+                    details: (!(0.0..=1.0).contains(&raw))
+                        .then(|| serde_json::json!({"raw_score": raw})),
+                    expected: None,
+                    duration_us: 0,
+                    judge: None,
+                    scores: Vec::new(),
+                }
+            })
+            .collect();
+        self
+    }
 }
 
 /// AgentV's default prompt of an `llm-grader` aggregator.

@@ -57,6 +57,34 @@ pub struct TestScore {
     pub gated: Option<crate::results::Gate>,
 }
 
+/// promptfoo keeps the score an assertion reports, above 1 or below 0 (a
+/// JavaScript assertion's `26`, a custom rubric's `3` of 5); plugins stay
+/// within [0, 1] and report such a number as `details.raw_score`: for a
+/// promptfoo config it is the assertion's score (not for a negated one,
+/// whose score promptfoo also derives from a bounded one), and so the
+/// test's weighted mean is promptfoo's.
+pub fn keep_raw_scores(scores: &mut [ScoreRow]) {
+    for s in scores {
+        // A grader's nested results (`componentResults`), not an
+        // assert-set's members (whose mean the set's score is).
+        if s.kind != "assert-set" {
+            keep_raw_scores(&mut s.scores);
+        }
+        if s.negate {
+            continue;
+        }
+        if let Some(raw) = s
+            .details
+            .as_ref()
+            .and_then(|d| d.get("raw_score"))
+            .and_then(serde_json::Value::as_f64)
+            .filter(|r| r.is_finite())
+        {
+            s.score = raw;
+        }
+    }
+}
+
 /// The test's score, status and failure class from its assertion scores.
 ///
 /// Score: the weighted mean over non-skipped scores (0 when the total weight

@@ -316,12 +316,18 @@ fn read_rows(results: &Path) -> Result<Vec<RowInfo>, RunDirError> {
             // A torn line (a run killed while writing) is skipped.
             continue;
         };
+        // A score outside [0, 1] only where an assertion reported one
+        // (promptfoo's raw scores, `details.raw_score`).
+        let raw = value
+            .get("scores")
+            .and_then(Value::as_array)
+            .is_some_and(|s| s.iter().any(|s| s.pointer("/details/raw_score").is_some()));
         if let Some(score) = value.get("score").filter(|v| !v.is_null()) {
             match score.as_f64() {
-                Some(x) if x.is_finite() && (0.0..=1.0).contains(&x) => {}
+                Some(x) if x.is_finite() && (raw || (0.0..=1.0).contains(&x)) => {}
                 _ => {
                     return Err(unreadable(format!(
-                        "line {number}: score {score} is not a number in [0, 1]"
+                        "line {number}: score {score} is not a number in [0, 1] (nor an assertion's own score)"
                     )));
                 }
             }

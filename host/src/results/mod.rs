@@ -224,6 +224,16 @@ impl Gate {
     }
 }
 
+/// The score a plugin reported outside [0, 1] (`details.raw_score`), which
+/// a promptfoo config keeps as the assertion's score.
+pub fn raw_score(s: &ScoreRow) -> Option<f64> {
+    s.details
+        .as_ref()?
+        .get("raw_score")?
+        .as_f64()
+        .filter(|r| r.is_finite())
+}
+
 /// One (test, target) result: a line of `results.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResultRow {
@@ -378,7 +388,11 @@ impl ResultRow {
                 return Err("scores nest too deep".into());
             }
             for s in list {
-                unit(&format!("score of `{}`", s.name), s.score)?;
+                // A promptfoo score outside [0, 1] is the plugin's own
+                // number (`details.raw_score`), never anything else.
+                if raw_score(s) != Some(s.score) {
+                    unit(&format!("score of `{}`", s.name), s.score)?;
+                }
                 if !(s.weight.is_finite() && s.weight >= 0.0) {
                     return Err(format!("weight of `{}` is {}", s.name, s.weight));
                 }
@@ -386,7 +400,11 @@ impl ResultRow {
             }
             Ok(())
         }
-        unit("score", self.score)?;
+        if self.score.is_finite() && self.scores.iter().any(|s| raw_score(s).is_some()) {
+            // Checked below: the weighted mean of those scores.
+        } else {
+            unit("score", self.score)?;
+        }
         if let Some(t) = self.threshold {
             unit("threshold", t)?;
         }

@@ -33,3 +33,31 @@ fn rows_are_sorted_in_place_and_damaged_lines_dropped() {
     for_each_row(writer.path(), |_| n += 1).unwrap();
     assert_eq!(n, 5);
 }
+
+#[test]
+fn a_score_outside_the_unit_range_is_read_only_as_a_plugins_own() {
+    let row = |details: &str, score: f64, row_score: f64| -> ResultRow {
+        serde_json::from_str(&format!(
+            r#"{{"timestamp":"t","test_id":"t","suite":"s","target":"default","test_index":0,"status":"passed","score":{row_score},"execution_status":"ok","wall_ms":1,"output":"x","scores":[{{"name":"js","type":"javascript","score":{score},"weight":1.0,"verdict":"pass","assertions":[],"plugin":"p","plugin_digest":"d","duration_us":0{details}}}]}}"#
+        ))
+        .unwrap()
+    };
+    // promptfoo's 26, reported by the plugin: an honest row.
+    assert_eq!(
+        row(r#","details":{"raw_score":26.0}"#, 26.0, 26.0).check(),
+        Ok(())
+    );
+    // The same number without the plugin saying so, or a row score that is
+    // not the mean of it: refused.
+    assert!(row("", 26.0, 26.0).check().is_err());
+    assert!(
+        row(r#","details":{"raw_score":26.0}"#, 26.0, 30.0)
+            .check()
+            .is_err()
+    );
+    assert!(
+        row(r#","details":{"raw_score":26.0}"#, 3.0, 3.0)
+            .check()
+            .is_err()
+    );
+}

@@ -364,11 +364,14 @@ fn run_trial_into(
     let mut request = grade::base_request(test, &output);
     request.trace.file_changes = file_changes.clone();
     request.workspace_path = workspace_path.as_ref().map(|p| p.display().to_string());
-    let scores: Vec<_> = test
+    let mut scores: Vec<_> = test
         .assertions
         .iter()
         .map(|assertion| grade::grade_tree(assertion, &mut request, &leaf))
         .collect();
+    if ctx.suite.dialect == evalhost_suite::dialect::Dialect::Promptfoo {
+        grade::keep_raw_scores(&mut scores);
+    }
     let grade::TestScore {
         score,
         status,

@@ -59,7 +59,18 @@ pub(crate) fn judged(pass: bool, score: f64, reason: String) -> Grade {
     grade
         .checks
         .push(evalhost_plugin_sdk::Check::new(pass, reason));
-    grade.with_details(json!({"verdict": if pass { "pass" } else { "fail" }}))
+    grade.with_details(verdict_details(pass, score))
+}
+
+/// The verdict, and a score outside [0, 1] as promptfoo keeps it
+/// (`raw_score`: a custom rubric's `3` of 5; the host makes it the
+/// assertion's score in a promptfoo config).
+fn verdict_details(pass: bool, score: f64) -> Value {
+    let mut details = json!({"verdict": if pass { "pass" } else { "fail" }});
+    if score.is_finite() && !(0.0..=1.0).contains(&score) {
+        details["raw_score"] = json!(score);
+    }
+    details
 }
 
 fn outcome(pass: bool, reason: String) -> Grade {
@@ -90,7 +101,7 @@ fn scored(pass: bool, score: f64, reason: String) -> Grade {
             reason
         },
     ));
-    grade.with_details(json!({"verdict": if pass { "pass" } else { "fail" }}))
+    grade.with_details(verdict_details(pass, score))
 }
 
 fn not(inverse: bool) -> &'static str {
