@@ -101,7 +101,20 @@ impl Reader {
                             self.error(&kat, format!("`config.{k}: {s}`: a file here is not read by this version of evalhost; write it inline"));
                             continue;
                         }
-                        let Some(value) = self.structured_file(rel, &kat) else {
+                        let read = if k == "output_format" {
+                            self.response_format(v, &kat)
+                        } else {
+                            self.structured_file(rel, &kat)
+                        };
+                        let Some(value) = read else {
+                            continue;
+                        };
+                        loaded = value;
+                        &loaded
+                    } else if k == "output_format" {
+                        // Inline, with its `schema` perhaps a file
+                        // (`maybeLoadResponseFormatFromExternalFile`).
+                        let Some(value) = self.response_format(v, &kat) else {
                             continue;
                         };
                         loaded = value;

@@ -126,7 +126,6 @@ impl Reader {
                 | "tool_choice"
                 | "function_call"
                 | "max_completion_tokens"
-                | "reasoning_effort"
                 | "user"
                 | "logit_bias"
                 | "store"
@@ -152,11 +151,18 @@ impl Reader {
                             continue;
                         }
                         let read = if k == "response_format" {
-                            self.response_format_file(rel, &kat)
+                            self.response_format(v, &kat)
                         } else {
                             self.structured_file(rel, &kat)
                         };
                         let Some(value) = read else {
+                            continue;
+                        };
+                        loaded = value;
+                        &loaded
+                    } else if k == "response_format" {
+                        // Inline, with its `schema` perhaps a file.
+                        let Some(value) = self.response_format(v, &kat) else {
                             continue;
                         };
                         loaded = value;
@@ -169,6 +175,13 @@ impl Reader {
                         continue;
                     }
                     params.insert(k.clone(), v.clone());
+                }
+                // Sent to reasoning models (and gpt-oss) only, as
+                // promptfoo sends it.
+                "reasoning_effort" => {
+                    if reasoning || model.contains("gpt-oss") {
+                        params.insert(k.clone(), v.clone());
+                    }
                 }
                 // Sent to GPT-5 models only, as promptfoo sends it.
                 "verbosity" => {
@@ -323,8 +336,8 @@ impl Reader {
                     loaded = self.structured_file(&s["file://".len()..], &kat)?;
                     &loaded
                 }
-                Value::String(s) if s.starts_with("file://") && k == "response_format" => {
-                    loaded = self.response_format_file(&s["file://".len()..], &kat)?;
+                _ if k == "response_format" => {
+                    loaded = self.response_format(v, &kat)?;
                     &loaded
                 }
                 other => other,
@@ -425,12 +438,18 @@ impl Reader {
         Some(p)
     }
 
-    /// A `response_format` from a file, as promptfoo's
-    /// `maybeLoadResponseFormatFromExternalFile` loads it: a `json_schema`
-    /// format whose `schema` (or `json_schema.schema`) is itself a
-    /// `file://` gets that file too.
-    pub(super) fn response_format_file(&mut self, rel: &str, at: &KeyPath) -> Option<Value> {
-        let mut format = self.structured_file(rel, at)?;
+    /// A `response_format` (or Anthropic's `output_format`) as promptfoo's
+    /// `maybeLoadResponseFormatFromExternalFile` loads it: a `file://`
+    /// JSON or YAML file read, and a `json_schema` format whose `schema`
+    /// (or `json_schema.schema`) is itself a `file://` gets that file too —
+    /// whether the format was written inline or in a file.
+    pub(super) fn response_format(&mut self, v: &Value, at: &KeyPath) -> Option<Value> {
+        let mut format = match v {
+            Value::String(s) if s.starts_with("file://") => {
+                self.structured_file(&s["file://".len()..], at)?
+            }
+            other => other.clone(),
+        };
         if format.get("type").is_some_and(|t| t == "json_schema") {
             for pointer in ["/schema", "/json_schema/schema"] {
                 if let Some(Value::String(nested)) = format.pointer(pointer).cloned()
