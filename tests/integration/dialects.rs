@@ -1558,10 +1558,6 @@ fn agentv_published_next_format_suites_are_read() {
         ("skill-invocation.eval.yaml", "`rubrics`"),
         ("skill-selection.eval.yaml", "`rubrics`"),
         ("benchmark.eval.yaml", "`evaluate_options.repeat`"),
-        // Stricter than AgentV, which rejects `expected_output` only in
-        // inline tests: said, not run differently.
-        ("setup-a.eval.yaml", "`expected_output`"),
-        ("setup-b.eval.yaml", "`expected_output`"),
     ];
     let mut read = 0;
     let mut unexpected = Vec::new();

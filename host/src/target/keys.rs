@@ -236,6 +236,7 @@ const AGENTV: &[&str] = &["model", "temperature"];
 const REPLAY: &[&str] = &[
     "fixtures",
     "execution_traces",
+    "transcripts",
     "source_target",
     "suite",
     "eval_path",
@@ -357,6 +358,8 @@ pub fn check(
                     && matches!(key.as_str(), "args" | "arguments"))
                 // The SDK passes the budget on; the CLI provider does not.
                 && !(provider == "claude-sdk" && key == "max_budget_usd")
+                // A transcript replay matches by it.
+                && !(key == "source_target" && entry.contains_key("transcripts"))
             {
                 out.push(KeyProblem {
                     key: key.clone(),

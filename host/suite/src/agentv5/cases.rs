@@ -246,7 +246,11 @@ impl Rewriter {
                             "postprocess",
                             "provider_output",
                         ] {
-                            if t.contains_key(key) {
+                            // A raw case from `tests: file://…` keeps its
+                            // `expected_output` (AgentV 5's loader reads it
+                            // as the case's expected messages; its validator
+                            // refuses it in the suite file only).
+                            if t.contains_key(key) && !(raw && key == "expected_output") {
                                 self.error(&tat.key(key), format!("a test's `{key}` has been removed in AgentV 5"))
                                     .hint = Some(match key {
                                         "expected_output" => "put the reference answer in `vars.expected_output` and grade with an assertion that uses it".into(),

@@ -306,3 +306,31 @@ fn a_judge_prompt_without_the_answer_gets_it_appended_with_a_warning() {
         d.0
     );
 }
+
+#[test]
+fn a_raw_case_from_a_file_keeps_its_expected_output() {
+    // AgentV 5's loader reads a file case's `expected_output` as the case's
+    // expected messages; only the suite file's own tests may not carry one.
+    let (suite, d) = load(&[
+        (
+            "suite.yaml",
+            "tests: file://cases.jsonl\nassert:\n  - type: contains\n    value: x\n",
+        ),
+        (
+            "cases.jsonl",
+            "{\"id\": \"a\", \"input\": \"Q?\", \"expected_output\": \"the answer\"}\n",
+        ),
+    ]);
+    assert!(errors(&d).is_empty(), "{:?}", d.0);
+    let t = &suite.unwrap().tests[0];
+    assert_eq!(t.expected[0].content, "the answer");
+    let (_, d) = load(&[(
+        "suite.yaml",
+        "prompts: ['{{ q }}']\ntests:\n  - vars: {q: hi}\n    expected_output: no\n    assert: [{type: contains, value: x}]\n",
+    )]);
+    assert!(
+        errors(&d).iter().any(|e| e.contains("expected_output")),
+        "{:?}",
+        d.0
+    );
+}

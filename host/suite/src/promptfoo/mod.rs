@@ -389,6 +389,21 @@ impl Reader {
         self.evaluate_options(root.get("evaluateOptions"), &top.key("evaluateOptions"));
         let renderer = Renderer::new(&self.config_env(root));
         let prompts = self.prompts(root.get("prompts"), &top.key("prompts"), &renderer);
+        // promptfoo fills `_conversation` with the earlier turns of the
+        // test's conversation (`metadata.conversationId`) as it runs them
+        // one by one; evalhost renders prompts before the run, where it is
+        // empty: said loudly, per prompt.
+        for prompt in &prompts {
+            if prompt.raw.contains("_conversation") {
+                self.warn_once(
+                    &top.key("prompts"),
+                    format!(
+                        "the prompt `{}` reads `_conversation` (the earlier turns of a conversation), which this version of evalhost renders empty: its requests, and so its rows, are not promptfoo's — the first turn of each conversation alone is the same",
+                        first_line(&prompt.label)
+                    ),
+                );
+            }
+        }
         let (providers, mut inline_targets) = self.providers(root, &renderer);
         let default_test = match root.get("defaultTest") {
             None | Some(Value::Null) => None,

@@ -303,6 +303,17 @@ impl Reader {
                     "factuality" => grading.factuality = self.factuality_scores(v, &oat),
                     // Not a provider setting (`mergeProviderPromptConfig`
                     // drops it).
+                    "storeOutputAs" | "transformVars" => {
+                        self.error(&oat, format!("test option `{key}` is not read by this version of evalhost: it needs each test's vars made as the run goes, which evalhost does before it"))
+                            .hint = Some(if key == "transformVars" {
+                                "compute the vars in the tests file, or write them out".into()
+                            } else {
+                                "give the later tests their vars as written".into()
+                            });
+                    }
+                    // `_conversation` is never filled (see the warning at
+                    // the prompt): nothing to disable.
+                    "disableConversationVar" => {}
                     "repeat" => {
                         self.error(
                             &oat,
