@@ -208,6 +208,114 @@ fn a_typescript_assertion_cannot_bundle_host_files_or_secrets() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
 }
 
+/// promptfoo's TypeScript assertion files go through the same confined
+/// bundler: an import of a host file, a secret or a link out of the project
+/// stops the load, naming the import, and no byte of it reaches a row.
+#[test]
+fn a_promptfoo_typescript_assertion_cannot_bundle_host_files_or_secrets() {
+    if !node() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let outside = write(&root.path().join("outside-note.txt"), "OUTSIDE-NOTE-TEXT");
+    let ops = write(&root.path().join("ops/targets.yaml"), OPS_TARGETS);
+    let pr = root.path().join("pr");
+    std::fs::create_dir_all(pr.join(".git")).unwrap();
+    std::os::unix::fs::symlink(&outside, pr.join("link.txt")).unwrap();
+    let attacks = [
+        (
+            "environ",
+            "import x from '/proc/self/environ' with { type: 'bytes' };".to_owned(),
+        ),
+        (
+            "relative",
+            "import x from '../outside-note.txt';".to_owned(),
+        ),
+        ("link", "import x from './link.txt';".to_owned()),
+        (
+            "file-url",
+            format!("import x from 'file://{}';", outside.display()),
+        ),
+        ("require", "const x = require('/etc/passwd');".to_owned()),
+    ];
+    let ops_arg = ops.display().to_string();
+    for (name, body) in &attacks {
+        write(
+            &pr.join(format!("{name}.ts")),
+            &format!(
+                "{body}
+export default (output: string) => ({{ pass: true, score: 1, reason: 'LEAK: ' + String(x) }});
+"
+            ),
+        );
+        let config = write(
+            &pr.join(format!("{name}.promptfooconfig.yaml")),
+            &format!(
+                "prompts: ['hi']
+providers: [echo]
+tests:
+  - assert:
+      - type: javascript
+        value: file://{name}.ts
+"
+            ),
+        );
+        let out = root.path().join(format!("out-{name}"));
+        let r = strict_run(
+            &pr,
+            config.to_str().unwrap(),
+            &ops_arg,
+            &out,
+            &["--dialect", "promptfoo"],
+        );
+        assert_eq!(r.code, 2, "{name}: {}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains("could not be bundled for the sandbox"),
+            "{name}: {}",
+            r.stderr
+        );
+        let everything = format!("{}{}{}", r.stdout, r.stderr, all_files(&out));
+        no_secret(&everything);
+        assert!(
+            !everything.contains("OUTSIDE-NOTE-TEXT"),
+            "{name}: {everything}"
+        );
+        assert!(!everything.contains("root:x:0:0"), "{name}: {everything}");
+    }
+    // A well-behaved file importing the project's own module still runs,
+    // in the sandbox.
+    write(
+        &pr.join("words.ts"),
+        "export const greet = (s: string): boolean => s.includes('hi');
+",
+    );
+    write(
+        &pr.join("fine.ts"),
+        "import { greet } from './words';
+export default (output: string): boolean => greet(output);
+",
+    );
+    let config = write(
+        &pr.join("fine.promptfooconfig.yaml"),
+        "prompts: ['hi']
+providers: [echo]
+tests:
+  - assert:
+      - type: javascript
+        value: file://fine.ts
+",
+    );
+    let out = root.path().join("out-fine");
+    let r = strict_run(
+        &pr,
+        config.to_str().unwrap(),
+        &ops_arg,
+        &out,
+        &["--dialect", "promptfoo"],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+}
+
 // 12 (medium): the toolchain in the cache is checked before it is run.
 
 #[test]

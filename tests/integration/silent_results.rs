@@ -823,20 +823,27 @@ fn a_fifo_as_the_eval_file_is_refused_not_read() {
 }
 
 /// Item 13: a prompt's own `config` (which promptfoo merges into each
-/// provider's request) is refused at its key rather than dropped (the
-/// requests went out without its `response_format`). `providers[].prompts`
-/// is honoured: the `provider-prompts` conformance config.
+/// provider's request) is never dropped without a word (the requests went
+/// out without its `response_format`): it reaches the request (the
+/// `test-options` conformance config checks the bodies against
+/// promptfoo's), and a provider that takes no settings is said.
+/// `providers[].prompts` is honoured: the `provider-prompts` conformance
+/// config.
 #[test]
-fn a_prompts_own_config_is_refused_not_dropped() {
+fn a_prompts_own_config_is_sent_or_said_never_dropped() {
     let project = Project::with_mock("x");
     project.write(
         "promptfooconfig.yaml",
         "prompts:\n  - {raw: 'Say {{q}}', label: json, config: {response_format: {type: json_object}}}\nproviders: [echo]\ntests:\n  - vars: {q: hi}\n",
     );
     let r = run_in(project.path(), &["validate", "promptfooconfig.yaml"]);
-    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let said = format!("{}{}", r.stdout, r.stderr);
-    assert!(said.contains("prompts[0].config"), "{said}");
+    assert!(
+        said.contains("`response_format` goes into each provider's config")
+            && said.contains("provider `echo` (echo) takes no such settings"),
+        "{said}"
+    );
 }
 
 /// Item 13: AgentV 4.42.4's `workspace.repos[].base_commit` and

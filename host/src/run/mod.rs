@@ -49,6 +49,7 @@ mod record;
 mod regrade;
 mod resume;
 mod run_dir;
+mod script_bundles;
 mod setup;
 pub mod targets;
 mod trial;

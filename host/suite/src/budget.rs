@@ -144,6 +144,16 @@ fn exceeded(limit: usize) -> ! {
     unsafe { libc::_exit(2) }
 }
 
+/// Whether a render error is one of these limits (the total rendered, a
+/// template's fuel or memory, the engine failing) rather than the
+/// template's own mistake: a limit refuses the suite, a mistake errors
+/// the rows that use the template (promptfoo's behaviour).
+pub fn is_limit(message: &str) -> bool {
+    message.contains("rather than fill the machine's memory")
+        || message.contains("out of fuel")
+        || message.contains("the template engine failed")
+}
+
 /// The most instructions one template may run.
 pub const TEMPLATE_FUEL: u64 = 5_000_000;
 

@@ -1,6 +1,9 @@
 // evalhost's builder of sandboxed AgentV assertions:
 //   node build.mjs bundle SCRIPT KIND ROOT ENTRIES OUT.mjs   (esbuild: adapter + script + shim)
 //   node build.mjs component IN.mjs WITDIR OUT.wasm  (componentize-js, WASI off)
+// and of promptfoo's TypeScript (or importing) assertion files, run by the
+// sandboxed JavaScript plugin:
+//   node build.mjs script SCRIPT ROOT OUT.mjs   (esbuild: the script and its imports, one ES module)
 //
 // The bundle is confined: every import is resolved here, by the plugin
 // below, and refused unless it is the project's own file (after following
@@ -37,8 +40,8 @@ function confine(root, entry, script) {
         if (keys.some((k) => k !== "type") || (keys.length > 0 && attrs.type !== "json")) {
           return refuse(args, `the import attributes ${JSON.stringify(attrs)} are not allowed (only { type: "json" })`);
         }
-        if (args.path === "@agentv/sdk") return { path: shim };
-        if (args.importer === entry) {
+        if (args.path === "@agentv/sdk" && entry !== script) return { path: shim };
+        if (args.importer === entry && entry !== script) {
           // The adapter imports the script itself, by its absolute path.
           if (args.path === script) return { path: script };
           return refuse(args, "the adapter imports only the script and @agentv/sdk");
@@ -92,6 +95,31 @@ function confine(root, entry, script) {
   };
 }
 
+// An error is shown only when it is ours or lies in a regular file of the
+// project: esbuild quotes the text it could not read, and a package.json
+// linked to a host file would print that file.
+async function failed(e, root) {
+  const first = e.errors?.[0];
+  let shown = "esbuild could not bundle the script";
+  if (first && first.text.startsWith("import \"")) {
+    shown = `${first.location ? `${first.location.file}:${first.location.line}: ` : ""}${first.text}`;
+  } else if (first && first.location) {
+    let real = null;
+    try {
+      real = await realpath(resolve(first.location.file));
+    } catch {}
+    if (real && inside(real, root) && (await stat(real)).isFile()) {
+      shown = `${first.location.file}:${first.location.line}: ${first.text}`;
+    } else {
+      shown = "esbuild could not read a file the script needs (its text is not shown: it is not a file of the project)";
+    }
+  } else if (first) {
+    shown = first.text;
+  }
+  console.error(shown);
+  process.exit(1);
+}
+
 if (mode === "bundle") {
   const [scriptArg, kind, rootArg, entries, out] = rest;
   const root = await realpath(rootArg);
@@ -129,28 +157,36 @@ if (mode === "bundle") {
     });
     await writeFile(out, result.outputFiles[0].text);
   } catch (e) {
-    // An error is shown only when it is ours or lies in a regular file of
-    // the project: esbuild quotes the text it could not read, and a
-    // package.json linked to a host file would print that file.
-    const first = e.errors?.[0];
-    let shown = "esbuild could not bundle the script";
-    if (first && first.text.startsWith("import \"")) {
-      shown = `${first.location ? `${first.location.file}:${first.location.line}: ` : ""}${first.text}`;
-    } else if (first && first.location) {
-      let real = null;
-      try {
-        real = await realpath(resolve(first.location.file));
-      } catch {}
-      if (real && inside(real, root) && (await stat(real)).isFile()) {
-        shown = `${first.location.file}:${first.location.line}: ${first.text}`;
-      } else {
-        shown = "esbuild could not read a file the script needs (its text is not shown: it is not a file of the project)";
-      }
-    } else if (first) {
-      shown = first.text;
-    }
-    console.error(shown);
+    await failed(e, root);
+  }
+} else if (mode === "script") {
+  // A promptfoo assertion file (TypeScript, or JavaScript that imports the
+  // project's modules): the file and what it imports, confined as above,
+  // as one ES module that keeps the file's exports.
+  const [scriptArg, rootArg, out] = rest;
+  const root = await realpath(rootArg);
+  const script = await realpath(scriptArg);
+  if (!inside(script, root)) {
+    console.error(`${script} is outside the project ${root}; refused`);
     process.exit(1);
+  }
+  try {
+    const result = await build({
+      entryPoints: [script],
+      bundle: true,
+      format: "esm",
+      platform: "neutral",
+      target: "es2022",
+      write: false,
+      logLevel: "silent",
+      mainFields: ["module", "main"],
+      nodePaths: [join(dirname(script), "node_modules")],
+      tsconfigRaw: "{}",
+      plugins: [confine(root, script, script)],
+    });
+    await writeFile(out, result.outputFiles[0].text);
+  } catch (e) {
+    await failed(e, root);
   }
 } else if (mode === "component") {
   const { componentize } = await import("@bytecodealliance/componentize-js");
@@ -165,6 +201,6 @@ if (mode === "bundle") {
   });
   await writeFile(outPath, component);
 } else {
-  console.error("usage: build.mjs bundle SCRIPT KIND ROOT ENTRIES OUT.mjs | component IN.mjs WITDIR OUT.wasm");
+  console.error("usage: build.mjs bundle SCRIPT KIND ROOT ENTRIES OUT.mjs | script SCRIPT ROOT OUT.mjs | component IN.mjs WITDIR OUT.wasm");
   process.exit(2);
 }

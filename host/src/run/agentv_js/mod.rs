@@ -348,6 +348,47 @@ pub fn toolchain() -> Result<PathBuf, String> {
 
 /// The component of `script` (grading `kind`), which must lie inside
 /// `root` (the suite's project): from the cache, or built; its bytes.
+/// A promptfoo assertion file (TypeScript, or JavaScript that imports the
+/// project's modules) as one ES module for the sandboxed JavaScript plugin:
+/// bundled by esbuild from the toolchain, confined to the project as an
+/// AgentV assertion is (`build.mjs script`), with the file's exports kept.
+pub fn bundle_script(script: &Path, root: &Path) -> Result<String, String> {
+    let tools = toolchain()?;
+    let node = on_path("node").ok_or("node is not on PATH")?;
+    let real = script
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve {}: {e}", script.display()))?;
+    let root = root
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve {}: {e}", root.display()))?;
+    if !real.starts_with(&root) {
+        return Err(format!(
+            "{} resolves to {}, outside the project {}; refused",
+            script.display(),
+            real.display(),
+            root.display()
+        ));
+    }
+    let work =
+        tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let bundle = work.path().join("bundle.mjs");
+    node_step(
+        &node,
+        &tools,
+        work.path(),
+        &[
+            "script".as_ref(),
+            real.as_os_str(),
+            root.as_os_str(),
+            bundle.as_os_str(),
+        ],
+        BUNDLE_TIMEOUT,
+    )
+    .map_err(|why| format!("bundling {} failed: {why}", script.display()))?;
+    crate::safe_fs::read_text_capped(&bundle, 64 << 20)
+        .map_err(|e| format!("cannot read the bundle: {e}"))
+}
+
 pub fn compile(script: &Path, kind: &str, root: &Path) -> Result<Vec<u8>, String> {
     let tools = toolchain()?;
     let node = on_path("node").ok_or("node is not on PATH")?;

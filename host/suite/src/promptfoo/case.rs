@@ -59,6 +59,18 @@ impl Reader {
         let mut input_error = None;
         let raw = match renderer.render_prompt(&prompt.raw, &vars) {
             Ok(r) => r,
+            // A limit (the suite's templates too big or too slow) refuses
+            // the config, as before.
+            Err(e) if crate::budget::is_limit(&e) => {
+                self.error(
+                    &row.at,
+                    format!(
+                        "the prompt `{}` does not render: {e}",
+                        first_line(&prompt.label)
+                    ),
+                );
+                return None;
+            }
             Err(e) => {
                 let message = format!(
                     "the prompt `{}` does not render: {e}",

@@ -77,9 +77,17 @@ impl Reader {
             .iter()
             .any(|e| lower.ends_with(e))
         {
-            self.error(at, format!("`{spec}`: a TypeScript assertion is not run by this version of evalhost (promptfoo compiles it with tsx on the host)"))
-                .hint = Some("compile it to JavaScript (`.js` or `.mjs`), or write the check inline".into());
-            return None;
+            // Bundled before the run (esbuild, confined to the project) and
+            // run by the sandboxed JavaScript plugin; promptfoo compiles it
+            // with tsx and runs it on the host.
+            let path = self.relative(file, &format!("`{spec}`"), at)?;
+            return Some(json!({
+                "reference": spec,
+                "source": "",
+                "function": function,
+                "esm": true,
+                "bundle": path.display().to_string(),
+            }));
         }
         if ![".js", ".cjs", ".mjs"].iter().any(|e| lower.ends_with(e)) {
             // promptfoo's `isJavascriptFile` fails; Python and Ruby files
