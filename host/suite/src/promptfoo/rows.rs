@@ -415,28 +415,35 @@ impl Reader {
             let rel = &spec["file://".len()..];
             // A file that is not there errors the rows (below); one outside
             // the project is refused.
-            let loaded = match self.options.roots.relative(rel, &self.dir) {
-                Ok(path) => cache
-                    .entry(path.clone())
-                    .or_insert_with(|| load_var_file(&path))
-                    .clone(),
-                Err(e @ crate::roots::PathError::NotFound { .. }) => Err(e.to_string()),
-                Err(e) => {
-                    self.error(&at.key(&name), format!("var `{name}`: `{spec}`: {e}"));
-                    continue;
-                }
-            };
-            match loaded {
-                Ok(v) => {
-                    vars.insert(name, v);
-                }
-                Err(e) => {
+            let path = match self.options.roots.relative(rel, &self.dir) {
+                Ok(path) => path,
+                Err(e @ crate::roots::PathError::NotFound { .. }) => {
                     let message = format!("var `{name}`: `{spec}`: {e}");
                     self.warn_once(
                         &at.key(&name),
                         format!("{message}; the rows that use it are errors (`failure_class: input`), as promptfoo makes them"),
                     );
                     failed.get_or_insert(message);
+                    continue;
+                }
+                Err(e) => {
+                    self.error(&at.key(&name), format!("var `{name}`: `{spec}`: {e}"));
+                    continue;
+                }
+            };
+            // A file that is there but that evalhost cannot read as promptfoo
+            // does (code that computes the var, an unsupported kind) is
+            // refused: promptfoo would read it.
+            match cache
+                .entry(path.clone())
+                .or_insert_with(|| load_var_file(&path))
+                .clone()
+            {
+                Ok(v) => {
+                    vars.insert(name, v);
+                }
+                Err(e) => {
+                    self.error(&at.key(&name), format!("var `{name}`: `{spec}`: {e}"));
                 }
             }
         }
