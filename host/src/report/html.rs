@@ -137,7 +137,7 @@ data.tests.forEach(o => {
     // (An `equals` shows its own diff in its row.)
     if (r.expected_output && r.output && !['passed', 'expected-failed'].includes(r.status) && r.expected_output.trim() !== r.output.trim() && !(r.scores || []).some(sc => sc.expected != null)) { body.appendChild(el('h3', '', 'expected output → output')); diff(body, r.expected_output.trim(), r.output.trim()); }
     if ((r.retries || []).length) { body.appendChild(el('h3', '', 'retries')); r.retries.forEach(x => body.appendChild(el('div', 'role', x.target + ' attempt ' + x.attempt + ' failed: ' + x.error + (x.wait_ms ? ' (waited ' + (x.wait_ms / 1000).toFixed(1) + ' s)' : '')))); }
-    if (r.error) { body.appendChild(el('h3', '', (r.scores || []).length ? 'error' : 'target error')); body.appendChild(el('pre', '', r.error)); }
+    if (r.error) { body.appendChild(el('h3', '', (r.scores || []).length ? 'error' : r.failure_class === 'input' ? 'input error' : 'target error')); body.appendChild(el('pre', '', r.error)); }
     if (r.gated) { body.appendChild(el('h3', '', 'gate')); body.appendChild(el('div', 'gate', 'required assertion `' + r.gated.assertion + '` scored ' + r.gated.score.toFixed(2) + ' < ' + r.gated.min_score.toFixed(2) + ': test score set to 0')); }
     if (!(r.scores || []).length) { body.appendChild(el('div', 'role', r.error ? 'No assertion ran: there was no output to grade.' : 'No assertions.')); return; }
     body.appendChild(el('h3', '', 'assertions'));
