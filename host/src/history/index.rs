@@ -1,19 +1,23 @@
 //! The results index: `.evalhost/results.db`, an SQLite database (WAL
-//! mode, so parallel runs and a viewer share it) with a row per run and a
-//! row per result. Built from the run directories and rebuilt from them at
-//! will; a missing or damaged database never costs a run: the run is on
-//! disk, and `evalhost runs reindex` puts it back.
+//! mode, so parallel runs and a viewer share it) with a row per run: what
+//! `runs`, `compare --last`, `trend` and the viewer's run list look up. A
+//! run's rows stay in its `results.jsonl`, read from there when they are
+//! shown (the index held a copy of every row, which doubled the disk a run
+//! takes and made recording a large run cost more than running it). Built
+//! from the run directories and rebuilt from them at will; a missing or
+//! damaged database never costs a run: the run is on disk, and `evalhost
+//! runs reindex` puts it back.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
-use super::{Run, RunInfo, read_run, run_dirs};
+use super::{RunInfo, read_run_info, run_dirs};
 
 /// The schema's version (`PRAGMA user_version`). 2: a run's info counts
-/// its tests (`tests`) beside its rows.
-const SCHEMA_VERSION: i64 = 2;
+/// its tests (`tests`) beside its rows; 3: no copy of the rows.
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -27,24 +31,6 @@ CREATE TABLE IF NOT EXISTS runs (
     tags TEXT NOT NULL,
     indexed_at TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS rows (
-    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    seq INTEGER NOT NULL,
-    test_id TEXT NOT NULL,
-    target TEXT NOT NULL,
-    trial INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    score REAL,
-    threshold REAL,
-    tags TEXT NOT NULL,
-    cost_usd REAL,
-    duration_ms INTEGER,
-    error TEXT,
-    text TEXT NOT NULL,
-    row TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-);
-CREATE INDEX IF NOT EXISTS rows_by_test ON rows(run_id, test_id, target);
 CREATE INDEX IF NOT EXISTS runs_by_suite ON runs(suite, started_at);
 ";
 
@@ -344,60 +330,28 @@ impl Index {
         |source| IndexError::of(&self.path, source)
     }
 
-    /// Records (or re-records) a run read from its directory, in one
-    /// transaction.
-    pub fn record(&mut self, run: &Run) -> Result<(), IndexError> {
+    /// Records (or re-records) a run read from its directory.
+    pub fn record(&mut self, info: &RunInfo) -> Result<(), IndexError> {
         let path = self.path.clone();
         let sqlite = move |source| IndexError::of(&path, source);
-        let tx = self.conn.transaction().map_err(&sqlite)?;
-        let info = &run.info;
-        tx.execute("DELETE FROM rows WHERE run_id = ?1", params![info.id])
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO runs (id, dir, info, suite, targets, started_at, status, tags, indexed_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    info.id,
+                    info.dir,
+                    serde_json::to_string(info).unwrap_or_default(),
+                    info.suite,
+                    serde_json::to_string(&info.targets).unwrap_or_default(),
+                    info.started_at,
+                    info.status,
+                    serde_json::to_string(&info.tags).unwrap_or_default(),
+                    jiff::Timestamp::now().to_string(),
+                ],
+            )
             .map_err(&sqlite)?;
-        tx.execute(
-            "INSERT OR REPLACE INTO runs (id, dir, info, suite, targets, started_at, status, tags, indexed_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                info.id,
-                info.dir,
-                serde_json::to_string(info).unwrap_or_default(),
-                info.suite,
-                serde_json::to_string(&info.targets).unwrap_or_default(),
-                info.started_at,
-                info.status,
-                serde_json::to_string(&info.tags).unwrap_or_default(),
-                jiff::Timestamp::now().to_string(),
-            ],
-        )
-        .map_err(&sqlite)?;
-        {
-            let mut insert = tx
-                .prepare(
-                    "INSERT INTO rows (run_id, seq, test_id, target, trial, status, score, threshold, tags, cost_usd, duration_ms, error, text, row)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                )
-                .map_err(&sqlite)?;
-            for r in &run.rows {
-                insert
-                    .execute(params![
-                        info.id,
-                        r.seq as i64,
-                        r.test_id,
-                        r.target,
-                        r.trial,
-                        r.status,
-                        r.score,
-                        r.threshold,
-                        serde_json::to_string(&r.tags).unwrap_or_default(),
-                        r.cost_usd,
-                        r.duration_ms.map(|d| d as i64),
-                        r.error,
-                        r.text,
-                        r.row.to_string(),
-                    ])
-                    .map_err(&sqlite)?;
-            }
-        }
-        tx.commit().map_err(&sqlite)
+        Ok(())
     }
 
     /// Rebuilds the index from the run directories: every directory under
@@ -424,18 +378,18 @@ impl Index {
         let mut out = Reindexed::default();
         let mut seen: Vec<String> = Vec::new();
         for dir in &dirs {
-            match read_run(dir, &self.runs_dir) {
-                Ok(mut run) => {
-                    seen.push(run.info.id.clone());
+            match read_run_info(dir, &self.runs_dir) {
+                Ok(mut info) => {
+                    seen.push(info.id.clone());
                     // A run this machine recorded keeps its seal when the
                     // directory still says the same (id, place, start).
-                    if let Ok(Some(before)) = self.find(&run.info.id) {
-                        run.info.seal = before.seal;
-                        if !run.info.sealed() {
-                            run.info.seal = None;
+                    if let Ok(Some(before)) = self.find(&info.id) {
+                        info.seal = before.seal;
+                        if !info.sealed() {
+                            info.seal = None;
                         }
                     }
-                    self.record(&run)?;
+                    self.record(&info)?;
                     out.indexed += 1;
                 }
                 Err(e) => out.skipped.push(e.to_string()),
@@ -498,27 +452,6 @@ impl Index {
             [one] => info_from_json(one),
             _ => None,
         })
-    }
-
-    /// The rows of a run, in file order.
-    pub fn rows(&self, id: &str) -> Result<Vec<super::RowInfo>, IndexError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT seq, row FROM rows WHERE run_id = ?1 ORDER BY seq")
-            .map_err(self.sqlite())?;
-        let rows = stmt
-            .query_map(params![id], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })
-            .map_err(self.sqlite())?
-            .filter_map(Result::ok)
-            .filter_map(|(seq, text)| {
-                serde_json::from_str(&text)
-                    .ok()
-                    .and_then(|v| super::row_info(seq as u64, v))
-            })
-            .collect();
-        Ok(rows)
     }
 
     /// Forgets a run (its directory is the caller's business).
@@ -588,13 +521,13 @@ pub struct Reindexed {
 /// Never fails the run: a problem is returned as a warning to print.
 pub fn record_run(project: &Path, run_dir: &Path) -> Option<String> {
     let runs_dir = project.join(".evalhost").join("runs");
-    let mut run = match read_run(run_dir, &runs_dir) {
+    let mut info = match read_run_info(run_dir, &runs_dir) {
         Ok(r) => r,
         Err(e) => return Some(format!("the run was not indexed: {e}")),
     };
-    run.info.seal();
+    info.seal();
     let result = Index::open_or_rebuild(project).and_then(|(mut index, note)| {
-        index.record(&run)?;
+        index.record(&info)?;
         Ok(note)
     });
     match result {

@@ -278,7 +278,7 @@ fn read_json(path: &Path) -> Result<Option<Value>, RunDirError> {
 /// checks of `merge` and `--resume` (a score that is not a finite number in
 /// [0, 1], a trial of 0) makes the run unreadable: history never shows a
 /// number a run cannot have produced.
-fn read_rows(results: &Path) -> Result<Vec<RowInfo>, RunDirError> {
+fn read_rows(results: &Path, keep: bool) -> Result<Rows, RunDirError> {
     use std::io::{BufRead as _, Read as _};
     let unreadable = |message: String| RunDirError::Unreadable {
         path: results.to_path_buf(),
@@ -286,11 +286,11 @@ fn read_rows(results: &Path) -> Result<Vec<RowInfo>, RunDirError> {
     };
     let file = match crate::safe_fs::open_read(results) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Rows::default()),
         Err(e) => return Err(unreadable(e.to_string())),
     };
-    let mut reader = std::io::BufReader::new(file);
-    let mut rows = Vec::new();
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+    let mut rows = Rows::default();
     let mut line = Vec::new();
     let mut number = 0u64;
     loop {
@@ -308,23 +308,29 @@ fn read_rows(results: &Path) -> Result<Vec<RowInfo>, RunDirError> {
                 "line {number} is longer than {MAX_ROW} bytes"
             )));
         }
-        let text = String::from_utf8_lossy(&line);
-        if text.trim().is_empty() {
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let Ok(value) = serde_json::from_str::<Value>(&text) else {
+        // Only the facts a run's summary needs, unless the rows are kept
+        // (`runs show`, the viewer): recording a run at its end reads no
+        // more of each line than that.
+        let Ok(facts) = serde_json::from_slice::<Facts<'_>>(&line) else {
             // A torn line (a run killed while writing) is skipped.
             continue;
         };
         // A score outside [0, 1] only where an assertion reported one
-        // (promptfoo's raw scores, `details.raw_score`).
-        let raw = value
-            .get("scores")
-            .and_then(Value::as_array)
-            .is_some_and(|s| s.iter().any(|s| s.pointer("/details/raw_score").is_some()));
-        if let Some(score) = value.get("score").filter(|v| !v.is_null()) {
+        // (promptfoo's raw scores, `details.raw_score`): the scores are
+        // read only then.
+        let raw = || {
+            facts
+                .scores
+                .and_then(|s| serde_json::from_str::<Value>(s.get()).ok())
+                .and_then(|s| s.as_array().cloned())
+                .is_some_and(|s| s.iter().any(|s| s.pointer("/details/raw_score").is_some()))
+        };
+        if let Some(score) = facts.score.as_ref().filter(|v| !v.is_null()) {
             match score.as_f64() {
-                Some(x) if x.is_finite() && (raw || (0.0..=1.0).contains(&x)) => {}
+                Some(x) if x.is_finite() && ((0.0..=1.0).contains(&x) || raw()) => {}
                 _ => {
                     return Err(unreadable(format!(
                         "line {number}: score {score} is not a number in [0, 1] (nor an assertion's own score)"
@@ -332,16 +338,78 @@ fn read_rows(results: &Path) -> Result<Vec<RowInfo>, RunDirError> {
                 }
             }
         }
-        if value.get("trial").and_then(Value::as_u64) == Some(0) {
+        if facts.trial.as_ref().and_then(Value::as_u64) == Some(0) {
             return Err(unreadable(format!(
                 "line {number}: trial 0 (trials count from 1)"
             )));
         }
-        if let Some(row) = row_info(rows.len() as u64, value) {
-            rows.push(row);
+        let text = |v: Option<Value>| match v {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        };
+        let Some(test_id) = text(facts.test_id) else {
+            continue;
+        };
+        let status = text(facts.status);
+        if keep
+            && let Ok(value) = serde_json::from_slice::<Value>(&line)
+            && let Some(row) = row_info(rows.facts.len() as u64, value)
+        {
+            rows.kept.push(row);
         }
+        if rows.suite.is_none() {
+            rows.suite = text(facts.suite);
+        }
+        rows.facts.push(RowFacts {
+            test_id,
+            target: text(facts.target).unwrap_or_default(),
+            passed: status.as_deref() == Some("passed"),
+            error: status.as_deref() == Some("error"),
+            score: facts.score.as_ref().and_then(Value::as_f64),
+            cost_usd: facts.cost_usd.as_ref().and_then(Value::as_f64),
+            tokens: facts
+                .token_usage
+                .map(|t| (t["input"].as_u64(), t["output"].as_u64())),
+        });
     }
     Ok(rows)
+}
+
+/// What a line of `results.jsonl` says that a run's summary needs (the
+/// rest of the line is skipped, not built; the scores kept as text, read
+/// only when a row's score needs them).
+#[derive(serde::Deserialize)]
+struct Facts<'a> {
+    test_id: Option<Value>,
+    target: Option<Value>,
+    trial: Option<Value>,
+    status: Option<Value>,
+    score: Option<Value>,
+    cost_usd: Option<Value>,
+    token_usage: Option<Value>,
+    suite: Option<Value>,
+    #[serde(borrow)]
+    scores: Option<&'a serde_json::value::RawValue>,
+}
+
+/// One row as a run's summary counts it.
+struct RowFacts {
+    test_id: String,
+    target: String,
+    passed: bool,
+    error: bool,
+    score: Option<f64>,
+    cost_usd: Option<f64>,
+    tokens: Option<(Option<u64>, Option<u64>)>,
+}
+
+/// The rows of a run: their facts, the first row's suite, and (when asked)
+/// the rows themselves.
+#[derive(Default)]
+struct Rows {
+    facts: Vec<RowFacts>,
+    suite: Option<String>,
+    kept: Vec<RowInfo>,
 }
 
 /// When the run started: `run.json`'s `started_at` when it is a timestamp
@@ -407,14 +475,14 @@ fn partial_of(record: &serde_json::Value) -> Vec<String> {
 /// The tests of `rows` (test id and target), each once, with its verdict:
 /// passed when every trial passed, an error when any trial is one, else
 /// failed.
-fn test_verdicts(rows: &[RowInfo]) -> (u64, u64, u64, u64) {
-    let mut tests: std::collections::BTreeMap<(&str, &str), (bool, bool)> = Default::default();
+fn test_verdicts(rows: &[RowFacts]) -> (u64, u64, u64, u64) {
+    let mut tests: std::collections::HashMap<(&str, &str), (bool, bool)> = Default::default();
     for r in rows {
         let e = tests
             .entry((r.test_id.as_str(), r.target.as_str()))
             .or_insert((true, false));
-        e.0 &= r.status == "passed";
-        e.1 |= r.status == "error";
+        e.0 &= r.passed;
+        e.1 |= r.error;
     }
     let total = tests.len() as u64;
     let errors = tests.values().filter(|(_, err)| *err).count() as u64;
@@ -427,11 +495,30 @@ fn test_verdicts(rows: &[RowInfo]) -> (u64, u64, u64, u64) {
 /// run `interrupted`, its counts taken from its rows. Every file is read
 /// capped and not through a link.
 pub fn read_run(dir: &Path, runs_dir: &Path) -> Result<Run, RunDirError> {
+    scan_run(dir, runs_dir, true).map(|(info, rows)| Run { info, rows })
+}
+
+/// The facts of the run in `dir` without its rows (what the index records):
+/// each line of `results.jsonl` read for the few fields a summary needs,
+/// none kept — memory does not grow with the run.
+pub fn read_run_info(dir: &Path, runs_dir: &Path) -> Result<RunInfo, RunDirError> {
+    scan_run(dir, runs_dir, false).map(|(info, _)| info)
+}
+
+fn scan_run(
+    dir: &Path,
+    runs_dir: &Path,
+    keep: bool,
+) -> Result<(RunInfo, Vec<RowInfo>), RunDirError> {
     let Some(record) = read_json(&dir.join("run.json"))? else {
         return Err(RunDirError::NotARun(dir.to_path_buf()));
     };
     let summary = read_json(&dir.join("summary.json")).ok().flatten();
-    let rows = read_rows(&dir.join("results.jsonl"))?;
+    let Rows {
+        facts: rows,
+        suite: first_suite,
+        kept,
+    } = read_rows(&dir.join("results.jsonl"), keep)?;
     let strs = |v: &Value| -> Vec<String> {
         v.as_array()
             .map(|a| {
@@ -443,14 +530,14 @@ pub fn read_run(dir: &Path, runs_dir: &Path) -> Result<Run, RunDirError> {
     };
     let total = rows.len() as u64;
     let scores: Vec<f64> = rows.iter().filter_map(|r| r.score).collect();
-    let sum_opt = |f: &dyn Fn(&RowInfo) -> Option<f64>| {
+    let sum_opt = |f: &dyn Fn(&RowFacts) -> Option<f64>| {
         let v: Vec<f64> = rows.iter().filter_map(f).collect();
         (!v.is_empty()).then(|| v.iter().sum::<f64>())
     };
-    let tokens = |key: &str| {
+    let tokens = |output: bool| {
         let v: Vec<u64> = rows
             .iter()
-            .filter_map(|r| r.row["token_usage"][key].as_u64())
+            .filter_map(|r| r.tokens.and_then(|(i, o)| if output { o } else { i }))
             .collect();
         (!v.is_empty()).then(|| v.iter().sum::<u64>())
     };
@@ -478,8 +565,8 @@ pub fn read_run(dir: &Path, runs_dir: &Path) -> Result<Run, RunDirError> {
             .to_string(),
         suite: summary_ref
             .and_then(|s| s["suite"].as_str())
-            .or_else(|| rows.first().and_then(|r| r.row["suite"].as_str()))
             .map(str::to_owned)
+            .or(first_suite)
             .or_else(|| {
                 record["eval"]
                     .as_str()
@@ -535,12 +622,12 @@ pub fn read_run(dir: &Path, runs_dir: &Path) -> Result<Run, RunDirError> {
         pass_rate: (tests > 0).then(|| passed as f64 / tests as f64),
         mean_score: (!scores.is_empty()).then(|| scores.iter().sum::<f64>() / scores.len() as f64),
         cost_usd: sum_opt(&|r| r.cost_usd),
-        tokens_in: tokens("input"),
-        tokens_out: tokens("output"),
+        tokens_in: tokens(false),
+        tokens_out: tokens(true),
         tags: strs(&record["tags"]),
         seal: None,
     };
-    Ok(Run { info, rows })
+    Ok((info, kept))
 }
 
 /// The run directories under `runs_dir`, oldest first (by name: names are
@@ -568,4 +655,55 @@ pub fn project_of(start: &Path) -> PathBuf {
         return d.to_path_buf();
     }
     start
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runs_facts_read_without_its_rows_are_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("runs").join("20261128T000000");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(
+            run.join("run.json"),
+            r#"{"eval": "evals/x.yaml", "targets": ["a", "b"], "started_at": "2026-11-28T00:00:00Z"}"#,
+        )
+        .unwrap();
+        let row = |test: &str, target: &str, trial: u32, status: &str, score: f64| {
+            format!(
+                r#"{{"test_id":"{test}","suite":"s","target":"{target}","trial":{trial},"status":"{status}","score":{score},"cost_usd":0.5,"token_usage":{{"input":10,"output":3}},"input":[{{"role":"user","content":"q"}}],"output":"a long answer","scores":[]}}"#
+            )
+        };
+        let lines = [
+            row("t1", "a", 1, "passed", 1.0),
+            row("t1", "a", 2, "failed", 0.0),
+            row("t2", "a", 1, "passed", 0.75),
+            row("t2", "b", 1, "error", 0.0),
+            r#"{"test_id":"t3","target":"a","score":26,"status":"passed","scores":[{"details":{"raw_score":26}}]}"#.to_owned(),
+            r#"{"test_id":"torn"#.to_owned(),
+        ];
+        std::fs::write(run.join("results.jsonl"), lines.join("\n")).unwrap();
+        let runs_dir = dir.path().join("runs");
+        let full = read_run(&run, &runs_dir).unwrap();
+        let info = read_run_info(&run, &runs_dir).unwrap();
+        assert_eq!(info, full.info);
+        assert_eq!(full.rows.len(), 5);
+        assert_eq!((info.total, info.tests), (5, 4));
+        assert_eq!((info.passed, info.failed, info.errors), (2, 1, 1));
+        assert_eq!(info.suite, "s");
+        assert_eq!(info.cost_usd, Some(2.0));
+        assert_eq!((info.tokens_in, info.tokens_out), (Some(40), Some(12)));
+        assert_eq!(info.status, "interrupted");
+        // A score outside [0, 1] that no assertion reported: unreadable,
+        // whichever way the run is read.
+        std::fs::write(
+            run.join("results.jsonl"),
+            r#"{"test_id":"t","target":"a","score":7,"status":"passed","scores":[]}"#,
+        )
+        .unwrap();
+        assert!(read_run_info(&run, &runs_dir).is_err());
+        assert!(read_run(&run, &runs_dir).is_err());
+    }
 }

@@ -355,7 +355,7 @@ pub struct TestCase {
     /// `options` and a prompt's `config`, merged into the provider's
     /// config for its calls): target name → the targets-file entry its
     /// calls for this test use instead of the target's own.
-    pub target_params: Option<Box<Map<String, Value>>>,
+    pub target_params: Option<Arc<Map<String, Value>>>,
 }
 
 /// A prompt template of a promptfoo-style suite, rendered for one test.

@@ -203,8 +203,8 @@ impl Reader {
         overlay: &Map<String, Value>,
         at: &KeyPath,
         renderer: &Renderer,
-        made: &mut std::collections::HashMap<String, Option<Box<Map<String, Value>>>>,
-    ) -> Option<Box<Map<String, Value>>> {
+        made: &mut std::collections::HashMap<String, Option<Arc<Map<String, Value>>>>,
+    ) -> Option<Arc<Map<String, Value>>> {
         let key = Value::Object(overlay.clone()).to_string();
         if let Some(done) = made.get(&key) {
             return done.clone();
@@ -233,7 +233,8 @@ impl Reader {
                 }
             }
         }
-        let made_now = (!out.is_empty()).then(|| Box::new(out));
+        // Shared by every test with the same options.
+        let made_now = (!out.is_empty()).then(|| Arc::new(out));
         made.insert(key, made_now.clone());
         made_now
     }
