@@ -12,6 +12,12 @@ warm and with a cold compile cache; and `evalhost validate` of a directory
 of 10,000 discovered case directories. Each figure is printed with its goal
 (docs/performance.md). Every run is checked to have graded every case.
 
+    scripts/bench.py --only scale --base OTHER_BIN [--sizes 1000,10000,100000]
+
+N cases run by this build and another binary in turns: wall, peak RSS, the
+phases (reports include writing the results index) and the index's size
+beside the results file.
+
     scripts/bench.py --only layout --base OTHER_BIN
 
 The loader and run figures the layout work is measured by: `validate` of a
@@ -36,7 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "evalhost")
 
 
-def run(args, cwd, env=None, repeat=1):
+def run(args, cwd, env=None, repeat=1, binary=None):
     """Runs evalhost `repeat` times; returns (median wall seconds, max peak RSS in MiB)."""
     walls, rss = [], 0
     for _ in range(repeat):
@@ -44,7 +50,7 @@ def run(args, cwd, env=None, repeat=1):
         # stderr to a file: a pipe read only after wait4 would fill up
         # (and block the run) when many tests fail.
         with tempfile.TemporaryFile() as err:
-            proc = subprocess.Popen([BIN] + args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+            proc = subprocess.Popen([binary or BIN] + args, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
             _, status, usage = os.wait4(proc.pid, 0)
             walls.append(time.perf_counter() - start)
             err.seek(0)
@@ -235,6 +241,47 @@ def versus_promptfoo(work, env, n=1000):
     print(f"  promptfoo / evalhost = {theirs / ours:.1f}×")
 
 
+def scale(work, env, base, sizes, repeat):
+    """N cases × 4 deterministic assertions (mock target) run by this build
+    and, with --base, another binary, in turns: wall, peak RSS, the phase
+    that writes the reports and the results index, and the index's size
+    beside the results file it indexes."""
+    bins = [("this build", BIN)] + ([("base", base)] if base else [])
+    print("scale: N cases × 4 deterministic assertions, mock target, the results index included (binaries in turns)")
+    for n in sizes:
+        d = os.path.join(work, f"scale{n}")
+        suite(d, n)
+        figures = {}
+        for label, binary in bins:
+            # An untimed run warms this binary's compile cache.
+            run(["run", "EVAL.yaml", "-o", os.path.join(d, "out-" + label), "-q"], d, env, binary=binary)
+        reps = repeat if n < 100_000 else 1
+        walls = {label: [] for label, _ in bins}
+        for _ in range(reps):
+            for label, binary in bins:
+                db = os.path.join(d, ".evalhost", "results.db")
+                for side in ("", "-wal", "-shm"):
+                    if os.path.exists(db + side):
+                        os.remove(db + side)
+                out = os.path.join(d, "out-" + label)
+                wall, rss = run(["run", "EVAL.yaml", "-o", out, "-q"], d, env, binary=binary)
+                _, phases = timed_phases(binary, ["run", "EVAL.yaml", "-o", out + "-t", "-q"], d, env, 1) if n < 100_000 else (0, "n/a")
+                check_rows(out, n)
+                size = lambda p: os.path.getsize(p) / 2**20 if os.path.exists(p) else 0.0
+                walls[label].append((wall, rss, phases, size(db) + size(db + "-wal"), size(os.path.join(out, "results.jsonl"))))
+        for label, _ in bins:
+            ordered = sorted(walls[label])
+            wall, rss, phases, dbsize, jsonl = ordered[len(ordered) // 2]
+            figures[label] = (wall, rss)
+            print(f"  N={n:>7,} {label:>10}: {wall:7.3f} s wall · peak RSS {rss:7.1f} MiB · results.db {dbsize:7.1f} MiB for results.jsonl {jsonl:7.1f} MiB")
+            if phases != "n/a":
+                print(f"  {'':>20} phases: {phases}")
+        if base:
+            (a, ra), (b, rb) = figures["base"], figures["this build"]
+            print(f"  N={n:>7,} base / this build: wall × {a / b:.2f} · peak RSS × {ra / rb:.2f}")
+        shutil.rmtree(d)
+
+
 def goal(text, ok):
     print(f"    goal {text}: {'met' if ok else 'NOT met'}")
 
@@ -244,8 +291,8 @@ def main():
     p.add_argument("--sizes", default="1000,10000,100000")
     p.add_argument("--no-build", action="store_true")
     p.add_argument("--repeat", type=int, default=3, help="runs per size below 100,000 (median)")
-    p.add_argument("--only", choices=["layout", "promptfoo"], help="run only this section")
-    p.add_argument("--base", help="another evalhost binary to compare with (layout section)")
+    p.add_argument("--only", choices=["layout", "promptfoo", "scale"], help="run only this section")
+    p.add_argument("--base", help="another evalhost binary to compare with (layout and scale sections)")
     args = p.parse_args()
     if not args.no_build:
         subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "evalhost"], cwd=ROOT, check=True)
@@ -260,6 +307,9 @@ def main():
             return
         if args.only == "promptfoo":
             versus_promptfoo(work, env)
+            return
+        if args.only == "scale":
+            scale(work, env, args.base, [int(s) for s in args.sizes.split(",")], args.repeat)
             return
         print("end to end: N cases × 4 deterministic assertions, mock target")
         per_case = {}
