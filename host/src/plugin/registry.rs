@@ -38,17 +38,19 @@ impl Registry {
         let load = |(name, wasm, digest): &(&str, &[u8], &str)| {
             LoadedPlugin::load_with_digest(engine, &format!("builtin:{name}"), wasm, digest)
         };
-        let (cached, uncached): (Vec<_>, Vec<_>) = builtin_plugins()
-            .iter()
-            .enumerate()
-            .partition(|(_, (_, _, digest))| engine.is_cached(digest));
+        // Every plugin on its own thread: a cached one is read, checked
+        // against its keyed tag (a BLAKE3 pass over megabytes of native
+        // code) and deserialized; an uncached one compiled. The last on
+        // this thread.
+        let all: Vec<_> = builtin_plugins().iter().enumerate().collect();
         let mut loaded: Vec<(usize, Result<LoadedPlugin, PluginLoadError>)> =
             std::thread::scope(|scope| {
-                let handles: Vec<_> = uncached
+                let (last, rest) = all.split_last().expect("there are built-in plugins");
+                let handles: Vec<_> = rest
                     .iter()
                     .map(|(i, plugin)| (*i, scope.spawn(move || load(plugin))))
                     .collect();
-                let mut loaded: Vec<_> = cached.iter().map(|(i, p)| (*i, load(p))).collect();
+                let mut loaded = vec![(last.0, load(last.1))];
                 loaded.extend(
                     handles
                         .into_iter()
