@@ -152,6 +152,38 @@ fn base_row(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) -
 }
 
 #[allow(clippy::too_many_arguments)]
+/// The response cache's key for this test's call of its target, when the
+/// answer may come from the cache (one trial, no workspace, a target whose
+/// answers are cached).
+fn response_cache_key(
+    ctx: &Ctx<'_>,
+    test: &TestCase,
+    planned: &PlannedTest,
+    no_workspace: bool,
+) -> Option<String> {
+    let run_target = &ctx.run_targets[planned.target];
+    let cache = ctx
+        .cache
+        .as_ref()
+        .filter(|_| no_workspace && planned.trials == 1)?;
+    let identity = run_target
+        .target
+        .cache_identity(cache.sampled, &ctx.suite.dir)?;
+    // The request this test makes of the target, when it changes it
+    // (promptfoo's test options).
+    let own = test
+        .target_params
+        .as_ref()
+        .and_then(|t| t.get(&run_target.target.name))
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    Some(crate::response_cache::ResponseCache::key(
+        &format!("{identity}\u{0}{own}"),
+        &ctx.cache_scope,
+        test,
+    ))
+}
+
 fn run_trial_into(
     ctx: &Ctx<'_>,
     test: &TestCase,
@@ -268,27 +300,7 @@ fn run_trial_into(
         }
         return finish(row);
     }
-    let cache_key = match (&ctx.cache, workspace_path.is_none() && planned.trials == 1) {
-        (Some(cache), true) => run_target
-            .target
-            .cache_identity(cache.sampled, &ctx.suite.dir)
-            .map(|identity| {
-                // The request this test makes of the target, when it
-                // changes it (promptfoo's test options).
-                let own = test
-                    .target_params
-                    .as_ref()
-                    .and_then(|t| t.get(&run_target.target.name))
-                    .map(ToString::to_string)
-                    .unwrap_or_default();
-                crate::response_cache::ResponseCache::key(
-                    &format!("{identity}\u{0}{own}"),
-                    &ctx.cache_scope,
-                    test,
-                )
-            }),
-        _ => None,
-    };
+    let cache_key = response_cache_key(ctx, test, planned, workspace_path.is_none());
     let cached = cache_key
         .as_ref()
         .and_then(|key| ctx.cache.as_ref().and_then(|c| c.get(key)));
