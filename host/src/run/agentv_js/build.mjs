@@ -95,6 +95,25 @@ function confine(root, entry, script) {
   };
 }
 
+// esbuild's options for both modes: one ES module of `entry` and what it
+// imports, confined to the project.
+function options(root, entry, script) {
+  return {
+    entryPoints: [entry],
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    target: "es2022",
+    write: false,
+    logLevel: "silent",
+    mainFields: ["module", "main"],
+    nodePaths: [join(dirname(script), "node_modules")],
+    // No tsconfig.json is read: one could be a link to any file.
+    tsconfigRaw: "{}",
+    plugins: [confine(root, entry, script)],
+  };
+}
+
 // An error is shown only when it is ours or lies in a regular file of the
 // project: esbuild quotes the text it could not read, and a package.json
 // linked to a host file would print that file.
@@ -141,20 +160,7 @@ if (mode === "bundle") {
   try {
     const entry = join(work, `${createHash("sha256").update(script).update(kind).digest("hex").slice(0, 16)}.mjs`);
     await writeFile(entry, adapter);
-    const result = await build({
-      entryPoints: [entry],
-      bundle: true,
-      format: "esm",
-      platform: "neutral",
-      target: "es2022",
-      write: false,
-      logLevel: "silent",
-      mainFields: ["module", "main"],
-      nodePaths: [join(dirname(script), "node_modules")],
-      // No tsconfig.json is read: one could be a link to any file.
-      tsconfigRaw: "{}",
-      plugins: [confine(root, entry, script)],
-    });
+    const result = await build(options(root, entry, script));
     await writeFile(out, result.outputFiles[0].text);
   } catch (e) {
     await failed(e, root);
@@ -171,19 +177,7 @@ if (mode === "bundle") {
     process.exit(1);
   }
   try {
-    const result = await build({
-      entryPoints: [script],
-      bundle: true,
-      format: "esm",
-      platform: "neutral",
-      target: "es2022",
-      write: false,
-      logLevel: "silent",
-      mainFields: ["module", "main"],
-      nodePaths: [join(dirname(script), "node_modules")],
-      tsconfigRaw: "{}",
-      plugins: [confine(root, script, script)],
-    });
+    const result = await build(options(root, script, script));
     await writeFile(out, result.outputFiles[0].text);
   } catch (e) {
     await failed(e, root);

@@ -346,13 +346,19 @@ pub fn toolchain() -> Result<PathBuf, String> {
     }
 }
 
-/// The component of `script` (grading `kind`), which must lie inside
-/// `root` (the suite's project): from the cache, or built; its bytes.
-/// A promptfoo assertion file (TypeScript, or JavaScript that imports the
-/// project's modules) as one ES module for the sandboxed JavaScript plugin:
-/// bundled by esbuild from the toolchain, confined to the project as an
-/// AgentV assertion is (`build.mjs script`), with the file's exports kept.
-pub fn bundle_script(script: &Path, root: &Path) -> Result<String, String> {
+/// What both builds start from: the toolchain, `node`, the script and the
+/// project resolved (the script must lie inside it), a private work
+/// directory and the bundle's path in it.
+struct Prepared {
+    tools: PathBuf,
+    node: PathBuf,
+    real: PathBuf,
+    root: PathBuf,
+    work: tempfile::TempDir,
+    bundle: PathBuf,
+}
+
+fn prepare(script: &Path, root: &Path) -> Result<Prepared, String> {
     let tools = toolchain()?;
     let node = on_path("node").ok_or("node is not on PATH")?;
     let real = script
@@ -372,6 +378,29 @@ pub fn bundle_script(script: &Path, root: &Path) -> Result<String, String> {
     let work =
         tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
     let bundle = work.path().join("bundle.mjs");
+    Ok(Prepared {
+        tools,
+        node,
+        real,
+        root,
+        work,
+        bundle,
+    })
+}
+
+/// A promptfoo assertion file (TypeScript, or JavaScript that imports the
+/// project's modules) as one ES module for the sandboxed JavaScript plugin:
+/// bundled by esbuild from the toolchain, confined to the project as an
+/// AgentV assertion is (`build.mjs script`), with the file's exports kept.
+pub fn bundle_script(script: &Path, root: &Path) -> Result<String, String> {
+    let Prepared {
+        tools,
+        node,
+        real,
+        root,
+        work,
+        bundle,
+    } = prepare(script, root)?;
     node_step(
         &node,
         &tools,
@@ -389,26 +418,17 @@ pub fn bundle_script(script: &Path, root: &Path) -> Result<String, String> {
         .map_err(|e| format!("cannot read the bundle: {e}"))
 }
 
+/// The component of `script` (grading `kind`), which must lie inside
+/// `root` (the suite's project): from the cache, or built; its bytes.
 pub fn compile(script: &Path, kind: &str, root: &Path) -> Result<Vec<u8>, String> {
-    let tools = toolchain()?;
-    let node = on_path("node").ok_or("node is not on PATH")?;
-    let real = script
-        .canonicalize()
-        .map_err(|e| format!("cannot resolve {}: {e}", script.display()))?;
-    let root = root
-        .canonicalize()
-        .map_err(|e| format!("cannot resolve {}: {e}", root.display()))?;
-    if !real.starts_with(&root) {
-        return Err(format!(
-            "{} resolves to {}, outside the project {}; refused",
-            script.display(),
-            real.display(),
-            root.display()
-        ));
-    }
-    let work =
-        tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-    let bundle = work.path().join("bundle.mjs");
+    let Prepared {
+        tools,
+        node,
+        real,
+        root,
+        work,
+        bundle,
+    } = prepare(script, root)?;
     // The bundler's entry files live beside the toolchain, not in it.
     let entries = tools
         .parent()
