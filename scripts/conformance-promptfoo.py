@@ -88,6 +88,35 @@ def openai_server(replies, anthropic=None, requests=None, responses=None):
                                           "data": [{"object": "embedding", "index": 0, "embedding": reply["vector"]}],
                                           "usage": {"prompt_tokens": 3, "total_tokens": 3}})
                                    if reply else (404, {"error": {"message": f"no embedding for {text!r}"}}))
+            elif "/api/generate" in self.path or "/api/chat" in self.path or self.path.endswith(":generateContent"):
+                # Ollama's and Google's own APIs: the OpenAI reply's text,
+                # found by the same rule, in their shape.
+                if "/api/generate" in self.path:
+                    last = body.get("prompt")
+                elif "/api/chat" in self.path:
+                    last = (body.get("messages") or [{}])[-1].get("content")
+                else:
+                    last = "".join(p.get("text", "") for p in ((body.get("contents") or [{}])[-1].get("parts") or []))
+                reply = next((r for r in replies
+                              if ("match" in r and r["match"] == last)
+                              or ("contains" in r and isinstance(last, str) and r["contains"] in last)), None)
+                if not reply:
+                    status, payload = 404, {"error": f"no reply for {last!r}"}
+                else:
+                    text = reply["body"]["choices"][0]["message"]["content"]
+                    usage = reply["body"].get("usage") or {}
+                    status = 200
+                    if "/api/generate" in self.path:
+                        payload = {"model": body.get("model"), "response": text, "done": True,
+                                   "prompt_eval_count": usage.get("prompt_tokens", 0), "eval_count": usage.get("completion_tokens", 0)}
+                    elif "/api/chat" in self.path:
+                        payload = {"model": body.get("model"), "message": {"role": "assistant", "content": text}, "done": True,
+                                   "prompt_eval_count": usage.get("prompt_tokens", 0), "eval_count": usage.get("completion_tokens", 0)}
+                    else:
+                        payload = {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
+                                   "usageMetadata": {"promptTokenCount": usage.get("prompt_tokens", 0),
+                                                     "candidatesTokenCount": usage.get("completion_tokens", 0),
+                                                     "totalTokenCount": usage.get("total_tokens", 0)}}
             else:
                 last = (body.get("messages") or [{}])[-1].get("content")
                 reply = next((r for r in replies
@@ -139,6 +168,11 @@ def main():
                 env["OPENAI_API_KEY"] = "sk-loopback"
                 env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{server.server_address[1]}"
                 env["ANTHROPIC_API_KEY"] = "sk-ant-loopback"
+                # promptfoo's other hosted providers, at the same server.
+                url = f"http://127.0.0.1:{server.server_address[1]}"
+                env.update(LOOPBACK_URL=f"{url}/v1", AZURE_API_BASE_URL=url, AZURE_API_KEY="az-loopback",
+                           OPENROUTER_API_KEY="or-loopback", OLLAMA_BASE_URL=url,
+                           GOOGLE_API_BASE_URL=url, GOOGLE_API_KEY="g-loopback")
             out = pathlib.Path(tmp) / "out.json"
             proc = subprocess.run(
                 [str(binary), "eval", "-c", "promptfooconfig.yaml", "-o", str(out), "--no-cache", "--no-table"],

@@ -31,6 +31,10 @@ from wit_world import exports
 from wit_world.imports import response, types
 
 TYPE = "promptfoo-python"
+# Not an assertion: a function the host calls while it reads a suite
+# (promptfoo's `transformVars`, `get_var` files, prompt functions), the
+# result in the details (`output`).
+CALL = "promptfoo-python-call"
 
 
 def _camel(key):
@@ -201,7 +205,14 @@ class Grader(exports.Grader):
                     config_schema=schema,
                     default_threshold=0.0,
                     capabilities=[],
-                )
+                ),
+                types.AssertionType(
+                    name=CALL,
+                    description="a suite's Python called while the suite is read (transformVars, var files, prompt functions): the result in details.output",
+                    config_schema=json.dumps({"type": "object"}),
+                    default_threshold=0.0,
+                    capabilities=[],
+                ),
             ],
             # Not stateless: a snippet runs in this interpreter and can
             # replace this module's functions, builtins or `json`; every
@@ -210,6 +221,8 @@ class Grader(exports.Grader):
         )
 
     def check_config(self, assertion_type, config_json):
+        if assertion_type == CALL:
+            return
         if assertion_type != TYPE:
             raise Err("unknown assertion type `%s`" % assertion_type)
         config = json.loads(config_json)
@@ -218,6 +231,8 @@ class Grader(exports.Grader):
 
     def grade(self, request):
         config = json.loads(request.config_json)
+        if request.assertion_type == CALL:
+            return self.call(config)
         threshold = config.get("threshold")
         inverse = bool(config.get("inverse", False))
         metadata = json.loads(request.metadata_json or "{}")
@@ -294,3 +309,56 @@ class Grader(exports.Grader):
             checks=[types.Check(text=reason, passed=passed, evidence=evidence)],
             details_json=json.dumps(details),
         )
+
+
+def _call(config):
+    """The call's result as JSON, the text it printed, and its error."""
+    script = config["__script"]
+    args = config.get("args", [])
+    captured = io.StringIO()
+    saved = sys.stdout, sys.stderr, sys.argv
+    sys.stdout = sys.stderr = captured
+    try:
+        if script.get("script"):
+            # promptfoo's legacy prompt script: the whole file run with the
+            # context as its argument; what it prints is the prompt.
+            sys.argv = [script.get("reference", "prompt.py")] + [json.dumps(a) for a in args]
+            namespace = {"__name__": "__main__"}
+            exec(compile(script["source"], script.get("reference", "<script>"), "exec"), namespace)
+            return captured.getvalue().rstrip("\n"), captured.getvalue(), None
+        namespace = {"__name__": "__evalhost_call__"}
+        exec(compile(script["source"], script.get("reference", "<script>"), "exec"), namespace)
+        function = script.get("function")
+        fn = namespace.get(function)
+        if not callable(fn):
+            return None, captured.getvalue(), "function %r not found in %s" % (function, script.get("reference", "the script"))
+        return _through_json(fn(*args)), captured.getvalue(), None
+    except MemoryError:
+        raise
+    except ModuleNotFoundError as e:
+        return None, captured.getvalue(), "No module named %r: the evalhost sandbox provides the standard library modules that need no files, network or processes, and no installed packages" % e.name
+    except SystemExit as e:
+        if script.get("script") and not e.code:
+            return captured.getvalue().rstrip("\n"), captured.getvalue(), None
+        return None, captured.getvalue(), "the script exited (%s)" % (e.code,)
+    except BaseException as e:  # noqa: BLE001 - the code's failure is the call's result
+        return None, captured.getvalue(), "%s: %s" % (type(e).__name__, e)
+    finally:
+        sys.stdout, sys.stderr, sys.argv = saved
+
+
+def _call_result(config):
+    output, printed, error = _call(config)
+    if error is not None:
+        raise Err(types.GradeError_Failed(error))
+    details = {"output": output}
+    if printed:
+        details["console"] = printed[:65536]
+    return types.GradeResult(
+        score=1.0,
+        checks=[types.Check(text="Called", passed=True, evidence=None)],
+        details_json=json.dumps(details),
+    )
+
+
+Grader.call = lambda self, config: _call_result(config)

@@ -292,6 +292,54 @@ fn promptfoo_configs_score_as_promptfoo() {
                             ),
                         };
                     }
+                    // Ollama's and Google's own APIs: the OpenAI reply's
+                    // text, found by the same rule, in their shape.
+                    let path = req.path.as_str();
+                    if path.contains("/api/generate")
+                        || path.contains("/api/chat")
+                        || path.ends_with(":generateContent")
+                    {
+                        let last: String = if path.contains("/api/generate") {
+                            body["prompt"].as_str().unwrap_or_default().to_owned()
+                        } else if path.contains("/api/chat") {
+                            body["messages"]
+                                .as_array()
+                                .and_then(|m| m.last())
+                                .and_then(|m| m["content"].as_str())
+                                .unwrap_or_default()
+                                .to_owned()
+                        } else {
+                            body["contents"]
+                                .as_array()
+                                .and_then(|c| c.last())
+                                .and_then(|c| c["parts"].as_array())
+                                .map(|p| p.iter().filter_map(|p| p["text"].as_str()).collect())
+                                .unwrap_or_default()
+                        };
+                        let Some(r) = replies.iter().find(|r| {
+                            r["match"] == last.as_str()
+                                || r["contains"].as_str().is_some_and(|c| last.contains(c))
+                        }) else {
+                            return crate::support::Reply::json(
+                                404,
+                                serde_json::json!({"error": "no reply"}),
+                            );
+                        };
+                        let text = r["body"]["choices"][0]["message"]["content"].clone();
+                        let usage = &r["body"]["usage"];
+                        let n = |k: &str| usage[k].as_u64().unwrap_or(0);
+                        let payload = if path.contains("/api/generate") {
+                            serde_json::json!({"model": body["model"], "response": text, "done": true,
+                                "prompt_eval_count": n("prompt_tokens"), "eval_count": n("completion_tokens")})
+                        } else if path.contains("/api/chat") {
+                            serde_json::json!({"model": body["model"], "message": {"role": "assistant", "content": text}, "done": true,
+                                "prompt_eval_count": n("prompt_tokens"), "eval_count": n("completion_tokens")})
+                        } else {
+                            serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
+                                "usageMetadata": {"promptTokenCount": n("prompt_tokens"), "candidatesTokenCount": n("completion_tokens"), "totalTokenCount": n("total_tokens")}})
+                        };
+                        return crate::support::Reply::json(200, payload);
+                    }
                     let last = body["messages"]
                         .as_array()
                         .and_then(|m| m.last())
@@ -320,7 +368,15 @@ fn promptfoo_configs_score_as_promptfoo() {
                 cmd.env("OPENAI_BASE_URL", format!("{}/v1", server.url))
                     .env("OPENAI_API_KEY", "sk-loopback")
                     .env("ANTHROPIC_BASE_URL", &server.url)
-                    .env("ANTHROPIC_API_KEY", "sk-ant-loopback");
+                    .env("ANTHROPIC_API_KEY", "sk-ant-loopback")
+                    // promptfoo's other hosted providers, at the same server.
+                    .env("LOOPBACK_URL", format!("{}/v1", server.url))
+                    .env("AZURE_API_BASE_URL", &server.url)
+                    .env("AZURE_API_KEY", "az-loopback")
+                    .env("OPENROUTER_API_KEY", "or-loopback")
+                    .env("OLLAMA_BASE_URL", &server.url)
+                    .env("GOOGLE_API_BASE_URL", &server.url)
+                    .env("GOOGLE_API_KEY", "g-loopback");
                 server
             });
         let r: crate::support::Run = cmd

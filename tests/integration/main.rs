@@ -20,6 +20,8 @@ mod hostile_runs;
 // The third red-team pass: TypeScript bundling, the operator's targets
 // file, judges, registries, doctor, warm instances, history, templates.
 mod hostile_surfaces;
+// Code a promptfoo config computes while it is read, in the sandbox.
+mod hostile_code;
 // 20,000 cases on 8 workers: right counts, no leaked process, bounded memory.
 mod soak;
 // Inputs the fuzzers found (and seeds), replayed.

@@ -36,6 +36,7 @@ mod agentv_js;
 mod ask;
 mod cases;
 mod check;
+mod code_runner;
 mod compare;
 mod conversation;
 mod custom_types;

@@ -69,7 +69,10 @@ pub fn prepare_with(
             .spawn(move || Registry::with_builtins(&engine))
             .expect("a thread to load the built-in plugins")
     };
-    let (suite, mut diags) = suite::load::load_as(eval, strict, dialect);
+    // The code a config computes values with while it is read runs in
+    // the plugin sandbox.
+    let code = super::code_runner::SandboxCode::runner(engine);
+    let (suite, mut diags) = suite::load::load_as_with(eval, strict, dialect, Some(code));
     let load_time = started.elapsed();
     // Plugin paths refused under strict are never read.
     let mut refused_paths: std::collections::HashSet<std::path::PathBuf> = Default::default();

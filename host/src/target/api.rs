@@ -140,32 +140,33 @@ pub fn send(
 }
 
 /// The body of a 2xx response as JSON.
-pub fn json(
+pub fn json(url: &str, response: ureq::http::Response<ureq::Body>) -> Result<Value, TargetFailure> {
+    let text = text(url, response)?;
+    serde_json::from_str(&text).map_err(|e| {
+        let excerpt: String = text.chars().take(200).collect();
+        TargetFailure::fatal(format!("{url} answered with invalid JSON ({e}): {excerpt}"))
+    })
+}
+
+/// The answer's text (at most 64 MiB).
+pub fn text(
     url: &str,
     mut response: ureq::http::Response<ureq::Body>,
-) -> Result<Value, TargetFailure> {
-    let text = match response
+) -> Result<String, TargetFailure> {
+    match response
         .body_mut()
         .with_config()
         .limit(64 << 20)
         .read_to_string()
     {
-        Ok(t) => t,
-        Err(ureq::Error::Timeout(_)) => {
-            return Err(TargetFailure::new(format!(
-                "{url} timed out while answering"
-            )));
-        }
-        Err(e) => {
-            return Err(TargetFailure::new(format!(
-                "reading the answer of {url} failed: {e}"
-            )));
-        }
-    };
-    serde_json::from_str(&text).map_err(|e| {
-        let excerpt: String = text.chars().take(200).collect();
-        TargetFailure::fatal(format!("{url} answered with invalid JSON ({e}): {excerpt}"))
-    })
+        Ok(t) => Ok(t),
+        Err(ureq::Error::Timeout(_)) => Err(TargetFailure::new(format!(
+            "{url} timed out while answering"
+        ))),
+        Err(e) => Err(TargetFailure::new(format!(
+            "reading the answer of {url} failed: {e}"
+        ))),
+    }
 }
 
 /// The cost of a call at pi-ai's prices for `model` of `provider`: input,

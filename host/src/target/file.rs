@@ -639,6 +639,17 @@ pub(super) fn parse_target(
             let config = openai::OpenAiConfig::parse(&provider_name, entry)?;
             match get_str(entry, "api_format")?.as_deref() {
                 None | Some("chat") => Provider::OpenAi(config),
+                // A promptfoo config's `ollama:` providers: Ollama's own API.
+                Some(api @ ("ollama-chat" | "ollama-generate")) => {
+                    Provider::OpenAi(openai::OpenAiConfig {
+                        ollama: Some(if api == "ollama-chat" {
+                            super::ollama::OllamaApi::Chat
+                        } else {
+                            super::ollama::OllamaApi::Generate
+                        }),
+                        ..config
+                    })
+                }
                 // A promptfoo config's `openai:responses:`: promptfoo's
                 // request and output.
                 Some("responses") if config.output_style != openai::OutputStyle::Content => {
@@ -654,7 +665,7 @@ pub(super) fn parse_target(
                     return Err((
                         "api_format".into(),
                         format!(
-                            "Invalid api_format '{other}' for target '{name}'. Must be 'chat' or 'responses'."
+                            "Invalid api_format '{other}' for target '{name}'. Must be 'chat', 'responses', 'ollama-chat' or 'ollama-generate'."
                         ),
                     ));
                 }

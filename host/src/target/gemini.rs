@@ -38,6 +38,9 @@ pub struct GeminiConfig {
     pub max_output_tokens: Option<u64>,
     /// Request timeout.
     pub timeout: Duration,
+    /// promptfoo's `google:`/`vertex:` providers: their request and output
+    /// (`output_style: promptfoo`).
+    pub promptfoo: Option<Box<super::gemini_promptfoo::Settings>>,
 }
 
 impl GeminiConfig {
@@ -61,6 +64,18 @@ impl GeminiConfig {
                 "timeout_seconds",
                 get_f64(entry, "timeout_seconds")?.unwrap_or(120.0),
             )?,
+            promptfoo: match get_str(entry, "output_style")?.as_deref() {
+                None | Some("content") => None,
+                Some("promptfoo") => {
+                    Some(Box::new(super::gemini_promptfoo::Settings::parse(entry)?))
+                }
+                Some(_) => {
+                    return Err((
+                        "output_style".into(),
+                        "`output_style` must be `content` or `promptfoo`".into(),
+                    ));
+                }
+            },
         })
     }
 
@@ -213,6 +228,12 @@ pub fn invoke(
     test: &TestCase,
     inv: &Invocation<'_>,
 ) -> Result<TargetOutput, TargetFailure> {
+    if let Some(settings) = &config.promptfoo {
+        let timeout = inv
+            .time_left(Some(config.timeout))
+            .map_or(config.timeout, |t| t.min(config.timeout));
+        return super::gemini_promptfoo::call(config, settings, &super::echo_text(test), timeout);
+    }
     let messages = super::prompt::chat_messages(&test.input);
     chat(
         config,

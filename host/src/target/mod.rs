@@ -26,6 +26,7 @@ pub mod cli;
 pub mod copilot_log;
 mod copilot_sdk;
 pub mod gemini;
+pub mod gemini_promptfoo;
 pub mod http;
 pub mod openai;
 mod openai_responses_promptfoo;
@@ -50,6 +51,7 @@ mod file;
 pub use file::*;
 pub mod keys;
 pub mod models;
+pub mod ollama;
 
 /// AgentV's mock response when none is configured.
 pub const MOCK_DEFAULT_RESPONSE: &str =

@@ -50,6 +50,14 @@ pub struct OpenAiConfig {
     /// promptfoo calls it (`api_format: responses` with `output_style:
     /// promptfoo`).
     pub promptfoo_responses: bool,
+    /// Azure's `api-version` query parameter (promptfoo's `azure:chat:`).
+    pub api_version: Option<String>,
+    /// The header the key goes in, when not `Authorization: Bearer`
+    /// (`api-key` for Azure).
+    pub api_key_header: Option<String>,
+    /// Ollama's own API instead of the OpenAI-compatible one (promptfoo's
+    /// `ollama:` providers).
+    pub ollama: Option<super::ollama::OllamaApi>,
 }
 
 /// How the candidate text is made from a chat completion.
@@ -164,12 +172,43 @@ impl OpenAiConfig {
                 }
             },
             promptfoo_responses: false,
+            api_version: get_text(entry, "api_version")?,
+            api_key_header: get_text(entry, "api_key_header")?,
+            ollama: None,
         })
     }
 
     fn url(&self) -> String {
-        format!("{}/chat/completions", self.base_url)
+        match &self.api_version {
+            Some(v) => format!(
+                "{}/chat/completions?api-version={}",
+                self.base_url,
+                url_encode(v)
+            ),
+            None => format!("{}/chat/completions", self.base_url),
+        }
     }
+}
+
+/// A text field of an entry, when given.
+fn get_text(entry: &Map<String, Value>, key: &str) -> Result<Option<String>, (String, String)> {
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err((key.to_owned(), format!("`{key}` must be text"))),
+    }
+}
+
+/// `s` as a URL query value.
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// POSTs `body` to `url` with the endpoint's key: the answer as JSON, or
@@ -184,10 +223,10 @@ pub(super) fn post(
     let timeout = timeout.map_or(config.timeout, |t| t.min(config.timeout));
     let mut headers = Vec::new();
     if let Some(key) = &config.api_key {
-        headers.push(if config.provider.starts_with("azure") {
-            ("api-key", key.clone())
-        } else {
-            ("Authorization", format!("Bearer {key}"))
+        headers.push(match config.api_key_header.as_deref() {
+            Some(h) => (h, key.clone()),
+            None if config.provider.starts_with("azure") => ("api-key", key.clone()),
+            None => ("Authorization", format!("Bearer {key}")),
         });
     }
     let response = super::api::send(url, &headers, body, timeout)?;
@@ -623,6 +662,14 @@ pub fn invoke(
     }
     let timeout = inv.time_left(Some(config.timeout));
     let case_bound = inv.deadline.is_some() && timeout.is_some_and(|t| t < config.timeout);
+    if let Some(api) = config.ollama {
+        return super::ollama::call(
+            config,
+            api,
+            &super::echo_text(test),
+            timeout.map_or(config.timeout, |t| t.min(config.timeout)),
+        );
+    }
     if config.promptfoo_responses {
         return super::openai_responses_promptfoo::call(
             config,

@@ -576,6 +576,10 @@ pub struct ReadOptions {
     /// `--sandbox strict`: commands the suite defines are refused where
     /// they are written.
     pub untrusted: bool,
+    /// Runs the code a config computes values with while it is read
+    /// (promptfoo's `transformVars`, var files, prompt functions, Nunjucks
+    /// filters) in the host's sandbox; without one such a config is refused.
+    pub code: Option<crate::code::Runner>,
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@
 mod agentv4;
 mod agentv5;
 pub mod budget;
+pub mod code;
 mod csv;
 pub mod diag;
 pub mod dialect;

@@ -40,6 +40,17 @@ pub fn load_as(
     untrusted: bool,
     forced: Option<Dialect>,
 ) -> (Option<Suite>, Diagnostics) {
+    load_as_with(path, untrusted, forced, None)
+}
+
+/// [`load_as`], with `code` running what the suite computes while it is
+/// read (in the host's sandbox).
+pub fn load_as_with(
+    path: &Path,
+    untrusted: bool,
+    forced: Option<Dialect>,
+    code: Option<crate::code::Runner>,
+) -> (Option<Suite>, Diagnostics) {
     let roots = Roots::for_eval(path);
     let env = if untrusted {
         Env::load_files_only(&roots.eval_dir, &roots.project_root, &roots.cwd)
@@ -52,6 +63,7 @@ pub fn load_as(
             roots,
             env,
             untrusted,
+            code,
         },
         forced,
     )
@@ -70,6 +82,7 @@ pub fn load_with(
         roots,
         env,
         untrusted,
+        code: None,
     };
     load_dialect(path, options, None)
 }

@@ -104,7 +104,13 @@ impl Engine {
 
     /// `new Function("output", "context", "process", body)`, cached.
     pub(crate) fn snippet(&mut self, body: &str) -> JsResult<JsObject> {
-        if let Some(f) = self.snippets.get(body) {
+        self.snippet_of(&["output", "context", "process"], body)
+    }
+
+    /// `new Function(...params, body)`, cached.
+    pub(crate) fn snippet_of(&mut self, params: &[&str], body: &str) -> JsResult<JsObject> {
+        let key = format!("{}\u{0}{body}", params.join(","));
+        if let Some(f) = self.snippets.get(&key) {
             return Ok(f.clone());
         }
         // The realm's own `Function`, never `globalThis.Function`: a snippet
@@ -115,12 +121,11 @@ impl Engine {
             .constructors()
             .function()
             .constructor();
-        let args = [
-            js_string!("output").into(),
-            js_string!("context").into(),
-            js_string!("process").into(),
-            JsString::from(body).into(),
-        ];
+        let args: Vec<JsValue> = params
+            .iter()
+            .map(|p| JsString::from(*p).into())
+            .chain(std::iter::once(JsString::from(body).into()))
+            .collect();
         let f = ctor.call(&JsValue::undefined(), &args, &mut self.ctx)?;
         let f = f
             .as_object()
@@ -129,7 +134,7 @@ impl Engine {
         if self.snippets.len() >= CACHE_CAP {
             self.snippets.clear();
         }
-        self.snippets.insert(body.to_owned(), f.clone());
+        self.snippets.insert(key, f.clone());
         Ok(f)
     }
 

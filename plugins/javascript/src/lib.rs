@@ -39,7 +39,7 @@ use evalhost_plugin_sdk::{
 };
 
 use engine::{CONSOLE, with_engine};
-use run::{run, run_transform};
+use run::{run, run_call, run_transform};
 pub use snippet::build_function_body;
 use snippet::script;
 
@@ -48,6 +48,11 @@ pub struct JavascriptGrader;
 
 /// The type promptfoo suites' `javascript` assertions are graded by.
 pub const TYPE: &str = "promptfoo-javascript";
+
+/// Not an assertion: a function the host calls while it reads a suite
+/// (`transformVars`, var files, prompt functions, Nunjucks filters), its
+/// result in the details (`output`).
+pub const CALL: &str = "promptfoo-call";
 
 /// The type of promptfoo's transforms (`options.transform`, an assertion's
 /// `transform`): not a grade, a step that returns the new output in the
@@ -83,9 +88,23 @@ impl Grader for JavascriptGrader {
                     "value": {"type": "string"}, "__script": {"type": "object"},
                 }})),
             )
+            .assertion_type(
+                AssertionType::new(
+                    CALL,
+                    "a suite's code called while the suite is read (promptfoo's transformVars, var files, prompt functions, Nunjucks filters): the result in details.output",
+                )
+                .threshold(0.0)
+                .schema(json!({"type": "object", "properties": {
+                    "value": {"type": "string"}, "__script": {"type": "object"},
+                    "params": {"type": "array"}, "args": {"type": "array"},
+                }})),
+            )
     }
 
     fn check_config(assertion_type: &str, config: &Config) -> Result<(), String> {
+        if assertion_type == CALL {
+            return Ok(());
+        }
         if assertion_type != TYPE && assertion_type != TRANSFORM {
             return Err(format!("unknown assertion type `{assertion_type}`"));
         }
@@ -102,6 +121,17 @@ impl Grader for JavascriptGrader {
 
     fn grade(request: &Request) -> Result<Grade, GradeError> {
         CONSOLE.with(|c| c.borrow_mut().clear());
+        if request.assertion_type == CALL {
+            let output = with_engine(|engine| run_call(engine, request))?;
+            let printed = CONSOLE.with(|c| std::mem::take(&mut *c.borrow_mut()));
+            let mut details = json!({"output": output});
+            if !printed.is_empty() {
+                details["console"] = json!(printed);
+            }
+            return Ok(Grade::new(1.0)
+                .with_check(Check::pass("Called"))
+                .with_details(details));
+        }
         if request.assertion_type == TRANSFORM {
             let output = with_engine(|engine| run_transform(engine, request))?;
             let printed = CONSOLE.with(|c| std::mem::take(&mut *c.borrow_mut()));

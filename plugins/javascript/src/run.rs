@@ -2,7 +2,8 @@
 //! to the code, the call, and what it returned made a verdict or the new
 //! output.
 
-use boa_engine::{Context, JsString, JsValue, js_string};
+use boa_engine::object::FunctionObjectBuilder;
+use boa_engine::{Context, JsString, JsValue, NativeFunction, js_string};
 use evalhost_plugin_sdk::{GradeError, Request, Value, json};
 
 use crate::engine::{Engine, settle, thrown};
@@ -308,6 +309,138 @@ pub(crate) fn run_transform(engine: &mut Engine, request: &Request) -> Result<Va
         None => match result.to_json(ctx) {
             Ok(Some(v)) => Ok(v),
             // A function or a symbol: what `String(x)` makes of it.
+            _ => Ok(Value::String(result.display().to_string())),
+        },
+    }
+}
+
+/// A function the host calls while it reads a suite (promptfoo's
+/// `transformVars`, a var computed by a file, a prompt function, a
+/// Nunjucks filter): `config.args` handed over, the result awaited and
+/// returned as JSON (`undefined` as `null`). An inline snippet is a
+/// function of `config.params` (`process` appended when it is the last
+/// name); a file's function is its own export named `function`, else the
+/// module when it is a function, else its default export.
+pub(crate) fn run_call(engine: &mut Engine, request: &Request) -> Result<Value, GradeError> {
+    let config = &request.config;
+    let args: Vec<Value> = match config.get("args") {
+        Some(Value::Array(a)) => a.clone(),
+        None => Vec::new(),
+        Some(_) => return Err(GradeError::Failed("`args` must be a list".into())),
+    };
+    let mut js_args = Vec::with_capacity(args.len() + 1);
+    for a in &args {
+        js_args.push(
+            JsValue::from_json(a, &mut engine.ctx)
+                .map_err(|e| GradeError::Failed(format!("an argument: {e}")))?,
+        );
+    }
+    // promptfoo hands a var file its provider object, whose `id` is a
+    // method: the argument at `provider_arg` gets one.
+    if let Some(i) = config.get("provider_arg").and_then(Value::as_u64)
+        && let (Some(Value::Object(p)), Some(obj)) = (
+            args.get(i as usize),
+            js_args.get(i as usize).and_then(JsValue::as_object),
+        )
+    {
+        let id = JsString::from(p.get("id").and_then(Value::as_str).unwrap_or_default());
+        let realm = engine.ctx.realm().clone();
+        let f = FunctionObjectBuilder::new(
+            &realm,
+            NativeFunction::from_copy_closure_with_captures(
+                |_, _, id: &JsString, _| Ok(id.clone().into()),
+                id,
+            ),
+        )
+        .name(js_string!("id"))
+        .build();
+        obj.set(js_string!("id"), f, false, &mut engine.ctx)
+            .map_err(|e| GradeError::Failed(format!("the provider: {e}")))?;
+    }
+    let function = match script(config).map_err(GradeError::Failed)? {
+        None => {
+            let Some(Value::String(code)) = config.get("value") else {
+                return Err(GradeError::Failed(
+                    "a call needs `value` or `__script`".into(),
+                ));
+            };
+            let params: Vec<String> = match config.get("params") {
+                Some(Value::Array(p)) => p
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect(),
+                _ => vec!["output".into(), "context".into(), "process".into()],
+            };
+            if params.last().map(String::as_str) == Some("process") {
+                while js_args.len() + 1 < params.len() {
+                    js_args.push(JsValue::undefined());
+                }
+                js_args.push(engine.process.clone());
+            }
+            let body = if code.contains('\n') {
+                code.clone()
+            } else {
+                format!("return {code}")
+            };
+            let names: Vec<&str> = params.iter().map(String::as_str).collect();
+            let f = engine.snippet_of(&names, &body).map_err(|e| {
+                let (message, _) = thrown(&e, &mut engine.ctx);
+                GradeError::Failed(message)
+            })?;
+            JsValue::from(f)
+        }
+        Some(script) => {
+            let m = engine.module(&script).map_err(|e| {
+                let (message, _) = thrown(&e, &mut engine.ctx);
+                GradeError::Failed(format!("{}: {message}", script.reference))
+            })?;
+            let ctx = &mut engine.ctx;
+            let named = script.function.as_deref().map(|name| {
+                m.as_object()
+                    .filter(|o| {
+                        o.has_own_property(JsString::from(name), ctx)
+                            .unwrap_or(false)
+                    })
+                    .and_then(|o| o.get(JsString::from(name), ctx).ok())
+                    .filter(JsValue::is_callable)
+            });
+            let found = match named {
+                Some(named) => named,
+                None => m.is_callable().then(|| m.clone()).or_else(|| {
+                    m.as_object()
+                        .and_then(|o| o.get(js_string!("default"), ctx).ok())
+                        .filter(JsValue::is_callable)
+                }),
+            };
+            found.ok_or_else(|| {
+                GradeError::Failed(match &script.function {
+                    Some(f) => format!("{} has no function `{f}`", script.reference),
+                    None => format!(
+                        "{} must export a function or have a default export that is a function",
+                        script.reference
+                    ),
+                })
+            })?
+        }
+    };
+    let ctx = &mut engine.ctx;
+    let result = function
+        .as_callable()
+        .expect("a function")
+        .call(&JsValue::undefined(), &js_args, ctx)
+        .and_then(|v| settle(v, ctx))
+        .map_err(|e| {
+            let (message, _) = thrown(&e, ctx);
+            GradeError::Failed(message)
+        })?;
+    if result.is_undefined() {
+        return Ok(Value::Null);
+    }
+    match result.as_string() {
+        Some(s) => Ok(Value::String(s.to_std_string_escaped())),
+        None => match result.to_json(ctx) {
+            Ok(Some(v)) => Ok(v),
             _ => Ok(Value::String(result.display().to_string())),
         },
     }

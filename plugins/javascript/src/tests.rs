@@ -295,3 +295,53 @@ fn globals_a_snippet_adds_do_not_reach_the_next_one() {
         json!({})
     )));
 }
+
+fn call(config: Value) -> Result<Value, GradeError> {
+    let request = Request::new(CALL, "").with_config(config);
+    Harness::<JavascriptGrader>::new()
+        .grade(&request)
+        .map(|g| g.details.unwrap()["output"].clone())
+}
+
+#[test]
+fn calls_hand_over_their_arguments_and_return_json() {
+    // An inline function of named parameters, `process` appended.
+    let out = call(json!({
+        "value": "({...vars, n: vars.a.length, p: typeof process})",
+        "params": ["vars", "context", "process"],
+        "args": [{"a": "xyz"}, {"uuid": "u"}],
+    }))
+    .unwrap();
+    assert_eq!(out, json!({"a": "xyz", "n": 3, "p": "object"}));
+    // A module's named export, awaited; `undefined` is null.
+    let script = |source: &str, function: Option<&str>| json!({"reference": "file://f.js", "source": source, "function": function, "esm": false});
+    let out = call(json!({
+        "__script": script("module.exports.make = async (x) => x * 2;", Some("make")),
+        "args": [21],
+    }))
+    .unwrap();
+    assert_eq!(out, json!(42));
+    let out = call(json!({"__script": script("module.exports = () => {};", None)})).unwrap();
+    assert_eq!(out, Value::Null);
+    // The provider argument's `id` is a method, as promptfoo's is.
+    let out = call(json!({
+        "__script": script("module.exports = (n, p, v, provider) => ({output: provider.id() + '/' + provider.label});", None),
+        "args": ["who", "prompt", {}, {"id": "echo", "label": "first"}],
+        "provider_arg": 3,
+    }))
+    .unwrap();
+    assert_eq!(out, json!({"output": "echo/first"}));
+    // A missing function and a throw are failures, in words.
+    let Err(GradeError::Failed(m)) =
+        call(json!({"__script": script("module.exports.a = 1;", Some("b"))}))
+    else {
+        panic!("a missing function fails");
+    };
+    assert!(m.contains("has no function `b`"), "{m}");
+    let Err(GradeError::Failed(m)) =
+        call(json!({"value": "throw new Error('boom')\n", "params": ["vars"]}))
+    else {
+        panic!("a throw fails");
+    };
+    assert!(m.contains("boom"), "{m}");
+}

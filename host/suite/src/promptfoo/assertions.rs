@@ -531,7 +531,16 @@ impl Reader {
         if !needs(&test.assertions) || self.provider_infos.is_empty() {
             return vec![test];
         }
-        let providers = self.provider_infos.clone();
+        // Only the providers that run the test.
+        let providers: Vec<ProviderInfo> = self
+            .provider_infos
+            .iter()
+            .filter(|p| test.targets.as_ref().is_none_or(|t| t.contains(&p.name)))
+            .cloned()
+            .collect();
+        if providers.is_empty() {
+            return vec![test];
+        }
         let infos: Vec<(String, Value)> = providers
             .iter()
             .map(|p| {

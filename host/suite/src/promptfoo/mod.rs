@@ -38,6 +38,7 @@ mod case;
 mod code;
 mod csv;
 mod graders;
+mod hosted;
 mod openai;
 mod openai_prices;
 mod prompts;
@@ -45,6 +46,7 @@ mod providers;
 mod refs;
 mod render;
 mod rows;
+
 #[cfg(test)]
 mod tests;
 
@@ -52,7 +54,6 @@ use code::*;
 use csv::*;
 use graders::*;
 use prompts::*;
-use rows::*;
 
 use render::Renderer;
 
@@ -170,7 +171,7 @@ struct ProviderInfo {
 const MAX_ROWS: usize = 1_000_000;
 
 /// One prompt of the config.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Prompt {
     raw: String,
     label: String,
@@ -178,6 +179,10 @@ struct Prompt {
     /// The prompt's own `config`: promptfoo merges it into each provider's
     /// config for the calls with this prompt (under a test's options).
     config: Map<String, Value>,
+    /// A prompt function (`file://prompt.js[:fn]`, `file://prompt.py:fn`):
+    /// called per test and provider with `{vars, provider, config}`, its
+    /// result the template (or `{prompt, config}`).
+    function: Option<Arc<crate::code::CodeCall>>,
 }
 
 /// One test row before rendering: its vars, assertions and settings.
@@ -194,6 +199,9 @@ struct Row {
     /// `options.postprocess`, its old name (a `transform` wins, the
     /// default's too).
     postprocess: Option<(Value, KeyPath)>,
+    /// `options.transformVars`: the vars rewritten by code before the
+    /// test runs (the default's when the test has none).
+    transform_vars: Option<(Value, KeyPath)>,
     /// `options.provider` and `options.rubricPrompt`: how the test's
     /// model-graded assertions are graded.
     grading: Grading,
@@ -381,14 +389,20 @@ impl Reader {
             }
         }
         let derived = self.derived_metrics(root.get("derivedMetrics"), &top.key("derivedMetrics"));
-        for key in ["extensions", "nunjucksFilters", "redteam"] {
+        for key in ["extensions", "redteam"] {
             if root.contains_key(key) {
                 self.error(&top.key(key), format!("`{key}` is not read by this version of evalhost"))
                     .hint = Some("remove it to run the rest of the config; it is part of the promptfoo dialect still being built".into());
             }
         }
         self.evaluate_options(root.get("evaluateOptions"), &top.key("evaluateOptions"));
-        let renderer = Renderer::new(&self.config_env(root));
+        let mut renderer = Renderer::new(&self.config_env(root));
+        self.nunjucks_filters(
+            root.get("nunjucksFilters"),
+            &top.key("nunjucksFilters"),
+            &mut renderer,
+        );
+        let renderer = renderer;
         let prompts = self.prompts(root.get("prompts"), &top.key("prompts"), &renderer);
         // promptfoo fills `_conversation` with the earlier turns of the
         // test's conversation (`metadata.conversationId`) as it runs them
@@ -451,85 +465,12 @@ impl Reader {
                 label: String::new(),
                 id: None,
                 config: Map::new(),
+                function: None,
             }]
         } else {
             prompts
         };
-        let mut tests = Vec::new();
-        let mut ids = std::collections::HashSet::new();
-        let mut var_files: std::collections::HashMap<PathBuf, Result<Value, String>> =
-            std::collections::HashMap::new();
-        let mut overlays = std::collections::HashMap::new();
-        for (n, row) in rows.into_iter().enumerate() {
-            let row = match &default_test {
-                Some(d) => merge_default(d, row),
-                None => row,
-            };
-            let Some(combos) =
-                crate::vars::cartesian(&row.vars, crate::vars::EmptyList::Keep, MAX_ROWS)
-                    .filter(|c| c.len() * prompts.len() <= MAX_ROWS)
-            else {
-                self.error(&row.at.key("vars"), format!("these vars expand into more tests than evalhost reads from one config ({MAX_ROWS})"));
-                continue;
-            };
-            for (k, written) in combos.iter().enumerate() {
-                let mut vars = written.clone();
-                let unread = self.load_file_vars(&mut vars, &row.at.key("vars"), &mut var_files);
-                let vars = &vars;
-                for (p, prompt) in prompts.iter().enumerate() {
-                    let base = row
-                        .description
-                        .clone()
-                        .unwrap_or_else(|| format!("test-{}", n + 1));
-                    let mut id = base.clone();
-                    if combos.len() > 1 {
-                        id.push_str(&format!(" #{}", k + 1));
-                    }
-                    if prompts.len() > 1 {
-                        // A prompt's own label when it was given one.
-                        if prompt.label != prompt.raw && !prompt.label.starts_with("file://") {
-                            id.push_str(&format!(" @{}", prompt.label));
-                        } else {
-                            id.push_str(&format!(" @prompt-{}", p + 1));
-                        }
-                    }
-                    let mut unique = id.clone();
-                    let mut i = 2;
-                    while !ids.insert(unique.clone()) {
-                        unique = format!("{id} ~{i}");
-                        i += 1;
-                    }
-                    if let Some(mut test) = self.test(&row, vars, prompt, unique, &renderer) {
-                        if test.input_error.is_none() {
-                            test.input_error = unread.clone();
-                        }
-                        // promptfoo's `mergeProviderPromptConfig`: the
-                        // prompt's config, then the test's options, over
-                        // each provider's config for these calls.
-                        if !prompt.config.is_empty() || !row.provider_options.is_empty() {
-                            let mut overlay = prompt.config.clone();
-                            overlay.extend(row.provider_options.clone());
-                            test.target_params = self.target_params(
-                                &overlay,
-                                &row.at.key("options"),
-                                &renderer,
-                                &mut overlays,
-                            );
-                        }
-                        if !test.comparisons.is_empty() {
-                            test.compare_group = Some(format!("{n}/{k}"));
-                        }
-                        // Rows show the vars as written (`file://…`), as
-                        // promptfoo's results do; templates saw the contents.
-                        if written != vars {
-                            test.metadata
-                                .insert("vars".into(), Value::Object(written.clone()));
-                        }
-                        tests.extend(self.with_providers(test, vars, &renderer));
-                    }
-                }
-            }
-        }
+        let tests = self.expand(rows, default_test.as_ref(), &prompts, &renderer);
         if tests.is_empty() && !self.diags.has_errors() {
             self.error(&top.key("tests"), "the config has no tests")
                 .hint = Some("add `tests:` with `vars` and `assert`".into());

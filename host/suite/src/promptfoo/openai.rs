@@ -263,7 +263,7 @@ fn pricing(model: &str, config: &Map<String, Value>) -> Option<Value> {
 }
 
 /// A number as JavaScript writes it: `0`, not `0.0`.
-fn js_number(n: f64) -> Value {
+pub(super) fn js_number(n: f64) -> Value {
     if n.fract() == 0.0 && n.abs() < 9e15 {
         serde_json::json!(n as i64)
     } else {

@@ -20,6 +20,7 @@ impl Reader {
                     label: "{{prompt}}".into(),
                     id: None,
                     config: Map::new(),
+                    function: None,
                 }];
             }
             Some(Value::Array(items)) => items
@@ -71,6 +72,7 @@ impl Reader {
                             label: label.unwrap_or_else(|| raw.to_owned()),
                             id: id.map(str::to_owned),
                             config,
+                            function: None,
                         }),
                         (None, Some(id)) => {
                             out.extend(self.prompt_source(id, label, &iat).into_iter().map(|p| {
@@ -120,6 +122,7 @@ impl Reader {
                 label: label.unwrap_or_else(|| value.to_owned()),
                 id: None,
                 config: Map::new(),
+                function: None,
             }];
         }
         let spec = value.strip_prefix("file://").unwrap_or(value);
@@ -142,9 +145,10 @@ impl Reader {
             .unwrap_or("")
             .to_ascii_lowercase();
         if matches!(ext.as_str(), "js" | "ts" | "mjs" | "cjs" | "py") || function.is_some() {
-            self.error(at, format!("the prompt `{value}` is a prompt function, which this version of evalhost does not run"))
-                .hint = Some("use a text, JSON or YAML prompt file; prompt functions will run in the sandbox with inline code".into());
-            return Vec::new();
+            return self
+                .prompt_function(value, spec, function, &ext, label, at)
+                .into_iter()
+                .collect();
         }
         let files = match self.glob(spec, at) {
             Some(f) => f,
@@ -205,10 +209,70 @@ impl Reader {
                     label,
                     id: Some(id.clone()),
                     config: Map::new(),
+                    function: None,
                 });
             }
         }
         out
+    }
+
+    /// A prompt function (promptfoo's `processJsFile`/`processPythonFile`):
+    /// `file://prompt.js[:fn]` (the module's function, or its own `fn`),
+    /// `file://prompt.py:fn`, or `file://prompt.py` (the whole script, run
+    /// with the context as `sys.argv[1]`, its printed text the prompt). Run
+    /// per test and provider in the sandbox by [`Reader::prompt_for`].
+    pub(super) fn prompt_function(
+        &mut self,
+        value: &str,
+        spec: &str,
+        function: Option<&str>,
+        ext: &str,
+        label: Option<String>,
+        at: &KeyPath,
+    ) -> Option<Prompt> {
+        let language = match ext {
+            "js" | "mjs" | "cjs" => crate::code::Language::JavaScript,
+            "py" => crate::code::Language::Python,
+            _ => {
+                self.error(at, format!("the prompt `{value}` is a TypeScript prompt function, which this version of evalhost does not run"))
+                    .hint = Some("compile it to a .js file (`npx esbuild prompt.ts --format=cjs --outfile=prompt.js`) and name that; evalhost runs .js and .py prompt functions in its sandbox".into());
+                return None;
+            }
+        };
+        if !self.code_available(at, &format!("the prompt function `{value}`")) {
+            return None;
+        }
+        let path = self.relative(spec, &format!("the prompt `{value}`"), at)?;
+        let source = self.read_file(&path, at)?;
+        let shown = path
+            .strip_prefix(self.abs_dir())
+            .or_else(|_| path.strip_prefix(&self.dir))
+            .map_or_else(|_| path.display().to_string(), |p| p.display().to_string());
+        let id = format!("file://{shown}");
+        let label = label.unwrap_or_else(|| match (function, language) {
+            (Some(f), _) => format!("{id}:{f}"),
+            (None, crate::code::Language::JavaScript) => id.clone(),
+            (None, crate::code::Language::Python) => format!("{id}: {source}"),
+        });
+        let esm = ext == "mjs" || (ext != "cjs" && looks_like_esm(&source));
+        Some(Prompt {
+            raw: source.clone(),
+            label,
+            id: Some(id),
+            config: Map::new(),
+            function: Some(Arc::new(crate::code::CodeCall {
+                language,
+                code: crate::code::Code::File {
+                    reference: value.to_owned(),
+                    source,
+                    function: function.map(str::to_owned),
+                    esm,
+                    script: language == crate::code::Language::Python && function.is_none(),
+                },
+                args: Vec::new(),
+                provider_arg: None,
+            })),
+        })
     }
 
     /// The files a path or glob names, inside the project root.

@@ -107,7 +107,14 @@ impl Reader {
                 let short = id
                     .strip_prefix("anthropic:messages:")
                     .map(|m| ("anthropic", m))
-                    .or_else(|| id.strip_prefix("openai:chat:").map(|m| ("openai", m)));
+                    .or_else(|| id.strip_prefix("openai:chat:").map(|m| ("openai", m)))
+                    .or_else(|| id.strip_prefix("azure:chat:").map(|m| ("azure", m)))
+                    .or_else(|| {
+                        id.strip_prefix("ollama:")
+                            .filter(|m| !m.starts_with("chat:") && !m.starts_with("completion:"))
+                            .map(|m| ("ollama:completion", m))
+                    })
+                    .or_else(|| id.strip_prefix("vertex:chat:").map(|m| ("vertex", m)));
                 match (&item, short) {
                     (Value::String(_), Some((api, model))) => format!("{api}:{model}"),
                     _ => id.clone(),
@@ -212,7 +219,8 @@ impl Reader {
         let mut out = Map::new();
         for info in self.provider_infos.clone() {
             match info.kind {
-                "openai" | "openai-responses" | "anthropic" => {
+                "openai" | "openai-responses" | "anthropic" | "azure" | "openrouter" | "ollama"
+                | "google" => {
                     let mut config = info.config.clone();
                     config.extend(overlay.clone());
                     if let Some(mut entry) = self.provider_entry(&info.id, &config, at, renderer) {
@@ -288,6 +296,36 @@ impl Reader {
         if let Some(rest) = id.strip_prefix("anthropic:") {
             return self.anthropic_provider(id, rest, (written, config), at, renderer);
         }
+        if let Some(rest) = id
+            .strip_prefix("azure:")
+            .or_else(|| id.strip_prefix("azureopenai:"))
+        {
+            return match rest.split_once(':') {
+                Some(("chat", deployment)) => {
+                    self.azure_provider(id, deployment, config, at, renderer)
+                }
+                _ => {
+                    self.error(
+                        at,
+                        format!("the provider `{id}` is not run by this version of evalhost"),
+                    )
+                    .hint = Some(
+                        "of promptfoo's Azure providers evalhost runs `azure:chat:<deployment>`"
+                            .into(),
+                    );
+                    None
+                }
+            };
+        }
+        if let Some(model) = id.strip_prefix("openrouter:") {
+            return self.openrouter_provider(id, model, (written, config), at, renderer);
+        }
+        if id.starts_with("ollama:") {
+            return self.ollama_provider(id, config, at, renderer);
+        }
+        if id.starts_with("google:") || id.starts_with("vertex:") {
+            return self.google_provider(id, config, at, renderer);
+        }
         if let Some(script) = id.strip_prefix("exec:") {
             return self.exec_provider(id, script, config, at);
         }
@@ -302,7 +340,7 @@ impl Reader {
             return self.script_provider(id, file, config, at);
         }
         self.error(at, format!("the provider `{id}` is not run by this version of evalhost"))
-            .hint = Some("supported so far: echo, openai:<model>, openai:chat:<model> (any OpenAI-compatible endpoint with config.apiBaseUrl), anthropic:messages:<model>, anthropic:<model>, exec:<command>, file://provider.py|.js".into());
+            .hint = Some("supported so far: echo, openai:<model>, openai:chat:<model> (any OpenAI-compatible endpoint with config.apiBaseUrl), anthropic:messages:<model>, anthropic:<model>, azure:chat:<deployment>, openrouter:<model>, ollama:[chat:|completion:]<model>, google:<model>, vertex:<model> (with an API key), exec:<command>, http(s), file://provider.py|.js".into());
         None
     }
 
@@ -491,6 +529,14 @@ pub(super) fn provider_kind(id: &str) -> &'static str {
         "openai"
     } else if id.starts_with("anthropic:") {
         "anthropic"
+    } else if id.starts_with("azure:") || id.starts_with("azureopenai:") {
+        "azure"
+    } else if id.starts_with("openrouter:") {
+        "openrouter"
+    } else if id.starts_with("ollama:") {
+        "ollama"
+    } else if id.starts_with("google:") || id.starts_with("vertex:") {
+        "google"
     } else if id.starts_with("exec:") {
         "exec"
     } else if id == "http"

@@ -194,6 +194,39 @@ impl Renderer {
         }
     }
 
+    /// A filter whose function runs in the host's sandbox (promptfoo's
+    /// `nunjucksFilters`): called with the value and the filter's
+    /// arguments as JSON; what it throws fails the render.
+    pub fn add_code_filter(
+        &mut self,
+        name: &str,
+        runner: crate::code::Runner,
+        call: crate::code::CodeCall,
+    ) {
+        let label = name.to_owned();
+        self.env.add_filter(
+            name.to_owned(),
+            move |value: JValue,
+                  rest: minijinja::value::Rest<JValue>|
+                  -> Result<JValue, minijinja::Error> {
+                let to_json = |v: &JValue| serde_json::to_value(v).unwrap_or(Value::Null);
+                let mut call = call.clone();
+                call.args = std::iter::once(to_json(&value))
+                    .chain(rest.iter().map(to_json))
+                    .collect();
+                runner
+                    .call(&call)
+                    .map(|v| JValue::from_serialize(&v))
+                    .map_err(|e| {
+                        minijinja::Error::new(
+                            minijinja::ErrorKind::InvalidOperation,
+                            format!("filter `{label}`: {e}"),
+                        )
+                    })
+            },
+        );
+    }
+
     /// An environment variable as `{{ env.NAME }}` sees it.
     pub fn env_value(&self, name: &str) -> Option<String> {
         self.vars_env

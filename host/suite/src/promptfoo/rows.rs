@@ -288,7 +288,7 @@ impl Reader {
                 );
             }
         }
-        let (mut transform, mut postprocess) = (None, None);
+        let (mut transform, mut postprocess, mut transform_vars) = (None, None, None);
         let mut grading = Grading::default();
         let mut provider_options = Map::new();
         if let Some(Value::Object(options)) = t.get("options") {
@@ -303,13 +303,10 @@ impl Reader {
                     "factuality" => grading.factuality = self.factuality_scores(v, &oat),
                     // Not a provider setting (`mergeProviderPromptConfig`
                     // drops it).
-                    "storeOutputAs" | "transformVars" => {
+                    "transformVars" => transform_vars = Some((v.clone(), oat)),
+                    "storeOutputAs" => {
                         self.error(&oat, format!("test option `{key}` is not read by this version of evalhost: it needs each test's vars made as the run goes, which evalhost does before it"))
-                            .hint = Some(if key == "transformVars" {
-                                "compute the vars in the tests file, or write them out".into()
-                            } else {
-                                "give the later tests their vars as written".into()
-                            });
+                            .hint = Some("give the later tests their vars as written".into());
                     }
                     // `_conversation` is never filled (see the warning at
                     // the prompt): nothing to disable.
@@ -384,6 +381,7 @@ impl Reader {
             provider_output: t.get("providerOutput").cloned(),
             transform,
             postprocess,
+            transform_vars,
             grading,
             provider_options,
             at: at.clone(),
@@ -413,6 +411,11 @@ impl Reader {
         for name in names {
             let spec = vars[&name].as_str().unwrap_or_default().to_owned();
             let rel = &spec["file://".len()..];
+            // Code that computes the var runs per prompt and provider
+            // (`Reader::computed`).
+            if code_var(&spec).is_some() {
+                continue;
+            }
             // A file that is not there errors the rows (below); one outside
             // the project is refused.
             let path = match self.options.roots.relative(rel, &self.dir) {
@@ -472,6 +475,9 @@ pub(super) fn merge_default(d: &Row, mut row: Row) -> Row {
     let mut provider_options = d.provider_options.clone();
     provider_options.extend(std::mem::take(&mut row.provider_options));
     row.provider_options = provider_options;
+    if row.transform_vars.is_none() {
+        row.transform_vars = d.transform_vars.clone();
+    }
     if row.postprocess.is_none() {
         row.postprocess = d.postprocess.clone();
     }
@@ -507,8 +513,8 @@ pub(super) fn load_var_file(path: &Path) -> Result<Value, String> {
         ("heif", "image/heif"),
     ];
     match ext.as_str() {
-        "js" | "cjs" | "mjs" | "ts" | "mts" | "cts" | "py" => {
-            return Err("a var computed by code is not run by this version of evalhost; write its value, or point at a text file".into());
+        "ts" | "mts" | "cts" => {
+            return Err("a var computed by TypeScript is not run by this version of evalhost; compile it to a .js file, which evalhost runs in its sandbox".into());
         }
         "pdf" => {
             return Err(
@@ -558,4 +564,122 @@ pub(super) fn load_var_file(path: &Path) -> Result<Value, String> {
         return Ok(Value::String(v.to_string()));
     }
     Ok(Value::String(text.trim().to_owned()))
+}
+
+impl Reader {
+    /// Each row (with `defaultTest` merged, its `transformVars` run, its
+    /// var lists expanded and its `file://` vars read) rendered with each
+    /// prompt into tests, as promptfoo prepares them.
+    pub(super) fn expand(
+        &mut self,
+        rows: Vec<Row>,
+        default_test: Option<&Row>,
+        prompts: &[Prompt],
+        renderer: &Renderer,
+    ) -> Vec<TestCase> {
+        let mut tests = Vec::new();
+        let mut ids = std::collections::HashSet::new();
+        let mut var_files: std::collections::HashMap<PathBuf, Result<Value, String>> =
+            std::collections::HashMap::new();
+        let mut overlays = std::collections::HashMap::new();
+        for (n, row) in rows.into_iter().enumerate() {
+            let mut row = match &default_test {
+                Some(d) => merge_default(d, row),
+                None => row,
+            };
+            // `transformVars` rewrites the test's vars before they expand.
+            if let Some((transform, tat)) = row.transform_vars.clone() {
+                match self.transform_vars(&transform, &tat, &row.vars, n) {
+                    Some(v) => row.vars = v,
+                    None => continue,
+                }
+            }
+            let Some(combos) =
+                crate::vars::cartesian(&row.vars, crate::vars::EmptyList::Keep, MAX_ROWS)
+                    .filter(|c| c.len() * prompts.len() <= MAX_ROWS)
+            else {
+                self.error(&row.at.key("vars"), format!("these vars expand into more tests than evalhost reads from one config ({MAX_ROWS})"));
+                continue;
+            };
+            for (k, written) in combos.iter().enumerate() {
+                let mut vars = written.clone();
+                let unread = self.load_file_vars(&mut vars, &row.at.key("vars"), &mut var_files);
+                let vars = &vars;
+                for (p, prompt) in prompts.iter().enumerate() {
+                    let base = row
+                        .description
+                        .clone()
+                        .unwrap_or_else(|| format!("test-{}", n + 1));
+                    let mut id = base.clone();
+                    if combos.len() > 1 {
+                        id.push_str(&format!(" #{}", k + 1));
+                    }
+                    if prompts.len() > 1 {
+                        // A prompt's own label when it was given one.
+                        if prompt.label != prompt.raw && !prompt.label.starts_with("file://") {
+                            id.push_str(&format!(" @{}", prompt.label));
+                        } else {
+                            id.push_str(&format!(" @prompt-{}", p + 1));
+                        }
+                    }
+                    let mut unique = id.clone();
+                    let mut i = 2;
+                    while !ids.insert(unique.clone()) {
+                        unique = format!("{id} ~{i}");
+                        i += 1;
+                    }
+                    // Vars and a prompt computed by code: per provider,
+                    // the test split where providers got different ones.
+                    let computed = self.computed(vars, prompt, &row.at.key("vars"));
+                    let variants: Vec<(&Map<String, Value>, &Prompt, Option<&Computed>)> =
+                        match &computed {
+                            None => vec![(vars, prompt, None)],
+                            Some(list) => {
+                                list.iter().map(|c| (&c.vars, &c.prompt, Some(c))).collect()
+                            }
+                        };
+                    for (vars, prompt, variant) in variants {
+                        let Some(mut test) =
+                            self.test(&row, vars, prompt, unique.clone(), renderer)
+                        else {
+                            continue;
+                        };
+                        if let Some(e) = variant.and_then(|v| v.error.clone()) {
+                            test.input_error = Some(e);
+                        }
+                        if test.input_error.is_none() {
+                            test.input_error = unread.clone();
+                        }
+                        if let Some(t) = variant.and_then(|v| v.targets.clone()) {
+                            test.targets = Some(t);
+                        }
+                        // promptfoo's `mergeProviderPromptConfig`: the
+                        // prompt's config, then the test's options, over
+                        // each provider's config for these calls.
+                        if !prompt.config.is_empty() || !row.provider_options.is_empty() {
+                            let mut overlay = prompt.config.clone();
+                            overlay.extend(row.provider_options.clone());
+                            test.target_params = self.target_params(
+                                &overlay,
+                                &row.at.key("options"),
+                                renderer,
+                                &mut overlays,
+                            );
+                        }
+                        if !test.comparisons.is_empty() {
+                            test.compare_group = Some(format!("{n}/{k}"));
+                        }
+                        // Rows show the vars as written (`file://…`), as
+                        // promptfoo's results do; templates saw the contents.
+                        if written != vars {
+                            test.metadata
+                                .insert("vars".into(), Value::Object(written.clone()));
+                        }
+                        tests.extend(self.with_providers(test, vars, renderer));
+                    }
+                }
+            }
+        }
+        tests
+    }
 }

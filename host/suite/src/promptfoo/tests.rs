@@ -488,3 +488,59 @@ fn csv_config_columns_set_the_threshold_of_their_assertion() {
         diags.0
     );
 }
+
+#[test]
+fn hosted_providers_are_targets_with_promptfoos_addresses() {
+    let (suite, diags) = load(&[(
+        "promptfooconfig.yaml",
+        "env: {VERTEX_API_KEY: vk, AZURE_API_HOST: 'my.openai.azure.com/', AZURE_API_KEY: ak}\nprompts: ['{{q}}']\nproviders:\n  - vertex:gemini-2.0-flash\n  - id: vertex:gemini-2.5-pro\n    config: {region: global, temperature: 0.2, stopSequences: [X]}\n  - azure:chat:dep\n  - id: ollama:chat:llama3\n    config: {temperature: 0.1, format: json}\ntests:\n  - vars: {q: a}\n",
+    )]);
+    assert!(!diags.has_errors(), "{:?}", diags.0);
+    let suite = suite.unwrap();
+    let entry = |i: usize| &suite.inline_targets[i].entry;
+    assert_eq!(
+        entry(0)["base_url"],
+        "https://us-central1-aiplatform.googleapis.com/v1/publishers/google"
+    );
+    assert_eq!(entry(0)["system_key"], "systemInstruction");
+    assert_eq!(entry(0)["api_key"], "vk");
+    assert_eq!(
+        entry(1)["base_url"],
+        "https://aiplatform.googleapis.com/v1/publishers/google"
+    );
+    assert_eq!(
+        entry(1)["request_params"]["generationConfig"],
+        json!({"stopSequences": ["X"], "temperature": 0.2})
+    );
+    assert_eq!(
+        entry(2)["base_url"],
+        "https://my.openai.azure.com/openai/deployments/dep"
+    );
+    assert_eq!(entry(2)["api_key_header"], "api-key");
+    assert_eq!(entry(2)["name"], "azure:dep");
+    // A key that is not an Ollama option is not sent, and said.
+    assert_eq!(
+        entry(3)["request_params"]["options"],
+        json!({"temperature": 0.1})
+    );
+    assert!(
+        diags.0.iter().any(|d| d
+            .message
+            .contains("`config.format` is not an Ollama option")),
+        "{:?}",
+        diags.0
+    );
+}
+
+#[test]
+fn hosted_providers_without_their_sign_in_are_refused_by_name() {
+    let (_, diags) = load(&[(
+        "promptfooconfig.yaml",
+        "prompts: ['{{q}}']\nproviders:\n  - id: vertex:gemini-2.0-flash\n    config: {apiKey: k, credentials: file://sa.json}\n  - id: azure:chat:dep\n    config: {apiHost: h.example}\n  - azure:assistant:a1\n  - google:gemini-2.0-flash:embedding\ntests:\n  - vars: {q: a}\n",
+    )]);
+    let all = format!("{:?}", diags.0);
+    assert!(all.contains("Google Cloud sign-in"), "{all}");
+    assert!(all.contains("Entra ID"), "{all}");
+    assert!(all.contains("`azure:assistant:a1` is not run"), "{all}");
+    assert!(all.contains("google:<model>"), "{all}");
+}

@@ -1,0 +1,137 @@
+//! The sandbox a suite's reader runs code in while it reads the suite
+//! (promptfoo's `transformVars`, var files, prompt functions, Nunjucks
+//! filters; `evalhost_suite::code`): JavaScript in the built-in JavaScript
+//! plugin (Boa), Python in the Python runner (CPython), each call a fresh
+//! instance under the default deadline and memory cap, with no files,
+//! network, environment or clock — the same sandbox as promptfoo's
+//! `javascript` and `python` assertions, so `--sandbox strict` holds: a
+//! config's code never runs on the host. Each engine loads on first use.
+
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Map, Value, json};
+
+use crate::plugin::bindings::evalhost::grader::types as wit;
+use crate::plugin::{CallLimits, Grants, LoadedPlugin, PluginEngine};
+use crate::suite::code::{Code, CodeCall, CodeRunner, Language, Runner};
+
+/// The plugin type that calls a JavaScript function.
+const JS_CALL: &str = "promptfoo-call";
+/// The plugin type that calls a Python function.
+const PY_CALL: &str = "promptfoo-python-call";
+
+/// Runs a suite's code in the plugin sandbox.
+pub struct SandboxCode {
+    engine: Arc<PluginEngine>,
+    javascript: OnceLock<Result<LoadedPlugin, String>>,
+    python: OnceLock<Result<LoadedPlugin, String>>,
+}
+
+impl SandboxCode {
+    /// A runner on `engine`, shared by the reader.
+    pub fn runner(engine: &Arc<PluginEngine>) -> Runner {
+        Runner(Arc::new(Self {
+            engine: Arc::clone(engine),
+            javascript: OnceLock::new(),
+            python: OnceLock::new(),
+        }))
+    }
+
+    fn plugin(&self, language: Language) -> Result<&LoadedPlugin, String> {
+        let slot = match language {
+            Language::JavaScript => &self.javascript,
+            Language::Python => &self.python,
+        };
+        slot.get_or_init(|| match language {
+            Language::JavaScript => {
+                let (name, wasm, digest) = crate::builtin::plugins()
+                    .iter()
+                    .find(|(name, _, _)| *name == "javascript")
+                    .ok_or("the JavaScript plugin is not built into this evalhost")?;
+                LoadedPlugin::load_with_digest(
+                    &self.engine,
+                    &format!("builtin:{name}"),
+                    wasm,
+                    digest,
+                )
+                .map_err(|e| e.to_string())
+            }
+            Language::Python => super::python_runner::runner()
+                .and_then(|bytes| {
+                    let digest = crate::plugin::sha256_hex(&bytes);
+                    LoadedPlugin::load_with_digest(
+                        &self.engine,
+                        "builtin:python-runner",
+                        &bytes,
+                        &digest,
+                    )
+                    .map_err(|e| e.to_string())
+                })
+                .map_err(|e| format!("Python code: {e}")),
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+    }
+}
+
+impl CodeRunner for SandboxCode {
+    fn call(&self, call: &CodeCall) -> Result<Value, String> {
+        let plugin = self.plugin(call.language)?;
+        let mut config = Map::new();
+        match &call.code {
+            Code::Inline { text, params } => {
+                config.insert("value".into(), Value::String(text.clone()));
+                config.insert("params".into(), json!(params));
+            }
+            Code::File {
+                reference,
+                source,
+                function,
+                esm,
+                script,
+            } => {
+                config.insert(
+                    "__script".into(),
+                    json!({"reference": reference, "source": source, "function": function, "esm": esm, "script": script}),
+                );
+            }
+        }
+        config.insert("args".into(), Value::Array(call.args.clone()));
+        if let Some(i) = call.provider_arg {
+            config.insert("provider_arg".into(), json!(i));
+        }
+        let request = wit::GradeRequest {
+            assertion_type: match call.language {
+                Language::JavaScript => JS_CALL,
+                Language::Python => PY_CALL,
+            }
+            .into(),
+            config_json: Value::Object(config).to_string(),
+            test_id: String::new(),
+            output: String::new(),
+            output_messages: Vec::new(),
+            input: Vec::new(),
+            expected_output: None,
+            expected_messages: Vec::new(),
+            criteria: None,
+            metadata_json: "{}".into(),
+            trace: wit::Trace {
+                token_usage: None,
+                cost_usd: None,
+                duration_ms: None,
+                llm_calls: None,
+                file_changes: None,
+            },
+            workspace_path: None,
+        };
+        let limits = CallLimits {
+            timeout: CallLimits::DEFAULT_TIMEOUT,
+            memory: CallLimits::DEFAULT_MEMORY,
+        };
+        let (result, _) = plugin.grade(&request, limits, Grants::default());
+        let graded = result.map_err(|f| f.message)?;
+        let details: Value = serde_json::from_str(graded.details_json.as_deref().unwrap_or("{}"))
+            .map_err(|e| format!("the engine's reply is not JSON: {e}"))?;
+        Ok(details.get("output").cloned().unwrap_or(Value::Null))
+    }
+}

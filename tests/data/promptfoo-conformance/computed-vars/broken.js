@@ -1,0 +1,1 @@
+module.exports = () => ({ error: 'no data for this topic' });
