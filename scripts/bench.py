@@ -18,6 +18,17 @@ N cases run by this build and another binary in turns: wall, peak RSS, the
 phases (reports include writing the results index) and the index's size
 beside the results file.
 
+    scripts/bench.py --only latency [--base OTHER_BIN] [--peers]
+
+A model that answers slowly (../shared/bench/latency_server.py, an
+OpenAI-compatible loopback server with a fixed latency per request): 500
+tests at 100 ms with 16 and with 64 in flight, and 2,000 tests at 1 s with
+256 in flight (the same promptfoo config for every tool,
+../shared/bench/latency_gen.py). The ideal is N × latency / in-flight; each
+run's wall, its overhead over the ideal, the server's peak requests in
+flight and the peak RSS. With `--peers`, promptfoo 0.121.20 (`-j K`) and
+AgentV 4.42.4 (`--workers K`, its own suite) in the same sitting.
+
     scripts/bench.py --only layout --base OTHER_BIN
 
 The loader and run figures the layout work is measured by: `validate` of a
@@ -282,6 +293,72 @@ def scale(work, env, base, sizes, repeat):
         shutil.rmtree(d)
 
 
+SHARED_BENCH = os.path.join(os.path.dirname(ROOT), "shared", "bench")
+
+
+def latency(work, env, base, peers, cases=None):
+    """Runs against a loopback model with a fixed latency: wall vs the
+    ideal (N x latency / in flight)."""
+    import socket
+    import signal
+    runs = cases or [(500, 100, 16), (500, 100, 64), (2000, 1000, 256)]
+    bins = [("evalhost", BIN)] + ([("base", base)] if base else [])
+    print("latency-bound: N tests x 4 deterministic assertions against a loopback model with a fixed latency")
+    for n, ms, inflight in runs:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        sock.close()
+        d = os.path.join(work, f"lat{n}-{ms}-{inflight}")
+        stats = os.path.join(d, "stats.json")
+        os.makedirs(d, exist_ok=True)
+        subprocess.run([sys.executable, os.path.join(SHARED_BENCH, "latency_gen.py"), str(n), str(port), d], check=True)
+        server = subprocess.Popen([sys.executable, os.path.join(SHARED_BENCH, "latency_server.py"), str(port), str(ms), stats],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(50):
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            ideal = n * ms / 1000 / inflight
+            run_env = dict(env, OPENAI_API_KEY="sk-bench", BENCH_MODEL="bench-model")
+            pf_dir = os.path.join(d, "pf")
+            print(f"  {n:,} tests, {ms} ms per request, {inflight} in flight: ideal {ideal:.3f} s")
+            for label, binary in bins:
+                out = os.path.join(pf_dir, "out-" + label)
+                wall, rss = run(["run", "promptfooconfig.yaml", "-o", out, "-q", "--no-cache", "-j", str(inflight)],
+                                pf_dir, run_env, binary=binary)
+                check_rows(out, n)
+                with open(stats) as f:
+                    peak = json.load(f)["peak"]
+                print(f"    {label:>9}: {wall:7.3f} s wall ({(wall / ideal - 1) * 100:+5.1f} % over the ideal) · peak in flight {peak} · peak RSS {rss:6.1f} MiB")
+            if peers:
+                pf = os.path.join(ROOT, "target", "promptfoo", "node_modules", ".bin", "promptfoo")
+                if os.path.exists(pf):
+                    pf_env = dict(run_env, PROMPTFOO_DISABLE_TELEMETRY="1", PROMPTFOO_DISABLE_UPDATE="1",
+                                  PROMPTFOO_CONFIG_DIR=os.path.join(work, "pfhome"))
+                    start = time.perf_counter()
+                    proc = subprocess.run([pf, "eval", "-c", "promptfooconfig.yaml", "-j", str(inflight), "--no-cache",
+                                           "--no-table", "--no-write", "-o", os.path.join(pf_dir, "pf.json")],
+                                          cwd=pf_dir, env=pf_env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+                    wall = time.perf_counter() - start
+                    print(f"    promptfoo: {wall:7.3f} s wall ({(wall / ideal - 1) * 100:+5.1f} % over the ideal; exit {proc.returncode})")
+                av = os.path.join(ROOT, "target", "agentv", "node_modules", ".bin", "agentv")
+                if os.path.exists(av):
+                    av_dir = os.path.join(d, "av")
+                    start = time.perf_counter()
+                    proc = subprocess.run([av, "eval", "EVAL.yaml", "--workers", str(inflight)], cwd=av_dir, env=run_env,
+                                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+                    wall = time.perf_counter() - start
+                    print(f"    AgentV:    {wall:7.3f} s wall ({(wall / ideal - 1) * 100:+5.1f} % over the ideal; exit {proc.returncode})")
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait()
+        shutil.rmtree(d)
+
+
 def goal(text, ok):
     print(f"    goal {text}: {'met' if ok else 'NOT met'}")
 
@@ -291,7 +368,9 @@ def main():
     p.add_argument("--sizes", default="1000,10000,100000")
     p.add_argument("--no-build", action="store_true")
     p.add_argument("--repeat", type=int, default=3, help="runs per size below 100,000 (median)")
-    p.add_argument("--only", choices=["layout", "promptfoo", "scale"], help="run only this section")
+    p.add_argument("--only", choices=["layout", "promptfoo", "scale", "latency"], help="run only this section")
+    p.add_argument("--peers", action="store_true", help="latency: also run promptfoo and AgentV")
+    p.add_argument("--latency-cases", help="latency: N:MS:INFLIGHT,... instead of the three standard runs")
     p.add_argument("--base", help="another evalhost binary to compare with (layout and scale sections)")
     args = p.parse_args()
     if not args.no_build:
@@ -307,6 +386,12 @@ def main():
             return
         if args.only == "promptfoo":
             versus_promptfoo(work, env)
+            return
+        if args.only == "latency":
+            cases = None
+            if args.latency_cases:
+                cases = [tuple(int(x) for x in c.split(":")) for c in args.latency_cases.split(",")]
+            latency(work, env, args.base, args.peers, cases)
             return
         if args.only == "scale":
             scale(work, env, args.base, [int(s) for s in args.sizes.split(",")], args.repeat)

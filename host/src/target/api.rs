@@ -89,6 +89,22 @@ pub fn retry_after(headers: &ureq::http::HeaderMap) -> Option<Duration> {
     Some(super::clamp_seconds(wait.as_secs_f64(), MAX_RETRY_AFTER))
 }
 
+/// The process's HTTP client for model APIs: one connection pool, so a
+/// run's calls to one API reuse their connections (TLS set up once per
+/// connection, not per call) — as many idle per host as calls can be in
+/// flight at once.
+pub fn agent() -> &'static ureq::Agent {
+    static AGENT: std::sync::OnceLock<ureq::Agent> = std::sync::OnceLock::new();
+    AGENT.get_or_init(|| {
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_idle_connections(1024)
+            .max_idle_connections_per_host(512)
+            .build()
+            .into()
+    })
+}
+
 /// POSTs `body` as JSON to `url` with `headers`; the response when its
 /// status is 2xx.
 pub fn send(
@@ -97,12 +113,12 @@ pub fn send(
     body: &Value,
     timeout: Duration,
 ) -> Result<ureq::http::Response<ureq::Body>, TargetFailure> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
+    let mut request = agent()
+        .post(url)
+        .config()
         .timeout_global(Some(timeout))
-        .http_status_as_error(false)
         .build()
-        .into();
-    let mut request = agent.post(url).header("Content-Type", "application/json");
+        .header("Content-Type", "application/json");
     for (name, value) in headers {
         request = request.header(*name, value);
     }

@@ -330,11 +330,8 @@ pub fn invoke(
     let timeout = inv
         .time_left(Some(config.timeout))
         .map_or(config.timeout, |t| t.min(config.timeout));
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
-        .http_status_as_error(false)
-        .build()
-        .into();
+    // The process's connection pool, this call's deadline.
+    let agent = super::api::agent();
     let mut headers: Vec<(String, String)> = Vec::new();
     for (k, v) in &config.headers {
         headers.push((k.clone(), render(&env, v, &ctx)?));
@@ -350,14 +347,22 @@ pub fn invoke(
     let started = Instant::now();
     let result = match (config.method.as_str(), body) {
         ("GET", _) => {
-            let mut r = agent.get(&url);
+            let mut r = agent
+                .get(&url)
+                .config()
+                .timeout_global(Some(timeout))
+                .build();
             for (k, v) in &headers {
                 r = r.header(k, v);
             }
             r.call()
         }
         ("DELETE", _) => {
-            let mut r = agent.delete(&url);
+            let mut r = agent
+                .delete(&url)
+                .config()
+                .timeout_global(Some(timeout))
+                .build();
             for (k, v) in &headers {
                 r = r.header(k, v);
             }
@@ -368,7 +373,10 @@ pub fn invoke(
                 "PUT" => agent.put(&url),
                 "PATCH" => agent.patch(&url),
                 _ => agent.post(&url),
-            };
+            }
+            .config()
+            .timeout_global(Some(timeout))
+            .build();
             for (k, v) in &headers {
                 r = r.header(k, v);
             }

@@ -375,6 +375,28 @@ impl Reader {
             if !self.code_available(&at.key(name), &format!("var `{name}` (`{spec}`)")) {
                 return Some(Vec::new());
             }
+            // A file that is not there errors the rows that use it, as
+            // promptfoo errors them (said once); one outside the project is
+            // refused.
+            let rel = spec.strip_prefix("file://").unwrap_or(spec);
+            if let Err(e @ crate::roots::PathError::NotFound { .. }) =
+                self.options.roots.relative(rel, &self.dir)
+            {
+                let message = format!("Error running {spec}: {e}");
+                self.warn_once(
+                    &at.key(name),
+                    format!("var `{name}`: {message}; the rows that use it are errors (`failure_class: input`), as promptfoo makes them"),
+                );
+                return Some(vec![Computed {
+                    vars: vars.clone(),
+                    prompt: Prompt {
+                        function: None,
+                        ..prompt.clone()
+                    },
+                    targets: None,
+                    error: Some(message),
+                }]);
+            }
             let default = (*language == crate::code::Language::Python).then_some("get_var");
             match self.var_call(spec, *language, default, &at.key(name)) {
                 Some(c) => calls.push((name.clone(), spec.clone(), c)),
