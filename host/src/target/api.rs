@@ -96,12 +96,19 @@ pub fn retry_after(headers: &ureq::http::HeaderMap) -> Option<Duration> {
 pub fn agent() -> &'static ureq::Agent {
     static AGENT: std::sync::OnceLock<ureq::Agent> = std::sync::OnceLock::new();
     AGENT.get_or_init(|| {
-        ureq::Agent::config_builder()
+        let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_idle_connections(1024)
             .max_idle_connections_per_host(512)
-            .build()
-            .into()
+            .build();
+        // ureq's default chain with evalhost's TCP transport
+        // (`net::QuickAckConnector`) in place of its own.
+        use ureq::unversioned::transport::{ConnectProxyConnector, Connector, RustlsConnector};
+        let connector =
+            ().chain(ConnectProxyConnector::default())
+                .chain(super::net::QuickAckConnector)
+                .chain(RustlsConnector::default());
+        ureq::Agent::with_parts(config, connector, super::net::CachingResolver::default())
     })
 }
 

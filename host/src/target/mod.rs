@@ -28,6 +28,7 @@ mod copilot_sdk;
 pub mod gemini;
 pub mod gemini_promptfoo;
 pub mod http;
+mod net;
 pub mod openai;
 mod openai_responses_promptfoo;
 pub mod prompt;
