@@ -296,6 +296,40 @@ def scale(work, env, base, sizes, repeat):
 SHARED_BENCH = os.path.join(os.path.dirname(ROOT), "shared", "bench")
 
 
+def floor_client(port, n, inflight):
+    """The same N requests sent by `inflight` threads of a minimal client
+    (http.client, one kept-alive connection each, answers acknowledged at
+    once, no grading, no files): the server's own floor at that
+    concurrency."""
+    import http.client
+    import threading
+    body = json.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "What is the capital of country 1?"}]})
+    left = [n]
+    lock = threading.Lock()
+
+    def worker():
+        conn = http.client.HTTPConnection("127.0.0.1", port)
+        while True:
+            with lock:
+                if left[0] == 0:
+                    break
+                left[0] -= 1
+            conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+            # As evalhost's transport does: the answer acknowledged at once.
+            import socket
+            conn.sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, "TCP_QUICKACK", 12), 1)
+            conn.getresponse().read()
+        conn.close()
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=worker) for _ in range(inflight)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - start
+
+
 def latency(work, env, base, peers, cases=None):
     """Runs against a loopback model with a fixed latency: wall vs the
     ideal (N x latency / in flight)."""
@@ -332,8 +366,13 @@ def latency(work, env, base, peers, cases=None):
                 run(["run", "promptfooconfig.yaml", "-o", os.path.join(warm, "out-" + label), "-q", "--no-cache"],
                     os.path.join(warm, "pf"), run_env, binary=binary)
             print(f"  {n:,} tests, {ms} ms per request, {inflight} in flight: ideal {ideal:.3f} s")
+            def server_cpu():
+                with open(f"/proc/{server.pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
             for label, binary in bins:
                 out = os.path.join(pf_dir, "out-" + label)
+                cpu0 = server_cpu()
                 wall, rss = run(["run", "promptfooconfig.yaml", "-o", out, "-q", "--no-cache", "-j", str(inflight)],
                                 pf_dir, run_env, binary=binary)
                 check_rows(out, n)
@@ -346,7 +385,10 @@ def latency(work, env, base, peers, cases=None):
                         break
                     except (ValueError, OSError):
                         time.sleep(0.05)
-                print(f"    {label:>9}: {wall:7.3f} s wall ({(wall / ideal - 1) * 100:+5.1f} % over the ideal) · peak in flight {peak} · peak RSS {rss:6.1f} MiB")
+                busy = server_cpu() - cpu0
+                print(f"    {label:>9}: {wall:7.3f} s wall ({(wall / ideal - 1) * 100:+5.1f} % over the ideal) · peak in flight {peak} · peak RSS {rss:6.1f} MiB · the server's CPU {busy:.2f} s")
+            floor = floor_client(port, n, inflight)
+            print(f"    {'floor':>9}: {floor:7.3f} s wall ({(floor / ideal - 1) * 100:+5.1f} % over the ideal): {inflight} threads of a minimal client on kept-alive connections, nothing else — what this server allows")
             if peers:
                 pf = os.path.join(ROOT, "target", "promptfoo", "node_modules", ".bin", "promptfoo")
                 if os.path.exists(pf):
