@@ -154,6 +154,42 @@ impl CompileCache {
         }
     }
 
+    fn types_name(&self, digest: &str) -> String {
+        format!("{digest}-{}.types", self.engine_key)
+    }
+
+    /// The assertion types the component of `digest` described when it
+    /// was last loaded, if this user's evalhost wrote them (so that a run
+    /// loads only the built-in plugins its suite uses). A list that fails
+    /// its check is ignored (and removed): the plugins are then all loaded.
+    pub fn load_types(&self, digest: &str) -> Option<Vec<String>> {
+        let name = self.types_name(digest);
+        let path = self.dir.join(&name);
+        let bytes = crate::safe_fs::read_capped(&path, 1 << 20).ok()?;
+        let authentic = bytes.len() > TAG_LEN && {
+            let (text, tag) = bytes.split_at(bytes.len() - TAG_LEN);
+            blake3::Hash::from(self.tag(&name, text))
+                == blake3::Hash::from_slice(tag).unwrap_or(blake3::Hash::from([0; 32]))
+        };
+        if !authentic {
+            let _ = std::fs::remove_file(&path);
+            return None;
+        }
+        let text = std::str::from_utf8(&bytes[..bytes.len() - TAG_LEN]).ok()?;
+        Some(text.lines().map(str::to_owned).collect())
+    }
+
+    /// Writes the assertion types of the component of `digest`, tagged.
+    pub fn store_types(&self, digest: &str, types: &[&str]) -> std::io::Result<()> {
+        let name = self.types_name(digest);
+        let text = types.join("\n");
+        let tag = self.tag(&name, text.as_bytes());
+        let mut file = crate::safe_fs::AtomicFile::create(&self.dir.join(&name))?;
+        file.write_all(text.as_bytes())?;
+        file.write_all(&tag)?;
+        file.commit()
+    }
+
     /// Writes `component`'s compiled code under `digest`, with its tag.
     pub fn store(&self, component: &Component, digest: &str) -> std::io::Result<()> {
         let bytes = component

@@ -175,6 +175,20 @@ impl PluginEngine {
         self.cache.as_ref().is_some_and(|c| c.contains(digest))
     }
 
+    /// The assertion types the component of `digest` described when it was
+    /// last loaded here (the compile cache keeps them, tagged).
+    pub fn remembered_types(&self, digest: &str) -> Option<Vec<String>> {
+        self.cache.as_ref()?.load_types(digest)
+    }
+
+    /// Remembers the assertion types of the component of `digest`.
+    pub fn remember_types(&self, digest: &str, types: &[&str]) {
+        if let Some(cache) = &self.cache {
+            // A cache that cannot be written only costs speed.
+            let _ = cache.store_types(digest, types);
+        }
+    }
+
     pub fn compile(
         &self,
         wasm: &[u8],

@@ -35,14 +35,67 @@ impl Registry {
     /// each), those in the compile cache one after another on this thread
     /// (milliseconds each, and the suite is being read on another core).
     pub fn with_builtins(engine: &Arc<PluginEngine>) -> Result<Self, PluginLoadError> {
+        Self::with_builtins_for(engine, None)
+    }
+
+    /// The built-in plugins a suite needs: those that provide one of
+    /// `needed` (a suite's assertion types), by the types each described
+    /// when it was last loaded here (remembered in the compile cache, tagged
+    /// like its code). All of them when `needed` is `None`, or when one
+    /// built-in's types are not remembered yet (a first run, another
+    /// cache), or when one of `needed` is no built-in's (a suite plugin's
+    /// or custom type, or a typo the checks report with every known type).
+    /// What is remembered only decides what is loaded, never how a type is
+    /// graded: every type is still resolved in the plugins' own
+    /// descriptions.
+    pub fn with_builtins_for(
+        engine: &Arc<PluginEngine>,
+        needed: Option<&std::collections::HashSet<&str>>,
+    ) -> Result<Self, PluginLoadError> {
+        let wanted: Vec<bool> = match needed {
+            None => vec![true; builtin_plugins().len()],
+            Some(needed) => {
+                let remembered: Option<Vec<Vec<String>>> = builtin_plugins()
+                    .iter()
+                    .map(|(_, _, digest)| engine.remembered_types(digest))
+                    .collect();
+                // A type no built-in provides (a custom type, a typo) loads
+                // them all: its checks and hints see every type there is.
+                let provided = |types: &Vec<Vec<String>>| {
+                    needed
+                        .iter()
+                        .all(|n| types.iter().flatten().any(|t| t == n))
+                };
+                match remembered {
+                    Some(types) if provided(&types) => types
+                        .iter()
+                        .map(|t| t.iter().any(|t| needed.contains(t.as_str())))
+                        .collect(),
+                    _ => vec![true; builtin_plugins().len()],
+                }
+            }
+        };
         let load = |(name, wasm, digest): &(&str, &[u8], &str)| {
-            LoadedPlugin::load_with_digest(engine, &format!("builtin:{name}"), wasm, digest)
+            let loaded =
+                LoadedPlugin::load_with_digest(engine, &format!("builtin:{name}"), wasm, digest)?;
+            if engine.remembered_types(digest).is_none() {
+                let types: Vec<&str> = loaded.types.iter().map(|t| &*t.name).collect();
+                engine.remember_types(digest, &types);
+            }
+            Ok(loaded)
         };
         // Every plugin on its own thread: a cached one is read, checked
         // against its keyed tag (a BLAKE3 pass over megabytes of native
         // code) and deserialized; an uncached one compiled. The last on
         // this thread.
-        let all: Vec<_> = builtin_plugins().iter().enumerate().collect();
+        let all: Vec<_> = builtin_plugins()
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| wanted[*i])
+            .collect();
+        if all.is_empty() {
+            return Ok(Self::default());
+        }
         let mut loaded: Vec<(usize, Result<LoadedPlugin, PluginLoadError>)> =
             std::thread::scope(|scope| {
                 let (last, rest) = all.split_last().expect("there are built-in plugins");

@@ -60,15 +60,21 @@ pub fn prepare_with(
     locked: bool,
 ) -> Result<Prepared, RunError> {
     let started = Instant::now();
-    // The built-in plugins load (from the compile cache, or compiled) on
-    // another thread while the suite is read: neither needs the other.
-    let builtins = {
+    // When the compile cache knows every built-in plugin's types, only the
+    // plugins the suite uses are loaded, after it is read (reading and
+    // checking a cached plugin is a BLAKE3 pass over megabytes of code;
+    // most suites use two of the seven). Otherwise all of them load (from
+    // the cache, or compiled) on another thread while the suite is read.
+    let known = crate::builtin::plugins()
+        .iter()
+        .all(|(_, _, digest)| engine.remembered_types(digest).is_some());
+    let builtins = (!known).then(|| {
         let engine = Arc::clone(engine);
         std::thread::Builder::new()
             .name("evalhost-plugins".into())
             .spawn(move || Registry::with_builtins(&engine))
             .expect("a thread to load the built-in plugins")
-    };
+    });
     // The code a config computes values with while it is read runs in
     // the plugin sandbox.
     let code = super::code_runner::SandboxCode::runner(engine);
@@ -109,11 +115,17 @@ pub fn prepare_with(
         }
     }
     // Joined on every path: a compile-cache write is never cut short.
-    let builtins = builtins
-        .join()
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let builtins = builtins.map(|thread| {
+        thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    });
     let Some(mut suite) = suite else {
         return Err(RunError::Invalid(diags));
+    };
+    let builtins = match builtins {
+        Some(all) => all,
+        None => Registry::with_builtins_for(engine, Some(&needed_types(&suite))),
     };
     let mut registry = builtins.map_err(|e| {
         RunError::Invalid(Diagnostics(vec![Diagnostic::error(
@@ -278,6 +290,33 @@ pub fn prepare_with(
         load_time,
         plugins_time: started.elapsed().saturating_sub(load_time),
     })
+}
+
+/// Every assertion type a suite has graded by a registered plugin (as
+/// `Registry::resolve_for` finds it: the reader's `plugin_type`, else the
+/// type's name; a `wasm:` plugin's are its own): its assertions', their
+/// members', their transforms', and the tests' output transforms.
+fn needed_types(suite: &suite::Suite) -> std::collections::HashSet<&str> {
+    fn add<'a>(a: &'a suite::Assertion, out: &mut std::collections::HashSet<&'a str>) {
+        for w in a.walk() {
+            if w.wasm.is_none() {
+                out.insert(w.plugin_type.as_deref().unwrap_or(&*w.kind));
+            }
+            if let Some(t) = &w.transform {
+                add(t, out);
+            }
+        }
+    }
+    let mut out = std::collections::HashSet::new();
+    for test in &suite.tests {
+        for a in test
+            .every_assertion()
+            .chain(test.output_transform.as_deref())
+        {
+            add(a, &mut out);
+        }
+    }
+    out
 }
 
 /// Workers from which the process gives up transparent huge pages.
