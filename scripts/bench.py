@@ -29,6 +29,13 @@ run's wall, its overhead over the ideal, the server's peak requests in
 flight and the peak RSS. With `--peers`, promptfoo 0.121.20 (`-j K`) and
 AgentV 4.42.4 (`--workers K`, its own suite) in the same sitting.
 
+    scripts/bench.py --only promptfoo | --only agentv
+
+The deterministic ratios: a generated promptfoo config (echo provider) run
+by promptfoo 0.121.20 (target/promptfoo) and by evalhost, and the
+generated AgentV suite (mock target) run by AgentV 4.42.4 (target/agentv)
+and by evalhost; medians of 3 in one sitting.
+
     scripts/bench.py --only layout --base OTHER_BIN
 
 The loader and run figures the layout work is measured by: `validate` of a
@@ -148,6 +155,9 @@ def timed_phases(binary, args, cwd, env, repeat):
         if proc.returncode not in (0, 1):
             sys.exit(f"{binary} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
         phases = next((l.split("timings: ", 1)[1] for l in proc.stderr.splitlines() if l.startswith("timings: ")), "n/a")
+        peaks = next((l.split("after: ", 1)[1] for l in proc.stderr.splitlines() if l.startswith("peak memory after: ")), None)
+        if peaks:
+            phases += f"\n{'':>23}peak RSS after: {peaks}"
         runs.append((wall, phases))
     runs.sort()
     return runs[len(runs) // 2]
@@ -252,6 +262,38 @@ def versus_promptfoo(work, env, n=1000):
     print(f"  promptfoo / evalhost = {theirs / ours:.1f}×")
 
 
+def versus_agentv(work, env, n=1000):
+    """The generated AgentV suite of n cases (mock target, 4 deterministic
+    assertions each) run by AgentV 4.42.4 and by evalhost in the same
+    sitting; the ratio of their wall times."""
+    av = os.path.join(ROOT, "target", "agentv", "node_modules", ".bin", "agentv")
+    if not os.path.exists(av):
+        sys.exit("AgentV is not installed: (mkdir -p target/agentv && cd target/agentv && npm install agentv@4.42.4)")
+    d = os.path.join(work, "agentv")
+    suite(d, n)
+    os.makedirs(os.path.join(d, ".agentv"), exist_ok=True)
+    shutil.copy(os.path.join(d, ".evalhost", "targets.yaml"), os.path.join(d, ".agentv", "targets.yaml"))
+    subprocess.run(["git", "init", "-q", d], check=True)
+    out = os.path.join(d, "out")
+    run(["run", "EVAL.yaml", "-o", out, "-q"], d, env)
+    ours, rss = run(["run", "EVAL.yaml", "-o", out, "-q"], d, env, 3)
+    check_rows(out, n)
+    walls = []
+    for _ in range(3):
+        start = time.perf_counter()
+        proc = subprocess.run([av, "eval", "EVAL.yaml", "--target", "default"], cwd=d, env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        walls.append(time.perf_counter() - start)
+        if proc.returncode not in (0, 1):
+            sys.exit(f"AgentV exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    walls.sort()
+    theirs = walls[1]
+    print(f"AgentV suite: {n:,} cases × 4 deterministic assertions, mock target (median of 3 each)")
+    print(f"  evalhost: {ours:7.3f} s wall · peak RSS {rss:6.1f} MiB")
+    print(f"  AgentV:   {theirs:7.3f} s wall")
+    print(f"  AgentV / evalhost = {theirs / ours:.1f}×")
+
+
 def scale(work, env, base, sizes, repeat):
     """N cases × 4 deterministic assertions (mock target) run by this build
     and, with --base, another binary, in turns: wall, peak RSS, the phase
@@ -276,7 +318,7 @@ def scale(work, env, base, sizes, repeat):
                         os.remove(db + side)
                 out = os.path.join(d, "out-" + label)
                 wall, rss = run(["run", "EVAL.yaml", "-o", out, "-q"], d, env, binary=binary)
-                _, phases = timed_phases(binary, ["run", "EVAL.yaml", "-o", out + "-t", "-q"], d, env, 1) if n < 100_000 else (0, "n/a")
+                _, phases = timed_phases(binary, ["run", "EVAL.yaml", "-o", out + "-t", "-q"], d, env, 1)
                 check_rows(out, n)
                 size = lambda p: os.path.getsize(p) / 2**20 if os.path.exists(p) else 0.0
                 walls[label].append((wall, rss, phases, size(db) + size(db + "-wal"), size(os.path.join(out, "results.jsonl"))))
@@ -423,7 +465,7 @@ def main():
     p.add_argument("--sizes", default="1000,10000,100000")
     p.add_argument("--no-build", action="store_true")
     p.add_argument("--repeat", type=int, default=3, help="runs per size below 100,000 (median)")
-    p.add_argument("--only", choices=["layout", "promptfoo", "scale", "latency"], help="run only this section")
+    p.add_argument("--only", choices=["layout", "promptfoo", "agentv", "scale", "latency"], help="run only this section")
     p.add_argument("--peers", action="store_true", help="latency: also run promptfoo and AgentV")
     p.add_argument("--latency-cases", help="latency: N:MS:INFLIGHT,... instead of the three standard runs")
     p.add_argument("--base", help="another evalhost binary to compare with (layout and scale sections)")
@@ -441,6 +483,9 @@ def main():
             return
         if args.only == "promptfoo":
             versus_promptfoo(work, env)
+            return
+        if args.only == "agentv":
+            versus_agentv(work, env)
             return
         if args.only == "latency":
             cases = None

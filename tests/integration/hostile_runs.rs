@@ -1553,9 +1553,20 @@ fn a_swapped_or_tampered_compiled_plugin_is_never_loaded() {
     // component), and flip a byte of a third. A command that finds them
     // compiles again and stores good entries, so tamper before each.
     let tamper = || {
+        // The compiled artifacts. Beside them each plugin's list of types
+        // is removed, so that every built-in loads (a run otherwise loads
+        // only the two this suite uses; a tampered list is
+        // `compile_cache`'s test).
+        for e in std::fs::read_dir(cache.path().join("components")).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|e| e == "types") {
+                std::fs::remove_file(p).unwrap();
+            }
+        }
         let mut entries: Vec<PathBuf> = std::fs::read_dir(cache.path().join("components"))
             .unwrap()
             .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
             .collect();
         entries.sort();
         assert!(entries.len() >= 3, "{entries:?}");

@@ -222,6 +222,9 @@ pub(super) fn run_cases(
         kept,
         interrupted,
         started,
-        run_time: run_started.elapsed(),
+        run_time: {
+            super::note_peak("run");
+            run_started.elapsed()
+        },
     })
 }

@@ -54,6 +54,7 @@ pub(super) fn finish(
         .sort_in_place()
         .with_context(|| format!("cannot write {}", writer.path().display()))?;
     let write_time = write_started.elapsed();
+    super::note_peak("write");
     let summary = Summary::new(
         &suite.name,
         &target_names.join(", "),
@@ -104,6 +105,8 @@ pub(super) fn finish(
             ms(write_time),
             ms(reports_started.elapsed())
         )?;
+        super::note_peak("reports");
+        writeln!(err, "peak memory after: {}", super::peaks_line())?;
     }
     if !kept.is_empty() {
         writeln!(out, "kept workspaces ({}):", kept.len())?;

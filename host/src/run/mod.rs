@@ -56,6 +56,41 @@ pub mod targets;
 mod trial;
 
 use crate::semaphore::Semaphore;
+
+/// The process's peak resident memory (`VmHWM`) at the end of each phase,
+/// for `EVALHOST_TIMINGS=1` (`scripts/bench.py`): where a run's memory
+/// grows. Empty unless that variable is set.
+static PEAKS: std::sync::Mutex<Vec<(&'static str, u64)>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes the peak resident memory at the end of `phase`.
+pub(crate) fn note_peak(phase: &'static str) {
+    if std::env::var_os("EVALHOST_TIMINGS").is_none() {
+        return;
+    }
+    let kib = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    PEAKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((phase, kib));
+}
+
+/// The peaks noted, as `phase N MiB · …`.
+pub(crate) fn peaks_line() -> String {
+    PEAKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .map(|(phase, kib)| format!("{phase} {:.0} MiB", *kib as f64 / 1024.0))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
 use execute::{Ctx, RunTarget};
 pub use prepare::{Prepared, engine, prepare};
 pub use python_runner::runner as python_runner;

@@ -80,6 +80,7 @@ pub fn prepare_with(
     let code = super::code_runner::SandboxCode::runner(engine);
     let (suite, mut diags) = suite::load::load_as_with(eval, strict, dialect, Some(code));
     let load_time = started.elapsed();
+    super::note_peak("load");
     // Plugin paths refused under strict are never read.
     let mut refused_paths: std::collections::HashSet<std::path::PathBuf> = Default::default();
     if let Some(suite) = &suite
@@ -288,7 +289,10 @@ pub fn prepare_with(
         registry,
         warnings: diags,
         load_time,
-        plugins_time: started.elapsed().saturating_sub(load_time),
+        plugins_time: {
+            super::note_peak("plugins");
+            started.elapsed().saturating_sub(load_time)
+        },
     })
 }
 
