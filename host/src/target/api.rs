@@ -137,6 +137,13 @@ pub fn send(
                 timeout.as_secs_f64()
             )));
         }
+        // A certificate the client refuses is refused again on every try:
+        // said at once, not retried.
+        Err(e) if e.to_string().contains("invalid peer certificate") => {
+            return Err(TargetFailure::fatal(format!(
+                "request to {url} failed: {e} (the server's TLS certificate is not one this machine trusts)"
+            )));
+        }
         Err(e) => return Err(TargetFailure::new(format!("request to {url} failed: {e}"))),
     };
     let status = response.status().as_u16();
