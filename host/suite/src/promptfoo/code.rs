@@ -224,6 +224,20 @@ impl Reader {
             Some((f, func)) if !func.contains('/') && !f.is_empty() => (f, Some(func.to_owned())),
             _ => (rest, None),
         };
+        let function = function.or_else(|| default_function.map(str::to_owned));
+        self.file_code(spec, file, function, language, at)
+    }
+
+    /// `file` (relative to the config, inside the project) read, and its
+    /// `function` as a call with no arguments yet.
+    fn file_code(
+        &mut self,
+        spec: &str,
+        file: &str,
+        function: Option<String>,
+        language: crate::code::Language,
+        at: &KeyPath,
+    ) -> Option<crate::code::CodeCall> {
         let path = self.relative(file, &format!("`{spec}`"), at)?;
         let source = self.read_file(&path, at)?;
         let lower = file.to_ascii_lowercase();
@@ -233,7 +247,7 @@ impl Reader {
             code: crate::code::Code::File {
                 reference: spec.to_owned(),
                 source,
-                function: function.or_else(|| default_function.map(str::to_owned)),
+                function,
                 esm,
                 script: false,
             },
@@ -580,22 +594,7 @@ impl Reader {
     ) -> Option<crate::code::CodeCall> {
         // promptfoo splits no function name off a var's path.
         let path = spec.strip_prefix("file://").unwrap_or(spec);
-        let file = self.relative(path, &format!("`{spec}`"), at)?;
-        let source = self.read_file(&file, at)?;
-        let lower = path.to_ascii_lowercase();
-        let esm = lower.ends_with(".mjs") || (!lower.ends_with(".cjs") && looks_like_esm(&source));
-        Some(crate::code::CodeCall {
-            language,
-            code: crate::code::Code::File {
-                reference: spec.to_owned(),
-                source,
-                function: default.map(str::to_owned),
-                esm,
-                script: false,
-            },
-            args: Vec::new(),
-            provider_arg: None,
-        })
+        self.file_code(spec, path, default.map(str::to_owned), language, at)
     }
 }
 
@@ -625,13 +624,7 @@ fn var_output(result: &Value, language: crate::code::Language) -> Result<Value, 
         });
     }
     let output = result.get("output").cloned().unwrap_or(Value::Null);
-    let falsy = match &output {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => s.is_empty(),
-        _ => false,
-    };
+    let falsy = is_js_falsy(&output);
     if falsy {
         return Err(match language {
             crate::code::Language::JavaScript => {
@@ -647,5 +640,16 @@ fn var_output(result: &Value, language: crate::code::Language) -> Result<Value, 
             crate::agentv4::kind(&other)
         )),
         (_, v) => Ok(v),
+    }
+}
+
+/// JavaScript's falsiness of a JSON value.
+pub(super) fn is_js_falsy(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        _ => false,
     }
 }

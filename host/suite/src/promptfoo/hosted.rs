@@ -302,8 +302,16 @@ impl Reader {
                 extra.insert(k.into(), v);
             }
         }
-        if let Some(Value::Object(p)) = config.remove("passthrough") {
-            extra.extend(p);
+        match config.remove("passthrough") {
+            None => {}
+            Some(Value::Object(p)) => extra.extend(p),
+            Some(_) => {
+                self.error(
+                    &at.key("config").key("passthrough"),
+                    "`config.passthrough` must be an object of request fields",
+                );
+                return None;
+            }
         }
         config
             .entry("apiBaseUrl")
@@ -668,16 +676,5 @@ impl Reader {
         params.insert("generationConfig".into(), Value::Object(generation));
         entry.insert("request_params".into(), Value::Object(params));
         Some(entry)
-    }
-}
-
-/// JavaScript's falsiness of a JSON value.
-fn is_js_falsy(v: &Value) -> bool {
-    match v {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => s.is_empty(),
-        _ => false,
     }
 }

@@ -544,3 +544,19 @@ fn hosted_providers_without_their_sign_in_are_refused_by_name() {
     assert!(all.contains("`azure:assistant:a1` is not run"), "{all}");
     assert!(all.contains("google:<model>"), "{all}");
 }
+
+#[test]
+fn an_openrouter_passthrough_that_is_no_object_is_refused() {
+    let (_, diags) = load(&[(
+        "promptfooconfig.yaml",
+        "env: {OPENROUTER_API_KEY: k}\nprompts: ['{{q}}']\nproviders:\n  - id: openrouter:a/b\n    config: {transforms: [middle-out], passthrough: yes}\ntests:\n  - vars: {q: a}\n",
+    )]);
+    assert!(
+        diags
+            .0
+            .iter()
+            .any(|d| d.message.contains("`config.passthrough` must be an object")),
+        "{:?}",
+        diags.0
+    );
+}
