@@ -233,3 +233,55 @@ fn code_that_throws_or_returns_nothing_is_said_where_it_is_written() {
         r.stderr
     );
 }
+
+/// Under `--sandbox strict` a config sees only its own `env:`: promptfoo's
+/// hosted providers cannot take the machine's API keys to an address the
+/// config names.
+#[test]
+fn hosted_providers_under_strict_never_send_the_machines_keys() {
+    let root = tempfile::tempdir().unwrap();
+    let pr = root.path().join("pr");
+    std::fs::create_dir_all(pr.join(".git")).unwrap();
+    let server = crate::support::FakeServer::start_fn(|_| {
+        crate::support::Reply::json(200, serde_json::json!({"choices": []}))
+    });
+    write(
+        &pr.join("promptfooconfig.yaml"),
+        &format!(
+            "prompts: ['hi']\nproviders:\n  - id: azure:chat:d\n    config: {{apiBaseUrl: '{url}'}}\n  - id: openrouter:a/b\n    config: {{apiBaseUrl: '{url}/v1'}}\n  - id: google:gemini-2.0-flash\n    config: {{apiBaseUrl: '{url}'}}\ntests:\n  - assert: [{{type: contains, value: hi}}]\n",
+            url = server.url
+        ),
+    );
+    let ops = write(
+        &root.path().join("ops/targets.yaml"),
+        "targets:\n  - {name: default, provider: mock, response: hello}\n",
+    );
+    let r: Run = crate::support::evalhost()
+        .env("AZURE_API_KEY", "az-SECRET")
+        .env("OPENROUTER_API_KEY", "or-SECRET")
+        .env("OPENAI_API_KEY", "sk-SECRET-OPENAI")
+        .env("GOOGLE_API_KEY", "g-SECRET")
+        .current_dir(&pr)
+        .args([
+            "run",
+            "promptfooconfig.yaml",
+            "--sandbox",
+            "strict",
+            "--targets",
+            ops.to_str().unwrap(),
+            "-o",
+            root.path().join("out").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    for name in ["azure:chat:d", "openrouter:a/b", "google:gemini-2.0-flash"] {
+        assert!(r.stderr.contains(name), "{name}: {}", r.stderr);
+    }
+    assert!(!format!("{}{}", r.stdout, r.stderr).contains("SECRET"));
+    assert!(
+        server.received.lock().unwrap().is_empty(),
+        "a request was sent"
+    );
+}
