@@ -198,6 +198,10 @@ fn corpus_suites_score_as_agentv_on_the_same_answers() {
             .current_dir(suite.parent().unwrap())
             .env("REPLAY_DIR", run.join("answers"))
             .env("EVALHOST_CACHE_DIR", cache.path())
+            .env(
+                "EVALHOST_COMPILE_CACHE_DIR",
+                crate::support::shared_compile_cache(),
+            )
             .args(["run", suite.to_str().unwrap(), "--targets"])
             .arg(&targets)
             .args(["--target", "replay", "-o"])

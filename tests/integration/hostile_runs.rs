@@ -1302,6 +1302,10 @@ fn an_untrusted_run_cannot_plant_a_cached_answer_for_another_project() {
         evalhost()
             .current_dir(s.project())
             .env("EVALHOST_CACHE_DIR", cache.path())
+            .env(
+                "EVALHOST_COMPILE_CACHE_DIR",
+                crate::support::shared_compile_cache(),
+            )
             .args(&args)
             .output()
             .unwrap()

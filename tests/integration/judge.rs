@@ -30,6 +30,10 @@ fn run(
     crate::support::evalhost()
         .current_dir(project.path())
         .env("EVALHOST_CACHE_DIR", cache.path())
+        .env(
+            "EVALHOST_COMPILE_CACHE_DIR",
+            crate::support::shared_compile_cache(),
+        )
         .env("EVALHOST_JUDGE_KEY", "sk-judge-secret")
         .args(&args)
         .output()
@@ -353,6 +357,10 @@ fn the_rubric_example_runs_against_an_openai_compatible_endpoint() {
         crate::support::evalhost()
             .current_dir(crate::support::root())
             .env("EVALHOST_CACHE_DIR", cache.path())
+            .env(
+                "EVALHOST_COMPILE_CACHE_DIR",
+                crate::support::shared_compile_cache(),
+            )
             .env("EVALHOST_BASE_URL", format!("{}/v1", server.url))
             .env("EVALHOST_MODEL", "support-model")
             .env("EVALHOST_JUDGE_MODEL", "judge-model")
@@ -659,6 +667,10 @@ fn an_llm_grader_prompt_script_computes_the_whole_prompt() {
     let r = crate::support::evalhost()
         .current_dir(project.path())
         .env("EVALHOST_CACHE_DIR", cache.path())
+        .env(
+            "EVALHOST_COMPILE_CACHE_DIR",
+            crate::support::shared_compile_cache(),
+        )
         .env("EVALHOST_JUDGE_KEY", "k")
         .args(["run", "sub/EVAL.yaml", "-o", "out"])
         .output()
@@ -677,6 +689,10 @@ fn an_llm_grader_prompt_script_computes_the_whole_prompt() {
     let r: crate::support::Run = crate::support::evalhost()
         .current_dir(project.path())
         .env("EVALHOST_CACHE_DIR", cache.path())
+        .env(
+            "EVALHOST_COMPILE_CACHE_DIR",
+            crate::support::shared_compile_cache(),
+        )
         .env("EVALHOST_JUDGE_KEY", "k")
         .args(["run", "sub/EVAL.yaml", "-o", "failing"])
         .output()

@@ -567,6 +567,10 @@ fn the_judge_cache_keeps_only_usable_answers_and_refreshes() {
         crate::support::evalhost()
             .current_dir(project.path())
             .env("EVALHOST_CACHE_DIR", cache.path())
+            .env(
+                "EVALHOST_COMPILE_CACHE_DIR",
+                crate::support::shared_compile_cache(),
+            )
             .env("EVALHOST_JUDGE_KEY", "sk-judge")
             .args(&args)
             .output()

@@ -21,6 +21,14 @@ pub fn shared_cache() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("compile-cache")
 }
 
+/// The compiled plugins of [`shared_cache`], for tests that give evalhost
+/// a cache of their own for judge verdicts or target responses
+/// (`EVALHOST_CACHE_DIR`) but are not about compiling: without it, each
+/// such test compiled every plugin it loads again (seconds each).
+pub fn shared_compile_cache() -> PathBuf {
+    shared_cache().join("components")
+}
+
 /// The outcome of one `evalhost` invocation.
 #[derive(Debug)]
 pub struct Run {

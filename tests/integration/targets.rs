@@ -384,6 +384,10 @@ fn the_response_cache_answers_a_second_run_without_calling_the_target() {
             .current_dir(project.path())
             .env("EVALHOST_TEST_KEY", "sk-loopback")
             .env("EVALHOST_CACHE_DIR", cache.path())
+            .env(
+                "EVALHOST_COMPILE_CACHE_DIR",
+                crate::support::shared_compile_cache(),
+            )
             .args(&args)
             .output()
             .unwrap()

@@ -204,9 +204,18 @@ impl CompileCache {
     }
 }
 
-/// The default cache directory: `$EVALHOST_CACHE_DIR`, else the user's cache
-/// directory (`~/.cache/evalhost/components` on Linux).
+/// The default cache directory: `$EVALHOST_COMPILE_CACHE_DIR`, else
+/// `$EVALHOST_CACHE_DIR/components`, else the user's cache directory
+/// (`~/.cache/evalhost/components` on Linux). The Python runner, AgentV's
+/// TypeScript bundles and pulled plugins are kept beside it.
+///
+/// `EVALHOST_COMPILE_CACHE_DIR` keeps compiled code apart from the answers
+/// cached under `EVALHOST_CACHE_DIR` (judge verdicts, target responses):
+/// a CI job can keep one between jobs and start the other empty.
 pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("EVALHOST_COMPILE_CACHE_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
     if let Some(dir) = std::env::var_os("EVALHOST_CACHE_DIR") {
         return Some(PathBuf::from(dir).join("components"));
     }
