@@ -255,6 +255,73 @@ const MAX_RECORD: u64 = 64 << 20;
 /// The longest line of `results.jsonl` read back (as `--resume` reads it).
 const MAX_ROW: u64 = 256 << 20;
 
+/// What the index takes from `summary.json`. Read field by field: its
+/// `tests` (one entry per test, 100,000 in a large run) are skipped, never
+/// built in memory. A field of another type reads as absent, as an
+/// unreadable summary does.
+#[derive(Debug, Default, serde::Deserialize)]
+struct SummaryFacts {
+    #[serde(default, deserialize_with = "lenient")]
+    suite: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    passed: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    failed: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    errors: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    interrupted: Option<bool>,
+    #[serde(default, deserialize_with = "lenient")]
+    duration_ms: Option<u64>,
+    #[serde(default, deserialize_with = "lenient_list")]
+    plugins: Vec<PluginFacts>,
+}
+
+/// A plugin as `summary.json` lists it.
+#[derive(Debug, Default, serde::Deserialize)]
+struct PluginFacts {
+    #[serde(default, deserialize_with = "lenient")]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    version: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    digest: Option<String>,
+}
+
+/// A value of the expected type, else absent (as `value["key"].as_u64()`).
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let value = <Value as serde::Deserialize>::deserialize(d)?;
+    Ok(serde_json::from_value(value).ok())
+}
+
+/// A list whose entries are objects, else empty; entries of another kind
+/// are left out.
+fn lenient_list<'de, D>(d: D) -> Result<Vec<PluginFacts>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let value = <Value as serde::Deserialize>::deserialize(d)?;
+    Ok(match value {
+        Value::Array(items) => items
+            .into_iter()
+            .filter(Value::is_object)
+            .filter_map(|v| serde_json::from_value(v).ok())
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
+/// `summary.json`'s facts; `None` when it is missing or unreadable (the
+/// run then counts as interrupted, its counts from its rows).
+fn read_summary(path: &Path) -> Option<SummaryFacts> {
+    let text = crate::safe_fs::read_text_capped(path, MAX_RECORD).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
 fn read_json(path: &Path) -> Result<Option<Value>, RunDirError> {
     // Capped, a regular file, not through a link: a run directory may
     // come from an untrusted checkout (`results.jsonl -> /dev/zero`).
@@ -513,7 +580,7 @@ fn scan_run(
     let Some(record) = read_json(&dir.join("run.json"))? else {
         return Err(RunDirError::NotARun(dir.to_path_buf()));
     };
-    let summary = read_json(&dir.join("summary.json")).ok().flatten();
+    let summary = read_summary(&dir.join("summary.json"));
     let Rows {
         facts: rows,
         suite: first_suite,
@@ -542,18 +609,14 @@ fn scan_run(
         (!v.is_empty()).then(|| v.iter().sum::<u64>())
     };
     let summary_ref = summary.as_ref();
-    let interrupted = summary_ref.is_none_or(|s| s["interrupted"].as_bool() == Some(true));
+    let interrupted = summary_ref.is_none_or(|s| s.interrupted == Some(true));
     // Counts of tests (not rows: a test of three trials is one test). The
     // summary's, when they add up to the tests the rows hold (it combined
     // trials by the suite's own rule); else counted from the rows — a
     // summary that claims more than its rows is not believed.
     let (tests, row_passed, row_failed, row_errors) = test_verdicts(&rows);
     let from_summary = summary_ref.and_then(|s| {
-        let (p, f, e) = (
-            s["passed"].as_u64()?,
-            s["failed"].as_u64()?,
-            s["errors"].as_u64().unwrap_or(0),
-        );
+        let (p, f, e) = (s.passed?, s.failed?, s.errors.unwrap_or(0));
         (p.checked_add(f)?.checked_add(e)? == tests).then_some((p, f, e))
     });
     let (passed, failed, errors) = from_summary.unwrap_or((row_passed, row_failed, row_errors));
@@ -564,8 +627,7 @@ fn scan_run(
             .display()
             .to_string(),
         suite: summary_ref
-            .and_then(|s| s["suite"].as_str())
-            .map(str::to_owned)
+            .and_then(|s| s.suite.clone())
             .or(first_suite)
             .or_else(|| {
                 record["eval"]
@@ -588,7 +650,7 @@ fn scan_run(
             }
         },
         started_at: started_at(&record, &dir.join("run.json")),
-        duration_ms: summary_ref.and_then(|s| s["duration_ms"].as_u64()),
+        duration_ms: summary_ref.and_then(|s| s.duration_ms),
         status: if interrupted {
             "interrupted"
         } else {
@@ -599,15 +661,15 @@ fn scan_run(
         git_dirty: record["git_dirty"].as_bool(),
         evalhost_version: record["evalhost_version"].as_str().map(str::to_owned),
         plugins: summary_ref
-            .and_then(|s| s["plugins"].as_array())
-            .map(|ps| {
-                ps.iter()
+            .map(|s| {
+                s.plugins
+                    .iter()
                     .map(|p| {
                         format!(
                             "{}@{} sha256:{}",
-                            p["name"].as_str().unwrap_or("?"),
-                            p["version"].as_str().unwrap_or("?"),
-                            p["digest"].as_str().unwrap_or("?")
+                            p.name.as_deref().unwrap_or("?"),
+                            p.version.as_deref().unwrap_or("?"),
+                            p.digest.as_deref().unwrap_or("?")
                         )
                     })
                     .collect()

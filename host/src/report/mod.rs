@@ -211,20 +211,36 @@ pub fn write_all(
     reporters: &Reporters,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
+    write_summary(summary)?;
+    write_pages(summary, results, reporters, out)
+}
+
+/// Writes `summary.json` into the run directory (what the results index
+/// reads, with `run.json` and `results.jsonl`).
+pub fn write_summary(summary: &Summary) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let path = summary.run_dir.join("summary.json");
+    let file = crate::safe_fs::AtomicFile::create(&path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    serde_json::to_writer_pretty(&mut out, summary)?;
+    out.write_all(b"\n")?;
+    out.into_inner()
+        .map_err(|e| e.into_error())?
+        .commit()
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// [`write_all`] but `summary.json`: `report.html`, the exports the
+/// reporters ask for, and the terminal summary.
+pub fn write_pages(
+    summary: &Summary,
+    results: &Path,
+    reporters: &Reporters,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     use anyhow::Context as _;
     let dir = &summary.run_dir;
-    {
-        let path = dir.join("summary.json");
-        let file = crate::safe_fs::AtomicFile::create(&path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        let mut out = std::io::BufWriter::new(file);
-        serde_json::to_writer_pretty(&mut out, summary)?;
-        out.write_all(b"\n")?;
-        out.into_inner()
-            .map_err(|e| e.into_error())?
-            .commit()
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
     let page = html::Page::new(summary);
     let want_details = reporters.junit.is_some() || reporters.github;
     let unsuccessful: std::collections::HashSet<(&str, &str)> = summary

@@ -55,6 +55,7 @@ pub(super) fn finish(
         .with_context(|| format!("cannot write {}", writer.path().display()))?;
     let write_time = write_started.elapsed();
     super::note_peak("write");
+    let summary_started = Instant::now();
     let summary = Summary::new(
         &suite.name,
         &target_names.join(", "),
@@ -80,6 +81,7 @@ pub(super) fn finish(
     summary.metrics = crate::named_metrics::compute(&suite, writer.path());
     summary.viewer = history.viewer_url(&runs_root, &run_dir);
     drop(rows);
+    let summary_time = summary_started.elapsed();
     let reports_started = Instant::now();
     // promptfoo's `outputPath`: its JSON results, unless the command line
     // names the file (`--export promptfoo-json`, as promptfoo's `-o` wins).
@@ -87,10 +89,28 @@ pub(super) fn finish(
     if reporters.promptfoo_json.is_none() {
         reporters.promptfoo_json = suite.output_path.clone();
     }
-    report::write_all(&summary, writer.path(), &reporters, out)?;
-    // The results index: a run it cannot take is still on disk, and
-    // `evalhost runs reindex` adds it later; never a failed run.
-    if let Some(line) = history.record(&runs_root, &run_dir) {
+    report::write_summary(&summary)?;
+    // The results index (it reads run.json, summary.json and
+    // results.jsonl) on a second thread while the page is written; the run
+    // ends only once it is recorded, or has said why not. A run the index
+    // cannot take is still on disk, and `evalhost runs reindex` adds it
+    // later; never a failed run.
+    let (pages, (indexed, index_time)) = std::thread::scope(|scope| {
+        let index = scope.spawn(|| {
+            let started = Instant::now();
+            (history.record(&runs_root, &run_dir), started.elapsed())
+        });
+        let pages = report::write_pages(&summary, writer.path(), &reporters, out);
+        let indexed = index.join().unwrap_or_else(|_| {
+            (
+                Some("the run was not indexed: the index writer panicked".to_owned()),
+                Duration::ZERO,
+            )
+        });
+        (pages, indexed)
+    });
+    pages?;
+    if let Some(line) = indexed {
         writeln!(err, "{line}")?;
     }
     // Where the time went, for `scripts/bench.py` (not a user-facing line).
@@ -98,12 +118,13 @@ pub(super) fn finish(
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         writeln!(
             err,
-            "timings: load {:.1} ms · plugins {:.1} ms · run {:.1} ms · write {:.1} ms · reports {:.1} ms",
+            "timings: load {:.1} ms · plugins {:.1} ms · run {:.1} ms · write {:.1} ms · reports {:.1} ms (of which the index {:.1} ms, beside the page)",
             ms(load_time),
             ms(plugins_time),
             ms(run_time),
             ms(write_time),
-            ms(reports_started.elapsed())
+            ms(summary_time + reports_started.elapsed()),
+            ms(index_time),
         )?;
         super::note_peak("reports");
         writeln!(err, "peak memory after: {}", super::peaks_line())?;

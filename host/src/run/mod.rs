@@ -211,7 +211,7 @@ fn install_interrupt_handler() {
 /// Where a finished run is kept beyond its directory: the project's results
 /// index and its viewer. The command wires them (`cli::run`), as it wires
 /// the reporters; a run knows only this.
-pub trait History {
+pub trait History: Sync {
     /// The address of the run in `run_dir` in a viewer already serving the
     /// project, if any (shown in the reports).
     fn viewer_url(&self, runs_root: &Path, run_dir: &Path) -> Option<String>;
@@ -262,7 +262,7 @@ pub fn run(
         ask::Asked::Nothing(report) => return Ok(Ok(report)),
     };
     let mut setup = step!(setup::setup(options, *request, err));
-    let mut opened = step!(open::open(options, &setup, err));
+    let mut opened = step!(open::open(options, &mut setup, err));
     header::print(options, &setup, &opened, out, err)?;
     let ran = cases::run_cases(options, &mut setup, &mut opened, out, err)?;
     finish::finish(options, history, setup, opened, ran, out, err).map(Ok)

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 
 use super::run_dir::{claim_default_run_dir, runs_base};
 use super::setup::Setup;
-use super::{RunError, RunOptions, RunRecord, record, recorded_plan, resume, suite_dir_of};
+use super::{RunError, RunOptions, RunRecord, record, recorded_plan, resume};
 use crate::outcome::RowBrief;
 use crate::results::ResultsWriter;
 
@@ -27,10 +27,11 @@ pub(super) struct Opened {
 /// Opens the run directory.
 pub(super) fn open(
     options: &RunOptions,
-    setup: &Setup,
+    setup: &mut Setup,
     err: &mut dyn Write,
 ) -> anyhow::Result<Result<Opened, RunError>> {
     let Setup {
+        git,
         roots,
         suite,
         plan,
@@ -125,8 +126,7 @@ pub(super) fn open(
             git_commit: None,
             git_dirty: None,
         };
-        let (git_commit, git_dirty) =
-            record::git_state(&suite_dir_of(&record.eval), options.sandbox_strict);
+        let (git_commit, git_dirty) = git.wait();
         let record = RunRecord {
             git_commit,
             git_dirty,

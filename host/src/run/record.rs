@@ -82,6 +82,17 @@ pub fn git_state(dir: &std::path::Path, untrusted: bool) -> (Option<String>, Opt
     if untrusted {
         return (None, None);
     }
+    // Outside a checkout git has nothing to say: not started at all (two
+    // processes cost milliseconds). `GIT_DIR` names a repository from
+    // anywhere.
+    let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if std::env::var_os("GIT_DIR").is_none()
+        && !absolute
+            .ancestors()
+            .any(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())
+    {
+        return (None, None);
+    }
     let git = |args: &[&str]| {
         std::process::Command::new("git")
             .env("GIT_OPTIONAL_LOCKS", "0")
@@ -106,6 +117,35 @@ pub fn git_state(dir: &std::path::Path, untrusted: bool) -> (Option<String>, Opt
     };
     let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty());
     (Some(commit), dirty)
+}
+
+/// [`git_state`] asked on a thread of its own when the run starts, so that
+/// git runs while the suite is read; [`GitState::wait`] takes the answer
+/// when `run.json` is written.
+pub struct GitState(Option<std::thread::JoinHandle<(Option<String>, Option<bool>)>>);
+
+impl GitState {
+    /// Starts asking about `dir` (nothing under `untrusted`).
+    pub fn start(dir: std::path::PathBuf, untrusted: bool) -> Self {
+        if untrusted {
+            return Self(None);
+        }
+        Self(
+            std::thread::Builder::new()
+                .name("evalhost-git".into())
+                .spawn(move || git_state(&dir, false))
+                .ok(),
+        )
+    }
+
+    /// The answer; `(None, None)` when git could not be asked (or the
+    /// answer was taken before).
+    pub fn wait(&mut self) -> (Option<String>, Option<bool>) {
+        self.0
+            .take()
+            .and_then(|handle| handle.join().ok())
+            .unwrap_or((None, None))
+    }
 }
 
 /// The plan of a run before `--shard` sliced it: every (test, target) in

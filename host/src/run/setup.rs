@@ -41,6 +41,8 @@ pub(super) struct Setup {
     pub cache_scope: String,
     pub plan: Vec<PlannedTest>,
     pub response_cache: Option<crate::response_cache::ResponseCache>,
+    /// The suite's git commit, asked while the suite was read.
+    pub git: record::GitState,
 }
 
 /// Loads, chooses and checks; a mistake in the suite, its targets or the
@@ -59,6 +61,8 @@ pub(super) fn setup(
         resumed_targets,
         targets_file,
     } = request;
+    // git (for run.json) answers while the suite is read.
+    let git = record::GitState::start(super::suite_dir_of(&eval), options.sandbox_strict);
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
     let grader_workers = options
         .grader_workers
@@ -287,6 +291,7 @@ pub(super) fn setup(
         cache_scope,
         plan,
         response_cache,
+        git,
     }))
 }
 
