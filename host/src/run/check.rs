@@ -246,7 +246,26 @@ fn unknown_type(assertion: &Assertion, owner: &str, registry: &Registry) -> Diag
     .hint(hint)
 }
 
-/// Compiled config schemas, one per type.
+/// The host key `key` is a typo of ([`typo_of`]), remembered per key: a
+/// suite of thousands of assertions asks about the same few keys.
+fn host_typo(key: &str, host: &[&'static str]) -> Option<&'static str> {
+    thread_local! {
+        static SEEN: std::cell::RefCell<std::collections::HashMap<String, Option<&'static str>>> =
+            Default::default();
+    }
+    if let Some(known) = SEEN.with(|seen| seen.borrow().get(key).copied()) {
+        return known;
+    }
+    let near = typo_of(key, host.iter().copied());
+    SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        if seen.len() < 4096 {
+            seen.insert(key.to_owned(), near);
+        }
+    });
+    near
+}
+
 /// Keys of an assertion that neither the host nor its plugin knows. A
 /// misspelled host key (`requird: true` would drop the gate, `wieght: 5`
 /// the weight, silently) is an error at the key, with the nearest key. A
@@ -266,7 +285,7 @@ fn unknown_keys(
     for key in assertion.config.keys() {
         let diagnostic = if declared.as_ref().is_some_and(|d| d.contains(&key.as_str())) {
             continue;
-        } else if let Some(near) = typo_of(key, host.iter().copied()) {
+        } else if let Some(near) = host_typo(key, &host) {
             Diagnostic::error(
                 &assertion.loc.file,
                 format!(

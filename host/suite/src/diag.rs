@@ -153,9 +153,13 @@ impl Diagnostics {
 /// The known name closest to `name` (Levenshtein distance at most a third of
 /// its length, and at least 1), for "did you mean" hints.
 pub fn nearest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let limit = (name.chars().count() / 3).max(2);
+    let chars = name.chars().count();
+    let limit = (chars / 3).max(2);
     known
         .into_iter()
+        // A distance is at least the difference in length: names too long
+        // or too short are not measured at all.
+        .filter(|k| k.chars().count().abs_diff(chars) <= limit)
         .map(|k| (levenshtein(name, k), k))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
@@ -167,9 +171,11 @@ pub fn nearest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Opti
 /// one edit. Stricter than [`nearest`], for keys that may also be someone
 /// else's (a plugin's `tone` is not a misspelled `name`).
 pub fn typo_of<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let limit = if name.chars().count() > 5 { 2 } else { 1 };
+    let chars = name.chars().count();
+    let limit = if chars > 5 { 2 } else { 1 };
     known
         .into_iter()
+        .filter(|k| k.chars().count().abs_diff(chars) <= limit)
         .map(|k| (edits(name, k), k))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)

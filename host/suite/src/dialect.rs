@@ -91,7 +91,12 @@ impl Dialect {
         let Some((Value::Object(root), map)) = parsed else {
             return Ok(Self::AgentV4);
         };
-        detect(path, &text, &root, &map)
+        let dialect = detect(path, &text, &root, &map);
+        // The reader parses the same text next: it gets this parse.
+        if ext != "json" {
+            crate::yaml::keep(text, Value::Object(root), map);
+        }
+        dialect
     }
 }
 

@@ -73,8 +73,37 @@ pub fn parse(text: &str) -> Result<Value, YamlError> {
     parse_with_positions(text).map(|(value, _)| value)
 }
 
+thread_local! {
+    /// A document parsed to tell its dialect ([`keep`]), for the reader
+    /// that parses the same text next on this thread.
+    static KEPT: std::cell::RefCell<Option<(String, Value, SourceMap)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Keeps `value` and `map`, parsed from `text`, for the next
+/// [`parse_with_positions`] of the same text on this thread: a suite is
+/// parsed once to tell its dialect, and not again to read it.
+pub fn keep(text: String, value: Value, map: SourceMap) {
+    KEPT.with(|kept| *kept.borrow_mut() = Some((text, value, map)));
+}
+
+/// Drops what [`keep`] kept (when no reader took it).
+pub fn forget_kept() {
+    KEPT.with(|kept| kept.borrow_mut().take());
+}
+
 /// Parses `text` into a JSON value and the positions of its keys and items.
 pub fn parse_with_positions(text: &str) -> Result<(Value, SourceMap), YamlError> {
+    let kept = KEPT.with(|kept| {
+        let mut kept = kept.borrow_mut();
+        if kept.as_ref().is_some_and(|(t, _, _)| t == text) {
+            kept.take().map(|(_, value, map)| (value, map))
+        } else {
+            None
+        }
+    });
+    if let Some(parsed) = kept {
+        return Ok(parsed);
+    }
     let mut builder = Builder::default();
     match builder.feed(text) {
         Ok(()) => {
