@@ -66,6 +66,186 @@ impl FromStr for Shard {
     }
 }
 
+/// The schedulers `--shard auto` reads a slice from, in the order asked:
+/// the innermost first (a Slurm job submitted from a CI job inherits the
+/// CI job's variables).
+const ENGINES: &[&str] = &[
+    "a Slurm job array (SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT)",
+    "a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, with the count from --shard auto/N or EVALHOST_SHARD_COUNT)",
+    "GitLab CI `parallel:` (CI_NODE_INDEX, CI_NODE_TOTAL)",
+    "Buildkite `parallelism:` (BUILDKITE_PARALLEL_JOB, BUILDKITE_PARALLEL_JOB_COUNT)",
+    "CircleCI `parallelism:` (CIRCLE_NODE_INDEX, CIRCLE_NODE_TOTAL)",
+];
+
+impl Shard {
+    /// `--shard auto` or `--shard auto/N`: the slice this process is, read
+    /// from the scheduler that started it ([`ENGINES`]); with the
+    /// scheduler's own words for it, to print. `var` reads a variable (the
+    /// process environment, in a test a map). No scheduler's variables is
+    /// an error, never shard 1/1.
+    pub fn from_env(
+        spec: &str,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(Self, String), String> {
+        let given = match spec.trim().strip_prefix("auto") {
+            Some("") => None,
+            Some(rest) => {
+                let n = rest.strip_prefix('/').ok_or_else(|| {
+                    format!("--shard takes K/N, `auto` or `auto/N`, got `{spec}`")
+                })?;
+                match n.trim().parse::<u32>() {
+                    Ok(n) if n > 0 => Some(n),
+                    _ => {
+                        return Err(format!(
+                            "--shard auto/N: `{n}` is not a count of shards (1 or more)"
+                        ));
+                    }
+                }
+            }
+            None => {
+                return Err(format!(
+                    "--shard takes K/N, `auto` or `auto/N`, got `{spec}`"
+                ));
+            }
+        };
+        let number = |name: &str| -> Result<Option<u32>, String> {
+            match var(name) {
+                None => Ok(None),
+                Some(v) if v.trim().is_empty() => Ok(None),
+                Some(v) => v
+                    .trim()
+                    .parse::<u32>()
+                    .map(Some)
+                    .map_err(|_| format!("--shard auto: {name}=`{v}` is not a number")),
+            }
+        };
+        let said = |names: &[&str]| -> String {
+            names
+                .iter()
+                .filter_map(|n| var(n).map(|v| format!("{n}={v}")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        // (index 0-based, count, where)
+        let found: Option<(u32, u32, String)> = if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
+            let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+            let step = number("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1).max(1);
+            let count = number("SLURM_ARRAY_TASK_COUNT")?.ok_or(
+                "--shard auto: this Slurm array task does not say how many tasks its array has (SLURM_ARRAY_TASK_COUNT is not set; Slurm sets it from version 18.08)\n  hint: give the slice as --shard $SLURM_ARRAY_TASK_ID/N",
+            )?;
+            let names = [
+                "SLURM_ARRAY_TASK_ID",
+                "SLURM_ARRAY_TASK_MIN",
+                "SLURM_ARRAY_TASK_MAX",
+                "SLURM_ARRAY_TASK_STEP",
+                "SLURM_ARRAY_TASK_COUNT",
+            ];
+            let contiguous = id >= min
+                && (id - min) % step == 0
+                && number("SLURM_ARRAY_TASK_MAX")?
+                    .is_none_or(|max| max >= min && (max - min) / step + 1 == count);
+            if !contiguous {
+                return Err(format!(
+                    "--shard auto: this Slurm array's task ids are not one range ({}), so a task's place in it is unknown\n  hint: submit the array as --array=1-N (a `%` limit is fine), or give the slice as --shard K/N",
+                    said(&names)
+                ));
+            }
+            Some((
+                (id - min) / step,
+                count,
+                format!("the Slurm job array ({})", said(&names)),
+            ))
+        } else if let Some(index) = number("JOB_COMPLETION_INDEX")? {
+            let count = match given {
+                Some(n) => Some(n),
+                None => number("EVALHOST_SHARD_COUNT")?,
+            }
+            .ok_or(format!(
+                "--shard auto: a Kubernetes Indexed Job gives this pod's index (JOB_COMPLETION_INDEX={index}) but not how many there are\n  hint: give the Job's `completions` as --shard auto/N, or set EVALHOST_SHARD_COUNT"
+            ))?;
+            let mut names = vec!["JOB_COMPLETION_INDEX"];
+            if given.is_none() {
+                names.push("EVALHOST_SHARD_COUNT");
+            }
+            Some((
+                index,
+                count,
+                format!("the Kubernetes Indexed Job ({})", said(&names)),
+            ))
+        } else if let Some(index) = number("CI_NODE_INDEX")? {
+            let count = number("CI_NODE_TOTAL")?
+                .ok_or("--shard auto: CI_NODE_INDEX is set but CI_NODE_TOTAL is not")?;
+            if index == 0 {
+                return Err(
+                    "--shard auto: CI_NODE_INDEX=0, but GitLab numbers parallel jobs from 1".into(),
+                );
+            }
+            Some((
+                index - 1,
+                count,
+                format!(
+                    "GitLab CI `parallel:` ({})",
+                    said(&["CI_NODE_INDEX", "CI_NODE_TOTAL"])
+                ),
+            ))
+        } else if let Some(index) = number("BUILDKITE_PARALLEL_JOB")? {
+            let count = number("BUILDKITE_PARALLEL_JOB_COUNT")?
+                .ok_or("--shard auto: BUILDKITE_PARALLEL_JOB is set but BUILDKITE_PARALLEL_JOB_COUNT is not")?;
+            Some((
+                index,
+                count,
+                format!(
+                    "Buildkite `parallelism:` ({})",
+                    said(&["BUILDKITE_PARALLEL_JOB", "BUILDKITE_PARALLEL_JOB_COUNT"])
+                ),
+            ))
+        } else if let Some(index) = number("CIRCLE_NODE_INDEX")? {
+            let count = number("CIRCLE_NODE_TOTAL")?
+                .ok_or("--shard auto: CIRCLE_NODE_INDEX is set but CIRCLE_NODE_TOTAL is not")?;
+            Some((
+                index,
+                count,
+                format!(
+                    "CircleCI `parallelism:` ({})",
+                    said(&["CIRCLE_NODE_INDEX", "CIRCLE_NODE_TOTAL"])
+                ),
+            ))
+        } else {
+            None
+        };
+        let Some((index, count, from)) = found else {
+            let slurm_job = var("SLURM_JOB_ID").is_some();
+            return Err(format!(
+                "--shard auto: no scheduler says which shard this is{}; it reads {}\n  hint: give the slice as --shard K/N",
+                if slurm_job {
+                    " (this Slurm job is not an array: submit it with sbatch --array=1-N)"
+                } else {
+                    ""
+                },
+                ENGINES.join("; ")
+            ));
+        };
+        if let Some(n) = given
+            && n != count
+        {
+            return Err(format!(
+                "--shard auto/{n}: {from} says there are {count} shards, not {n}"
+            ));
+        }
+        if count == 0 || index >= count {
+            return Err(format!(
+                "--shard auto: {from} makes this shard {} of {count}, which is not a slice (1 ≤ K ≤ N)",
+                index + 1
+            ));
+        }
+        let shard = Self {
+            index: index + 1,
+            count,
+        };
+        Ok((shard, format!("shard {shard} from {from}")))
+    }
+}
+
 impl fmt::Display for Shard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.index, self.count)
@@ -368,5 +548,150 @@ mod tests {
         for bad in ["0/3", "4/3", "1/0", "x/2", "3"] {
             assert!(bad.parse::<Shard>().is_err(), "{bad}");
         }
+    }
+
+    fn auto(spec: &str, vars: &[(&str, &str)]) -> Result<(Shard, String), String> {
+        let vars: std::collections::HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Shard::from_env(spec, &|name| vars.get(name).cloned())
+    }
+
+    fn shard(index: u32, count: u32) -> Shard {
+        Shard { index, count }
+    }
+
+    #[test]
+    fn shard_auto_reads_each_scheduler() {
+        // Slurm arrays: from 1, from 0, with a step; the task's place.
+        let slurm = |id: &str, min: &str, max: &str, step: &str, count: &str| {
+            auto(
+                "auto",
+                &[
+                    ("SLURM_JOB_ID", "77"),
+                    ("SLURM_ARRAY_TASK_ID", id),
+                    ("SLURM_ARRAY_TASK_MIN", min),
+                    ("SLURM_ARRAY_TASK_MAX", max),
+                    ("SLURM_ARRAY_TASK_STEP", step),
+                    ("SLURM_ARRAY_TASK_COUNT", count),
+                ],
+            )
+        };
+        let (s, from) = slurm("3", "1", "4", "1", "4").unwrap();
+        assert_eq!(s, shard(3, 4));
+        assert!(
+            from.starts_with(
+                "shard 3/4 from the Slurm job array (SLURM_ARRAY_TASK_ID=3, SLURM_ARRAY_TASK_MIN=1"
+            ),
+            "{from}"
+        );
+        assert_eq!(slurm("0", "0", "7", "1", "8").unwrap().0, shard(1, 8));
+        assert_eq!(slurm("12", "0", "12", "4", "4").unwrap().0, shard(4, 4));
+        // A list of ids that is not one range is refused, as is an id off the step.
+        let err = slurm("5", "1", "9", "1", "3").unwrap_err();
+        assert!(
+            err.contains("not one range") && err.contains("--array=1-N"),
+            "{err}"
+        );
+        assert!(slurm("2", "0", "12", "4", "4").is_err());
+        // Kubernetes: the count from the flag or a variable.
+        assert_eq!(
+            auto("auto/5", &[("JOB_COMPLETION_INDEX", "4")]).unwrap().0,
+            shard(5, 5)
+        );
+        assert_eq!(
+            auto(
+                "auto",
+                &[("JOB_COMPLETION_INDEX", "0"), ("EVALHOST_SHARD_COUNT", "3")]
+            )
+            .unwrap()
+            .0,
+            shard(1, 3)
+        );
+        let err = auto("auto", &[("JOB_COMPLETION_INDEX", "0")]).unwrap_err();
+        assert!(
+            err.contains("--shard auto/N") && err.contains("EVALHOST_SHARD_COUNT"),
+            "{err}"
+        );
+        assert!(auto("auto/2", &[("JOB_COMPLETION_INDEX", "2")]).is_err());
+        // GitLab counts from 1; Buildkite and CircleCI from 0.
+        assert_eq!(
+            auto("auto", &[("CI_NODE_INDEX", "2"), ("CI_NODE_TOTAL", "3")])
+                .unwrap()
+                .0,
+            shard(2, 3)
+        );
+        assert_eq!(
+            auto(
+                "auto",
+                &[
+                    ("BUILDKITE_PARALLEL_JOB", "2"),
+                    ("BUILDKITE_PARALLEL_JOB_COUNT", "3")
+                ]
+            )
+            .unwrap()
+            .0,
+            shard(3, 3)
+        );
+        assert_eq!(
+            auto(
+                "auto",
+                &[("CIRCLE_NODE_INDEX", "0"), ("CIRCLE_NODE_TOTAL", "2")]
+            )
+            .unwrap()
+            .0,
+            shard(1, 2)
+        );
+        // The innermost scheduler wins: a Slurm task submitted from GitLab.
+        let (s, from) = auto(
+            "auto",
+            &[
+                ("CI_NODE_INDEX", "1"),
+                ("CI_NODE_TOTAL", "2"),
+                ("SLURM_ARRAY_TASK_ID", "2"),
+                ("SLURM_ARRAY_TASK_MIN", "1"),
+                ("SLURM_ARRAY_TASK_COUNT", "2"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(s, shard(2, 2));
+        assert!(from.contains("Slurm"), "{from}");
+    }
+
+    #[test]
+    fn shard_auto_without_a_scheduler_or_with_nonsense_is_an_error() {
+        let err = auto("auto", &[]).unwrap_err();
+        assert!(
+            err.contains("no scheduler says which shard this is"),
+            "{err}"
+        );
+        assert!(
+            err.contains("SLURM_ARRAY_TASK_ID") && err.contains("CI_NODE_INDEX"),
+            "{err}"
+        );
+        assert!(err.contains("hint: give the slice as --shard K/N"), "{err}");
+        let err = auto("auto", &[("SLURM_JOB_ID", "9")]).unwrap_err();
+        assert!(err.contains("not an array"), "{err}");
+        let err = auto("auto", &[("CI_NODE_INDEX", "two"), ("CI_NODE_TOTAL", "3")]).unwrap_err();
+        assert!(err.contains("CI_NODE_INDEX=`two` is not a number"), "{err}");
+        assert!(auto("auto", &[("CI_NODE_INDEX", "0"), ("CI_NODE_TOTAL", "3")]).is_err());
+        assert!(
+            auto(
+                "auto",
+                &[("CIRCLE_NODE_INDEX", "3"), ("CIRCLE_NODE_TOTAL", "3")]
+            )
+            .is_err()
+        );
+        assert!(
+            auto(
+                "automatic",
+                &[("CI_NODE_INDEX", "1"), ("CI_NODE_TOTAL", "1")]
+            )
+            .is_err()
+        );
+        assert!(auto("auto/0", &[("JOB_COMPLETION_INDEX", "0")]).is_err());
+        let err = auto("auto", &[("SLURM_ARRAY_TASK_ID", "1")]).unwrap_err();
+        assert!(err.contains("SLURM_ARRAY_TASK_COUNT"), "{err}");
     }
 }

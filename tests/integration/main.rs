@@ -69,3 +69,5 @@ mod dialects;
 mod architecture;
 // No silent wrong result, round two: trials, compare, CSV, caches, index.
 mod silent_results;
+// Beyond one machine: --shard auto in a real Slurm job array.
+mod scaling;

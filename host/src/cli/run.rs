@@ -46,7 +46,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: Option<u32>,
     /// Run the K-th of N stable slices of the planned tests (1-based).
-    #[arg(long, value_name = "K/N")]
+    /// `auto` reads K and N from the scheduler running this process: a
+    /// Slurm job array, a Kubernetes Indexed Job (`auto/N`: Kubernetes does
+    /// not say N), GitLab, Buildkite or CircleCI parallel jobs.
+    #[arg(long, value_name = "K/N|auto")]
     pub shard: Option<String>,
     /// Stop starting tests after the first one that fails.
     #[arg(long)]
@@ -114,9 +117,20 @@ pub struct RunArgs {
 }
 
 pub(super) fn run_command(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let shard = match args.shard.as_deref().map(str::parse::<crate::plan::Shard>) {
-        Some(Ok(shard)) => Some(shard),
-        Some(Err(message)) => return report_run_error(err, &RunError::Usage(message)),
+    let shard = match args.shard.as_deref() {
+        Some(spec) if spec.trim().starts_with("auto") => {
+            match crate::plan::Shard::from_env(spec, &|name| std::env::var(name).ok()) {
+                Ok((shard, from)) => {
+                    let _ = writeln!(err, "{from}");
+                    Some(shard)
+                }
+                Err(message) => return report_run_error(err, &RunError::Usage(message)),
+            }
+        }
+        Some(spec) => match spec.parse::<crate::plan::Shard>() {
+            Ok(shard) => Some(shard),
+            Err(message) => return report_run_error(err, &RunError::Usage(message)),
+        },
         None => None,
     };
     let options = RunOptions {

@@ -64,7 +64,15 @@ impl Dialect {
         ALL.into_iter().find(|d| d.name() == name)
     }
 
-    /// The dialect of the suite at `path`, or why it cannot be told.
+    /// Drops the parse [`Dialect::of`] kept for the reader, when the
+    /// reader did not take it (it read other text, or the dialect was
+    /// forced).
+    pub fn forget_parse() {
+        crate::yaml::forget_kept();
+    }
+
+    /// The dialect of the suite at `path`, or why it cannot be told. A
+    /// YAML suite's parse is kept for its reader ([`crate::yaml::keep`]).
     pub fn of(path: &Path) -> Result<Self, Box<Diagnostic>> {
         let ext = path
             .extension()

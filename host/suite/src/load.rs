@@ -105,7 +105,7 @@ pub fn load_dialect(
         Ok(Dialect::AgentV5) => crate::agentv5::read(path, options),
         Err(diagnostic) => (None, Diagnostics(vec![*diagnostic])),
     };
-    crate::yaml::forget_kept();
+    Dialect::forget_parse();
     if let Some(suite) = &mut suite {
         suite.dialect = chosen.unwrap_or(Dialect::AgentV4);
         suite.tests.shrink_to_fit();
