@@ -14,9 +14,9 @@ use serde_json::Value;
 
 use crate::support::{Project, Run, evalhost, root};
 
-struct Registry {
+pub(crate) struct Registry {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
     _dir: tempfile::TempDir,
 }
 
@@ -27,7 +27,7 @@ impl Drop for Registry {
     }
 }
 
-fn registry_binary() -> Option<PathBuf> {
+pub(crate) fn registry_binary() -> Option<PathBuf> {
     let found = ["/usr/bin/docker-registry", "/usr/local/bin/registry"]
         .iter()
         .map(PathBuf::from)
@@ -44,7 +44,7 @@ fn registry_binary() -> Option<PathBuf> {
     found
 }
 
-fn start(binary: &Path) -> Registry {
+pub(crate) fn start(binary: &Path) -> Registry {
     let dir = tempfile::tempdir().unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
