@@ -49,10 +49,12 @@ for target in "${targets[@]}"; do
         exit 3
     }
     rustup target add --toolchain "$toolchain" "$target" >/dev/null
-    upper=$(echo "$target" | tr 'a-z-' 'A-Z_')
     lower=$(echo "$target" | tr '-' '_')
     echo "release: building evalhost $version for $target" >&2
-    env "CC_$lower=$cc" "CARGO_TARGET_${upper}_LINKER=$cc" \
+    # The C dependencies compile against musl's headers ($cc); the link is
+    # Rust's own self-contained static one (musl-gcc as the linker would
+    # make a dynamically linked PIE that wants /lib/ld-musl-*.so.1).
+    env "CC_$lower=$cc" \
         cargo build --release --locked --target "$target" -p evalhost
     bin="target/$target/release/evalhost"
 
