@@ -36,34 +36,20 @@ if [ -n "${INPUT_MERGE:-}" ]; then
     # shellcheck disable=SC2206
     dirs=($INPUT_MERGE)
     [ ${#dirs[@]} -gt 0 ] || fail "the \`merge\` input \`$INPUT_MERGE\` matches no directory"
-    args=(merge "${dirs[@]}" -o "$out" --reporter github)
-    if [ -n "${INPUT_ARGS:-}" ]; then
-        read -r -a extra <<<"$INPUT_ARGS"
-        args+=("${extra[@]}")
+    args=(merge "${dirs[@]}")
+else
+    [ -n "${INPUT_SUITE:-}" ] || fail "the action's \`suite\` input is required (or \`merge\`)"
+    shard=${INPUT_SHARD:-}
+    label=all
+    args=(run "$INPUT_SUITE")
+    if [ -n "$shard" ]; then
+        [[ "$shard" =~ ^[0-9]+/[0-9]+$ ]] || fail "the \`shard\` input is K/N (like 2/4), got \`$shard\`"
+        label="shard-${shard%/*}-of-${shard#*/}"
+        args+=(--shard "$shard")
     fi
-    echo "evalhost ${args[*]}"
-    evalhost "${args[@]}"
-    code=$?
-    {
-        echo "run-dir=$out"
-        echo "exit-code=$code"
-        echo "artifact-name=$name"
-    } >>"${GITHUB_OUTPUT:-/dev/null}"
-    exit 0
+    out=${INPUT_OUTPUT:-runs/$label}
+    name=${INPUT_ARTIFACT_NAME:-evalhost-$label}
 fi
-
-[ -n "${INPUT_SUITE:-}" ] || fail "the action's \`suite\` input is required (or \`merge\`)"
-
-shard=${INPUT_SHARD:-}
-label=all
-args=(run "$INPUT_SUITE")
-if [ -n "$shard" ]; then
-    [[ "$shard" =~ ^[0-9]+/[0-9]+$ ]] || fail "the \`shard\` input is K/N (like 2/4), got \`$shard\`"
-    label="shard-${shard%/*}-of-${shard#*/}"
-    args+=(--shard "$shard")
-fi
-out=${INPUT_OUTPUT:-runs/$label}
-name=${INPUT_ARTIFACT_NAME:-evalhost-$label}
 # Split at whitespace; nothing is expanded or run.
 if [ -n "${INPUT_ARGS:-}" ]; then
     read -r -a extra <<<"$INPUT_ARGS"

@@ -77,6 +77,33 @@ const ENGINES: &[&str] = &[
     "CircleCI `parallelism:` (CIRCLE_NODE_INDEX, CIRCLE_NODE_TOTAL)",
 ];
 
+/// CI systems' parallel jobs, after Slurm and Kubernetes in [`ENGINES`]:
+/// (system, its word for it, the index variable, the count variable, the
+/// first index).
+const CI_PARALLEL: &[(&str, &str, &str, &str, u32)] = &[
+    (
+        "GitLab",
+        "CI `parallel:`",
+        "CI_NODE_INDEX",
+        "CI_NODE_TOTAL",
+        1,
+    ),
+    (
+        "Buildkite",
+        "`parallelism:`",
+        "BUILDKITE_PARALLEL_JOB",
+        "BUILDKITE_PARALLEL_JOB_COUNT",
+        0,
+    ),
+    (
+        "CircleCI",
+        "`parallelism:`",
+        "CIRCLE_NODE_INDEX",
+        "CIRCLE_NODE_TOTAL",
+        0,
+    ),
+];
+
 impl Shard {
     /// `--shard auto` or `--shard auto/N`: the slice this process is, read
     /// from the scheduler that started it ([`ENGINES`]); with the
@@ -172,46 +199,28 @@ impl Shard {
                 count,
                 format!("the Kubernetes Indexed Job ({})", said(&names)),
             ))
-        } else if let Some(index) = number("CI_NODE_INDEX")? {
-            let count = number("CI_NODE_TOTAL")?
-                .ok_or("--shard auto: CI_NODE_INDEX is set but CI_NODE_TOTAL is not")?;
-            if index == 0 {
-                return Err(
-                    "--shard auto: CI_NODE_INDEX=0, but GitLab numbers parallel jobs from 1".into(),
-                );
-            }
-            Some((
-                index - 1,
-                count,
-                format!(
-                    "GitLab CI `parallel:` ({})",
-                    said(&["CI_NODE_INDEX", "CI_NODE_TOTAL"])
-                ),
-            ))
-        } else if let Some(index) = number("BUILDKITE_PARALLEL_JOB")? {
-            let count = number("BUILDKITE_PARALLEL_JOB_COUNT")?
-                .ok_or("--shard auto: BUILDKITE_PARALLEL_JOB is set but BUILDKITE_PARALLEL_JOB_COUNT is not")?;
-            Some((
-                index,
-                count,
-                format!(
-                    "Buildkite `parallelism:` ({})",
-                    said(&["BUILDKITE_PARALLEL_JOB", "BUILDKITE_PARALLEL_JOB_COUNT"])
-                ),
-            ))
-        } else if let Some(index) = number("CIRCLE_NODE_INDEX")? {
-            let count = number("CIRCLE_NODE_TOTAL")?
-                .ok_or("--shard auto: CIRCLE_NODE_INDEX is set but CIRCLE_NODE_TOTAL is not")?;
-            Some((
-                index,
-                count,
-                format!(
-                    "CircleCI `parallelism:` ({})",
-                    said(&["CIRCLE_NODE_INDEX", "CIRCLE_NODE_TOTAL"])
-                ),
-            ))
         } else {
-            None
+            let mut found = None;
+            for &(system, what, index_var, count_var, first) in CI_PARALLEL {
+                let Some(index) = number(index_var)? else {
+                    continue;
+                };
+                let count = number(count_var)?.ok_or(format!(
+                    "--shard auto: {index_var} is set but {count_var} is not"
+                ))?;
+                if index < first {
+                    return Err(format!(
+                        "--shard auto: {index_var}={index}, but {system} numbers parallel jobs from {first}"
+                    ));
+                }
+                found = Some((
+                    index - first,
+                    count,
+                    format!("{system} {what} ({})", said(&[index_var, count_var])),
+                ));
+                break;
+            }
+            found
         };
         let Some((index, count, from)) = found else {
             let slurm_job = var("SLURM_JOB_ID").is_some();

@@ -138,6 +138,11 @@ impl GitState {
         )
     }
 
+    /// Nothing asked (a resumed run keeps the `run.json` it has).
+    pub fn unasked() -> Self {
+        Self(None)
+    }
+
     /// The answer; `(None, None)` when git could not be asked (or the
     /// answer was taken before).
     pub fn wait(&mut self) -> (Option<String>, Option<bool>) {

@@ -61,8 +61,12 @@ pub(super) fn setup(
         resumed_targets,
         targets_file,
     } = request;
-    // git (for run.json) answers while the suite is read.
-    let git = record::GitState::start(super::suite_dir_of(&eval), options.sandbox_strict);
+    // git (for a new run's run.json) answers while the suite is read.
+    let git = if options.resume.is_some() {
+        record::GitState::unasked()
+    } else {
+        record::GitState::start(super::suite_dir_of(&eval), options.sandbox_strict)
+    };
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
     let grader_workers = options
         .grader_workers
