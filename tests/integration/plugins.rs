@@ -357,28 +357,32 @@ fn a_rust_grader_scaffolded_by_plugin_new_builds_tests_and_grades() {
     assert!(r.stderr.contains("already exists"), "{}", r.stderr);
 }
 
-/// Issue 16.11: a plugin builds without an evalhost checkout. `plugin new`
-/// depends on the published SDK by version; the SDK packages (with its WIT
-/// world inside), and the scaffold builds and grades against the packaged
-/// crate (standing in for crates.io through `[patch]`).
+/// Issue 37.3: `plugin new` with no flag writes a crate that builds as its
+/// README says, offline: the SDK the binary carries is written beside it
+/// (`vendor/evalhost-plugin-sdk`, by path and version), and it is the crate
+/// `cargo package` would publish (its sources and WIT world, file by file),
+/// so switching to crates.io once the SDK is published changes nothing.
 #[test]
-fn a_scaffold_depends_on_the_sdk_by_version_and_builds_from_its_package() {
+fn a_scaffold_builds_offline_from_the_sdk_the_binary_carries() {
     let dir = tempfile::tempdir().unwrap();
     let r = run_in(dir.path(), &["plugin", "new", "word-check"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let manifest = std::fs::read_to_string(dir.path().join("word-check/Cargo.toml")).unwrap();
+    let crate_dir = dir.path().join("word-check");
+    let manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
     assert!(
-        manifest.contains("evalhost-plugin-sdk = \"0.2\"\n"),
+        manifest.contains(
+            "evalhost-plugin-sdk = { version = \"0.2\", path = \"vendor/evalhost-plugin-sdk\" }\n"
+        ),
         "{manifest}"
     );
     assert!(
-        !manifest.contains("path ="),
+        !manifest.contains(root().to_str().unwrap()),
         "no path from the machine evalhost was built on: {manifest}"
     );
-    let sdk_manifest = std::fs::read_to_string(root().join("plugin-sdk/Cargo.toml")).unwrap();
+    let readme = std::fs::read_to_string(crate_dir.join("README.md")).unwrap();
     assert!(
-        sdk_manifest.contains("version = \"0.2."),
-        "the SDK's version is the one `plugin new` writes"
+        readme.contains("evalhost-plugin-sdk = \"0.2\"`") && readme.contains("vendor/"),
+        "the README says how to switch to the published crate: {readme}"
     );
 
     // The package cargo would publish.
@@ -411,30 +415,60 @@ fn a_scaffold_depends_on_the_sdk_by_version_and_builds_from_its_package() {
         .status()
         .unwrap();
     assert!(status.success());
-    let sdk = std::fs::read_dir(unpacked.path())
+    let packaged = std::fs::read_dir(unpacked.path())
         .unwrap()
         .next()
         .unwrap()
         .unwrap()
         .path();
+    let vendored = crate_dir.join("vendor/evalhost-plugin-sdk");
+    let files = |root: &Path| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    out.push(p.strip_prefix(root).unwrap().display().to_string());
+                }
+            }
+        }
+        out.retain(|f| {
+            !f.starts_with("Cargo.toml") && !f.starts_with(".cargo") && f != "Cargo.lock"
+        });
+        out.sort();
+        out
+    };
+    let shipped = files(&packaged);
     assert!(
-        sdk.join("wit/grader.wit").is_file(),
-        "the WIT world is in the package"
+        shipped.contains(&"wit/grader.wit".to_owned()),
+        "{shipped:?}"
     );
-    std::fs::write(
-        dir.path().join("word-check/Cargo.toml"),
-        format!(
-            "{manifest}\n[patch.crates-io]\nevalhost-plugin-sdk = {{ path = {:?} }}\n",
-            sdk.display().to_string()
-        ),
-    )
-    .unwrap();
-    let crate_dir = dir.path().join("word-check");
-    cargo(&crate_dir, &["test", "--quiet"]);
-    cargo(
-        &crate_dir,
-        &["build", "--target", "wasm32-wasip2", "--release"],
-    );
+    assert_eq!(files(&vendored), shipped);
+    for f in &shipped {
+        assert_eq!(
+            std::fs::read(vendored.join(f)).unwrap(),
+            std::fs::read(packaged.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+
+    // As the README says, with no network: every dependency from the
+    // local registry cache the workspace's own build filled.
+    for args in [
+        &["test", "--quiet", "--offline"][..],
+        &[
+            "build",
+            "--target",
+            "wasm32-wasip2",
+            "--release",
+            "--offline",
+        ],
+    ] {
+        cargo(&crate_dir, args);
+    }
     let wasm = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("test-plugins/wasm32-wasip2/release/word_check.wasm");
     let project = Project::with_mock("Hello, World");
@@ -633,22 +667,9 @@ fn npm_run(npm: &Path, dir: &Path, args: &[&str]) {
 #[test]
 fn the_rust_python_and_typescript_scaffolds_grade_identically() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, lang, sdk) in [
-        ("mentions-rs", "rust", root().join("plugin-sdk")),
-        ("mentions-py", "python", root().join("plugin-sdk/python")),
-    ] {
-        let r = run_in(
-            dir.path(),
-            &[
-                "plugin",
-                "new",
-                name,
-                "--lang",
-                lang,
-                "--sdk",
-                sdk.to_str().unwrap(),
-            ],
-        );
+    // Each as a new user makes it: no flag, the SDK the binary carries.
+    for (name, lang) in [("mentions-rs", "rust"), ("mentions-py", "python")] {
+        let r = run_in(dir.path(), &["plugin", "new", name, "--lang", lang]);
         assert_eq!(r.code, 0, "{}", r.stderr);
     }
     // Rust: its tests, then its build.
@@ -657,39 +678,35 @@ fn the_rust_python_and_typescript_scaffolds_grade_identically() {
     cargo(&rs, &["build", "--target", "wasm32-wasip2", "--release"]);
     let rs_wasm = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("test-plugins/wasm32-wasip2/release/mentions_rs.wasm");
-    // Python: its tests with the SDK on the path (as `pip install` would
-    // put it), then `evalhost-plugin-build`, componentize-py underneath.
+    // Python: the README's commands, in order, in one shell (a virtual
+    // environment, the SDK from vendor/ with componentize-py from PyPI).
     let py = dir.path().join("mentions-py");
-    let sdk_path = root().join("plugin-sdk/python");
-    let status = Command::new("python3")
+    let readme = std::fs::read_to_string(py.join("README.md")).unwrap();
+    let script: String = readme
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("evalhost "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(
+        script.contains("pip install ./vendor/evalhost-plugin"),
+        "{script}"
+    );
+    let out = Command::new("sh")
         .current_dir(&py)
-        .args(["-m", "unittest", "-q"])
-        .env("PYTHONPATH", &sdk_path)
+        .args(["-ec", &script])
+        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
         .env("PYTHONDONTWRITEBYTECODE", "1")
-        .status()
-        .unwrap();
-    assert!(status.success(), "the Python scaffold's tests failed");
-    let py_wasm = py.join("mentions_py.wasm");
-    let out = Command::new("python3")
-        .current_dir(&py)
-        .args([
-            "-m",
-            "evalhost_plugin.build",
-            "app",
-            "-o",
-            "mentions_py.wasm",
-        ])
-        .env("PYTHONPATH", &sdk_path)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env(
-            "EVALHOST_COMPONENTIZE_PY",
-            crate::support::componentize_py(),
-        )
         .output()
         .unwrap();
+    let py_wasm = py.join("mentions_py.wasm");
     assert!(
         out.status.success() && py_wasm.is_file(),
-        "evalhost-plugin-build failed: {}",
+        "the Python scaffold's README failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     let r = run_in(&root(), &["plugin", "inspect", py_wasm.to_str().unwrap()]);
@@ -699,29 +716,12 @@ fn the_rust_python_and_typescript_scaffolds_grade_identically() {
         r.stdout
     );
 
-    // TypeScript: the SDK as `npm pack` makes it (what `npm publish`
-    // ships), the scaffold's `npm install`, `npm test`, `npm run build`.
+    // TypeScript: the scaffold's `npm install` (the SDK from vendor/,
+    // esbuild and componentize-js from npm), `npm test`, `npm run build`.
     let ts_wasm = npm().map(|npm| {
-        let pack = dir.path().join("pack");
-        std::fs::create_dir_all(&pack).unwrap();
-        npm_run(
-            &npm,
-            &pack,
-            &["pack", root().join("plugin-sdk/js").to_str().unwrap()],
-        );
-        let tgz = pack.join("evalhost-plugin-sdk-0.2.0.tgz");
-        assert!(tgz.is_file(), "npm pack made no {}", tgz.display());
         let r = run_in(
             dir.path(),
-            &[
-                "plugin",
-                "new",
-                "mentions-ts",
-                "--lang",
-                "ts",
-                "--sdk",
-                tgz.to_str().unwrap(),
-            ],
+            &["plugin", "new", "mentions-ts", "--lang", "ts"],
         );
         assert_eq!(r.code, 0, "{}", r.stderr);
         let ts = dir.path().join("mentions-ts");

@@ -20,6 +20,7 @@ mod cache;
 mod doctor;
 pub mod history;
 pub mod plugin;
+mod plugin_sdk;
 mod run;
 mod validate;
 pub mod view;

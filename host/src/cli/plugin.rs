@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::plugin_sdk;
 use crate::exit_codes;
 use crate::plugin::{API_VERSION, LoadedPlugin};
 
@@ -224,6 +225,18 @@ fn local_sdk(
     }
 }
 
+/// The README's paragraph on the SDK beside the project: how to switch to
+/// the published package once it exists (`switch`: what to change).
+fn sdk_note(vendored: bool, sdk: &plugin_sdk::Sdk, registry: &str, switch: &str) -> String {
+    if !vendored {
+        return String::new();
+    }
+    format!(
+        "\n## The SDK\n\n`{dir}/` is the plugin SDK of the evalhost that wrote this project\n(evalhost:grader@{API_VERSION}), copied from the binary so that the project\nbuilds with nothing unpublished to download (the SDK's own dependencies\ncome from {registry}). Once the SDK is published, {switch}, and delete\n`{dir}/`.\n",
+        dir = sdk.dir
+    )
+}
+
 /// Writes the scaffold's files under `root`.
 fn write_files(root: &Path, files: &[(&str, String)]) -> Result<(), String> {
     for (file, text) in files {
@@ -258,7 +271,7 @@ fn scaffold_ts(
             )?;
             format!("file:{}", path.display())
         }
-        None => format!("^{SDK_VERSION}.0"),
+        None => format!("file:{}", plugin_sdk::JS.dir),
     };
     let wasm = name.replace('-', "_");
     let package = serde_json::json!({
@@ -342,12 +355,23 @@ test("grades", () => {{
         (
             "README.md",
             format!(
-                "# {name}\n\nAn evalhost grader plugin in TypeScript.\n\n```sh\nnpm install\nnpm test                 # native tests\nnpm run build            # {wasm}.wasm (esbuild + componentize-js)\nevalhost plugin inspect {wasm}.wasm\n```\n\nIn a suite:\n\n```yaml\nplugins:\n  - path: {wasm}.wasm\ntests:\n  - id: greets\n    input: Say hello\n    assertions:\n      - {{type: {name}, value: hello}}\n```\n"
+                "# {name}\n\nAn evalhost grader plugin in TypeScript.\n\n```sh\nnpm install\nnpm test                 # native tests\nnpm run build            # {wasm}.wasm (esbuild + componentize-js)\nevalhost plugin inspect {wasm}.wasm\n```\n\nIn a suite:\n\n```yaml\nplugins:\n  - path: {wasm}.wasm\ntests:\n  - id: greets\n    input: Say hello\n    assertions:\n      - {{type: {name}, value: hello}}\n```\n{}",
+                sdk_note(
+                    sdk.is_none(),
+                    &plugin_sdk::JS,
+                    "npm",
+                    &format!(
+                        "set `package.json`'s `@evalhost/plugin-sdk` to `\"^{SDK_VERSION}.0\"` and run `npm install`"
+                    )
+                )
             ),
         ),
         (".gitignore", "*.wasm\nnode_modules/\n.build/\n".to_owned()),
     ];
     write_files(&root, &files)?;
+    if sdk.is_none() {
+        plugin_sdk::write(&root, &plugin_sdk::JS)?;
+    }
     let _ = writeln!(
         err,
         "created {} — `npm install`, then `npm test` and `npm run build` in that directory",
@@ -379,10 +403,19 @@ fn scaffold_python(
                 crate::process::shell_quote(&path.display().to_string())
             )
         }
-        None => format!("pip install \"evalhost-plugin~={SDK_VERSION}.0\""),
+        None => format!("pip install ./{}", plugin_sdk::PYTHON.dir),
     };
     let class = type_name_of(name);
     let wasm = name.replace('-', "_");
+    // A virtual environment, so that `pip install` works where the system
+    // Python refuses to be changed (PEP 668).
+    let venv = "python3 -m venv .venv && . .venv/bin/activate\n";
+    let note = sdk_note(
+        sdk.is_none(),
+        &plugin_sdk::PYTHON,
+        "PyPI",
+        &format!("install it with `pip install \"evalhost-plugin~={SDK_VERSION}.0\"` instead"),
+    );
     let files = [
         (
             "app.py",
@@ -464,7 +497,7 @@ if __name__ == "__main__":
 An evalhost grader plugin in Python.
 
 ```sh
-{install}
+{venv}{install}
 python -m unittest                      # native tests
 evalhost-plugin-build app -o {wasm}.wasm   # the component (componentize-py)
 evalhost plugin inspect {wasm}.wasm
@@ -481,21 +514,25 @@ tests:
     assertions:
       - {{type: {name}, value: hello}}
 ```
-"
+{note}"
             ),
         ),
         (
             ".gitignore",
             "*.wasm
 __pycache__/
+.venv/
 "
             .to_owned(),
         ),
     ];
     write_files(&root, &files)?;
+    if sdk.is_none() {
+        plugin_sdk::write(&root, &plugin_sdk::PYTHON)?;
+    }
     let _ = writeln!(
         err,
-        "created {} — `{install}`, then `python -m unittest` and `evalhost-plugin-build app -o {wasm}.wasm` in that directory",
+        "created {} — in a virtual environment `{install}`, then `python -m unittest` and `evalhost-plugin-build app -o {wasm}.wasm` in that directory",
         root.display()
     );
     Ok(exit_codes::SUCCESS)
@@ -519,7 +556,10 @@ fn scaffold(
             )?;
             format!("{{ path = {:?} }}", path.display().to_string())
         }
-        None => format!("\"{SDK_VERSION}\""),
+        None => format!(
+            "{{ version = \"{SDK_VERSION}\", path = \"{}\" }}",
+            plugin_sdk::RUST.dir
+        ),
     };
     let crate_name = name.replace('-', "_");
     let type_name = name.to_owned();
@@ -612,12 +652,23 @@ mod tests {{
         (
             "README.md",
             format!(
-                "# {name}\n\nAn evalhost grader plugin providing `{type_name}`.\n\n```sh\ncargo test                                   # unit tests, natively\ncargo build --target wasm32-wasip2 --release # the plugin\nsha256sum target/wasm32-wasip2/release/{crate_name}.wasm\n```\n\n```yaml\nplugins:\n  - path: target/wasm32-wasip2/release/{crate_name}.wasm\n    sha256: <the digest>\ntests:\n  - id: hello\n    input: Say hello to the world.\n    assertions:\n      - {{type: {type_name}, value: world}}\n```\n"
+                "# {name}\n\nAn evalhost grader plugin providing `{type_name}`.\n\n```sh\ncargo test                                   # unit tests, natively\ncargo build --target wasm32-wasip2 --release # the plugin\nsha256sum target/wasm32-wasip2/release/{crate_name}.wasm\n```\n\n```yaml\nplugins:\n  - path: target/wasm32-wasip2/release/{crate_name}.wasm\n    sha256: <the digest>\ntests:\n  - id: hello\n    input: Say hello to the world.\n    assertions:\n      - {{type: {type_name}, value: world}}\n```\n{}",
+                sdk_note(
+                    sdk.is_none(),
+                    &plugin_sdk::RUST,
+                    "crates.io",
+                    &format!(
+                        "change `Cargo.toml`'s dependency to `evalhost-plugin-sdk = \"{SDK_VERSION}\"`"
+                    )
+                )
             ),
         ),
         (".gitignore", "/target\n".to_owned()),
     ];
     write_files(&root, &files)?;
+    if sdk.is_none() {
+        plugin_sdk::write(&root, &plugin_sdk::RUST)?;
+    }
     let _ = writeln!(
         err,
         "created {} — build it with `cargo build --target wasm32-wasip2 --release` in that directory",
@@ -656,8 +707,9 @@ pub enum PluginCommand {
         lock: PathBuf,
     },
     /// Create a grader plugin with a test: a Rust crate (builds with `cargo
-    /// build --target wasm32-wasip2 --release`) or a Python module (builds
-    /// with `evalhost-plugin-build`, componentize-py underneath).
+    /// build --target wasm32-wasip2 --release`), a Python module or a
+    /// TypeScript module (built with `evalhost-plugin-build`), the SDK
+    /// beside it in `vendor/`.
     New {
         /// The plugin's name (kebab-case); also its directory.
         name: String,
@@ -667,9 +719,11 @@ pub enum PluginCommand {
         /// The language.
         #[arg(long, value_enum, default_value = "rust")]
         lang: Lang,
-        /// Rust: a local copy of plugin-sdk to depend on by path (default:
-        /// the published `evalhost-plugin-sdk` of this evalhost's WIT
-        /// version). Python: a local copy of plugin-sdk/python.
+        /// A local copy of the SDK to depend on instead of the one this
+        /// binary carries (default: the SDK is written into the project's
+        /// `vendor/`, so it builds with nothing unpublished to download).
+        /// Rust: plugin-sdk; Python: plugin-sdk/python; TypeScript:
+        /// plugin-sdk/js or its `npm pack`.
         #[arg(long, value_name = "PATH")]
         sdk: Option<PathBuf>,
     },
