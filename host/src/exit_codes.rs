@@ -20,6 +20,26 @@ pub const INTERRUPTED: u8 = 130;
 /// evalhost itself failed (an I/O error writing results, an internal error).
 pub const INTERNAL: u8 = 101;
 
+/// The one exit code of a command that ran several suites, from each
+/// suite's own: interrupted, else evalhost's own failure, else a suite that
+/// could not run (usage), else every suite an execution error, else any
+/// suite not passing (a failed test), else success.
+pub fn combine(codes: &[u8]) -> u8 {
+    if codes.contains(&INTERRUPTED) {
+        INTERRUPTED
+    } else if codes.contains(&INTERNAL) {
+        INTERNAL
+    } else if codes.contains(&USAGE) {
+        USAGE
+    } else if !codes.is_empty() && codes.iter().all(|&c| c == EXECUTION_ERROR) {
+        EXECUTION_ERROR
+    } else if codes.iter().any(|&c| c != SUCCESS) {
+        TEST_FAILED
+    } else {
+        SUCCESS
+    }
+}
+
 impl crate::outcome::Tally {
     /// The exit code this tally calls for: the exit-code policy lives here,
     /// with the codes, not in the results stage.
@@ -31,5 +51,24 @@ impl crate::outcome::Tally {
         } else {
             TEST_FAILED
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn several_suites_end_with_the_worst_code() {
+        assert_eq!(combine(&[SUCCESS, SUCCESS]), SUCCESS);
+        assert_eq!(combine(&[SUCCESS, TEST_FAILED]), TEST_FAILED);
+        assert_eq!(combine(&[SUCCESS, EXECUTION_ERROR]), TEST_FAILED);
+        assert_eq!(
+            combine(&[EXECUTION_ERROR, EXECUTION_ERROR]),
+            EXECUTION_ERROR
+        );
+        assert_eq!(combine(&[TEST_FAILED, USAGE, SUCCESS]), USAGE);
+        assert_eq!(combine(&[USAGE, INTERNAL]), INTERNAL);
+        assert_eq!(combine(&[INTERNAL, INTERRUPTED]), INTERRUPTED);
     }
 }

@@ -47,5 +47,8 @@ unsafe impl std::alloc::GlobalAlloc for Budgeted {
 }
 
 fn main() -> ExitCode {
+    // A shell asking for completions (the script `evalhost completions`
+    // prints sets COMPLETE): answered, and the process ends here.
+    evalhost::cli::complete::answer_completion_request();
     evalhost::cli::run_cli(evalhost::cli::Cli::parse())
 }

@@ -5,7 +5,8 @@
 //! hands it (`run/code_runner.rs`).
 
 pub use evalhost_suite::{
-    Aggregate, Assertion, Group, LimitOverrides, Loc, MatrixTarget, Message, PassRule, PluginRef,
-    Preprocessor, PromptScript, Required, Suite, TestCase, Trials, code, dialect,
-    discover_eval_files, env, fields, load, model, normalize_media_type, roots, source_map, yaml,
+    Aggregate, Assertion, EVAL_FILE_NAMES, Group, LimitOverrides, Loc, MatrixTarget, Message,
+    PassRule, PluginRef, Preprocessor, PromptScript, Required, Suite, TestCase, Trials, code,
+    dialect, discover_eval_files, env, fields, load, model, normalize_media_type, roots,
+    source_map, yaml,
 };

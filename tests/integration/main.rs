@@ -71,3 +71,5 @@ mod architecture;
 mod silent_results;
 // Beyond one machine: --shard auto in a real Slurm job array.
 mod scaling;
+// Everyday use: several suites per run, completions, the terminal.
+mod everyday;

@@ -17,15 +17,18 @@ use crate::exit_codes;
 use crate::run::{RunError, RunOptions};
 
 mod cache;
+pub mod complete;
 mod doctor;
 pub mod history;
 pub mod plugin;
 mod plugin_sdk;
 mod run;
+mod suites;
 mod validate;
 pub mod view;
 
 use cache::*;
+use complete::*;
 use doctor::*;
 use run::*;
 use validate::*;
@@ -43,7 +46,8 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a suite against a target and grade the outputs.
+    /// Run suites against a target and grade the outputs (a file, several,
+    /// a directory of suites or a glob).
     Run(Box<RunArgs>),
     /// Check suites without running anything: every problem, with file, line
     /// and key.
@@ -83,6 +87,12 @@ pub enum Command {
     /// AgentV's output file) and print the trace graders see, as AgentV's
     /// output-file JSON.
     Trace(TraceArgs),
+    /// Print a shell's completion script (bash, zsh, fish, powershell,
+    /// elvish): subcommands, options, target names and test ids.
+    Completions(CompletionsArgs),
+    /// Print the man page (`evalhost man | man -l -`), or write one per
+    /// command with `--dir DIR`.
+    Man(ManArgs),
 }
 
 /// Sandbox policies.
@@ -124,6 +134,8 @@ pub fn run_cli(cli: Cli) -> ExitCode {
         Command::Compare(args) => self::history::compare(&args, &mut stdout, &mut stderr),
         Command::Trend(args) => self::history::trend(&args, &mut stdout, &mut stderr),
         Command::View(args) => self::view::command(&args, &mut stdout, &mut stderr),
+        Command::Completions(args) => completions_command(&args, &mut stderr),
+        Command::Man(args) => man_command(&args, &mut stderr),
     };
     ExitCode::from(code)
 }

@@ -5,16 +5,20 @@ use super::*;
 /// `evalhost run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// The eval file (EVAL.yaml, any AgentV-style .yaml suite, or a .jsonl
-    /// file of cases). Optional with --resume or --rerun-failed.
-    #[arg(required_unless_present_any = ["resume", "rerun_failed"])]
-    pub eval: Option<PathBuf>,
+    /// The suites: eval files (EVAL.yaml, an AgentV or promptfoo suite, a
+    /// .jsonl file of cases), directories (every suite file under them:
+    /// EVAL.yaml, eval.yaml, *.eval.yaml, promptfooconfig.yaml) or quoted
+    /// globs ('evals/**/*.eval.yaml'). Several run one after another, each
+    /// into its own run directory (`-o DIR`: DIR/<suite>), with a combined
+    /// summary and one exit code. None with --resume or --rerun-failed.
+    #[arg(value_name = "EVAL", required_unless_present_any = ["resume", "rerun_failed"])]
+    pub eval: Vec<PathBuf>,
     /// Target to run (default: the suite's `execution.target`, else `default`).
-    #[arg(long)]
+    #[arg(long, add = clap_complete::ArgValueCandidates::new(target_names))]
     pub target: Option<String>,
     /// The suite's dialect: agentv4, agentv5 or promptfoo (default: told
     /// from the file's keys, name and `$schema` comment).
-    #[arg(long, value_name = "DIALECT", value_parser = parse_dialect)]
+    #[arg(long, value_name = "DIALECT", value_parser = parse_dialect, add = clap_complete::ArgValueCandidates::new(dialects))]
     pub dialect: Option<evalhost_suite::dialect::Dialect>,
     /// Targets file (default: `.evalhost/targets.yaml` or `.agentv/targets.yaml`,
     /// searched upwards from the eval file).
@@ -35,7 +39,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "0..1")]
     pub threshold: Option<f64>,
     /// Run only tests whose id matches this glob (repeatable: any matches).
-    #[arg(long = "test-id", value_name = "GLOB")]
+    #[arg(long = "test-id", value_name = "GLOB", add = clap_complete::ArgValueCandidates::new(test_ids))]
     pub test_ids: Vec<String>,
     /// Run only tests with this tag, from the case or the suite (repeatable:
     /// any matches).
@@ -95,7 +99,7 @@ pub struct RunArgs {
     pub cache_sampled: bool,
     /// The judge for LLM graders (default: the target's `grader_target`,
     /// else the target itself when it is a model).
-    #[arg(long, value_name = "TARGET")]
+    #[arg(long, value_name = "TARGET", add = clap_complete::ArgValueCandidates::new(target_names))]
     pub grader_target: Option<String>,
     /// Judge calls in flight at once (default 4).
     #[arg(long, value_name = "N")]
@@ -114,6 +118,10 @@ pub struct RunArgs {
     /// its first 200 characters; `results.jsonl` always has all of it).
     #[arg(long)]
     pub full_output: bool,
+    /// Refuse to run when a suite has warnings (for CI): every suite is
+    /// checked first, its warnings printed, and nothing runs.
+    #[arg(long)]
+    pub deny_warnings: bool,
 }
 
 pub(super) fn run_command(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
@@ -133,8 +141,72 @@ pub(super) fn run_command(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Wri
         },
         None => None,
     };
-    let options = RunOptions {
-        eval: args.eval.clone(),
+    let files = match super::suites::expand(&args.eval) {
+        Ok(files) => files,
+        Err(problems) => {
+            for p in &problems {
+                let _ = writeln!(err, "error: {p}");
+            }
+            return exit_codes::USAGE;
+        }
+    };
+    // A directory or a glob is several suites' way, even when it finds one.
+    let one_file = args.eval.len() == 1 && args.eval[0].is_file();
+    if files.is_empty() && args.deny_warnings {
+        return report_run_error(
+            err,
+            &RunError::Usage(
+                "--deny-warnings checks the suites before they run: name them (it does not apply to --resume or --rerun-failed)".into(),
+            ),
+        );
+    }
+    if files.len() > 1 || (files.len() == 1 && (!one_file || args.deny_warnings)) {
+        return super::suites::run_many(
+            args,
+            &files,
+            !one_file || files.len() > 1,
+            shard,
+            out,
+            err,
+        );
+    }
+    let reporters = match exports(reporters(&args.junit, &args.reporter), &args.export) {
+        Ok(r) => r,
+        Err(message) => return report_run_error(err, &RunError::Usage(message)),
+    };
+    let options = run_options(args, files.into_iter().next(), shard, reporters);
+    run_one(&options, out, err).0
+}
+
+/// Runs one suite as `options` say: its exit code, and its report when it
+/// ran.
+pub(super) fn run_one(
+    options: &RunOptions,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> (u8, Option<crate::run::RunReport>) {
+    let history = ProjectHistory {
+        strict: options.sandbox_strict,
+    };
+    match crate::run::run(options, &history, out, err) {
+        Ok(Ok(report)) => (report.exit_code(), Some(report)),
+        Ok(Err(error)) => (report_run_error(err, &error), None),
+        Err(error) => {
+            let _ = writeln!(err, "error: {error:#}");
+            (exit_codes::INTERNAL, None)
+        }
+    }
+}
+
+/// The options of a run of `eval` as the command line says.
+pub(super) fn run_options(
+    args: &RunArgs,
+    eval: Option<PathBuf>,
+    shard: Option<crate::plan::Shard>,
+    reporters: crate::report::Reporters,
+) -> RunOptions {
+    RunOptions {
+        eval,
         target: args.target.clone(),
         targets_file: args.targets.clone(),
         output: args.output.clone(),
@@ -154,10 +226,7 @@ pub(super) fn run_command(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Wri
         fail_fast: args.fail_fast,
         resume: args.resume.clone(),
         rerun_failed: args.rerun_failed.clone(),
-        reporters: match exports(reporters(&args.junit, &args.reporter), &args.export) {
-            Ok(r) => r,
-            Err(message) => return report_run_error(err, &RunError::Usage(message)),
-        },
+        reporters,
         sandbox_strict: args.sandbox == SandboxKind::Strict,
         locked: args.locked,
         dialect: args.dialect,
@@ -174,17 +243,6 @@ pub(super) fn run_command(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Wri
         grader_target: args.grader_target.clone(),
         judge_workers: args.judge_workers,
         no_judge_cache: args.no_judge_cache,
-    };
-    let history = ProjectHistory {
-        strict: options.sandbox_strict,
-    };
-    match crate::run::run(&options, &history, out, err) {
-        Ok(Ok(report)) => report.exit_code(),
-        Ok(Err(error)) => report_run_error(err, &error),
-        Err(error) => {
-            let _ = writeln!(err, "error: {error:#}");
-            exit_codes::INTERNAL
-        }
     }
 }
 
@@ -301,6 +359,7 @@ pub(super) fn reporters(
         junit: junit.clone(),
         github: kinds.contains(&ReporterKind::Github),
         promptfoo_json: None,
+        junit_suites: None,
     }
 }
 

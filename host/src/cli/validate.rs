@@ -5,26 +5,30 @@ use super::*;
 /// `evalhost validate`.
 #[derive(Debug, clap::Args)]
 pub struct ValidateArgs {
-    /// Eval files to check, or directories to search for `EVAL.yaml`,
-    /// `eval.yaml` and `*.eval.yaml`.
-    #[arg(required = true)]
+    /// Eval files to check, directories to search for suite files
+    /// (`EVAL.yaml`, `eval.yaml`, `*.eval.yaml`, `promptfooconfig.yaml`), or
+    /// quoted globs (`'evals/**/*.yaml'`).
+    #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// The suite's dialect: agentv4, agentv5 or promptfoo (default: told
     /// from the file's keys, name and `$schema` comment).
-    #[arg(long, value_name = "DIALECT", value_parser = parse_dialect)]
+    #[arg(long, value_name = "DIALECT", value_parser = parse_dialect, add = clap_complete::ArgValueCandidates::new(dialects))]
     pub dialect: Option<evalhost_suite::dialect::Dialect>,
     /// The targets file a run would be given (default: the one found
     /// walking up from each suite).
     #[arg(long, value_name = "FILE")]
     pub targets: Option<PathBuf>,
     /// The target a run would be given (default: the suite's).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", add = clap_complete::ArgValueCandidates::new(target_names))]
     pub target: Option<String>,
     /// Also list every evalhost-only feature the suite uses (`not-` types,
     /// `expected_fail`, plugin types, ...), each a reason AgentV 4.42 would
     /// score it differently; any makes the exit code non-zero.
     #[arg(long)]
     pub agentv: bool,
+    /// A warning fails the check (exit 2), for CI.
+    #[arg(long)]
+    pub deny_warnings: bool,
 }
 
 pub(super) fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {
@@ -35,126 +39,76 @@ pub(super) fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {
             return exit_codes::INTERNAL;
         }
     };
-    let mut invalid = 0;
-    let mut files = Vec::new();
-    for path in &args.paths {
-        if path.is_dir() {
-            let found = crate::suite::discover_eval_files(path);
-            if found.is_empty() {
-                let _ = writeln!(
-                    err,
-                    "{}: no eval files (EVAL.yaml, eval.yaml, *.eval.yaml) found",
-                    path.display()
-                );
-                invalid += 1;
+    let (files, mut invalid) = match super::suites::expand(&args.paths) {
+        Ok(files) => (files, 0),
+        // What was found is still checked: every problem in one pass.
+        Err(problems) => {
+            for p in &problems {
+                let _ = writeln!(err, "error: {p}");
             }
-            files.extend(found);
-        } else {
-            files.push(path.clone());
+            let found = args
+                .paths
+                .iter()
+                .filter_map(|p| super::suites::expand(std::slice::from_ref(p)).ok())
+                .flatten()
+                .collect();
+            (found, problems.len())
         }
-    }
-    let (mut tests, mut ok) = (0usize, 0usize);
+    };
+    let options = super::suites::CheckOptions {
+        engine: &engine,
+        dialect: args.dialect,
+        targets: args.targets.as_ref(),
+        target: args.target.as_deref(),
+        agentv: args.agentv,
+        print_warnings: true,
+        check: crate::run::targets::Check::Validate,
+        strict: false,
+        locked: false,
+    };
+    let (mut tests, mut ok, mut warnings) = (0usize, 0usize, 0usize);
     for path in &files {
-        match crate::run::prepare(path, &engine, false, args.dialect) {
-            Ok(prepared) => {
-                for d in prepared.warnings.iter() {
-                    let _ = writeln!(err, "{d}");
-                }
-                let suite = &prepared.suite;
-                // The targets a run would use: the file, the names, their keys.
-                let targets = crate::run::targets::load(
-                    suite,
-                    path,
-                    args.targets.as_ref(),
-                    false,
-                    crate::run::targets::Check::Validate,
-                )
-                .and_then(|t| {
-                    let chosen = crate::run::targets::chosen(suite, args.target.as_deref());
-                    let problems = crate::run::targets::check_names(
-                        suite,
-                        &t,
-                        &chosen,
-                        crate::run::targets::Check::Validate,
-                    );
-                    let mut all = t.warnings.clone();
-                    all.0.extend(problems.0);
-                    if all.has_errors() {
-                        Err(all)
-                    } else {
-                        Ok((t.file, all))
-                    }
-                });
-                let extensions = if args.agentv {
-                    agentv_differences(&prepared)
-                } else {
-                    Vec::new()
-                };
-                for d in &extensions {
-                    let _ = writeln!(err, "{d}");
-                }
-                if !extensions.is_empty() {
-                    let _ = writeln!(
-                        err,
-                        "{}: {} evalhost-only feature(s): AgentV 4.42 would score this suite differently",
-                        path.display(),
-                        extensions.len()
-                    );
-                    invalid += 1;
-                }
-                match targets {
-                    Ok(_) if !extensions.is_empty() => {}
-                    Ok((file, warnings)) => {
-                        for d in warnings.iter() {
-                            let _ = writeln!(err, "{d}");
-                        }
-                        let from = file.as_ref().map_or_else(
-                            || "no targets file found".to_owned(),
-                            |f| format!("targets from {}", shown_path(f)),
-                        );
-                        let _ = writeln!(
-                            err,
-                            "{}: ok ({} tests; {from})",
-                            path.display(),
-                            suite.tests.len()
-                        );
-                        ok += 1;
-                        tests += suite.tests.len();
-                    }
-                    Err(diags) => {
-                        invalid += 1;
-                        report_run_error(err, &RunError::Invalid(diags));
-                    }
-                }
-                // The last suite is not taken apart: the process ends
-                // next, and freeing a large suite value by value costs
-                // milliseconds.
-                if std::ptr::eq(path, files.last().expect("this is one")) {
-                    std::mem::forget(prepared);
-                }
-            }
-            Err(error) => {
-                invalid += 1;
-                report_run_error(err, &error);
-            }
-        }
-        for warning in engine.take_warnings() {
-            let _ = writeln!(err, "warning: {warning}");
+        let checked = super::suites::check_suite(path, &options, err);
+        warnings += checked.warnings.len();
+        if checked.valid {
+            let _ = writeln!(
+                err,
+                "{}: ok ({} tests; {})",
+                path.display(),
+                checked.tests,
+                checked.targets_from
+            );
+            ok += 1;
+            tests += checked.tests;
+        } else {
+            invalid += 1;
         }
     }
-    if files.len() > 1 || args.paths.iter().any(|p| p.is_dir()) {
+    let several = files.len() > 1 || args.paths.iter().any(|p| !p.is_file());
+    if several {
         let _ = writeln!(
             err,
-            "\n{ok} of {} eval file(s) valid ({tests} tests){}",
+            "\n{ok} of {} eval file(s) valid ({tests} tests){}{}",
             files.len(),
             if invalid > 0 {
                 format!("; {invalid} invalid")
+            } else {
+                String::new()
+            },
+            if warnings > 0 {
+                format!("; {warnings} warning(s)")
             } else {
                 String::new()
             }
         );
     }
     if invalid > 0 {
+        exit_codes::USAGE
+    } else if args.deny_warnings && warnings > 0 {
+        let _ = writeln!(
+            err,
+            "error: {warnings} warning(s) and --deny-warnings\n  hint: each warning above names its file, line and key"
+        );
         exit_codes::USAGE
     } else {
         exit_codes::SUCCESS

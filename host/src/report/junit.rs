@@ -31,7 +31,23 @@ pub fn failed_checks(row: &ResultRow) -> Vec<String> {
 
 /// Renders the report.
 pub fn render(summary: &Summary, details: &Details) -> anyhow::Result<String> {
+    render_suites(
+        test_suites(summary, details),
+        Duration::from_millis(summary.duration_ms as u64),
+    )
+}
+
+/// One report of `suites` (of one run, or of several suites' runs) taking
+/// `time` in all.
+pub fn render_suites(suites: Vec<TestSuite>, time: Duration) -> anyhow::Result<String> {
     let mut report = Report::new("evalhost");
+    report.set_time(time);
+    report.add_test_suites(suites);
+    Ok(report.to_string()?)
+}
+
+/// A run's JUnit test suites: one per suite name, a test case per test.
+pub fn test_suites(summary: &Summary, details: &Details) -> Vec<TestSuite> {
     let mut suites: BTreeMap<String, TestSuite> = BTreeMap::new();
     for outcome in &summary.tests {
         let checks = details
@@ -92,7 +108,5 @@ pub fn render(summary: &Summary, details: &Details) -> anyhow::Result<String> {
             .or_insert_with(|| TestSuite::new(shown_line(&outcome.suite).into_owned()))
             .add_test_case(case);
     }
-    report.set_time(Duration::from_millis(summary.duration_ms as u64));
-    report.add_test_suites(suites.into_values());
-    Ok(report.to_string()?)
+    suites.into_values().collect()
 }

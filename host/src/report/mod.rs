@@ -32,6 +32,9 @@ pub struct Reporters {
     pub github: bool,
     /// `--export promptfoo-json FILE`.
     pub promptfoo_json: Option<PathBuf>,
+    /// `--junit FILE` of a command running several suites: each suite's
+    /// JUnit test suites are added here, and the command writes one file.
+    pub junit_suites: Option<std::sync::Arc<std::sync::Mutex<Vec<quick_junit::TestSuite>>>>,
 }
 
 /// A plugin as the summary reports it.
@@ -242,7 +245,8 @@ pub fn write_pages(
     use anyhow::Context as _;
     let dir = &summary.run_dir;
     let page = html::Page::new(summary);
-    let want_details = reporters.junit.is_some() || reporters.github;
+    let want_details =
+        reporters.junit.is_some() || reporters.junit_suites.is_some() || reporters.github;
     let unsuccessful: std::collections::HashSet<(&str, &str)> = summary
         .tests
         .iter()
@@ -301,6 +305,12 @@ pub fn write_pages(
     if let Some(path) = &reporters.junit {
         let xml = junit::render(summary, &details)?;
         std::fs::write(path, xml).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(suites) = &reporters.junit_suites {
+        suites
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(junit::test_suites(summary, &details));
     }
     if reporters.github {
         // Workflow commands, written past the terminal filter (which stops

@@ -16,6 +16,9 @@ pub struct Progress {
     bar: Option<ProgressBar>,
     quiet: bool,
     full_output: bool,
+    /// Finished tests that passed (or failed as expected), and the others.
+    passed: usize,
+    not_passed: usize,
 }
 
 impl Progress {
@@ -30,8 +33,11 @@ impl Progress {
             let bar =
                 ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
             bar.set_style(
+                // The rate and the time left, and in the message the
+                // passes and failures so far: on a terminal a passing test
+                // has no line of its own, the counts show the run moving.
                 ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}",
+                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} · {per_sec} · ETA {eta} · {msg}",
                 )
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
@@ -41,11 +47,18 @@ impl Progress {
             bar,
             quiet,
             full_output,
+            passed: 0,
+            not_passed: 0,
         }
     }
 
     /// Reports one finished row.
     pub fn row(&mut self, out: &mut dyn Write, row: &ResultRow) -> std::io::Result<()> {
+        if row.passed() {
+            self.passed += 1;
+        } else {
+            self.not_passed += 1;
+        }
         // `-q`: only what did not pass, with why.
         if self.quiet && row.passed() {
             return Ok(());
@@ -61,7 +74,12 @@ impl Progress {
                         out.flush()
                     })?;
                 }
-                bar.set_message(shown(&row.test_id).into_owned());
+                bar.set_message(format!(
+                    "✓ {} ✗ {} · {}",
+                    self.passed,
+                    self.not_passed,
+                    shown(&row.test_id)
+                ));
                 bar.inc(1);
             }
             None => {

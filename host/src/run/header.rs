@@ -87,18 +87,32 @@ pub(super) fn print(
             crate::text::shown(&shown_path(file))
         )?;
     }
+    // One line for every plugin: the cached ones, then the compiled ones
+    // with the time they took together.
+    let (mut cached, mut compiled, mut took) = (Vec::new(), Vec::new(), 0u128);
     for p in registry.plugins() {
-        let (source, took) = p.compiled;
-        let how = match source {
-            plugin::CompileSource::Cache => "cached".to_owned(),
-            plugin::CompileSource::Compiled => format!("compiled in {} ms", took.as_millis()),
-        };
-        writeln!(
-            header,
-            "  plugin {} {} ({how})",
+        let name = format!(
+            "{} {}",
             crate::text::shown(&p.name),
             crate::text::shown(&p.version)
-        )?;
+        );
+        match p.compiled.0 {
+            plugin::CompileSource::Cache => cached.push(name),
+            plugin::CompileSource::Compiled => {
+                compiled.push(name);
+                took += p.compiled.1.as_millis();
+            }
+        }
+    }
+    let mut groups = Vec::new();
+    if !cached.is_empty() {
+        groups.push(format!("{} (cached)", cached.join(", ")));
+    }
+    if !compiled.is_empty() {
+        groups.push(format!("{} (compiled in {took} ms)", compiled.join(", ")));
+    }
+    if !groups.is_empty() {
+        writeln!(header, "  plugins: {}", groups.join("; "))?;
     }
     drop(header);
     for warning in engine.take_warnings() {

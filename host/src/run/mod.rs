@@ -92,7 +92,7 @@ pub(crate) fn peaks_line() -> String {
         .join(" · ")
 }
 use execute::{Ctx, RunTarget};
-pub use prepare::{Prepared, engine, prepare};
+pub use prepare::{Prepared, engine, prepare, prepare_with};
 pub use python_runner::runner as python_runner;
 use record::recorded_plan;
 pub use record::{MAX_REPEAT, PlannedEntry, RecordedPlan, RunRecord, read_record};

@@ -49,8 +49,15 @@ pub use model::{
     Suite, TestCase, Trials, normalize_media_type,
 };
 
-/// Eval files under `dir` (recursively, skipping hidden directories and
-/// `node_modules`): `EVAL.yaml`, `eval.yaml`, `*.eval.yaml`, `*.eval.yml`.
+/// The names of the suite files [`discover_eval_files`] finds, as said to
+/// people.
+pub const EVAL_FILE_NAMES: &str =
+    "EVAL.yaml, eval.yaml, *.eval.yaml, promptfooconfig.yaml; .yml the same";
+
+/// Eval files under `dir` (recursively, skipping hidden directories,
+/// `node_modules` and `target`): `EVAL.yaml`, `eval.yaml`, `*.eval.yaml`
+/// (AgentV's names) and `promptfooconfig.yaml` (promptfoo's), `.yml` the
+/// same, any case.
 pub fn discover_eval_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut found: Vec<std::path::PathBuf> = walkdir::WalkDir::new(dir)
         .into_iter()
@@ -66,6 +73,8 @@ pub fn discover_eval_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
                 || name == "eval.yml"
                 || name.ends_with(".eval.yaml")
                 || name.ends_with(".eval.yml")
+                || name == "promptfooconfig.yaml"
+                || name == "promptfooconfig.yml"
         })
         .map(walkdir::DirEntry::into_path)
         .collect();
