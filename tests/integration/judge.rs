@@ -800,3 +800,186 @@ fn a_code_grader_target_must_be_true_or_max_calls() {
         r.stderr
     );
 }
+
+/// The scripted judge of the prompt-shape measurement: it reads the
+/// criterion's cities ("Names A and B.") and the answer's line
+/// ("Visited: …") wherever the prompt puts them, and scores the share of
+/// the cities the answer names — the same decision whatever the wording
+/// around them, as a careful judge would make.
+fn city_judge(request: &crate::support::Received) -> Reply {
+    let body: Value = serde_json::from_str(&request.body).unwrap_or_default();
+    let text: String = body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let wanted: Vec<&str> = text
+        .split_once("Names ")
+        .map(|(_, rest)| rest.split(['.', '\n']).next().unwrap_or_default())
+        .unwrap_or_default()
+        .split(" and ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    let answer = text
+        .lines()
+        .find(|l| l.contains("Visited:"))
+        .unwrap_or_default();
+    let found = wanted.iter().filter(|c| answer.contains(*c)).count();
+    let score = if wanted.is_empty() || answer.is_empty() {
+        0.0
+    } else {
+        found as f64 / wanted.len() as f64
+    };
+    Reply::chat(
+        &json!({
+            "score": score,
+            "pass": score >= 1.0,
+            "reason": format!("{found} of {} named", wanted.len()),
+            "assertions": wanted.iter().map(|c| json!({"text": c, "passed": answer.contains(c)})).collect::<Vec<_>>(),
+        })
+        .to_string(),
+    )
+}
+
+/// Issue 37.6: evalhost's judge prompts are its own words; a user who
+/// wants their tool's exact wording points the grader at their own prompt
+/// file (`prompt:` for AgentV's llm-grader, `rubricPrompt` for promptfoo's
+/// llm-rubric). Measured with a scripted judge on five criteria: evalhost's
+/// prompt and the user's file lead to the same score on every case, in both
+/// dialects, and the judge saw the criterion and the answer in both.
+#[test]
+fn a_users_own_judge_prompt_and_evalhosts_lead_to_the_same_scores() {
+    let cases = [
+        ("Names Paris.", 1.0),
+        ("Names Rome.", 0.0),
+        ("Names Paris and Rome.", 0.5),
+        ("Names Berlin and Paris.", 1.0),
+        ("Names Madrid and Berlin and Oslo.", 1.0 / 3.0),
+    ];
+    let server = FakeServer::start_fn(city_judge);
+    // AgentV: the implicit llm-grader (evalhost's template) and the same
+    // tests with the user's prompt file.
+    let mut implicit = String::from("tests:\n");
+    let mut own = String::from("tests:\n");
+    for (i, (criteria, _)) in cases.iter().enumerate() {
+        implicit.push_str(&format!(
+            "  - {{id: c{i}, input: Where did you go?, criteria: '{criteria}'}}\n"
+        ));
+        own.push_str(&format!(
+            "  - {{id: c{i}, input: Where did you go?, criteria: '{criteria}', assertions: [{{type: llm-grader, prompt: file://my-judge.md}}]}}\n"
+        ));
+    }
+    let (project, cache) = judged(&server, "Visited: Paris, Berlin.", &implicit);
+    project.write(
+        "my-judge.md",
+        "You grade answers for our team, in our words.\n\nThe requirement: {{criteria}}\nThe answer under review:\n{{output}}\n\nReply with JSON: {\"score\": 0 to 1, \"assertions\": [{\"text\": ..., \"passed\": ...}]}\n",
+    );
+    let r = run(&project, &cache, "template", &["--no-judge-cache"]);
+    assert!(r.code <= 1, "{}{}", r.stdout, r.stderr);
+    project.write("EVAL.yaml", &own);
+    let r = run(&project, &cache, "own", &["--no-judge-cache"]);
+    assert!(r.code <= 1, "{}{}", r.stdout, r.stderr);
+    let scores = |out: &str| -> Vec<f64> {
+        let rows = rows(&project, out);
+        (0..cases.len())
+            .map(|i| {
+                let row = rows
+                    .iter()
+                    .find(|r| r["test_id"] == format!("c{i}"))
+                    .unwrap();
+                score(row, "llm-grader")["score"].as_f64().unwrap()
+            })
+            .collect()
+    };
+    let (template, mine) = (scores("template"), scores("own"));
+    for (i, (criteria, expected)) in cases.iter().enumerate() {
+        assert!(
+            (template[i] - expected).abs() < 1e-9,
+            "{criteria}: {template:?}"
+        );
+        assert!(
+            (mine[i] - template[i]).abs() < 1e-9,
+            "{criteria}: {mine:?} vs {template:?}"
+        );
+    }
+    let bodies: Vec<String> = server.requests().iter().map(|r| r.body.clone()).collect();
+    assert_eq!(bodies.len(), 2 * cases.len());
+    assert!(
+        bodies.iter().filter(|b| b.contains("in our words")).count() == cases.len(),
+        "the user's file was sent for each case"
+    );
+
+    // promptfoo: llm-rubric with evalhost's rubric prompt, then with the
+    // user's `rubricPrompt` file.
+    let pf = tempfile::tempdir().unwrap();
+    let config = |rubric_prompt: &str| {
+        let mut c = format!(
+            "prompts: ['Visited: {{{{places}}}}.']\nproviders: [echo]\ndefaultTest:\n  options:\n    provider: {{id: 'openai:chat:judge-model', config: {{apiBaseUrl: '{}/v1'}}}}\n{rubric_prompt}tests:\n",
+            server.url
+        );
+        for (i, (criteria, _)) in cases.iter().enumerate() {
+            c.push_str(&format!(
+                "  - description: c{i}\n    vars: {{places: 'Paris, Berlin'}}\n    assert: [{{type: llm-rubric, value: '{criteria}'}}]\n"
+            ));
+        }
+        c
+    };
+    std::fs::write(
+        pf.path().join("rubric.txt"),
+        "Our rubric: {{rubric}}\nThe output:\n{{output}}\nAnswer as JSON with reason, pass and score.\n",
+    )
+    .unwrap();
+    let pf_scores = |rubric_prompt: &str, out: &str| -> Vec<f64> {
+        std::fs::write(
+            pf.path().join("promptfooconfig.yaml"),
+            config(rubric_prompt),
+        )
+        .unwrap();
+        let r: crate::support::Run = crate::support::evalhost()
+            .current_dir(pf.path())
+            .env("OPENAI_API_KEY", "sk-judge")
+            .env("EVALHOST_CACHE_DIR", cache.path())
+            .args(["run", "promptfooconfig.yaml", "-o", out, "--no-judge-cache"])
+            .output()
+            .unwrap()
+            .into();
+        assert!(r.code <= 1, "{}{}", r.stdout, r.stderr);
+        let rows: Vec<Value> = std::fs::read_to_string(pf.path().join(out).join("results.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .collect();
+        (0..cases.len())
+            .map(|i| {
+                let row = rows
+                    .iter()
+                    .find(|r| r["test_id"] == format!("c{i}"))
+                    .unwrap();
+                row["scores"][0]["score"].as_f64().unwrap()
+            })
+            .collect()
+    };
+    let theirs = pf_scores("", "pf-template");
+    let own = pf_scores("    rubricPrompt: file://rubric.txt\n", "pf-own");
+    for (i, (criteria, expected)) in cases.iter().enumerate() {
+        assert!(
+            (theirs[i] - expected).abs() < 1e-9,
+            "{criteria}: {theirs:?}"
+        );
+        assert!(
+            (own[i] - theirs[i]).abs() < 1e-9,
+            "{criteria}: {own:?} vs {theirs:?}"
+        );
+    }
+    assert_eq!(
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.body.contains("Our rubric:"))
+            .count(),
+        cases.len()
+    );
+}

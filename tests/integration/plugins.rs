@@ -285,6 +285,14 @@ fn toolchain() -> String {
 }
 
 fn cargo(dir: &Path, args: &[&str]) {
+    // One scaffold's cargo at a time: they share a target directory, and
+    // cargo releases its lock before `cargo test` runs the doctests, whose
+    // `--extern` rlib another scaffold's build (the same SDK, the same
+    // artifact name) would be replacing meanwhile.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let status = Command::new("cargo")
         .current_dir(dir)
         .args(args)

@@ -95,31 +95,17 @@ fn screenshot(tab: &Tab, name: &str) {
     std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
 }
 
-#[test]
-fn the_viewer_lists_filters_searches_and_compares_in_a_browser() {
-    let Some(chromium) = crate::report_page::chromium() else {
-        return;
-    };
-    // Two runs of twelve tests: t03, t07, t11 fail in the second, t05
-    // recovers.
-    let project = scored_project(12);
-    let mut base = vec![10; 12];
-    base[5] = 3;
-    answer(&project, &base);
-    run(&project);
-    let mut cand = vec![10; 12];
-    for i in [3, 7, 11] {
-        cand[i] = 2;
-    }
-    answer(&project, &cand);
-    run(&project);
-    let cli: Value =
-        serde_json::from_str(&run_in(project.path(), &["compare", "--last", "--json"]).stdout)
-            .unwrap();
-    let base_id = cli["base"]["id"].as_str().unwrap().to_owned();
-    let cand_id = cli["candidate"]["id"].as_str().unwrap().to_owned();
-
-    let (_served, url) = serve(project.path());
+/// Headless Chromium with one tab, and every console error, uncaught
+/// exception and failed load on it collected.
+#[allow(clippy::type_complexity)]
+fn open_browser(
+    chromium: std::path::PathBuf,
+) -> (
+    tempfile::TempDir,
+    Browser,
+    Arc<Tab>,
+    Arc<Mutex<Vec<String>>>,
+) {
     let profile = tempfile::tempdir().unwrap();
     let browser = Browser::new(
         LaunchOptions::default_builder()
@@ -134,7 +120,6 @@ fn the_viewer_lists_filters_searches_and_compares_in_a_browser() {
     )
     .unwrap();
     let tab = browser.new_tab().unwrap();
-    // Every console error, uncaught exception and failed load, on every page.
     let problems: Arc<Mutex<Vec<String>>> = Arc::default();
     let seen = problems.clone();
     tab.add_event_listener(Arc::new(move |event: &Event| {
@@ -162,6 +147,35 @@ fn the_viewer_lists_filters_searches_and_compares_in_a_browser() {
     tab.enable_log().unwrap();
     tab.call_method(headless_chrome::protocol::cdp::Runtime::Enable(None))
         .unwrap();
+    (profile, browser, tab, problems)
+}
+
+#[test]
+fn the_viewer_lists_filters_searches_and_compares_in_a_browser() {
+    let Some(chromium) = crate::report_page::chromium() else {
+        return;
+    };
+    // Two runs of twelve tests: t03, t07, t11 fail in the second, t05
+    // recovers.
+    let project = scored_project(12);
+    let mut base = vec![10; 12];
+    base[5] = 3;
+    answer(&project, &base);
+    run(&project);
+    let mut cand = vec![10; 12];
+    for i in [3, 7, 11] {
+        cand[i] = 2;
+    }
+    answer(&project, &cand);
+    run(&project);
+    let cli: Value =
+        serde_json::from_str(&run_in(project.path(), &["compare", "--last", "--json"]).stdout)
+            .unwrap();
+    let base_id = cli["base"]["id"].as_str().unwrap().to_owned();
+    let cand_id = cli["candidate"]["id"].as_str().unwrap().to_owned();
+
+    let (_served, url) = serve(project.path());
+    let (_profile, _browser, tab, problems) = open_browser(chromium);
 
     // Runs list: both runs, newest first, with the charts.
     tab.navigate_to(&url).unwrap();
@@ -381,4 +395,271 @@ fn ureq_get(url: &str) -> Value {
     s.read_to_string(&mut text).unwrap();
     let body = text.split_once("\r\n\r\n").unwrap().1;
     serde_json::from_str(body).unwrap()
+}
+
+/// Sets a `<select>` or an `<input>` and fires its event, as a user would.
+fn set(tab: &Tab, selector: &str, value: &str, event: &str) {
+    eval(
+        tab,
+        &format!(
+            "(() => {{ const e = document.querySelector({selector:?}); e.value = {value:?}; e.dispatchEvent(new Event({event:?}, {{bubbles: true}})); return true; }})()"
+        ),
+    );
+}
+
+/// What clicking the export button `id` would download, as text: the Blob
+/// handed to `URL.createObjectURL`, read back.
+fn exported(tab: &Tab, id: &str) -> String {
+    eval(
+        tab,
+        "(() => { window.__blobs = []; const f = URL.createObjectURL; URL.createObjectURL = (b) => { window.__blobs.push(b); return f(b); }; return true; })()",
+    );
+    eval(
+        tab,
+        &format!("(() => {{ document.getElementById({id:?}).click(); return true; }})()"),
+    );
+    let text = tab
+        .evaluate("window.__blobs[window.__blobs.length - 1].text()", true)
+        .unwrap()
+        .value
+        .unwrap();
+    text.as_str().unwrap().to_owned()
+}
+
+/// promptfoo's view, in evalhost's (issue 37.4): a promptfoo config of two
+/// prompts × two providers shows as a grid of outputs, a row per test and a
+/// column per prompt × provider with its pass rate; the filters narrow rows
+/// and columns; a click shows the cell's assertions; the shown rows export
+/// as CSV and JSON; two runs compare with their outputs side by side and a
+/// diff; a run of part of the suite is marked.
+#[test]
+fn the_output_grid_filters_details_exports_and_compares_outputs() {
+    let Some(chromium) = crate::report_page::chromium() else {
+        return;
+    };
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    let config = |second: &str| {
+        format!(
+            "description: greetings\nprompts:\n  - 'Say {{{{word}}}} to {{{{who}}}}'\n  - id: short\n    label: short\n    raw: '{second}'\nproviders: [echo, {{id: echo, label: echo-b}}]\ntests:\n  - description: hello\n    vars: {{word: hello, who: Ann}}\n    assert: [{{type: starts-with, value: Say}}, {{type: icontains, value: '{{{{word}}}}'}}]\n  - description: goodbye\n    vars: {{word: goodbye, who: Bob}}\n    assert: [{{type: starts-with, value: Say}}]\n  - description: thanks\n    vars: {{word: thanks, who: Cy}}\n    assert: [{{type: icontains, value: '{{{{who}}}}'}}]\n"
+        )
+    };
+    let write =
+        |text: &str| std::fs::write(project.path().join("promptfooconfig.yaml"), text).unwrap();
+    write(&config("{{word}}!"));
+    let first = run_in(project.path(), &["run", "promptfooconfig.yaml"]);
+    assert_eq!(first.code, 1, "{}{}", first.stdout, first.stderr);
+    write(&config("{{word}}, {{who}}?"));
+    let second = run_in(project.path(), &["run", "promptfooconfig.yaml"]);
+    assert_eq!(second.code, 1, "{}{}", second.stdout, second.stderr);
+    // A run of part of the suite.
+    let part = run_in(
+        project.path(),
+        &["run", "promptfooconfig.yaml", "--test-id", "hello*"],
+    );
+    assert_eq!(part.code, 1, "{}{}", part.stdout, part.stderr);
+    let list: Value =
+        serde_json::from_str(&run_in(project.path(), &["runs", "list", "--json"]).stdout).unwrap();
+    let ids: Vec<String> = list["runs"]
+        .as_array()
+        .or_else(|| list.as_array())
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    // Newest first.
+    let (part_id, cand_id, base_id) = (ids[0].clone(), ids[1].clone(), ids[2].clone());
+
+    let (_served, url) = serve(project.path());
+    let (_profile, _browser, tab, problems) = open_browser(chromium);
+
+    // The grid: 3 tests × (2 prompts × 2 providers).
+    tab.navigate_to(&format!("{url}#/run/{cand_id}/grid"))
+        .unwrap();
+    until(
+        &tab,
+        "document.querySelectorAll('#output-grid tr.g-row').length === 3",
+        "the grid's rows",
+    );
+    assert_eq!(shown(&tab, "#output-grid th.g-col"), 4);
+    let heads = eval(
+        &tab,
+        "Array.from(document.querySelectorAll('#output-grid th.g-col')).map(e => e.innerText.replace(/\\s+/g, ' ').trim())",
+    );
+    let heads: Vec<String> = serde_json::from_value(heads).unwrap();
+    assert!(
+        heads
+            .iter()
+            .filter(|h| h.contains("Say {{word}} to {{who}}"))
+            .count()
+            == 2
+            && heads.iter().filter(|h| h.contains("short")).count() == 2
+            && heads.iter().filter(|h| h.contains("echo-b")).count() == 2,
+        "{heads:?}"
+    );
+    // The first prompt passes everywhere; `short` fails the starts-with
+    // tests (hello, goodbye) and passes thanks.
+    assert!(
+        heads.iter().filter(|h| h.contains("3/3 passed")).count() == 2
+            && heads.iter().filter(|h| h.contains("1/3 passed")).count() == 2,
+        "{heads:?}"
+    );
+    let failed_cells = eval(
+        &tab,
+        "document.querySelectorAll('#output-grid td.g-cell.fail').length",
+    );
+    assert_eq!(failed_cells, 4);
+    let cell_text = eval(
+        &tab,
+        "document.querySelector('#output-grid tr.g-row[data-test=\"hello\"] td.g-cell').innerText",
+    );
+    assert!(
+        cell_text.as_str().unwrap().contains("Say hello to Ann"),
+        "{cell_text}"
+    );
+    screenshot(&tab, "grid");
+
+    // A click on a failing cell: its assertions, with the check that failed.
+    eval(
+        &tab,
+        "(() => { document.querySelector('#output-grid tr.g-row[data-test=\"hello\"] td.g-cell.fail').click(); return true; })()",
+    );
+    until(
+        &tab,
+        "!document.querySelector('#cell-detail').hidden",
+        "the cell's detail",
+    );
+    let detail = eval(&tab, "document.querySelector('#cell-detail').innerText")
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        detail.contains("starts-with") && detail.contains("hello, Ann?") && detail.contains("✗"),
+        "{detail}"
+    );
+    screenshot(&tab, "grid-detail");
+
+    // Filters: the rows with a failure, one prompt's columns, a search.
+    set(&tab, "#grid-show", "failures", "change");
+    until(
+        &tab,
+        "document.querySelectorAll('#output-grid tr.g-row').length === 2",
+        "the rows with a failure",
+    );
+    set(&tab, "#grid-prompt", "short", "change");
+    until(
+        &tab,
+        "document.querySelectorAll('#output-grid th.g-col').length === 2",
+        "one prompt's columns",
+    );
+    set(&tab, "#search", "goodbye", "input");
+    until(
+        &tab,
+        "document.querySelectorAll('#output-grid tr.g-row').length === 1",
+        "the search",
+    );
+    let hash = eval(&tab, "location.hash").as_str().unwrap().to_owned();
+    assert!(
+        hash.contains("show=failures")
+            && hash.contains("prompt=short")
+            && hash.contains("q=goodbye"),
+        "{hash}"
+    );
+    // Export what is shown: one test × two columns.
+    let csv = exported(&tab, "export-csv");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(
+        lines[0].starts_with("test,test_id,prompt,target,trial,status,score,output"),
+        "{csv}"
+    );
+    assert!(
+        lines[1].contains("goodbye,goodbye @short,short,echo,0,failed,0"),
+        "{csv}"
+    );
+    assert!(
+        csv.contains("\"goodbye, Bob?\""),
+        "quoted as CSV quotes a comma: {csv}"
+    );
+    let json: Value = serde_json::from_str(&exported(&tab, "export-json")).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 2, "{json}");
+    assert_eq!(json[1]["target"], "echo-b");
+    assert_eq!(json[0]["failed_assertions"], "starts-with");
+
+    // The run's table exports its shown rows too.
+    tab.navigate_to(&format!("{url}#/run/{cand_id}?status=failed"))
+        .unwrap();
+    until(
+        &tab,
+        "Array.from(document.querySelectorAll('tr.row')).filter(e => e.offsetParent !== null).length === 4",
+        "the failed rows",
+    );
+    let csv = exported(&tab, "export-csv");
+    assert_eq!(csv.lines().count(), 5, "{csv}");
+    assert!(csv.lines().skip(1).all(|l| l.contains(",failed,")), "{csv}");
+
+    // Two runs: the outputs side by side, the changed ones with a diff.
+    tab.navigate_to(&format!("{url}#/compare/{base_id}/{cand_id}"))
+        .unwrap();
+    until(
+        &tab,
+        "document.querySelectorAll('#side-table tr.side-row').length === 12",
+        "the outputs side by side",
+    );
+    assert_eq!(
+        eval(
+            &tab,
+            "document.querySelectorAll('#side-table tr.side-row.changed').length"
+        ),
+        6
+    );
+    eval(
+        &tab,
+        "(() => { const c = document.querySelector('#changed-outputs'); c.checked = true; c.dispatchEvent(new Event('change', {bubbles: true})); return true; })()",
+    );
+    until(
+        &tab,
+        "document.querySelectorAll('#side-table tr.side-row').length === 6",
+        "only the changed outputs",
+    );
+    let row = eval(
+        &tab,
+        "document.querySelector('#side-table tr.side-row[data-test-id=\"hello @short\"]').innerText",
+    )
+    .as_str()
+    .unwrap()
+    .to_owned();
+    assert!(
+        row.contains("hello!")
+            && row.contains("hello, Ann?")
+            && row.contains("- hello!")
+            && row.contains("+ hello, Ann?"),
+        "{row}"
+    );
+    eval(
+        &tab,
+        "(() => { document.querySelector('#side-by-side').scrollIntoView(); return true; })()",
+    );
+    screenshot(&tab, "compare-outputs");
+
+    // A partial run says so on its pages.
+    tab.navigate_to(&format!("{url}#/run/{part_id}/grid"))
+        .unwrap();
+    until(
+        &tab,
+        "!!document.querySelector('#partial-note') && document.querySelectorAll('#output-grid tr.g-row').length === 1",
+        "the partial run's note",
+    );
+    let note = eval(&tab, "document.querySelector('#partial-note').innerText")
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(note.contains("partial"), "{note}");
+    screenshot(&tab, "grid-partial");
+
+    let problems = problems.lock().unwrap().clone();
+    assert!(
+        problems.is_empty(),
+        "the pages logged problems: {problems:#?}"
+    );
 }

@@ -237,6 +237,11 @@ impl Viewer {
                     .ok_or_else(|| (404, format!("no row for `{test}` in run `{id}`")))?;
                 Ok(json!({"row": row.row}))
             }
+            ["runs", id, "grid"] => {
+                let run = read(id)?;
+                let cells: Vec<Value> = run.rows.iter().map(grid_cell).collect();
+                Ok(json!({"run": run.info, "cells": cells}))
+            }
             ["compare"] => {
                 let base = param("base").ok_or((400, "`base` is required".to_owned()))?;
                 let cand = param("cand").ok_or((400, "`cand` is required".to_owned()))?;
@@ -266,6 +271,112 @@ impl Viewer {
             }
             _ => Err((404, format!("no API /api/{}", rest.join("/")))),
         }
+    }
+}
+
+/// How much of an output a grid cell carries (the test page has all).
+const GRID_OUTPUT: usize = 4000;
+
+/// `text` cut to `n` characters, and whether it was cut.
+fn cut(text: &str, n: usize) -> (String, bool) {
+    match text.char_indices().nth(n) {
+        Some((at, _)) => (text[..at].to_owned(), true),
+        None => (text.to_owned(), false),
+    }
+}
+
+/// One row as a cell of the output grid (`#/run/ID/grid`): the test
+/// without its prompt suffix (promptfoo's `desc @prompt` ids), the prompt,
+/// the target, the verdict, the output (cut), and each assertion with its
+/// checks.
+fn grid_cell(row: &history::RowInfo) -> Value {
+    let full = &row.row;
+    let prompt = full["prompt"]["label"]
+        .as_str()
+        .or_else(|| full["prompt"]["id"].as_str());
+    let test = match prompt {
+        Some(_) => row
+            .test_id
+            .rsplit_once(" @")
+            .map_or(row.test_id.as_str(), |(t, _)| t),
+        None => row.test_id.as_str(),
+    };
+    let output = match &full["output"] {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let (output, output_cut) = cut(&output, GRID_OUTPUT);
+    let assertions: Vec<Value> = full["scores"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| {
+            let checks: Vec<Value> = a["assertions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .take(8)
+                .map(|c| {
+                    json!({
+                        "passed": c["passed"],
+                        "text": cut(c["text"].as_str().unwrap_or_default(), 400).0,
+                    })
+                })
+                .collect();
+            json!({
+                "name": a["name"],
+                "type": a["type"],
+                "verdict": a["verdict"],
+                "score": a["score"],
+                "weight": a["weight"],
+                "reasoning": a["reasoning"],
+                "error": a["error"],
+                "checks": checks,
+            })
+        })
+        .collect();
+    json!({
+        "test": test,
+        "test_id": row.test_id,
+        "target": row.target,
+        "prompt": prompt,
+        "trial": row.trial,
+        "status": row.status,
+        "score": row.score,
+        "threshold": row.threshold,
+        "error": row.error,
+        "output": output,
+        "output_cut": output_cut,
+        "input": cut(&input_text(&full["input"]), 300).0,
+        "tags": row.tags,
+        "assertions": assertions,
+    })
+}
+
+/// The text of a row's input: its messages' text, the user's last.
+fn input_text(input: &Value) -> String {
+    let text_of = |content: &Value| -> String {
+        match content {
+            Value::String(s) => s.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b["value"].as_str().or_else(|| b["text"].as_str()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        }
+    };
+    match input {
+        Value::Array(messages) => messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .or_else(|| messages.last())
+            .map(|m| text_of(&m["content"]))
+            .unwrap_or_default(),
+        other => text_of(other),
     }
 }
 

@@ -294,6 +294,43 @@ function unifiedDiff(text) {
     /^(diff |index |--- |\+\+\+ )/.test(l) ? 'meta' : l.startsWith('@@') ? 'hunk' : l[0] === '+' ? 'add' : l[0] === '-' ? 'del' : 'same', l)), 'diff unified');
 }
 
+// export -------------------------------------------------------------------
+
+// The visible rows as a file: CSV (RFC 4180 quoting; a cell starting with
+// = + - @ is prefixed with ' so a spreadsheet does not run it) or JSON.
+const csvCell = (v) => {
+  let t = v === null || v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v);
+  if (/^[=+\-@\t\r]/.test(t)) t = `'${t}`;
+  return /[",\n\r]/.test(t) ? `"${t.replace(/"/g, '""')}"` : t;
+};
+function toCsv(records) {
+  const cols = [...new Set(records.flatMap((r) => Object.keys(r)))];
+  return [cols.map(csvCell).join(','), ...records.map((r) => cols.map((c) => csvCell(r[c])).join(','))].join('\r\n') + '\r\n';
+}
+function download(name, type, text) {
+  const a = h('a', { href: URL.createObjectURL(new Blob([text], { type })), download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+}
+// Buttons exporting what records() returns when clicked (the rows shown).
+function exportButtons(name, records) {
+  const shownNow = () => records();
+  return h('span', { class: 'export', id: 'export' }, muted('Export shown: '),
+    h('button', { type: 'button', class: 'small', id: 'export-csv', onclick: () => download(`${name}.csv`, 'text/csv', toCsv(shownNow())) }, 'CSV'), ' ',
+    h('button', { type: 'button', class: 'small', id: 'export-json', onclick: () => download(`${name}.json`, 'application/json', JSON.stringify(shownNow(), null, 2) + '\n') }, 'JSON'));
+}
+// Table | Grid switch of a run's pages.
+const runViews = (id, current) => h('nav', { class: 'view-switch', id: 'view-switch' },
+  current === 'table' ? span('current', 'Table') : link(runHref(id), 'Table', { id: 'to-table' }), ' · ',
+  current === 'grid' ? span('current', 'Output grid') : link(hashFor(['run', id, 'grid']), 'Output grid', { id: 'to-grid' }));
+// A partial run says so above its numbers.
+const partialNote = (r) => (arr(r.partial).length || (r.status && r.status !== 'complete')
+  ? h('p', { class: 'partial-note', id: 'partial-note' }, badge('error', r.status && r.status !== 'complete' ? r.status : 'partial'), ' ',
+    arr(r.partial).length ? `partial run (${arr(r.partial).join(', ')}): its numbers are not the whole suite's` : 'this run did not finish: tests it did not reach are not shown')
+  : null);
+
 // #/ : runs ----------------------------------------------------------------
 
 async function viewRuns(ctx) {
@@ -408,13 +445,137 @@ async function viewRun(ctx, id) {
     replaceHash(hashFor(['run', id], { status: st, tag: tg, q }));
   }
   apply();
+  const visible = () => items.filter((x) => x.tr.isConnected).map(({ r }) => ({
+    test_id: r.test_id, target: r.target, trial: r.trial, status: r.status, score: r.score, threshold: r.threshold,
+    cost_usd: r.cost_usd, duration_ms: r.duration_ms, error: r.error, tags: arr(r.tags).join(' '),
+  }));
   const ok = show(ctx, `Run ${id}`,
     crumbs(code(id)),
-    div('page-head', h('h1', null, 'Run ', code(id)),
+    div('page-head', h('h1', null, 'Run ', code(id)), runViews(id, 'table'),
       run.suite ? link(hashFor(['trend', run.suite]), `trend of ${run.suite} →`, { class: 'trend-link' }) : null),
+    partialNote(run),
     runFacts(run),
-    h('div', { class: 'toolbar', id: 'row-filters' }, statusSel, tagSel, field('Search', search), shown),
+    h('div', { class: 'toolbar', id: 'row-filters' }, statusSel, tagSel, field('Search', search), shown, exportButtons(`run-${id}`, visible)),
     table('rows-table', ['Test', 'Target', 'Trial', 'Status', 'Score / thr.', 'Cost', 'Duration', 'Error'], [2, 4, 5, 6], tbody));
+  if (ok && p.get('q')) search.focus();
+}
+
+// #/run/{id}/grid -----------------------------------------------------------
+
+// promptfoo's view: a row per test, a column per prompt × target, a cell per
+// output with its verdict; a click shows the assertions beside the grid.
+async function viewGrid(ctx, id) {
+  const data = await api(`api/runs/${enc(id)}/grid`);
+  if (ctx.seq !== seq) return;
+  const run = data.run || {}, cells = arr(data.cells), p = ctx.params;
+  const colKey = (c) => JSON.stringify([c.prompt ?? null, c.target]);
+  const cols = [], colIdx = new Map(), tests = [], testIdx = new Map();
+  for (const c of cells) {
+    const k = colKey(c);
+    if (!colIdx.has(k)) { colIdx.set(k, cols.length); cols.push({ prompt: c.prompt ?? null, target: c.target, n: 0, pass: 0 }); }
+    if (!testIdx.has(c.test)) { testIdx.set(c.test, tests.length); tests.push({ test: c.test, input: c.input, tags: arr(c.tags), cells: new Map() }); }
+    const t = tests[testIdx.get(c.test)], ci = colIdx.get(k);
+    if (!t.cells.has(ci)) t.cells.set(ci, []);
+    t.cells.get(ci).push(c);
+    cols[ci].n++;
+    if (c.status === 'passed' || c.status === 'expected_failed') cols[ci].pass++;
+  }
+  const prompts = [...new Set(cols.map((c) => c.prompt).filter((x) => x !== null))];
+  const targets = [...new Set(cols.map((c) => c.target))];
+  const good = (c) => c.status === 'passed' || c.status === 'expected_failed';
+  const showSel = selectField('grid-show', 'Rows', `all tests (${tests.length})`, [
+    ['failures', 'with a failure or error'], ['errors', 'with an error'], ['differ', 'where the columns disagree']], p.get('show') || '', apply);
+  const promptSel = prompts.length > 1 ? selectField('grid-prompt', 'Prompt', `all prompts (${prompts.length})`, prompts, p.get('prompt') || '', apply) : null;
+  const targetSel = targets.length > 1 ? selectField('grid-target', 'Target', `all targets (${targets.length})`, targets, p.get('target') || '', apply) : null;
+  const search = h('input', { type: 'search', id: 'search', name: 'q', placeholder: 'search test, input, output…  ( / )', autocomplete: 'off', spellcheck: 'false', value: p.get('q') || '', oninput: apply });
+  const count = h('span', { id: 'shown-count', class: 'muted' });
+  const panel = h('aside', { id: 'cell-detail', class: 'cell-detail', hidden: true });
+  const thead = h('thead'), tbody = h('tbody');
+  let picked = null;
+
+  function pick(td, list) {
+    picked?.classList.remove('picked');
+    picked = td;
+    td.classList.add('picked');
+    const c0 = list[0];
+    panel.hidden = false;
+    panel.replaceChildren(
+      div('cd-head', h('button', { type: 'button', class: 'small', id: 'close-detail', onclick: () => { panel.hidden = true; td.classList.remove('picked'); } }, '×'),
+        h('h3', null, code(c0.test)), muted([c0.prompt !== null ? `prompt ${c0.prompt} · ` : '', `target ${c0.target}`].join(''))),
+      ...list.map((c) => div('cd-trial',
+        div('cd-verdict', badge(c.status), ' ', span(null, `score ${score2(c.score)}`), c.trial ? muted(` · trial ${c.trial}`) : null, ' ',
+          link(testHref(id, c), 'full test page →', { class: 'cd-link' })),
+        c.error ? pre(str(c.error), 'error-text') : null,
+        div('label', 'Output'), c.output ? pre(c.output + (c.output_cut ? '\n…' : ''), 'text output') : muted('(empty output)'),
+        div('label', `Assertions (${arr(c.assertions).filter((a) => a.verdict === 'pass').length} of ${arr(c.assertions).length} passed)`),
+        arr(c.assertions).map((a) => div(`assertion v-${slug(a.verdict)}`,
+          div('a-head', badge(a.verdict, a.verdict), ' ', code(str(a.name), 'a-name'), ' ', span('a-type', str(a.type)), span('a-nums', `score ${score2(a.score)}`)),
+          arr(a.checks).length ? h('ul', { class: 'checks' }, arr(a.checks).map((k) => h('li', { class: `check ${k.passed ? 'pass' : 'fail'}` }, span('mark', k.passed ? '✓' : '✗'), ' ', str(k.text)))) : null,
+          typeof a.reasoning === 'string' && a.reasoning ? div('reasoning', div('label', 'Judge reasoning'), a.reasoning) : null,
+          a.error ? pre(str(a.error), 'error-text') : null)))));
+  }
+  function cellTd(t, ci) {
+    const list = t.cells.get(ci);
+    if (!list) return h('td', { class: 'g-cell missing', title: 'not run for this column' }, muted(DASH));
+    const all = list.every(good), none = !list.some(good);
+    const c0 = list[list.length - 1];
+    const cell = h('td', {
+      class: `g-cell ${all ? 'pass' : none ? (list.some((c) => c.status === 'error') ? 'error' : 'fail') : 'mixed'}`,
+      'data-test': t.test, 'data-col': ci, 'data-status': list.length === 1 ? c0.status : `${list.filter(good).length}/${list.length}`,
+      tabindex: 0, title: 'show the assertions',
+    },
+      div('g-verdict', list.length === 1 ? badge(c0.status) : badge(all ? 'passed' : none ? 'failed' : 'error', `${list.filter(good).length}/${list.length} trials`),
+        ' ', span('g-score', score2(c0.score))),
+      pre(excerpt(c0.output || '', 280) || '(empty)', 'g-out'));
+    cell.addEventListener('click', () => pick(cell, list));
+    cell.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); pick(cell, list); } });
+    return cell;
+  }
+  function state() {
+    return { show: showSel.lastChild.value, prompt: promptSel?.lastChild.value || '', target: targetSel?.lastChild.value || '', q: search.value.trim() };
+  }
+  let shownRecords = [];
+  function apply() {
+    const st = state(), ts = terms(st.q);
+    const vis = cols.map((c, i) => [c, i]).filter(([c]) => (!st.prompt || c.prompt === st.prompt) && (!st.target || c.target === st.target));
+    thead.replaceChildren(h('tr', null, h('th', { class: 'g-test' }, 'Test'),
+      vis.map(([c, i]) => h('th', { class: 'g-col', 'data-col': i },
+        c.prompt !== null ? h('div', { class: 'g-prompt', title: c.prompt }, excerpt(c.prompt, 60)) : null,
+        div('g-target mono', c.target),
+        div('g-rate', span(c.pass === c.n ? 'n-pass' : 'n-fail', `${c.pass}/${c.n} passed`), muted(` · ${pct(c.n ? c.pass / c.n : null)}`))))));
+    const keep = (t) => {
+      const inVis = vis.flatMap(([, i]) => t.cells.get(i) || []);
+      if (!inVis.length) return false;
+      if (st.show === 'failures' && inVis.every(good)) return false;
+      if (st.show === 'errors' && !inVis.some((c) => c.status === 'error')) return false;
+      if (st.show === 'differ') {
+        const verdicts = new Set(vis.map(([, i]) => (t.cells.get(i) || []).map((c) => c.status).join(',')));
+        const outs = new Set(vis.map(([, i]) => (t.cells.get(i) || []).map((c) => c.output).join('\u0000')));
+        if (verdicts.size < 2 && outs.size < 2) return false;
+      }
+      const hay = `${t.test} ${t.input} ${inVis.map((c) => c.output).join(' ')}`.toLowerCase();
+      return ts.every((x) => hay.includes(x));
+    };
+    const rows = tests.filter(keep);
+    tbody.replaceChildren(...(rows.length ? rows.map((t) => h('tr', { class: 'g-row', 'data-test': t.test },
+      h('th', { class: 'g-test', scope: 'row' }, code(t.test, 'mono'), t.input ? div('sub g-input', excerpt(t.input, 160)) : null, tags(t.tags)),
+      vis.map(([, i]) => cellTd(t, i))))
+      : [h('tr', { class: 'none' }, h('td', { colspan: vis.length + 1, class: 'empty' }, 'No test matches.'))]));
+    count.textContent = `showing ${rows.length} of ${tests.length} tests × ${vis.length} of ${cols.length} columns`;
+    shownRecords = rows.flatMap((t) => vis.flatMap(([, i]) => (t.cells.get(i) || []).map((c) => ({
+      test: t.test, test_id: c.test_id, prompt: c.prompt, target: c.target, trial: c.trial, status: c.status, score: c.score,
+      output: c.output, output_cut: c.output_cut, failed_assertions: arr(c.assertions).filter((a) => a.verdict !== 'pass').map((a) => a.name).join(' '),
+    }))));
+    replaceHash(hashFor(['run', id, 'grid'], st));
+  }
+  apply();
+  const ok = show(ctx, `Grid · ${id}`,
+    crumbs(link(runHref(id), id), ' › grid'),
+    div('page-head', h('h1', null, 'Outputs of ', code(id)), runViews(id, 'grid'),
+      run.suite ? link(hashFor(['trend', run.suite]), `trend of ${run.suite} →`, { class: 'trend-link' }) : null),
+    partialNote(run),
+    h('div', { class: 'toolbar', id: 'grid-filters' }, showSel, promptSel, targetSel, field('Search', search), count, exportButtons(`grid-${id}`, () => shownRecords)),
+    div('grid-wrap', h('div', { class: 'table-wrap g-scroll' }, h('table', { class: 'output-grid', id: 'output-grid' }, thead, tbody)), panel));
   if (ok && p.get('q')) search.focus();
 }
 
@@ -561,9 +722,36 @@ function verdictNodes(sm) {
     : [`${v}: ${plural(moved, 'test')}, `, mean, ', significant'];
 }
 async function viewCompare(ctx, baseId, candId) {
-  const data = await api(`api/compare?base=${enc(baseId)}&cand=${enc(candId)}`);
+  const [data, baseGrid, candGrid] = await Promise.all([api(`api/compare?base=${enc(baseId)}&cand=${enc(candId)}`),
+    api(`api/runs/${enc(baseId)}/grid`).catch(() => null), api(`api/runs/${enc(candId)}/grid`).catch(() => null)]);
   if (ctx.seq !== seq) return;
   const base = data.base || {}, cand = data.candidate || {}, sm = data.summary || {}, ci = sm.ci || {}, tests = arr(data.tests);
+  // Each test's output in each run (its last trial), for the side-by-side view.
+  const outputs = (g) => {
+    const m = new Map();
+    for (const c of arr(g?.cells)) m.set(`${c.test_id}\u0000${c.target}`, c);
+    return m;
+  };
+  const baseOut = outputs(baseGrid), candOut = outputs(candGrid);
+  const changedOnly = h('input', { type: 'checkbox', id: 'changed-outputs', checked: ctx.params.get('outputs') === 'changed', onchange: () => draw() });
+  const sideBody = h('tbody'), sideCount = h('span', { class: 'muted', id: 'side-count' });
+  const outText = (c) => (c ? c.output + (c.output_cut ? '\n…' : '') : null);
+  function sideRow(t) {
+    const key = `${t.test_id}\u0000${t.target}`, b = baseOut.get(key), c = candOut.get(key);
+    const bt = outText(b), ct = outText(c), same = bt === ct;
+    const lines = bt !== null && ct !== null && !same ? lineDiff(bt.split('\n'), ct.split('\n')) : null;
+    const cls = { ' ': 'same', '-': 'del', '+': 'add' };
+    return {
+      t, same,
+      tr: h('tr', { class: `side-row${same ? ' same' : ' changed'}`, 'data-test-id': t.test_id, 'data-target': t.target },
+        td(null, link(testHref(candId, t, false), t.test_id, { class: 'mono' }), div('sub mono', t.target),
+          same ? div('sub', 'same output') : div('sub n-fail', 'output changed')),
+        td('side-out', b ? [div('sub', badge(b.status), ' ', score2(b.score)), pre(bt || '(empty)', 'text output')] : muted('not in base')),
+        td('side-out', c ? [div('sub', badge(c.status), ' ', score2(c.score)), pre(ct || '(empty)', 'text output')] : muted('not in candidate')),
+        td('side-diff', lines ? pre(lines.map(([op, x]) => span(cls[op], `${op} ${x}`)), 'diff line-diff') : muted(same ? 'identical' : DASH))),
+    };
+  }
+  const sideItems = tests.map(sideRow);
   let sort = ctx.params.get('sort') || '', only = ctx.params.get('show') || '';
   const stats = facts([
     ['Matched tests', String(sm.matched ?? DASH)],
@@ -603,9 +791,15 @@ async function viewCompare(ctx, baseId, candId) {
     const want = { flips: (t) => t.flip, losses: (t) => t.outcome === 'loss', wins: (t) => t.outcome === 'win', changed: (t) => t.outcome !== 'tie' }[only];
     const dir = { delta: 1, '-delta': -1 }[sort];
     refill(tbody, items, ({ t }) => !want || want(t), count, 7, dir && ((a, b) => dir * (dval(a) - dval(b)) || a.i - b.i));
+    // The same tests, their outputs side by side (in the table's order).
+    const order = new Map([...tbody.querySelectorAll('tr.compare-row')].map((tr, i) => [`${tr.dataset.testId}\u0000${tr.dataset.target}`, i]));
+    const side = sideItems.filter((x) => order.has(`${x.t.test_id}\u0000${x.t.target}`) && (!changedOnly.checked || !x.same))
+      .sort((a, b) => order.get(`${a.t.test_id}\u0000${a.t.target}`) - order.get(`${b.t.test_id}\u0000${b.t.target}`));
+    sideBody.replaceChildren(...(side.length ? side.map((x) => x.tr) : [h('tr', { class: 'none' }, h('td', { colspan: 4, class: 'empty' }, 'No test matches.'))]));
+    sideCount.textContent = `${side.length} shown · ${sideItems.filter((x) => !x.same).length} of ${sideItems.length} outputs changed`;
     sortBtn.textContent = { delta: 'Δ ▲', '-delta': 'Δ ▼' }[sort] || 'Δ ⇅';
     sortBtn.setAttribute('data-sort', sort || 'none');
-    replaceHash(hashFor(['compare', baseId, candId], { show: only, sort }));
+    replaceHash(hashFor(['compare', baseId, candId], { show: only, sort, outputs: changedOnly.checked ? 'changed' : '' }));
   }
   draw();
   const onlyIn = (id, title, xs, runId) => h('div', { class: 'only', id }, h('h3', null, `${title} (${xs.length})`),
@@ -619,8 +813,18 @@ async function viewCompare(ctx, baseId, candId) {
     div('cmp-cols', card('Base', base), card('Candidate', cand)),
     h('p', { id: 'compare-verdict', class: `verdict ${vclass}`, 'data-verdict': sm.verdict || '' }, verdictNodes(sm)),
     stats,
-    div('toolbar', showField, count),
+    partialNote(base) ? div('partial-note', muted('Base: '), partialNote(base)) : null,
+    partialNote(cand) ? div('partial-note', muted('Candidate: '), partialNote(cand)) : null,
+    div('toolbar', showField, count, exportButtons(`compare-${baseId}-${candId}`, () => [...tbody.querySelectorAll('tr.compare-row')].map((tr) => {
+      const t = tests.find((x) => x.test_id === tr.dataset.testId && x.target === tr.dataset.target) || {};
+      const key = `${t.test_id}\u0000${t.target}`;
+      return { test_id: t.test_id, target: t.target, base_score: t.base_score, cand_score: t.cand_score, delta: t.delta, flip: t.flip || '',
+        outcome: t.outcome, base_output: outText(baseOut.get(key)), cand_output: outText(candOut.get(key)) };
+    }))),
     table('compare-table', ['Test', 'Target', 'Base', 'Candidate', h('th', { class: 'num' }, sortBtn), 'Flip', 'Outcome'], [2, 3], tbody),
+    h('section', { id: 'side-by-side', class: 'block' }, h('h2', null, 'Outputs side by side'),
+      div('toolbar', h('label', { class: 'check-field' }, changedOnly, ' only outputs that changed'), sideCount),
+      table('side-table', ['Test', `Base ${baseId}`, `Candidate ${candId}`, 'Diff (− base, + candidate)'], [], sideBody)),
     div('cmp-cols', onlyIn('only-in-base', 'Only in base', arr(data.only_in_base), baseId),
       onlyIn('only-in-candidate', 'Only in candidate', arr(data.only_in_candidate), candId)));
 }
@@ -697,6 +901,7 @@ async function route() {
   try {
     if (!page) await viewRuns(ctx);
     else if (page === 'run' && segs.length === 2) await viewRun(ctx, a);
+    else if (page === 'run' && b === 'grid' && segs.length === 3) await viewGrid(ctx, a);
     else if (page === 'run' && b === 'test' && segs.length >= 4) await viewTest(ctx, a, segs.slice(3).join('/'));
     else if (page === 'compare' && segs.length === 3) await viewCompare(ctx, a, b);
     else if (page === 'trend' && a) await viewTrend(ctx, segs.slice(1).join('/'));
