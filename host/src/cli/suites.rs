@@ -597,8 +597,11 @@ mod tests {
         assert_eq!(shallow, [dir.path().join("evals/a.eval.yaml")]);
         assert!(glob(&format!("{base}/evals/[")).is_err());
         std::fs::create_dir_all(dir.path().join("evals/empty")).unwrap();
-        let problems =
-            expand(&[dir.path().join("evals/*.none"), dir.path().join("evals/empty")]).unwrap_err();
+        let problems = expand(&[
+            dir.path().join("evals/*.none"),
+            dir.path().join("evals/empty"),
+        ])
+        .unwrap_err();
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems[0].contains("no file matches"), "{problems:?}");
         assert!(problems[1].contains("no suite files here"), "{problems:?}");
