@@ -35,7 +35,17 @@ fn run_a_directory_runs_every_suite_there() {
     let p = three_suites();
     let r = run_in(
         p.path(),
-        &["run", "evals/", "-o", "out", "--junit", "out/junit.xml"],
+        &[
+            "run",
+            "evals/",
+            "-o",
+            "out",
+            "--junit",
+            "out/junit.xml",
+            "--export",
+            "promptfoo-json",
+            "out/pf.json",
+        ],
     );
     assert_eq!(r.code, 1, "one suite fails: {}{}", r.stdout, r.stderr);
     for (dir, rows) in [("out/qa", 2), ("out/tools", 1), ("out/pf", 1)] {
@@ -70,6 +80,15 @@ fn run_a_directory_runs_every_suite_there() {
     assert_eq!(tools["exit_code"], 1);
     assert_eq!(tools["run_dir"], "out/tools");
     assert_eq!(tools["tally"]["failed"], 1);
+    // One export per suite, named after it.
+    for name in ["pf", "qa", "tools"] {
+        let export: Value = serde_json::from_str(
+            &std::fs::read_to_string(p.path().join(format!("out/pf-{name}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert!(export["results"].is_object(), "{name}: {export}");
+    }
+    assert!(!p.path().join("out/pf.json").exists());
     let junit = std::fs::read_to_string(p.path().join("out/junit.xml")).unwrap();
     assert!(
         junit.contains(r#"<testsuites name="evalhost" tests="4""#),
@@ -261,6 +280,19 @@ fn completions_load_in_bash_and_complete_names_from_the_project() {
         ["capital-city", "currency"]
     );
     assert!(ask(&["evalhost", "run", "--dialect", "a"]).contains(&"agentv4".to_owned()));
+    // The suite named on the line, not the one in the directory.
+    p.write(
+        "evals/other.eval.yaml",
+        "tests:\n  - {id: elsewhere, input: q, assertions: [{type: contains, value: x}]}\n",
+    );
+    assert_eq!(
+        ask(&["evalhost", "run", "evals/other.eval.yaml", "--test-id", ""]),
+        ["elsewhere"]
+    );
+    assert_eq!(
+        ask(&["evalhost", "doctor", "EVAL.yaml", "--target", ""]),
+        ["default"]
+    );
 
     for shell in ["zsh", "fish", "powershell", "elvish"] {
         let r = run_in(p.path(), &["completions", shell]);
@@ -320,7 +352,41 @@ fn a_long_run_on_a_terminal_shows_rate_eta_and_counts() {
     assert_eq!(out.status.code(), Some(1), "{screen}");
     assert!(screen.contains("ETA"), "{screen}");
     assert!(screen.contains("/s"), "the rate: {screen}");
-    assert!(screen.contains("✓ ") && screen.contains(" ✗ "), "{screen}");
+    assert!(screen.contains(" ✓") && screen.contains(" ✗"), "{screen}");
+    // The counts never run ahead of the position: on every frame, passes
+    // and failures add up to the tests done.
+    let mut frames = 0;
+    for (at, _) in screen.match_indices("/30 ") {
+        let done: String = screen[..at]
+            .chars()
+            .rev()
+            .take_while(char::is_ascii_digit)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let rest = &screen[at..];
+        let number_after = |mark: char| -> Option<u32> {
+            let from = rest.find(mark)? + mark.len_utf8();
+            rest[from..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .ok()
+        };
+        let line_end = rest.find(['\r', '\n']).unwrap_or(rest.len());
+        let (Ok(done), Some(pass), Some(fail)) =
+            (done.parse::<u32>(), number_after('✓'), number_after('✗'))
+        else {
+            continue;
+        };
+        if rest.find('✗').is_some_and(|x| x < line_end) {
+            assert_eq!(done, pass + fail, "{}", &rest[..line_end]);
+            frames += 1;
+        }
+    }
+    assert!(frames > 0, "{screen}");
     assert!(
         screen.contains("FAIL"),
         "failures still get their lines: {screen}"
@@ -335,4 +401,57 @@ fn a_long_run_on_a_terminal_shows_rate_eta_and_counts() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert_eq!(r.stdout.matches("PASS  t").count(), 27, "{}", r.stdout);
     assert!(!r.stderr.contains("ETA"), "{}", r.stderr);
+}
+
+/// Two suites of one name (two `EVAL.yaml` without `name:`) are said
+/// before they run, and their JUnit suites are told apart; a path that is
+/// not there is named; resuming the directory of several suites points at
+/// one suite's directory.
+#[test]
+fn suites_sharing_a_name_are_said_and_kept_apart() {
+    let p = Project::with_mock("Paris");
+    for dir in ["a", "b"] {
+        p.write(
+            &format!("evals/{dir}/EVAL.yaml"),
+            "tests:\n  - {id: t, input: q, assertions: [{type: contains, value: Paris}]}\n",
+        );
+    }
+    let r = run_in(
+        p.path(),
+        &["run", "evals", "-o", "out", "--junit", "out/junit.xml"],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("warning: evals/a/EVAL.yaml, evals/b/EVAL.yaml are all suite `EVAL`")
+            && r.stderr.contains("give each its own `name:`"),
+        "{}",
+        r.stderr
+    );
+    let junit = std::fs::read_to_string(p.path().join("out/junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"<testsuite name="EVAL (a)""#)
+            && junit.contains(r#"<testsuite name="EVAL (b)""#),
+        "{junit}"
+    );
+    let r = run_in(p.path(), &["run", "evals", "-o", "out2", "--deny-warnings"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(!p.path().join("out2").exists());
+
+    let r = run_in(p.path(), &["run", "nope/"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`nope/`: no such file or directory"),
+        "{}",
+        r.stderr
+    );
+
+    let r = run_in(p.path(), &["run", "--resume", "out"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("holds the runs of several suites")
+            && r.stderr.contains("evalhost run --resume out/"),
+        "{}",
+        r.stderr
+    );
 }

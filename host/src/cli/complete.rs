@@ -133,23 +133,38 @@ pub fn target_names() -> Vec<CompletionCandidate> {
         .collect()
 }
 
-/// `--test-id`: the ids of the tests in the suite files of the current
-/// directory (only there: a completion must answer at once).
+/// `--test-id`: the ids of the tests in the suite files named on the
+/// command line being completed (the shell passes it after `--`), else in
+/// the suite files of the current directory (only there: a completion
+/// must answer at once).
 pub fn test_ids() -> Vec<CompletionCandidate> {
-    let Ok(entries) = std::fs::read_dir(".") else {
-        return Vec::new();
-    };
-    let mut ids = std::collections::BTreeSet::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().to_lowercase();
-        let suite = name == "eval.yaml"
+    let is_suite = |name: &str| {
+        let name = name.to_lowercase();
+        name == "eval.yaml"
             || name == "eval.yml"
             || name.ends_with(".eval.yaml")
-            || name.ends_with(".eval.yml");
-        if !suite {
-            continue;
-        }
-        let Some(doc) = read_yaml(&entry.path()) else {
+            || name.ends_with(".eval.yml")
+    };
+    let named: Vec<PathBuf> = std::env::args()
+        .skip_while(|a| a != "--")
+        .skip(1)
+        .map(PathBuf::from)
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    let files: Vec<PathBuf> = if named.is_empty() {
+        std::fs::read_dir(".")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| is_suite(&e.file_name().to_string_lossy()))
+            .map(|e| e.path())
+            .collect()
+    } else {
+        named
+    };
+    let mut ids = std::collections::BTreeSet::new();
+    for file in files {
+        let Some(doc) = read_yaml(&file) else {
             continue;
         };
         for test in doc["tests"].as_array().into_iter().flatten() {

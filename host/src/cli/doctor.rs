@@ -12,10 +12,10 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "FILE")]
     pub targets: Option<PathBuf>,
     /// The target a run would be given (default: the suite's).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", add = clap_complete::ArgValueCandidates::new(target_names))]
     pub target: Option<String>,
     /// The suite's dialect: agentv4, agentv5 or promptfoo.
-    #[arg(long, value_name = "DIALECT", value_parser = parse_dialect)]
+    #[arg(long, value_name = "DIALECT", value_parser = parse_dialect, add = clap_complete::ArgValueCandidates::new(dialects))]
     pub dialect: Option<evalhost_suite::dialect::Dialect>,
     /// Trust the targets the suite brings (a targets file found beside it,
     /// targets it defines itself): run their programs' `--version` and

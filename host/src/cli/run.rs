@@ -66,7 +66,8 @@ pub struct RunArgs {
     /// directory).
     #[arg(long, value_name = "DIR")]
     pub rerun_failed: Option<PathBuf>,
-    /// Write JUnit XML to FILE.
+    /// Write JUnit XML to FILE (several suites: one file, a `<testsuite>`
+    /// per suite).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// Extra reporter: `github` prints ::error annotations and writes a step
@@ -74,7 +75,8 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     pub reporter: Vec<ReporterKind>,
     /// Also write the run in another tool's format: `--export
-    /// promptfoo-json FILE` (promptfoo's `-o out.json` shape).
+    /// promptfoo-json FILE` (promptfoo's `-o out.json` shape; several
+    /// suites: a file per suite, `out-<suite>.json`).
     #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"])]
     pub export: Vec<String>,
     /// Sandbox policy: `strict` refuses the `exec` capability to every

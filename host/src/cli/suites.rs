@@ -41,6 +41,11 @@ pub(super) fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Vec<String>> {
                 Ok(found) => files.extend(found),
                 Err(e) => problems.push(e),
             }
+        } else if !path.exists() && path.extension().is_none() {
+            // (A missing `x.yaml` is said by the loader, with its name.)
+            problems.push(format!(
+                "`{text}`: no such file or directory\n  hint: name a suite file (EVAL.yaml, *.eval.yaml, promptfooconfig.yaml), a directory of them or a quoted glob"
+            ));
         } else {
             files.push(path.clone());
         }
@@ -112,6 +117,8 @@ pub(super) struct Checked {
     pub warnings: Vec<String>,
     /// Where its targets come from, as said.
     pub targets_from: String,
+    /// The suite's name (`name:`, else from its file name).
+    pub name: String,
 }
 
 /// How to check a suite: what `validate` and a run of several suites share.
@@ -142,6 +149,7 @@ pub(super) fn check_suite(path: &Path, options: &CheckOptions, err: &mut dyn Wri
         tests: 0,
         warnings: Vec::new(),
         targets_from: String::new(),
+        name: String::new(),
     };
     let warn = |checked: &mut Checked, err: &mut dyn Write, text: String| {
         if options.print_warnings {
@@ -161,6 +169,7 @@ pub(super) fn check_suite(path: &Path, options: &CheckOptions, err: &mut dyn Wri
                 warn(&mut checked, err, d.to_string());
             }
             let suite = &prepared.suite;
+            checked.name = suite.name.clone();
             // The targets a run would use: the file, the names, their keys.
             let targets = crate::run::targets::load(
                 suite,
@@ -282,6 +291,7 @@ pub(super) fn run_many(
     };
     let mut invalid = 0;
     let mut warnings = 0;
+    let mut suite_names: Vec<String> = Vec::new();
     for file in files {
         let checked = check_suite(file, &options, err);
         if !checked.valid {
@@ -292,8 +302,32 @@ pub(super) fn run_many(
             }
             warnings += checked.warnings.len();
         }
+        suite_names.push(checked.name);
     }
     drop(engine);
+    // Two suites of one name share a history: `trend` and `compare` by
+    // suite name would mix them. Said before anything runs.
+    let mut by_name: std::collections::BTreeMap<&str, Vec<&PathBuf>> = Default::default();
+    for (file, name) in files
+        .iter()
+        .zip(&suite_names)
+        .filter(|(_, n)| !n.is_empty())
+    {
+        by_name.entry(name).or_default().push(file);
+    }
+    for (name, same) in by_name.iter().filter(|(_, f)| f.len() > 1) {
+        let _ = writeln!(
+            err,
+            "warning: {} are all suite `{name}`: their runs share one history (`trend` and `compare` by suite name mix them)\n  hint: give each its own `name:`",
+            same.iter()
+                .map(|f| shown_path(f))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        if args.deny_warnings {
+            warnings += 1;
+        }
+    }
     if invalid > 0 || warnings > 0 {
         let why = if invalid > 0 {
             format!("{invalid} of {} suites have errors", files.len())
@@ -336,7 +370,22 @@ pub(super) fn run_many(
         reporters.promptfoo_json = reporters.promptfoo_json.map(|p| with_suffix(&p, name));
         let mut options = run_options(args, Some(file.clone()), shard, reporters);
         options.output = args.output.as_ref().map(|dir| dir.join(name));
+        let before = junit
+            .as_ref()
+            .map_or(0, |j| j.lock().map_or(0, |v| v.len()));
         let (code, report) = run_one(&options, out, err);
+        // A name two suites share: their JUnit suites told apart by the
+        // run directory's name.
+        if let Some(j) = &junit
+            && by_name
+                .get(suite_names[i].as_str())
+                .is_some_and(|f| f.len() > 1)
+            && let Ok(mut added) = j.lock()
+        {
+            for suite in added.iter_mut().skip(before) {
+                suite.name = format!("{} ({name})", suite.name.as_str()).into();
+            }
+        }
         let interrupted = report.as_ref().is_some_and(|r| r.interrupted);
         runs.push(SuiteRun {
             eval: shown_path(file),
@@ -345,10 +394,24 @@ pub(super) fn run_many(
             tally: report.map(|r| r.tally),
         });
         if interrupted {
+            let rest: Vec<String> = files[i + 1..].iter().map(|f| shown_path(f)).collect();
+            let resume = runs
+                .last()
+                .and_then(|r| r.run_dir.clone())
+                .map(|d| format!("`evalhost run --resume {d}` finishes this suite"))
+                .unwrap_or_default();
             let _ = writeln!(
                 err,
-                "interrupted: {} suite(s) not started",
-                files.len() - i - 1
+                "interrupted: {resume}{}",
+                if rest.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; not started: {} (`evalhost run {}` runs them)",
+                        rest.join(", "),
+                        rest.join(" ")
+                    )
+                }
             );
             break;
         }

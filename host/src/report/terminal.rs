@@ -5,7 +5,10 @@
 use std::io::Write;
 
 use console::style;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use super::Summary;
 use crate::results::{ResultRow, Status, Verdict};
@@ -16,9 +19,9 @@ pub struct Progress {
     bar: Option<ProgressBar>,
     quiet: bool,
     full_output: bool,
-    /// Finished tests that passed (or failed as expected), and the others.
-    passed: usize,
-    not_passed: usize,
+    /// Finished tests that passed (or failed as expected), and the others,
+    /// shared with the bar's template.
+    counts: (Arc<AtomicUsize>, Arc<AtomicUsize>),
 }
 
 impl Progress {
@@ -27,18 +30,38 @@ impl Progress {
     /// redirected stdout gets every row; with `quiet`, only the tests that
     /// did not pass.
     pub fn new(total: usize, quiet: bool, full_output: bool) -> Self {
+        let counts: (Arc<AtomicUsize>, Arc<AtomicUsize>) = Default::default();
         let tty = console::Term::stderr().features().is_attended()
             && console::Term::stdout().features().is_attended();
         let bar = (tty && !quiet).then(|| {
             let bar =
                 ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
             bar.set_style(
-                // The rate and the time left, and in the message the
-                // passes and failures so far: on a terminal a passing test
-                // has no line of its own, the counts show the run moving.
+                // The rate and the time left, and the passes and failures so
+                // far (on a terminal a passing test has no line of its own:
+                // the counts show the run moving); the last test finished in
+                // what width is left, so the line fits an 80-column terminal.
                 ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} · {per_sec} · ETA {eta} · {msg}",
+                    "{spinner} {elapsed:>4} {bar:20} {pos}/{len} {rate} ETA {eta} {counts} {wide_msg}",
                 )
+                .map(|style| {
+                    let (passed, failed) = (counts.0.clone(), counts.1.clone());
+                    style
+                        .with_key("rate", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                            let _ = write!(w, "{:.1}/s", s.per_sec());
+                        })
+                        .with_key(
+                            "counts",
+                            move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                                let _ = write!(
+                                    w,
+                                    "✓{} ✗{}",
+                                    passed.load(Ordering::Relaxed),
+                                    failed.load(Ordering::Relaxed)
+                                );
+                            },
+                        )
+                })
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             bar
@@ -47,18 +70,12 @@ impl Progress {
             bar,
             quiet,
             full_output,
-            passed: 0,
-            not_passed: 0,
+            counts,
         }
     }
 
     /// Reports one finished row.
     pub fn row(&mut self, out: &mut dyn Write, row: &ResultRow) -> std::io::Result<()> {
-        if row.passed() {
-            self.passed += 1;
-        } else {
-            self.not_passed += 1;
-        }
         // `-q`: only what did not pass, with why.
         if self.quiet && row.passed() {
             return Ok(());
@@ -74,13 +91,17 @@ impl Progress {
                         out.flush()
                     })?;
                 }
-                bar.set_message(format!(
-                    "✓ {} ✗ {} · {}",
-                    self.passed,
-                    self.not_passed,
-                    shown(&row.test_id)
-                ));
+                // Counted just before the bar moves (after the lines above
+                // it, whose printing redraws it): every frame's counts add
+                // up to its position.
+                let count = if row.passed() {
+                    &self.counts.0
+                } else {
+                    &self.counts.1
+                };
+                count.fetch_add(1, Ordering::Relaxed);
                 bar.inc(1);
+                bar.set_message(shown(&row.test_id).into_owned());
             }
             None => {
                 for line in &lines {

@@ -76,6 +76,8 @@ pub(super) fn print(
         suite.dialect.title(),
         if setup.dialect_given {
             "as given with --dialect"
+        } else if options.resume.is_some() {
+            "as the run being resumed read it"
         } else {
             "told from the file"
         }

@@ -201,6 +201,26 @@ pub(super) const MAX_RUN_RECORD: u64 = 64 << 20;
 pub fn read_record(dir: &Path) -> Result<RunRecord, RunError> {
     let path = dir.join("run.json");
     let text = crate::safe_fs::read_text_capped(&path, MAX_RUN_RECORD).map_err(|e| {
+        // The directory of a command that ran several suites: each suite's
+        // run is a directory inside it.
+        if dir.join("suites.json").is_file() && !path.exists() {
+            let inside: Vec<String> = std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.path().join("run.json").is_file())
+                .map(|e| e.path().display().to_string())
+                .collect();
+            return RunError::Usage(format!(
+                "{} holds the runs of several suites (suites.json), not one run: resume each suite's own directory{}",
+                dir.display(),
+                if inside.is_empty() {
+                    String::new()
+                } else {
+                    format!(", e.g. `evalhost run --resume {}`", inside[0])
+                }
+            ));
+        }
         RunError::Usage(format!(
             "{} is not a run directory ({}: {e}); a run stopped before it recorded itself has nothing to resume: start it again with `evalhost run EVAL.yaml -o {}`",
             dir.display(),

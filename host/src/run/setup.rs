@@ -279,7 +279,7 @@ pub(super) fn setup(
             resumed_targets,
             targets_file,
         },
-        dialect_given: dialect.is_some(),
+        dialect_given: options.dialect.is_some(),
         engine,
         suite,
         registry,
