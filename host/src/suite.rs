@@ -7,6 +7,6 @@
 pub use evalhost_suite::{
     Aggregate, Assertion, EVAL_FILE_NAMES, Group, LimitOverrides, Loc, MatrixTarget, Message,
     PassRule, PluginRef, Preprocessor, PromptScript, Required, Suite, TestCase, Trials, code,
-    dialect, discover_eval_files, env, fields, load, model, normalize_media_type, roots,
-    source_map, yaml,
+    dialect, discover_eval_files, env, fields, is_eval_file_name, load, model,
+    normalize_media_type, roots, source_map, yaml,
 };

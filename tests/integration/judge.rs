@@ -844,6 +844,21 @@ fn city_judge(request: &crate::support::Received) -> Reply {
     )
 }
 
+/// Each case scored as expected with evalhost's prompt, and the same with
+/// the user's.
+fn same_scores(cases: &[(&str, f64)], evalhosts: &[f64], users: &[f64]) {
+    for (i, (criteria, expected)) in cases.iter().enumerate() {
+        assert!(
+            (evalhosts[i] - expected).abs() < 1e-9,
+            "{criteria}: {evalhosts:?}"
+        );
+        assert!(
+            (users[i] - evalhosts[i]).abs() < 1e-9,
+            "{criteria}: {users:?} vs {evalhosts:?}"
+        );
+    }
+}
+
 /// Issue 37.6: evalhost's judge prompts are its own words; a user who
 /// wants their tool's exact wording points the grader at their own prompt
 /// file (`prompt:` for AgentV's llm-grader, `rubricPrompt` for promptfoo's
@@ -895,16 +910,7 @@ fn a_users_own_judge_prompt_and_evalhosts_lead_to_the_same_scores() {
             .collect()
     };
     let (template, mine) = (scores("template"), scores("own"));
-    for (i, (criteria, expected)) in cases.iter().enumerate() {
-        assert!(
-            (template[i] - expected).abs() < 1e-9,
-            "{criteria}: {template:?}"
-        );
-        assert!(
-            (mine[i] - template[i]).abs() < 1e-9,
-            "{criteria}: {mine:?} vs {template:?}"
-        );
-    }
+    same_scores(&cases, &template, &mine);
     let bodies: Vec<String> = server.requests().iter().map(|r| r.body.clone()).collect();
     assert_eq!(bodies.len(), 2 * cases.len());
     assert!(
@@ -964,16 +970,7 @@ fn a_users_own_judge_prompt_and_evalhosts_lead_to_the_same_scores() {
     };
     let theirs = pf_scores("", "pf-template");
     let own = pf_scores("    rubricPrompt: file://rubric.txt\n", "pf-own");
-    for (i, (criteria, expected)) in cases.iter().enumerate() {
-        assert!(
-            (theirs[i] - expected).abs() < 1e-9,
-            "{criteria}: {theirs:?}"
-        );
-        assert!(
-            (own[i] - theirs[i]).abs() < 1e-9,
-            "{criteria}: {own:?} vs {theirs:?}"
-        );
-    }
+    same_scores(&cases, &theirs, &own);
     assert_eq!(
         server
             .requests()

@@ -73,14 +73,7 @@ pub(super) fn completions_command(args: &CompletionsArgs, err: &mut dyn Write) -
             &mut script,
         )
         .and_then(|()| std::io::stdout().lock().write_all(&script));
-    match written {
-        Ok(()) => exit_codes::SUCCESS,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit_codes::SUCCESS,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            exit_codes::INTERNAL
-        }
-    }
+    printed(written, err)
 }
 
 /// Prints `evalhost.1`, or writes every command's page into `--dir`.
@@ -99,14 +92,7 @@ pub(super) fn man_command(args: &ManArgs, err: &mut dyn Write) -> u8 {
                 .and_then(|()| std::io::stdout().lock().write_all(&page))
         }
     };
-    match written {
-        Ok(()) => exit_codes::SUCCESS,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit_codes::SUCCESS,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            exit_codes::INTERNAL
-        }
-    }
+    printed(written, err)
 }
 
 /// `--target` and `--grader-target`: the names in the targets file found
@@ -138,13 +124,6 @@ pub fn target_names() -> Vec<CompletionCandidate> {
 /// the suite files of the current directory (only there: a completion
 /// must answer at once).
 pub fn test_ids() -> Vec<CompletionCandidate> {
-    let is_suite = |name: &str| {
-        let name = name.to_lowercase();
-        name == "eval.yaml"
-            || name == "eval.yml"
-            || name.ends_with(".eval.yaml")
-            || name.ends_with(".eval.yml")
-    };
     let named: Vec<PathBuf> = std::env::args()
         .skip_while(|a| a != "--")
         .skip(1)
@@ -156,7 +135,7 @@ pub fn test_ids() -> Vec<CompletionCandidate> {
             .into_iter()
             .flatten()
             .flatten()
-            .filter(|e| is_suite(&e.file_name().to_string_lossy()))
+            .filter(|e| crate::suite::is_eval_file_name(&e.file_name().to_string_lossy()))
             .map(|e| e.path())
             .collect()
     } else {

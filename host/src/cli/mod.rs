@@ -140,6 +140,19 @@ pub fn run_cli(cli: Cli) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// The exit code of a command whose work is printing (a schema, a script,
+/// a page): success, also when the reader went away (`| head`).
+fn printed(written: std::io::Result<()>, err: &mut dyn Write) -> u8 {
+    match written {
+        Ok(()) => exit_codes::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit_codes::SUCCESS,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            exit_codes::INTERNAL
+        }
+    }
+}
+
 /// A path as shown: relative to the current directory when inside it.
 fn shown_path(path: &std::path::Path) -> String {
     let cwd = std::env::current_dir().unwrap_or_default();

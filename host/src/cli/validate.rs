@@ -169,17 +169,7 @@ pub struct SchemaArgs {
 
 pub(super) fn schema_command(args: &SchemaArgs, err: &mut dyn Write) -> u8 {
     match crate::schema::generate(args.which) {
-        Ok(schema) => {
-            let mut out = std::io::stdout().lock();
-            match writeln!(out, "{schema}") {
-                Ok(()) => exit_codes::SUCCESS,
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit_codes::SUCCESS,
-                Err(e) => {
-                    let _ = writeln!(err, "error: {e}");
-                    exit_codes::INTERNAL
-                }
-            }
-        }
+        Ok(schema) => printed(writeln!(std::io::stdout().lock(), "{schema}"), err),
         Err(error) => {
             let _ = writeln!(err, "error: {error:#}");
             exit_codes::INTERNAL

@@ -54,6 +54,17 @@ pub use model::{
 pub const EVAL_FILE_NAMES: &str =
     "EVAL.yaml, eval.yaml, *.eval.yaml, promptfooconfig.yaml; .yml the same";
 
+/// Whether a file of this name is a suite [`discover_eval_files`] finds.
+pub fn is_eval_file_name(name: &str) -> bool {
+    let name = name.to_lowercase();
+    name == "eval.yaml"
+        || name == "eval.yml"
+        || name.ends_with(".eval.yaml")
+        || name.ends_with(".eval.yml")
+        || name == "promptfooconfig.yaml"
+        || name == "promptfooconfig.yml"
+}
+
 /// Eval files under `dir` (recursively, skipping hidden directories,
 /// `node_modules` and `target`): `EVAL.yaml`, `eval.yaml`, `*.eval.yaml`
 /// (AgentV's names) and `promptfooconfig.yaml` (promptfoo's), `.yml` the
@@ -67,15 +78,7 @@ pub fn discover_eval_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         })
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_file())
-        .filter(|e| {
-            let name = e.file_name().to_string_lossy().to_lowercase();
-            name == "eval.yaml"
-                || name == "eval.yml"
-                || name.ends_with(".eval.yaml")
-                || name.ends_with(".eval.yml")
-                || name == "promptfooconfig.yaml"
-                || name == "promptfooconfig.yml"
-        })
+        .filter(|e| is_eval_file_name(&e.file_name().to_string_lossy()))
         .map(walkdir::DirEntry::into_path)
         .collect();
     found.sort();
