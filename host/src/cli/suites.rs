@@ -568,7 +568,8 @@ fn dir_names(files: &[PathBuf]) -> Vec<String> {
                     }
                 })
                 .collect();
-            let name = if name.is_empty() {
+            // Never empty, `.` or `..`: the name is a directory under `-o DIR`.
+            let name = if name.chars().all(|c| c == '.') {
                 "suite".into()
             } else {
                 name
@@ -628,6 +629,13 @@ mod tests {
             ]
         );
         assert_eq!(dir_names(&[PathBuf::from("/p/qa/EVAL.yaml")]), ["qa"]);
+        assert_eq!(
+            dir_names(&[
+                PathBuf::from("/p/..eval.yaml"),
+                PathBuf::from("/p/q/..eval.yaml")
+            ]),
+            ["suite", "q-."]
+        );
         assert_eq!(
             with_suffix(Path::new("out/pf.json"), "qa"),
             Path::new("out/pf-qa.json")
