@@ -28,6 +28,7 @@ pub mod failure;
 pub mod grade;
 pub mod grants;
 pub mod history;
+pub mod isolate;
 pub mod judge;
 pub mod judge_proxy;
 pub mod lifecycle;

@@ -198,6 +198,8 @@ fn run(
         env: &[],
         shell_args: &[],
         env_remove: &policy.scrub_env,
+        case: true,
+        ..crate::process::Spec::default()
     });
     Ok(match outcome {
         Err(e) => Err(format!("`{program}` could not start: {e}")),

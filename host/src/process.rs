@@ -35,6 +35,18 @@ pub struct Spec<'a> {
     /// Variables of evalhost's own environment the command must not see
     /// (the keys the targets use, for grader commands).
     pub env_remove: &'a [String],
+    /// A process of a case (its target, a hook, a grader's command, a
+    /// script the suite names): confined under `--isolate`. evalhost's own
+    /// commands (git for a workspace's baseline) never are.
+    pub case: bool,
+    /// Under `--isolate`: the directories the command may write (the case
+    /// workspace, its temporary files); everything else is read-only or
+    /// absent (see `crate::isolate`).
+    pub writable: &'a [PathBuf],
+    /// Under `--isolate`: the command keeps the host's network (it calls a
+    /// model API or evalhost's loopback judge proxy); otherwise it has
+    /// none.
+    pub network: bool,
 }
 
 /// What a command did.
@@ -92,24 +104,77 @@ fn read_capped(mut reader: impl Read) -> (Vec<u8>, bool) {
 
 /// Runs `spec`. `Err` only when the command could not be started.
 pub fn run(spec: &Spec<'_>) -> std::io::Result<Outcome> {
-    let mut command = match spec.shell {
+    let mut command = match crate::isolate::active().filter(|_| spec.case) {
+        Some(active) => confined(spec, active)?,
+        None => plain(spec)?,
+    };
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    spawn(command, spec)
+}
+
+/// The command line of `spec`: the program and its arguments, or `sh -c`.
+fn argv_of(spec: &Spec<'_>) -> std::io::Result<Vec<String>> {
+    Ok(match spec.shell {
         Some(line) => {
-            let mut c = Command::new("/bin/sh");
-            c.arg("-c").arg(line);
+            let mut argv = vec!["/bin/sh".to_owned(), "-c".to_owned(), line.to_owned()];
             if !spec.shell_args.is_empty() {
-                c.arg("evalhost").args(spec.shell_args);
+                argv.push("evalhost".to_owned());
+                argv.extend(spec.shell_args.iter().cloned());
             }
-            c
+            argv
         }
         None => {
-            let (program, args) = spec.argv.split_first().ok_or_else(|| {
-                std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command")
-            })?;
-            let mut c = Command::new(program);
-            c.args(args);
-            c
+            if spec.argv.is_empty() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "empty command",
+                ));
+            }
+            spec.argv.to_vec()
         }
+    })
+}
+
+/// `spec` in a sandbox (`--isolate`): its directory, the suite's project
+/// and the root read-only, what it may write read-write, its environment
+/// only what `spec.env` gives.
+fn confined(spec: &Spec<'_>, active: &crate::isolate::Active) -> std::io::Result<Command> {
+    let argv = argv_of(spec)?;
+    let mut readable = active.readable.clone();
+    readable.extend(spec.cwd.map(Path::to_path_buf));
+    // A program named by its path outside the sandbox's root (a script in
+    // the suite) is read where it is.
+    let in_root = |p: &Path| {
+        ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"]
+            .iter()
+            .any(|r| p.starts_with(r))
     };
+    if let Some(program) = argv
+        .first()
+        .map(Path::new)
+        .filter(|p| p.is_absolute() && !in_root(p))
+    {
+        readable.push(program.to_path_buf());
+    }
+    let confine = crate::isolate::Confine {
+        writable: spec.writable.to_vec(),
+        readable,
+        extra_readable: Vec::new(),
+    };
+    Ok(active
+        .isolation
+        .command(&confine, &argv, spec.cwd, spec.env, spec.network))
+}
+
+/// `spec` as the operator's own process.
+fn plain(spec: &Spec<'_>) -> std::io::Result<Command> {
+    let argv = argv_of(spec)?;
+    let mut command = Command::new(&argv[0]);
+    command.args(&argv[1..]);
     if let Some(cwd) = spec.cwd {
         command.current_dir(cwd);
     }
@@ -119,11 +184,11 @@ pub fn run(spec: &Spec<'_>) -> std::io::Result<Outcome> {
     for (k, v) in spec.env {
         command.env(k, v);
     }
-    command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    Ok(command)
+}
+
+/// Starts `command` and waits for it as `spec` says.
+fn spawn(mut command: Command, spec: &Spec<'_>) -> std::io::Result<Outcome> {
     let started = Instant::now();
     let mut child = command.spawn()?;
     let pid = child.id() as i32;

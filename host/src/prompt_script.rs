@@ -107,6 +107,8 @@ pub fn render(
         env: &[],
         shell_args: &[],
         env_remove: &policy.scrub_env,
+        case: true,
+        ..crate::process::Spec::default()
     })
     .map_err(|e| format!("Prompt template execution failed: `{program}` could not start: {e}"))?;
     if outcome.timed_out {

@@ -73,3 +73,5 @@ mod silent_results;
 mod scaling;
 // Everyday use: several suites per run, completions, the terminal.
 mod everyday;
+// The agent in a sandbox too: --isolate with bubblewrap.
+mod isolation;

@@ -124,6 +124,18 @@ pub struct RunArgs {
     /// checked first, its warnings printed, and nothing runs.
     #[arg(long)]
     pub deny_warnings: bool,
+    /// Run every command of the run (the agent or command target, hooks,
+    /// command graders, scripts) in its own sandbox (bubblewrap): the
+    /// case's workspace writable, the project read-only, an empty home,
+    /// only PATH and the locale of the environment, no network (agents
+    /// keep it for their API). `--sandbox strict` turns it on where it
+    /// works. See docs/security.md.
+    #[arg(long)]
+    pub isolate: bool,
+    /// With --isolate: the sandboxes' root filesystem (a directory with
+    /// usr/ and etc/, e.g. made by mmdebstrap) instead of the host's.
+    #[arg(long, value_name = "DIR", requires = "isolate")]
+    pub isolate_root: Option<PathBuf>,
 }
 
 pub(super) fn run_command(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
@@ -209,6 +221,8 @@ pub(super) fn run_options(
 ) -> RunOptions {
     RunOptions {
         eval,
+        isolate: args.isolate,
+        isolate_root: args.isolate_root.clone(),
         target: args.target.clone(),
         targets_file: args.targets.clone(),
         output: args.output.clone(),
@@ -317,6 +331,8 @@ pub struct RegradeArgs {
 pub(super) fn regrade_command(args: &RegradeArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     let options = RunOptions {
         eval: args.eval.clone(),
+        isolate: false,
+        isolate_root: None,
         output: args.output.clone(),
         reporters: reporters(&args.junit, &args.reporter),
         sandbox_strict: args.sandbox == SandboxKind::Strict,

@@ -427,6 +427,9 @@ impl exec::Host for HostState {
             },
         };
         let started = Instant::now();
+        // Under --isolate: the case's workspace writable, and the host's
+        // network only to reach the judge proxy on loopback.
+        let writable: Vec<std::path::PathBuf> = grant.workspace.iter().cloned().collect();
         let outcome = crate::process::run(&crate::process::Spec {
             argv: &argv,
             shell: shell.as_deref(),
@@ -436,6 +439,9 @@ impl exec::Host for HostState {
             env: &env,
             shell_args: &[],
             env_remove: &grant.scrub_env,
+            case: true,
+            writable: &writable,
+            network: proxy.is_some(),
         });
         self.host_time += started.elapsed();
         if let Some(proxy) = proxy {

@@ -82,6 +82,12 @@ pub(super) fn print(
             "told from the file"
         }
     )?;
+    if setup.isolated {
+        writeln!(
+            header,
+            "  isolated: each command in its own sandbox (bubblewrap): workspace writable, project read-only, empty home, PATH and locale only, no network but an agent's"
+        )?;
+    }
     if let Some(file) = &targets.file {
         writeln!(
             header,

@@ -105,6 +105,10 @@ pub use trial::{effective_threshold, held_threshold};
 pub struct RunOptions {
     /// The eval file (optional with `--resume` / `--rerun-failed`).
     pub eval: Option<PathBuf>,
+    /// `--isolate`: every command of the run in a sandbox.
+    pub isolate: bool,
+    /// `--isolate-root DIR`: the sandboxes' root filesystem.
+    pub isolate_root: Option<PathBuf>,
     /// `--target`.
     pub target: Option<String>,
     /// `--targets`.

@@ -22,6 +22,9 @@ pub(super) struct Setup {
     pub request: Request,
     /// `--dialect` was given (else the dialect was told from the file).
     pub dialect_given: bool,
+    /// Every command of the run is confined (`--isolate`, or strict where
+    /// bubblewrap works).
+    pub isolated: bool,
     pub engine: Arc<PluginEngine>,
     pub suite: Suite,
     pub registry: Registry,
@@ -216,6 +219,43 @@ pub(super) fn setup(
         }
     }
     let target_names: Vec<String> = run_targets.iter().map(|t| t.target.name.clone()).collect();
+    // --isolate, and --sandbox strict wherever it can be had: every command
+    // of the run confined. Strict without it runs no agent or command
+    // target unconfined.
+    let isolated = if options.isolate || options.sandbox_strict {
+        let bwrap = crate::process::which("bwrap");
+        match crate::isolate::Isolation::detect(bwrap, options.isolate_root.as_deref()) {
+            Ok(isolation) => {
+                crate::isolate::activate(crate::isolate::Active {
+                    isolation,
+                    readable: vec![roots.project_root.clone()],
+                });
+                true
+            }
+            Err(why) if options.isolate => return Ok(Err(RunError::Usage(why.to_string()))),
+            Err(why) => {
+                let commands: Vec<&str> = run_targets
+                    .iter()
+                    .filter(|t| {
+                        matches!(
+                            t.target.provider,
+                            target::Provider::Cli(_) | target::Provider::Agent(_)
+                        )
+                    })
+                    .map(|t| t.target.name.as_str())
+                    .collect();
+                if !commands.is_empty() {
+                    return Ok(Err(RunError::Usage(format!(
+                        "--sandbox strict runs agent and command targets ({}) only isolated, and isolation cannot be had here: {why}",
+                        commands.join(", ")
+                    ))));
+                }
+                false
+            }
+        }
+    } else {
+        false
+    };
     // A resumed run whose suite changed mixes two gradings: say so.
     if let (Some(dir), Some(p)) = (&options.resume, &previous)
         && let Some(before) = &p.suite_digest
@@ -280,6 +320,7 @@ pub(super) fn setup(
             targets_file,
         },
         dialect_given: options.dialect.is_some(),
+        isolated,
         engine,
         suite,
         registry,

@@ -539,6 +539,10 @@ pub fn invoke(
     let timeout = inv.time_left(config.timeout);
     let case_bound = inv.deadline.is_some() && timeout != config.timeout;
     let label = config.kind.label();
+    // Under --isolate: the agent writes its workspace, and keeps the host's
+    // network for its model API (an allow-list proxy is not built yet:
+    // docs/security.md).
+    let writable: Vec<std::path::PathBuf> = cwd.iter().cloned().collect();
     let outcome = process::run(&process::Spec {
         argv: &argv,
         // Codex is told its directory with `--cd`; Claude runs in it.
@@ -556,6 +560,9 @@ pub fn invoke(
         timeout,
         env: &env,
         env_remove: &remove,
+        case: true,
+        writable: &writable,
+        network: true,
         ..process::Spec::default()
     })
     .map_err(|e| {

@@ -276,6 +276,7 @@ fn healthcheck(target: &Target, check: &Healthcheck) -> Result<(), TargetFailure
                     shell: Some(command),
                     cwd: cwd.as_deref(),
                     timeout: Some(*timeout),
+                    case: true,
                     ..process::Spec::default()
                 }) {
                     Ok(o) if o.success() => Ok(()),
@@ -383,6 +384,13 @@ pub fn invoke(
             }
         }
     };
+    // Under --isolate: the call's temporary files (prompt, output) and the
+    // case's workspace are what the command may write.
+    let writable: Vec<PathBuf> =
+        std::iter::once(dir.borrow().as_ref().map(|d| d.path().to_path_buf()))
+            .flatten()
+            .chain(inv.workspace.map(Path::to_path_buf))
+            .collect();
     let outcome = process::run(&process::Spec {
         shell: Some(&line),
         cwd: cwd.as_deref(),
@@ -390,6 +398,8 @@ pub fn invoke(
         env: &env,
         shell_args: &files,
         env_remove: &[],
+        case: true,
+        writable: &writable,
         ..process::Spec::default()
     });
     let outcome = match outcome {

@@ -592,6 +592,8 @@ pub fn run_hook(hook: &Hook, ctx: &HookContext<'_>, default_timeout: Duration) -
         env.push(("AGENTV_WORKSPACE_PATH".to_owned(), ws.display().to_string()));
     }
     let timeout = hook.timeout.unwrap_or(default_timeout);
+    // Under --isolate the hook writes only the case's workspace.
+    let writable: Vec<PathBuf> = ctx.workspace.map(Path::to_path_buf).into_iter().collect();
     let outcome = process::run(&process::Spec {
         argv: &argv,
         shell: shell.as_deref(),
@@ -601,6 +603,9 @@ pub fn run_hook(hook: &Hook, ctx: &HookContext<'_>, default_timeout: Duration) -
         env: &env,
         shell_args: &[],
         env_remove: &[],
+        case: true,
+        writable: &writable,
+        network: false,
     });
     match outcome {
         Ok(o) => {
