@@ -43,6 +43,9 @@ pub struct Spec<'a> {
     /// workspace, its temporary files); everything else is read-only or
     /// absent (see `crate::isolate`).
     pub writable: &'a [PathBuf],
+    /// Under `--isolate`: what the command may read besides the project
+    /// (a target's `isolate.read`: an agent's own configuration).
+    pub readable: &'a [PathBuf],
     /// Under `--isolate`: the command keeps the host's network (it calls a
     /// model API or evalhost's loopback judge proxy); otherwise it has
     /// none.
@@ -163,7 +166,7 @@ fn confined(spec: &Spec<'_>, active: &crate::isolate::Active) -> std::io::Result
     let confine = crate::isolate::Confine {
         writable: spec.writable.to_vec(),
         readable,
-        extra_readable: Vec::new(),
+        extra_readable: spec.readable.to_vec(),
     };
     Ok(active
         .isolation

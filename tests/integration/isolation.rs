@@ -168,7 +168,11 @@ fn run(f: &Fixture, extra: &[&str]) -> (crate::support::Run, Value) {
         .output()
         .unwrap()
         .into();
-    let row = f.project.rows().into_iter().next().unwrap_or_default();
+    let row = if f.project.path().join("out/results.jsonl").is_file() {
+        f.project.rows().into_iter().next().unwrap_or_default()
+    } else {
+        Value::Null
+    };
     (r, row)
 }
 
@@ -295,4 +299,61 @@ fn isolate_without_bubblewrap_refuses_to_run() {
             r.stderr
         );
     }
+}
+
+/// What the operator grants a target in the targets file reaches it inside
+/// the sandbox, and only that: `isolate.env` (its key), `isolate.read` (an
+/// agent's configuration directory, `~/…`), `isolate.network`; and the
+/// file's `execution.isolate: true` isolates every run that uses it, with
+/// no flag. A setting that is not one is an error at its key.
+#[test]
+fn a_targets_file_grants_its_target_what_it_needs_and_can_make_isolation_the_default() {
+    if !bwrap_works() {
+        return;
+    }
+    let f = fixture();
+    let root = f.project.path().display().to_string();
+    f.project.write(
+        ".evalhost/targets.yaml",
+        &format!(
+            "execution: {{isolate: true}}\ntargets:\n  - name: default\n    provider: cli\n    command: \"python3 {root}/probe_target.py > {{OUTPUT_FILE}}\"\n    isolate: {{env: [OPERATOR_TOKEN], read: ['~/.ssh'], network: true}}\n"
+        ),
+    );
+    let (r, row) = run(&f, &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("isolated:"),
+        "the file's default, with no flag: {}",
+        r.stdout
+    );
+    let seen = attempts(&row);
+    for line in [
+        "target home: read SECRET-KEY-MATERIAL",
+        "target network: connected",
+        "target env: tok-operator-123",
+        // Not granted: still refused.
+        "target outside: denied",
+        "target project: denied",
+        // The hook and the grader get none of the target's grants.
+        "hook home: denied",
+        "hook env: missing",
+        "grader network: denied",
+    ] {
+        assert!(seen.contains(line), "`{line}` expected:\n{seen}");
+    }
+
+    f.project.write(
+        ".evalhost/targets.yaml",
+        "execution: {isolate: yes please}\ntargets:\n  - name: default\n    provider: cli\n    command: \"true\"\n    isolate: {enviroment: [X]}\n",
+    );
+    let (r, _) = run(&f, &[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("`execution.isolate` must be true or false")
+            && r.stderr.contains("`isolate.enviroment` is not a setting")
+            && r.stderr.contains("did you mean `env`?"),
+        "{}",
+        r.stderr
+    );
 }

@@ -441,6 +441,7 @@ impl exec::Host for HostState {
             env_remove: &grant.scrub_env,
             case: true,
             writable: &writable,
+            readable: &[],
             network: proxy.is_some(),
         });
         self.host_time += started.elapsed();

@@ -88,6 +88,7 @@ pub(super) fn recorded_targets(
                     ..target::Retry::default()
                 },
                 base_dir: suite.dir.clone(),
+                isolate: Default::default(),
             },
             hooks: Default::default(),
             judge: Err(String::new()),

@@ -222,7 +222,10 @@ pub(super) fn setup(
     // --isolate, and --sandbox strict wherever it can be had: every command
     // of the run confined. Strict without it runs no agent or command
     // target unconfined.
-    let isolated = if options.isolate || options.sandbox_strict {
+    // A targets file's `execution.isolate: true` is the operator's default
+    // (one found beside the suite can only turn it on, never off).
+    let want = options.isolate || targets.isolate;
+    let isolated = if want || options.sandbox_strict {
         let bwrap = crate::process::which("bwrap");
         match crate::isolate::Isolation::detect(bwrap, options.isolate_root.as_deref()) {
             Ok(isolation) => {
@@ -232,7 +235,19 @@ pub(super) fn setup(
                 });
                 true
             }
-            Err(why) if options.isolate => return Ok(Err(RunError::Usage(why.to_string()))),
+            Err(why) if want => {
+                return Ok(Err(RunError::Usage(if options.isolate {
+                    why.to_string()
+                } else {
+                    format!(
+                        "{} sets `execution.isolate: true`, and {why}",
+                        targets
+                            .file
+                            .as_deref()
+                            .map_or_else(String::new, |f| f.display().to_string())
+                    )
+                })));
+            }
             Err(why) => {
                 let commands: Vec<&str> = run_targets
                     .iter()

@@ -258,6 +258,7 @@ fn run_trial_into(
         deadline,
         attempt: 0,
         trial,
+        isolate: None,
     };
     let leaf = |assertion: &crate::suite::Assertion, request: &mut grade::Request| {
         grade_leaf(ctx, test, run_target, deadline, assertion, request)

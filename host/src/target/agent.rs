@@ -543,6 +543,9 @@ pub fn invoke(
     // network for its model API (an allow-list proxy is not built yet:
     // docs/security.md).
     let writable: Vec<std::path::PathBuf> = cwd.iter().cloned().collect();
+    let isolate = inv.isolate.cloned().unwrap_or_default();
+    let mut env = env;
+    env.extend(isolate.env_values());
     let outcome = process::run(&process::Spec {
         argv: &argv,
         // Codex is told its directory with `--cd`; Claude runs in it.
@@ -562,7 +565,8 @@ pub fn invoke(
         env_remove: &remove,
         case: true,
         writable: &writable,
-        network: true,
+        readable: &isolate.read,
+        network: isolate.network.unwrap_or(true),
         ..process::Spec::default()
     })
     .map_err(|e| {

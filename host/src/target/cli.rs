@@ -391,6 +391,10 @@ pub fn invoke(
             .flatten()
             .chain(inv.workspace.map(Path::to_path_buf))
             .collect();
+    // The operator's variables the target's `isolate.env` names (already
+    // inherited when not isolated).
+    let mut env = env;
+    env.extend(target.isolate.env_values());
     let outcome = process::run(&process::Spec {
         shell: Some(&line),
         cwd: cwd.as_deref(),
@@ -400,6 +404,8 @@ pub fn invoke(
         env_remove: &[],
         case: true,
         writable: &writable,
+        readable: &target.isolate.read,
+        network: target.isolate.network.unwrap_or(false),
         ..process::Spec::default()
     });
     let outcome = match outcome {

@@ -80,6 +80,43 @@ pub fn load_targets(path: &Path, env: &Env) -> Result<Targets, Diagnostics> {
         );
         return Err(diags);
     };
+    // `execution: {isolate: true}`: the operator's default for every run
+    // using this file. It can only turn isolation on.
+    let isolate = match root.get("execution") {
+        None | Some(Value::Null) => false,
+        Some(Value::Object(execution)) => {
+            for key in execution.keys().filter(|k| k.as_str() != "isolate") {
+                diags.push(
+                    error(
+                        format!("`execution.{key}` is not a setting of a targets file"),
+                        top.key("execution").key(key),
+                    )
+                    .hint("a targets file's `execution` has `isolate: true` (every run's commands in a sandbox)"),
+                );
+            }
+            match execution.get("isolate") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(other) => {
+                    diags.push(error(
+                        format!(
+                            "`execution.isolate` must be true or false, got {}",
+                            kind(other)
+                        ),
+                        top.key("execution").key("isolate"),
+                    ));
+                    false
+                }
+            }
+        }
+        Some(other) => {
+            diags.push(error(
+                format!("`execution` must be a mapping, got {}", kind(other)),
+                top.key("execution"),
+            ));
+            false
+        }
+    };
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut raw: Vec<(String, Map<String, Value>, KeyPath)> = Vec::new();
     for (i, item) in items.iter().enumerate() {
@@ -259,6 +296,7 @@ pub fn load_targets(path: &Path, env: &Env) -> Result<Targets, Diagnostics> {
                         fallback_targets: Vec::new(),
                         retry: Retry::default(),
                         base_dir: base_dir.clone(),
+                        isolate: Default::default(),
                     }),
                     None => diags.push(error(message, at.key(&key))),
                 }
@@ -279,6 +317,7 @@ pub fn load_targets(path: &Path, env: &Env) -> Result<Targets, Diagnostics> {
         file: Some(path.to_path_buf()),
         targets,
         warnings: diags,
+        isolate,
     })
 }
 
@@ -776,6 +815,7 @@ pub(super) fn parse_target(
             ));
         }
     };
+    let isolate = parse_isolate(entry.get("isolate"), base_dir)?;
     Ok(Target {
         name: name.to_owned(),
         provider,
@@ -783,5 +823,83 @@ pub(super) fn parse_target(
         fallback_targets,
         retry,
         base_dir: base_dir.to_path_buf(),
+        isolate,
     })
+}
+
+/// A target's `isolate: {env: [NAMES], read: [PATHS], network: BOOL}`:
+/// `read` paths relative to the targets file, `~/` the operator's home.
+fn parse_isolate(
+    value: Option<&Value>,
+    base_dir: &Path,
+) -> Result<super::TargetIsolation, (String, String)> {
+    let mut out = super::TargetIsolation::default();
+    let map = match value {
+        None | Some(Value::Null) => return Ok(out),
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err((
+                "isolate".into(),
+                format!(
+                    "`isolate` must be a mapping of `env`, `read` and `network`, got {}",
+                    kind(other)
+                ),
+            ));
+        }
+    };
+    let names = |key: &str| -> Result<Vec<String>, (String, String)> {
+        match map.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => Ok(items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()),
+            Some(other) => Err((
+                "isolate".into(),
+                format!(
+                    "`isolate.{key}` must be a list of strings, got {}",
+                    kind(other)
+                ),
+            )),
+        }
+    };
+    for key in map.keys() {
+        if !["env", "read", "network"].contains(&key.as_str()) {
+            // A near spelling, or a longer word for one (`environment`).
+            let near = crate::diag::nearest(key, ["env", "read", "network"])
+                .or_else(|| {
+                    ["env", "read", "network"]
+                        .into_iter()
+                        .find(|k| key.starts_with(k))
+                })
+                .map(|n| format!(" (did you mean `{n}`?)"))
+                .unwrap_or_default();
+            return Err((
+                "isolate".into(),
+                format!("`isolate.{key}` is not a setting: env, read or network{near}"),
+            ));
+        }
+    }
+    out.env = names("env")?;
+    out.read = names("read")?
+        .into_iter()
+        .map(|p| match p.strip_prefix("~/") {
+            Some(rest) => dirs::home_dir().unwrap_or_default().join(rest),
+            None => base_dir.join(p),
+        })
+        .collect();
+    out.network = match map.get("network") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(other) => {
+            return Err((
+                "isolate".into(),
+                format!(
+                    "`isolate.network` must be true or false, got {}",
+                    kind(other)
+                ),
+            ));
+        }
+    };
+    Ok(out)
 }

@@ -16,6 +16,7 @@ const BASE: &[&str] = &[
     "provider_batching",
     "subagent_mode_allowed",
     "fallback_targets",
+    "isolate",
 ];
 
 /// AgentV's retry tuning, read by every provider evalhost runs.

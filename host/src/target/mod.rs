@@ -176,6 +176,32 @@ pub struct Target {
     pub retry: Retry,
     /// The directory of the targets file (relative paths in the entry).
     pub base_dir: PathBuf,
+    /// What the target's processes get under `--isolate` besides the case.
+    pub isolate: TargetIsolation,
+}
+
+/// A target's `isolate:` settings: what its command or agent needs inside
+/// the sandbox (`--isolate`), named by the operator in the targets file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TargetIsolation {
+    /// The operator's environment variables it keeps (its API key).
+    pub env: Vec<String>,
+    /// Files or directories it may read (an agent's own configuration,
+    /// `~/.claude`), bound read-only at their path.
+    pub read: Vec<PathBuf>,
+    /// Whether it keeps the host's network (default: agents do, commands
+    /// do not).
+    pub network: Option<bool>,
+}
+
+impl TargetIsolation {
+    /// The operator's values of [`TargetIsolation::env`] that are set.
+    pub fn env_values(&self) -> Vec<(String, String)> {
+        self.env
+            .iter()
+            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+            .collect()
+    }
 }
 
 /// Why a target produced no output.
@@ -236,6 +262,9 @@ pub struct Invocation<'a> {
     pub attempt: u32,
     /// The trial, 1-based.
     pub trial: u32,
+    /// The target's `isolate:` settings, for its processes under
+    /// `--isolate` (set by the target itself when it invokes).
+    pub isolate: Option<&'a TargetIsolation>,
 }
 
 impl Invocation<'_> {
@@ -260,6 +289,9 @@ pub struct Targets {
     pub targets: Vec<Target>,
     /// What reading it found that does not stop a run.
     pub warnings: Diagnostics,
+    /// `execution.isolate: true`: the operator's default, every run using
+    /// this file isolated (`--isolate`).
+    pub isolate: bool,
 }
 
 impl Targets {
@@ -530,7 +562,14 @@ impl Target {
             Provider::Anthropic(config) => anthropic::invoke(config, test, inv),
             Provider::Gemini(config) => gemini::invoke(config, test, inv),
             Provider::Responses(config) => responses::invoke(config, test, inv),
-            Provider::Agent(config) => agent::invoke(config, test, inv),
+            Provider::Agent(config) => agent::invoke(
+                config,
+                test,
+                &Invocation {
+                    isolate: Some(&self.isolate),
+                    ..inv.clone()
+                },
+            ),
             Provider::CopilotLog(config) => copilot_log::invoke(config),
             Provider::Http(config) => http::invoke(config, test, inv),
             Provider::Replay(config) => replay::invoke(config, test, inv.trial),

@@ -605,6 +605,7 @@ pub fn run_hook(hook: &Hook, ctx: &HookContext<'_>, default_timeout: Duration) -
         env_remove: &[],
         case: true,
         writable: &writable,
+        readable: &[],
         network: false,
     });
     match outcome {
