@@ -22,7 +22,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{OnceLock, RwLock};
 
 /// Where the sandbox's home is, inside it.
 pub const SANDBOX_HOME: &str = "/home/sandbox";
@@ -193,22 +194,52 @@ impl Isolation {
 pub struct Active {
     /// The sandbox maker.
     pub isolation: Isolation,
-    /// What every confined process may read besides the root: the suite's
-    /// project.
-    pub readable: Vec<PathBuf>,
+    /// What every confined process may read besides the root: the project
+    /// of the suite running now.
+    readable: RwLock<Vec<PathBuf>>,
+    /// The suite running now is isolated (a multi-suite run may mix).
+    on: AtomicBool,
+}
+
+impl Active {
+    /// The project of the suite running now.
+    pub fn readable(&self) -> Vec<PathBuf> {
+        self.readable
+            .read()
+            .map_or_else(|e| e.into_inner().clone(), |r| r.clone())
+    }
 }
 
 static ACTIVE: OnceLock<Active> = OnceLock::new();
 
 /// Turns isolation on for the rest of the process: `crate::process::run`
-/// confines every command from now on. Once: a second call keeps the first.
-pub fn activate(active: Active) -> &'static Active {
-    ACTIVE.get_or_init(|| active)
+/// confines every command of a case from now on; `readable` is the project
+/// of the suite about to run (each suite of a multi-suite run sets its own).
+pub fn activate(isolation: Isolation, readable: Vec<PathBuf>) -> &'static Active {
+    let active = ACTIVE.get_or_init(|| Active {
+        isolation,
+        readable: RwLock::new(Vec::new()),
+        on: AtomicBool::new(false),
+    });
+    match active.readable.write() {
+        Ok(mut r) => *r = readable,
+        Err(e) => *e.into_inner() = readable,
+    }
+    active.on.store(true, Ordering::SeqCst);
+    active
+}
+
+/// Turns isolation off for the suite about to run (the next suite of a
+/// multi-suite run that is not isolated).
+pub fn deactivate() {
+    if let Some(active) = ACTIVE.get() {
+        active.on.store(false, Ordering::SeqCst);
+    }
 }
 
 /// Isolation, when the run turned it on.
 pub fn active() -> Option<&'static Active> {
-    ACTIVE.get()
+    ACTIVE.get().filter(|a| a.on.load(Ordering::SeqCst))
 }
 
 /// A path as one argument.

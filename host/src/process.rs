@@ -147,7 +147,7 @@ fn argv_of(spec: &Spec<'_>) -> std::io::Result<Vec<String>> {
 /// only what `spec.env` gives.
 fn confined(spec: &Spec<'_>, active: &crate::isolate::Active) -> std::io::Result<Command> {
     let argv = argv_of(spec)?;
-    let mut readable = active.readable.clone();
+    let mut readable = active.readable();
     readable.extend(spec.cwd.map(Path::to_path_buf));
     // A program named by its path outside the sandbox's root (a script in
     // the suite) is read where it is.

@@ -357,3 +357,47 @@ fn a_targets_file_grants_its_target_what_it_needs_and_can_make_isolation_the_def
         r.stderr
     );
 }
+
+/// Several suites from different projects in one isolated run: each
+/// suite's processes read their own project (and not the other's).
+#[test]
+fn each_suite_of_an_isolated_multi_suite_run_reads_its_own_project() {
+    if !bwrap_works() {
+        return;
+    }
+    let top = tempfile::tempdir().unwrap();
+    for name in ["alpha", "beta"] {
+        let dir = top.path().join(name);
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::create_dir_all(dir.join(".evalhost")).unwrap();
+        std::fs::write(dir.join("fact.txt"), format!("{name} fact\n")).unwrap();
+        let other = if name == "alpha" { "beta" } else { "alpha" };
+        std::fs::write(
+            dir.join(".evalhost/targets.yaml"),
+            format!(
+                "targets:\n  - name: default\n    provider: cli\n    command: \"(cat {root}/fact.txt; cat {top}/{other}/fact.txt 2>/dev/null || echo other-denied) > {{OUTPUT_FILE}}\"\n",
+                root = dir.display(),
+                top = top.path().display()
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("EVAL.yaml"),
+            format!("name: {name}\ntests:\n  - {{id: t, input: q, assertions: [{{type: contains, value: '{name} fact'}}, {{type: contains, value: other-denied}}]}}\n"),
+        )
+        .unwrap();
+    }
+    let r = crate::support::run_in(
+        top.path(),
+        &[
+            "run",
+            "alpha/EVAL.yaml",
+            "beta/EVAL.yaml",
+            "-o",
+            "out",
+            "--isolate",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("2 of 2 suites passed"), "{}", r.stdout);
+}

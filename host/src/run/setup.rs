@@ -229,10 +229,7 @@ pub(super) fn setup(
         let bwrap = crate::process::which("bwrap");
         match crate::isolate::Isolation::detect(bwrap, options.isolate_root.as_deref()) {
             Ok(isolation) => {
-                crate::isolate::activate(crate::isolate::Active {
-                    isolation,
-                    readable: vec![roots.project_root.clone()],
-                });
+                crate::isolate::activate(isolation, vec![roots.project_root.clone()]);
                 true
             }
             Err(why) if want => {
@@ -271,6 +268,9 @@ pub(super) fn setup(
     } else {
         false
     };
+    if !isolated {
+        crate::isolate::deactivate();
+    }
     // A resumed run whose suite changed mixes two gradings: say so.
     if let (Some(dir), Some(p)) = (&options.resume, &previous)
         && let Some(before) = &p.suite_digest
