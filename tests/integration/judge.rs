@@ -844,6 +844,17 @@ fn city_judge(request: &crate::support::Received) -> Reply {
     )
 }
 
+/// The rows of tests `c0` … `c{n-1}`, in that order.
+fn in_case_order(rows: &[Value], n: usize) -> Vec<&Value> {
+    (0..n)
+        .map(|i| {
+            rows.iter()
+                .find(|r| r["test_id"] == format!("c{i}"))
+                .unwrap_or_else(|| panic!("no row for c{i}"))
+        })
+        .collect()
+}
+
 /// Each case scored as expected with evalhost's prompt, and the same with
 /// the user's.
 fn same_scores(cases: &[(&str, f64)], evalhosts: &[f64], users: &[f64]) {
@@ -898,15 +909,9 @@ fn a_users_own_judge_prompt_and_evalhosts_lead_to_the_same_scores() {
     let r = run(&project, &cache, "own", &["--no-judge-cache"]);
     assert!(r.code <= 1, "{}{}", r.stdout, r.stderr);
     let scores = |out: &str| -> Vec<f64> {
-        let rows = rows(&project, out);
-        (0..cases.len())
-            .map(|i| {
-                let row = rows
-                    .iter()
-                    .find(|r| r["test_id"] == format!("c{i}"))
-                    .unwrap();
-                score(row, "llm-grader")["score"].as_f64().unwrap()
-            })
+        in_case_order(&rows(&project, out), cases.len())
+            .into_iter()
+            .map(|row| score(row, "llm-grader")["score"].as_f64().unwrap())
             .collect()
     };
     let (template, mine) = (scores("template"), scores("own"));
@@ -958,14 +963,9 @@ fn a_users_own_judge_prompt_and_evalhosts_lead_to_the_same_scores() {
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
             .collect();
-        (0..cases.len())
-            .map(|i| {
-                let row = rows
-                    .iter()
-                    .find(|r| r["test_id"] == format!("c{i}"))
-                    .unwrap();
-                row["scores"][0]["score"].as_f64().unwrap()
-            })
+        in_case_order(&rows, cases.len())
+            .into_iter()
+            .map(|row| row["scores"][0]["score"].as_f64().unwrap())
             .collect()
     };
     let theirs = pf_scores("", "pf-template");

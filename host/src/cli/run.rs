@@ -184,11 +184,23 @@ pub(super) fn run_command(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Wri
             err,
         );
     }
+    run_single(args, files.into_iter().next(), shard, out, err)
+}
+
+/// Runs one suite (or the run `--resume`/`--rerun-failed` names) with the
+/// command line's reporters: its exit code.
+pub(super) fn run_single(
+    args: &RunArgs,
+    eval: Option<PathBuf>,
+    shard: Option<crate::plan::Shard>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
     let reporters = match exports(reporters(&args.junit, &args.reporter), &args.export) {
         Ok(r) => r,
         Err(message) => return report_run_error(err, &RunError::Usage(message)),
     };
-    let options = run_options(args, files.into_iter().next(), shard, reporters);
+    let options = run_options(args, eval, shard, reporters);
     run_one(&options, out, err).0
 }
 

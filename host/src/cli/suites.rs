@@ -339,12 +339,7 @@ pub(super) fn run_many(
     }
 
     if !several {
-        let reporters = match exports(reporters(&args.junit, &args.reporter), &args.export) {
-            Ok(r) => r,
-            Err(message) => return report_run_error(err, &RunError::Usage(message)),
-        };
-        let options = run_options(args, files.first().cloned(), shard, reporters);
-        return run_one(&options, out, err).0;
+        return run_single(args, files.first().cloned(), shard, out, err);
     }
     let names = dir_names(files);
     let junit = args
