@@ -164,6 +164,10 @@ impl JudgeEndpoint for crate::judge_proxy::Proxy {
         crate::judge_proxy::Proxy::env(self)
     }
 
+    fn port(&self) -> Option<u16> {
+        crate::judge_proxy::Proxy::port(self)
+    }
+
     fn finish(self: Box<Self>) -> JudgeUsage {
         crate::judge_proxy::Proxy::finish(*self).0
     }

@@ -133,6 +133,11 @@ impl Proxy {
         })
     }
 
+    /// The loopback port it listens on.
+    pub fn port(&self) -> Option<u16> {
+        self.url.rsplit_once(':').and_then(|(_, p)| p.parse().ok())
+    }
+
     /// The environment the grader command gets.
     pub fn env(&self) -> Vec<(String, String)> {
         vec![

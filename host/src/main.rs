@@ -47,6 +47,13 @@ unsafe impl std::alloc::GlobalAlloc for Budgeted {
 }
 
 fn main() -> ExitCode {
+    // Inside an `--isolate` sandbox with a network: evalhost carries the
+    // program's connections to its proxy outside (see `isolate::net`).
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(evalhost::isolate::net::BRIDGE_ARG) {
+        let code = evalhost::isolate::net::bridge(&args[1..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     // A shell asking for completions (the script `evalhost completions`
     // prints sets COMPLETE): answered, and the process ends here.
     evalhost::cli::complete::answer_completion_request();

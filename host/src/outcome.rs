@@ -484,6 +484,7 @@ mod tests {
             file_changes: None,
             workspace_path: None,
             hooks: Default::default(),
+            sandbox: None,
             input: Vec::new(),
             expected_output: None,
             criteria: None,

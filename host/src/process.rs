@@ -46,10 +46,13 @@ pub struct Spec<'a> {
     /// Under `--isolate`: what the command may read besides the project
     /// (a target's `isolate.read`: an agent's own configuration).
     pub readable: &'a [PathBuf],
-    /// Under `--isolate`: the command keeps the host's network (it calls a
-    /// model API or evalhost's loopback judge proxy); otherwise it has
-    /// none.
-    pub network: bool,
+    /// Under `--isolate`: what network the command has (none by default;
+    /// the hosts of its model API through evalhost's proxy; the judge
+    /// proxy's loopback port).
+    pub network: crate::isolate::Network,
+    /// Under `--isolate`: its memory and process limits (the target's own),
+    /// else the defaults.
+    pub limits: Option<crate::isolate::Limits>,
 }
 
 /// What a command did.
@@ -107,16 +110,33 @@ fn read_capped(mut reader: impl Read) -> (Vec<u8>, bool) {
 
 /// Runs `spec`. `Err` only when the command could not be started.
 pub fn run(spec: &Spec<'_>) -> std::io::Result<Outcome> {
-    let mut command = match crate::isolate::active().filter(|_| spec.case) {
-        Some(active) => confined(spec, active)?,
-        None => plain(spec)?,
-    };
+    let (mut command, sandboxed) = command(spec)?;
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    spawn(command, spec)
+    let outcome = spawn(command, spec);
+    if let Some(sandboxed) = sandboxed {
+        sandboxed.finish();
+    }
+    outcome
+}
+
+/// The command for `spec` — under `--isolate`, for a process of a case,
+/// its sandbox, which stays alive (its proxy, its control group) until the
+/// [`crate::isolate::Sandboxed`] returned beside it is finished or dropped.
+/// For callers that drive a long-lived process themselves (an agent's
+/// session over stdin and stdout); [`run`] uses it too.
+pub fn command(spec: &Spec<'_>) -> std::io::Result<(Command, Option<crate::isolate::Sandboxed>)> {
+    Ok(match crate::isolate::active().filter(|_| spec.case) {
+        Some(active) => {
+            let mut sandboxed = confined(spec, active)?;
+            let command = std::mem::replace(&mut sandboxed.command, Command::new("true"));
+            (command, Some(sandboxed))
+        }
+        None => (plain(spec)?, None),
+    })
 }
 
 /// The command line of `spec`: the program and its arguments, or `sh -c`.
@@ -145,7 +165,10 @@ fn argv_of(spec: &Spec<'_>) -> std::io::Result<Vec<String>> {
 /// `spec` in a sandbox (`--isolate`): its directory, the suite's project
 /// and the root read-only, what it may write read-write, its environment
 /// only what `spec.env` gives.
-fn confined(spec: &Spec<'_>, active: &crate::isolate::Active) -> std::io::Result<Command> {
+fn confined(
+    spec: &Spec<'_>,
+    active: &crate::isolate::Active,
+) -> std::io::Result<crate::isolate::Sandboxed> {
     let argv = argv_of(spec)?;
     let mut readable = active.readable();
     readable.extend(spec.cwd.map(Path::to_path_buf));
@@ -167,10 +190,16 @@ fn confined(spec: &Spec<'_>, active: &crate::isolate::Active) -> std::io::Result
         writable: spec.writable.to_vec(),
         readable,
         extra_readable: spec.readable.to_vec(),
+        mounts: Vec::new(),
     };
-    Ok(active
-        .isolation
-        .command(&confine, &argv, spec.cwd, spec.env, spec.network))
+    active.sandbox(
+        confine,
+        &argv,
+        spec.cwd,
+        spec.env,
+        &spec.network,
+        spec.limits.unwrap_or_default(),
+    )
 }
 
 /// `spec` as the operator's own process.

@@ -99,6 +99,9 @@ pub trait CommandJudge: Send + Sync + Debug {
 pub trait JudgeEndpoint {
     /// The variables the command gets to reach it.
     fn env(&self) -> Vec<(String, String)>;
+    /// The port of the host's loopback it listens on, when it does (an
+    /// isolated command gets that port and no other network).
+    fn port(&self) -> Option<u16>;
     /// Stops it; what the command's calls cost.
     fn finish(self: Box<Self>) -> JudgeUsage;
 }

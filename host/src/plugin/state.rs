@@ -427,8 +427,8 @@ impl exec::Host for HostState {
             },
         };
         let started = Instant::now();
-        // Under --isolate: the case's workspace writable, and the host's
-        // network only to reach the judge proxy on loopback.
+        // Under --isolate: the case's workspace writable, and of the
+        // network only the judge proxy's port on loopback.
         let writable: Vec<std::path::PathBuf> = grant.workspace.iter().cloned().collect();
         let outcome = crate::process::run(&crate::process::Spec {
             argv: &argv,
@@ -442,7 +442,11 @@ impl exec::Host for HostState {
             case: true,
             writable: &writable,
             readable: &[],
-            network: proxy.is_some(),
+            network: proxy.as_ref().and_then(|p| p.port()).map_or(
+                crate::isolate::Network::None,
+                crate::isolate::Network::Loopback,
+            ),
+            limits: None,
         });
         self.host_time += started.elapsed();
         if let Some(proxy) = proxy {

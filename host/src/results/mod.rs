@@ -326,6 +326,10 @@ pub struct ResultRow {
     /// The case's workspace, when it was kept (failed, or --keep-workspaces).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_path: Option<String>,
+    /// How the case's processes were confined (`--isolate`) and what the
+    /// sandbox refused them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<usage::SandboxRow>,
     /// What the case's hooks printed and how they failed.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub hooks: std::collections::BTreeMap<String, usage::HookRow>,

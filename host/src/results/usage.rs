@@ -28,6 +28,50 @@ impl std::ops::AddAssign for JudgeUsage {
     }
 }
 
+/// How a case's processes were confined (`--isolate`), and what the
+/// sandbox refused them: one entry per process, in the order started.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SandboxRow {
+    /// Each confined process of the case.
+    pub processes: Vec<ConfinedRow>,
+}
+
+/// One confined process of a case.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ConfinedRow {
+    /// The program (its file name; `sh` for a shell line).
+    pub program: String,
+    /// Its network: `none`, `host`, `proxy: HOST, …` or the judge proxy's
+    /// loopback port.
+    pub network: String,
+    /// The connections it asked the proxy for, allowed or not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connections: Vec<ConnectionRow>,
+    /// Its memory and process limits, when they were applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<String>,
+    /// The most memory its processes used at once, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_memory_bytes: Option<u64>,
+    /// What the sandbox refused it, in sentences.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
+}
+
+/// A connection a confined process asked evalhost's proxy for.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ConnectionRow {
+    /// The host it named.
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// Whether the target's allow-list let it through.
+    pub allowed: bool,
+    /// Why it was refused, or why an allowed one failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
 /// A hook's run, as results record it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HookRow {

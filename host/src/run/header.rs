@@ -83,9 +83,17 @@ pub(super) fn print(
         }
     )?;
     if setup.isolated {
+        let limits = match crate::isolate::active().map(|a| &a.cgroups) {
+            Some(Ok(_)) => format!(
+                "limits {} each (or the target's)",
+                crate::isolate::Limits::default().describe()
+            ),
+            Some(Err(why)) => format!("no memory or process limits ({why})"),
+            None => String::new(),
+        };
         writeln!(
             header,
-            "  isolated: each command in its own sandbox (bubblewrap): workspace writable, project read-only, empty home, PATH and locale only, no network but an agent's"
+            "  isolated: each command in its own sandbox (bubblewrap): workspace writable, project read-only, empty home, PATH and locale only; network: none for commands, an agent's model API through evalhost's proxy; {limits}"
         )?;
     }
     if let Some(file) = &targets.file {

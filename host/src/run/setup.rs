@@ -271,6 +271,37 @@ pub(super) fn setup(
     if !isolated {
         crate::isolate::deactivate();
     }
+    if isolated {
+        let cgroups = crate::isolate::active().map(|a| a.cgroups.as_ref().err());
+        for t in &run_targets {
+            // Limits the operator wrote and the machine cannot hold: refused,
+            // not run without them.
+            if let (Some(Some(why)), Some(limits)) = (&cgroups, t.target.isolate.limits) {
+                return Ok(Err(RunError::Usage(format!(
+                    "target `{}` sets isolate limits ({}), and they cannot be applied here: {why}",
+                    t.target.name,
+                    limits.describe()
+                ))));
+            }
+            let unset: Vec<&str> = t
+                .target
+                .isolate
+                .env
+                .iter()
+                .filter(|name| std::env::var_os(name).is_none())
+                .map(String::as_str)
+                .collect();
+            if !unset.is_empty() {
+                writeln!(
+                    err,
+                    "warning: target `{}`'s isolate.env names {}, not set in evalhost's environment: its processes run without {}",
+                    t.target.name,
+                    unset.join(", "),
+                    if unset.len() == 1 { "it" } else { "them" }
+                )?;
+            }
+        }
+    }
     // A resumed run whose suite changed mixes two gradings: say so.
     if let (Some(dir), Some(p)) = (&options.resume, &previous)
         && let Some(before) = &p.suite_digest

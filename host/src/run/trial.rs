@@ -28,7 +28,10 @@ pub(super) fn run_trial(
         .timeout_ms
         .and_then(|ms| started.checked_add(Duration::from_millis(ms)));
     let row = base_row(ctx, test, planned, trial);
+    // Under --isolate, every process of the case is recorded for its row.
+    crate::isolate::begin_case();
     let finish = |mut row: ResultRow| {
+        row.sandbox = crate::isolate::end_case();
         row.timestamp = jiff::Timestamp::now().to_string();
         row.wall_ms = started.elapsed().as_millis() as u64;
         row.status = Status::of(row.execution_status, row.expected_fail);
@@ -129,6 +132,7 @@ fn base_row(ctx: &Ctx<'_>, test: &TestCase, planned: &PlannedTest, trial: u32) -
         file_changes: None,
         workspace_path: None,
         hooks: Default::default(),
+        sandbox: None,
         input: test
             .input
             .iter()

@@ -15,7 +15,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -139,10 +138,9 @@ pub fn invoke(
     let timeout = inv.time_left(config.timeout);
     let case_bound = inv.deadline.is_some() && timeout != config.timeout;
     let started = Instant::now();
-    let mut child = super::agent::spawn_session(
-        Command::new(&config.executable)
-            .args(args(config))
-            .current_dir(&cwd),
+    let session = super::agent::Session::new(config, inv, args(config), &cwd, Vec::new(), &[]);
+    let (mut child, _sandbox) = super::agent::spawn_session(
+        &session,
         "Copilot CLI",
         &config.executable,
         "Install it or give the target an `executable`",

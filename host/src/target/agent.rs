@@ -539,9 +539,9 @@ pub fn invoke(
     let timeout = inv.time_left(config.timeout);
     let case_bound = inv.deadline.is_some() && timeout != config.timeout;
     let label = config.kind.label();
-    // Under --isolate: the agent writes its workspace, and keeps the host's
-    // network for its model API (an allow-list proxy is not built yet:
-    // docs/security.md).
+    // Under --isolate: the agent writes its workspace, and reaches the
+    // hosts of its model API through evalhost's proxy (or what its
+    // `isolate.network` says).
     let writable: Vec<std::path::PathBuf> = cwd.iter().cloned().collect();
     let isolate = inv.isolate.cloned().unwrap_or_default();
     let mut env = env;
@@ -566,7 +566,11 @@ pub fn invoke(
         case: true,
         writable: &writable,
         readable: &isolate.read,
-        network: isolate.network.unwrap_or(true),
+        network: isolate
+            .network
+            .clone()
+            .unwrap_or_else(|| crate::isolate::Network::Hosts(default_hosts(&config.kind, &env))),
+        limits: isolate.limits,
         ..process::Spec::default()
     })
     .map_err(|e| {
@@ -633,35 +637,135 @@ pub(super) fn session_cwd(config: &AgentConfig, inv: &Invocation<'_>) -> PathBuf
 /// (so that a timeout kills everything it started). A missing program is a
 /// fatal failure naming it and `fix` (how to point the target at it);
 /// `starter` names what could not start in other failures.
+/// A session agent's process (Claude's SDK mode, Copilot over ACP or its
+/// SDK): what it runs, and under `--isolate` what its sandbox holds — its
+/// workspace writable, its target's `isolate` settings, its model API's
+/// hosts through evalhost's proxy.
+pub(super) struct Session {
+    argv: Vec<String>,
+    cwd: std::path::PathBuf,
+    env: Vec<(String, String)>,
+    remove: Vec<String>,
+    read: Vec<std::path::PathBuf>,
+    network: crate::isolate::Network,
+    limits: Option<crate::isolate::Limits>,
+}
+
+impl Session {
+    /// `executable args…` in `cwd`, with `env` set and `remove` unset.
+    pub(super) fn new(
+        config: &AgentConfig,
+        inv: &Invocation<'_>,
+        args: Vec<String>,
+        cwd: &std::path::Path,
+        env: Vec<(String, String)>,
+        remove: &[&str],
+    ) -> Self {
+        let isolate = inv.isolate.cloned().unwrap_or_default();
+        let mut env = env;
+        env.extend(isolate.env_values());
+        let network = isolate
+            .network
+            .clone()
+            .unwrap_or_else(|| crate::isolate::Network::Hosts(default_hosts(&config.kind, &env)));
+        let mut argv = vec![config.executable.clone()];
+        argv.extend(args);
+        Self {
+            argv,
+            cwd: cwd.to_path_buf(),
+            env,
+            remove: remove.iter().map(|s| (*s).to_owned()).collect(),
+            read: isolate.read,
+            network,
+            limits: isolate.limits,
+        }
+    }
+}
+
+/// Starts a session agent with piped stdio in its own process group (in
+/// its sandbox under `--isolate`: finished when the returned guard is
+/// dropped, after the process ends).
 pub(super) fn spawn_session(
-    command: &mut std::process::Command,
+    session: &Session,
     label: &str,
     executable: &str,
     fix: &str,
     starter: &str,
-) -> Result<std::process::Child, TargetFailure> {
+) -> Result<(std::process::Child, Option<crate::isolate::Sandboxed>), TargetFailure> {
     use std::os::unix::process::CommandExt as _;
     use std::process::Stdio;
-    command
+    let writable = [session.cwd.clone()];
+    let spec = process::Spec {
+        argv: &session.argv,
+        cwd: Some(&session.cwd),
+        env: &session.env,
+        env_remove: &session.remove,
+        case: true,
+        writable: &writable,
+        readable: &session.read,
+        network: session.network.clone(),
+        limits: session.limits,
+        ..process::Spec::default()
+    };
+    let not_started = |e: std::io::Error| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            TargetFailure::fatal(format!(
+                "{label} executable '{executable}' was not found on PATH. {fix} (`evalhost doctor` checks)"
+            ))
+        } else {
+            TargetFailure::new(format!("{starter} could not start: {e}"))
+        }
+    };
+    let (mut command, sandboxed) = process::command(&spec).map_err(not_started)?;
+    let child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
         .inspect(|child| crate::process::track_group(child.id() as i32))
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                TargetFailure::fatal(format!(
-                    "{label} executable '{executable}' was not found on PATH. {fix} (`evalhost doctor` checks)"
-                ))
-            } else {
-                TargetFailure::new(format!("{starter} could not start: {e}"))
-            }
-        })
+        .map_err(not_started)?;
+    Ok((child, sandboxed))
 }
 
 /// Reads a session agent's stderr on a thread, keeping its last 4000
 /// bytes (cut on a character boundary) for a failure's message.
+/// The hosts an agent reaches under `--isolate` when its target names
+/// none: its vendor's API, and the host of every `*_BASE_URL` it is given.
+pub fn default_hosts(kind: &AgentKind, env: &[(String, String)]) -> Vec<String> {
+    let vendor: &[&str] = match kind {
+        AgentKind::Claude | AgentKind::ClaudeSdk => &["api.anthropic.com", "*.anthropic.com"],
+        AgentKind::Codex => &["api.openai.com", "*.openai.com", "chatgpt.com"],
+        AgentKind::Copilot | AgentKind::CopilotSdk | AgentKind::VsCode { .. } => &[
+            "api.github.com",
+            "github.com",
+            "*.githubcopilot.com",
+            "*.githubusercontent.com",
+        ],
+        AgentKind::Pi | AgentKind::PiAgent => &[
+            "api.anthropic.com",
+            "api.openai.com",
+            "generativelanguage.googleapis.com",
+            "openrouter.ai",
+        ],
+    };
+    let mut hosts: Vec<String> = vendor.iter().map(|h| (*h).to_owned()).collect();
+    for (key, value) in env {
+        if key.ends_with("_BASE_URL") || key.ends_with("_API_BASE") || key.ends_with("_ENDPOINT") {
+            if let Some(authority) = value
+                .split_once("://")
+                .map(|(_, rest)| rest.split(['/', '?', '#']).next().unwrap_or_default())
+                .filter(|a| !a.is_empty())
+            {
+                hosts.push(authority.rsplit('@').next().unwrap_or(authority).to_owned());
+            }
+        }
+    }
+    hosts.sort();
+    hosts.dedup();
+    hosts
+}
+
 pub(super) fn stderr_tail(stderr: std::process::ChildStderr) -> std::thread::JoinHandle<String> {
     use std::io::BufRead as _;
     std::thread::spawn(move || {

@@ -18,7 +18,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -87,15 +86,19 @@ pub fn invoke(
     let case_bound = inv.deadline.is_some() && timeout != config.timeout;
     let label = config.kind.label();
     let started = Instant::now();
-    let mut child = super::agent::spawn_session(
-        Command::new(&config.executable)
-            .args(args(config))
-            .current_dir(&cwd)
-            .env_remove("CLAUDECODE")
-            .env_remove("NODE_OPTIONS")
-            .env_remove("DEBUG")
-            .env("CLAUDE_CODE_ENTRYPOINT", "sdk-ts")
-            .env("CLAUDE_AGENT_SDK_VERSION", SDK_VERSION),
+    let session = super::agent::Session::new(
+        config,
+        inv,
+        args(config),
+        &cwd,
+        vec![
+            ("CLAUDE_CODE_ENTRYPOINT".into(), "sdk-ts".into()),
+            ("CLAUDE_AGENT_SDK_VERSION".into(), SDK_VERSION.into()),
+        ],
+        &["CLAUDECODE", "NODE_OPTIONS", "DEBUG"],
+    );
+    let (mut child, _sandbox) = super::agent::spawn_session(
+        &session,
         label,
         &config.executable,
         "Install Claude Code or give the target an `executable`",

@@ -405,7 +405,8 @@ pub fn invoke(
         case: true,
         writable: &writable,
         readable: &target.isolate.read,
-        network: target.isolate.network.unwrap_or(false),
+        network: target.isolate.network.clone().unwrap_or_default(),
+        limits: target.isolate.limits,
         ..process::Spec::default()
     });
     let outcome = match outcome {

@@ -21,7 +21,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -342,9 +341,16 @@ pub fn invoke(
     let case_bound = inv.deadline.is_some() && timeout != config.timeout.or(Some(DEFAULT_TIMEOUT));
     let started = Instant::now();
     let (tx, rx) = mpsc::channel::<String>();
+    // Dropped after the child: the sandbox of the server evalhost starts.
+    let mut _sandbox = None;
     let mut child = None;
     let mut err_tail = None;
     let out: Box<dyn Write + Send> = match &config.cli_url {
+        Some(_) if crate::isolate::active().is_some() => {
+            return Err(TargetFailure::fatal(
+                "--isolate: this Copilot SDK target's `cli_url` names a Copilot server evalhost did not start, which no sandbox of evalhost's confines; remove `cli_url` so that evalhost starts the server in the case's sandbox".to_owned(),
+            ));
+        }
         Some(url) => {
             let address = url
                 .trim()
@@ -370,16 +376,15 @@ pub fn invoke(
             Box::new(stream)
         }
         None => {
-            let mut command = Command::new(&config.executable);
-            command
-                .args(args(config))
-                .current_dir(&cwd)
-                .env_remove("NODE_DEBUG");
-            if let Some(token) = &config.github_token {
-                command.env("COPILOT_SDK_AUTH_TOKEN", token);
-            }
-            let mut spawned = super::agent::spawn_session(
-                &mut command,
+            let env = config
+                .github_token
+                .iter()
+                .map(|token| ("COPILOT_SDK_AUTH_TOKEN".to_owned(), token.clone()))
+                .collect();
+            let session =
+                super::agent::Session::new(config, inv, args(config), &cwd, env, &["NODE_DEBUG"]);
+            let (mut spawned, guard) = super::agent::spawn_session(
+                &session,
                 "Copilot CLI",
                 &config.executable,
                 "Install it or give the target a `cli_path`",
@@ -398,6 +403,7 @@ pub fn invoke(
             });
             err_tail = Some(super::agent::stderr_tail(stderr));
             child = Some(spawned);
+            _sandbox = guard;
             Box::new(stdin)
         }
     };

@@ -863,20 +863,19 @@ fn parse_isolate(
             )),
         }
     };
+    const SETTINGS: [&str; 5] = ["env", "read", "network", "memory", "processes"];
     for key in map.keys() {
-        if !["env", "read", "network"].contains(&key.as_str()) {
+        if !SETTINGS.contains(&key.as_str()) {
             // A near spelling, or a longer word for one (`environment`).
-            let near = crate::diag::nearest(key, ["env", "read", "network"])
-                .or_else(|| {
-                    ["env", "read", "network"]
-                        .into_iter()
-                        .find(|k| key.starts_with(k))
-                })
+            let near = crate::diag::nearest(key, SETTINGS)
+                .or_else(|| SETTINGS.into_iter().find(|k| key.starts_with(k)))
                 .map(|n| format!(" (did you mean `{n}`?)"))
                 .unwrap_or_default();
             return Err((
                 "isolate".into(),
-                format!("`isolate.{key}` is not a setting: env, read or network{near}"),
+                format!(
+                    "`isolate.{key}` is not a setting: env, read, network, memory or processes{near}"
+                ),
             ));
         }
     }
@@ -890,16 +889,64 @@ fn parse_isolate(
         .collect();
     out.network = match map.get("network") {
         None | Some(Value::Null) => None,
-        Some(Value::Bool(b)) => Some(*b),
+        Some(Value::Bool(true)) => Some(crate::isolate::Network::Host),
+        Some(Value::Bool(false)) => Some(crate::isolate::Network::None),
+        Some(Value::Array(_)) => Some(crate::isolate::Network::Hosts(names("network")?)),
         Some(other) => {
             return Err((
                 "isolate".into(),
                 format!(
-                    "`isolate.network` must be true or false, got {}",
+                    "`isolate.network` must be false (none), a list of hosts (`[api.openai.com, \"*.anthropic.com\"]`) or true (the host's whole network), got {}",
                     kind(other)
                 ),
             ));
         }
     };
+    let memory = match map.get("memory") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => {
+            Some(crate::isolate::limits::parse_bytes(text).ok_or_else(|| {
+                (
+                    "isolate".to_owned(),
+                    format!("`isolate.memory: {text}` is not a size (write `4GiB`, `512MiB`)"),
+                )
+            })?)
+        }
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n > 0) => n.as_u64(),
+        Some(other) => {
+            return Err((
+                "isolate".into(),
+                format!(
+                    "`isolate.memory` must be a size (`4GiB`, `512MiB`), got {}",
+                    kind(other)
+                ),
+            ));
+        }
+    };
+    let processes = match map.get("processes") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n))
+            if n.as_u64()
+                .is_some_and(|n| (1..=u64::from(u32::MAX)).contains(&n)) =>
+        {
+            n.as_u64().map(|n| n as u32)
+        }
+        Some(other) => {
+            return Err((
+                "isolate".into(),
+                format!(
+                    "`isolate.processes` must be a positive number of processes, got {}",
+                    kind(other)
+                ),
+            ));
+        }
+    };
+    if memory.is_some() || processes.is_some() {
+        let d = crate::isolate::Limits::default();
+        out.limits = Some(crate::isolate::Limits {
+            memory: memory.unwrap_or(d.memory),
+            processes: processes.unwrap_or(d.processes),
+        });
+    }
     Ok(out)
 }

@@ -189,9 +189,12 @@ pub struct TargetIsolation {
     /// Files or directories it may read (an agent's own configuration,
     /// `~/.claude`), bound read-only at their path.
     pub read: Vec<PathBuf>,
-    /// Whether it keeps the host's network (default: agents do, commands
-    /// do not).
-    pub network: Option<bool>,
+    /// Its network: `false` none, a list of hosts reached through
+    /// evalhost's proxy, `true` the host's whole network (default: agents
+    /// reach their model API's hosts, commands nothing).
+    pub network: Option<crate::isolate::Network>,
+    /// Its memory and process limits (default: 4 GiB, 512 processes).
+    pub limits: Option<crate::isolate::Limits>,
 }
 
 impl TargetIsolation {

@@ -258,6 +258,11 @@ pub fn invoke(
     test: &TestCase,
     inv: &Invocation<'_>,
 ) -> Result<TargetOutput, TargetFailure> {
+    if crate::isolate::active().is_some() {
+        return Err(TargetFailure::fatal(
+            "--isolate: a VS Code target hands each case to a VS Code window running outside any sandbox of evalhost's, so it cannot be confined; run it without --isolate, or use the `copilot` or `claude` target".to_owned(),
+        ));
+    }
     let _turn = WINDOW.lock().unwrap_or_else(|e| e.into_inner());
     let started = Instant::now();
     let exe = config.executable.clone();

@@ -606,7 +606,8 @@ pub fn run_hook(hook: &Hook, ctx: &HookContext<'_>, default_timeout: Duration) -
         case: true,
         writable: &writable,
         readable: &[],
-        network: false,
+        network: crate::isolate::Network::None,
+        limits: None,
     });
     match outcome {
         Ok(o) => {

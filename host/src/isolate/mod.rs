@@ -13,17 +13,34 @@
 //!   paths a suite or a grader names stay true;
 //! - an environment of `PATH`, the locale and what the caller passes
 //!   (the target's own variables) — nothing else of the operator's;
-//! - no network (its own network namespace: not even the host's loopback);
+//! - its own network namespace: no network at all, or egress only to the
+//!   hosts the target names through a proxy evalhost runs for it
+//!   ([`net`]), or (asked for by name) the host's;
+//! - memory and process-count limits on it and everything it starts
+//!   ([`limits`]), where the machine's cgroups can be written;
 //! - its own PID, IPC and UTS namespaces; it dies with evalhost.
+//!
+//! Every confined process of a case is recorded in its row
+//! ([`begin_case`], [`end_case`]): its network, the connections it asked
+//! for, allowed or refused, its limits, its peak memory and what the
+//! limits refused.
 //!
 //! Where `bwrap` is missing or cannot make namespaces (no unprivileged user
 //! namespaces), [`Isolation::detect`] says why and the run refuses to start
 //! rather than run anything unconfined.
 
+pub mod limits;
+pub mod net;
+
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{OnceLock, RwLock};
+
+use crate::results::usage::{ConfinedRow, ConnectionRow, SandboxRow};
+pub use limits::Limits;
+pub use net::Network;
 
 /// Where the sandbox's home is, inside it.
 pub const SANDBOX_HOME: &str = "/home/sandbox";
@@ -71,6 +88,8 @@ pub struct Confine {
     /// Read-only binds the target asks for (an agent's own configuration
     /// directory), at their own path.
     pub extra_readable: Vec<PathBuf>,
+    /// Binds at another path inside: (outside, inside, writable).
+    pub mounts: Vec<(PathBuf, String, bool)>,
 }
 
 impl Isolation {
@@ -156,6 +175,10 @@ impl Isolation {
         for dir in &confine.writable {
             a.extend(["--bind".into(), path_arg(dir), path_arg(dir)]);
         }
+        for (outside, inside, writable) in &confine.mounts {
+            let how = if *writable { "--bind" } else { "--ro-bind" };
+            a.extend([how.into(), path_arg(outside), inside.clone()]);
+        }
         if let Some(cwd) = cwd {
             a.extend(["--chdir".into(), path_arg(cwd)]);
         }
@@ -199,6 +222,8 @@ pub struct Active {
     readable: RwLock<Vec<PathBuf>>,
     /// The suite running now is isolated (a multi-suite run may mix).
     on: AtomicBool,
+    /// Where each confined process gets its limits, or why it cannot.
+    pub cgroups: Result<limits::Cgroups, String>,
 }
 
 impl Active {
@@ -220,6 +245,7 @@ pub fn activate(isolation: Isolation, readable: Vec<PathBuf>) -> &'static Active
         isolation,
         readable: RwLock::new(Vec::new()),
         on: AtomicBool::new(false),
+        cgroups: limits::Cgroups::detect(),
     });
     match active.readable.write() {
         Ok(mut r) => *r = readable,
@@ -240,6 +266,171 @@ pub fn deactivate() {
 /// Isolation, when the run turned it on.
 pub fn active() -> Option<&'static Active> {
     ACTIVE.get().filter(|a| a.on.load(Ordering::SeqCst))
+}
+
+/// A confined process about to start: its command, and what runs beside
+/// it (its proxy, its control group) until [`Sandboxed::finish`].
+#[derive(Debug)]
+pub struct Sandboxed {
+    /// The `bwrap` command.
+    pub command: Command,
+    session: Option<net::Session>,
+    group: Option<limits::Group>,
+    program: String,
+    network: String,
+}
+
+impl Active {
+    /// The sandbox of one process: `argv` run in `cwd` with `env`, able to
+    /// reach what `confine` and `network` say, held to `limits`.
+    pub fn sandbox(
+        &self,
+        mut confine: Confine,
+        argv: &[String],
+        cwd: Option<&Path>,
+        env: &[(String, String)],
+        network: &Network,
+        limits: Limits,
+    ) -> std::io::Result<Sandboxed> {
+        let program = argv
+            .first()
+            .map(|p| {
+                Path::new(p)
+                    .file_name()
+                    .map_or_else(|| p.clone(), |n| n.to_string_lossy().into_owned())
+            })
+            .unwrap_or_default();
+        let mut env = env.to_vec();
+        let mut argv = argv.to_vec();
+        let (proxy, forwards) = match network {
+            Network::Hosts(hosts) => (Some(hosts.clone()), Vec::new()),
+            Network::Loopback(port) => (None, vec![*port]),
+            Network::None | Network::Host => (None, Vec::new()),
+        };
+        let session = if proxy.is_some() || !forwards.is_empty() {
+            let session = net::Session::start(proxy.clone(), &forwards)?;
+            let exe = std::env::current_exe()?;
+            let bridge = "/run/evalhost-bridge".to_owned();
+            confine
+                .mounts
+                .push((session.dir().to_path_buf(), net::SANDBOX_RUN.into(), false));
+            confine.mounts.push((exe, bridge.clone(), false));
+            let mut front = vec![bridge, net::BRIDGE_ARG.to_owned()];
+            if proxy.is_some() {
+                front.push("--proxy".into());
+                env.extend(net::proxy_env());
+            }
+            for port in &forwards {
+                front.extend(["--forward".into(), port.to_string()]);
+            }
+            front.push("--".into());
+            argv.splice(0..0, front);
+            Some(session)
+        } else {
+            None
+        };
+        let group = match &self.cgroups {
+            Ok(cgroups) => Some(cgroups.create(limits)?),
+            Err(_) => None,
+        };
+        let mut command =
+            self.isolation
+                .command(&confine, &argv, cwd, &env, *network == Network::Host);
+        if let Some(group) = &group {
+            let fds = group.fds();
+            // SAFETY: the closure only calls `write(2)` on descriptors the
+            // group keeps open until the process has started.
+            unsafe {
+                use std::os::unix::process::CommandExt as _;
+                command.pre_exec(move || limits::enter(&fds));
+            }
+        }
+        Ok(Sandboxed {
+            command,
+            session,
+            group,
+            program,
+            network: network.describe(),
+        })
+    }
+}
+
+impl Sandboxed {
+    /// The process has ended: stops its proxy, reads and removes its
+    /// group, and records it for the case's row (as dropping it does).
+    pub fn finish(self) {}
+
+    fn record(&mut self) {
+        let mut row = ConfinedRow {
+            program: std::mem::take(&mut self.program),
+            network: std::mem::take(&mut self.network),
+            ..ConfinedRow::default()
+        };
+        if let Some(session) = self.session.take() {
+            for attempt in session.finish() {
+                if !attempt.allowed {
+                    row.refused.push(format!(
+                        "connection to {}:{} (not in the target's isolate.network)",
+                        attempt.host, attempt.port
+                    ));
+                }
+                row.connections.push(ConnectionRow {
+                    host: attempt.host,
+                    port: attempt.port,
+                    allowed: attempt.allowed,
+                    note: attempt.note,
+                });
+            }
+        }
+        if let Some(group) = self.group.take() {
+            let held = group.limits();
+            let usage = group.finish();
+            row.limits = Some(held.describe());
+            row.peak_memory_bytes = usage.peak_memory;
+            if usage.oom_kills > 0 {
+                row.refused.push(format!(
+                    "memory: {} process(es) killed at the limit of {}",
+                    usage.oom_kills,
+                    limits::bytes(held.memory)
+                ));
+            }
+            if usage.forks_refused > 0 {
+                row.refused.push(format!(
+                    "processes: {} fork(s) refused at the limit of {}",
+                    usage.forks_refused, held.processes
+                ));
+            }
+        }
+        CASE.with(|case| {
+            if let Some(rows) = case.borrow_mut().as_mut() {
+                rows.push(row);
+            }
+        });
+    }
+}
+
+impl Drop for Sandboxed {
+    fn drop(&mut self) {
+        self.record();
+    }
+}
+
+thread_local! {
+    /// The confined processes of the case this thread is running.
+    static CASE: RefCell<Option<Vec<ConfinedRow>>> = const { RefCell::new(None) };
+}
+
+/// A case starts on this thread: its confined processes are recorded from
+/// now on (when the run is isolated).
+pub fn begin_case() {
+    CASE.with(|case| *case.borrow_mut() = active().map(|_| Vec::new()));
+}
+
+/// The case ends: how its processes were confined, when the run was
+/// isolated.
+pub fn end_case() -> Option<SandboxRow> {
+    CASE.with(|case| case.borrow_mut().take())
+        .map(|processes| SandboxRow { processes })
 }
 
 /// A path as one argument.
@@ -263,7 +454,7 @@ mod tests {
         let confine = Confine {
             writable: vec![PathBuf::from("/w/case-1")],
             readable: vec![PathBuf::from("/w/suite")],
-            extra_readable: vec![],
+            ..Confine::default()
         };
         let a = isolation().args(
             &confine,
