@@ -401,3 +401,292 @@ fn each_suite_of_an_isolated_multi_suite_run_reads_its_own_project() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("2 of 2 suites passed"), "{}", r.stdout);
 }
+
+/// A loopback HTTP server answering `body` to every request; counts them.
+fn http_server(body: &'static str) -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        use std::io::Write as _;
+        for mut s in listener.incoming().flatten() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            let _ = s.read(&mut [0u8; 4096]);
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (port, count)
+}
+
+/// `isolate.network: [host:port]`: the target reaches its API through
+/// evalhost's proxy and nothing else — another loopback server is refused
+/// by the proxy, a direct connection finds no network — and the row
+/// records each connection, allowed or refused. With `isolate.memory` and
+/// `isolate.processes`, a fork past the limit is refused and an allocation
+/// past it killed, both recorded in the row (where the machine's cgroups
+/// cannot hold limits, a target that sets them is refused instead).
+#[test]
+fn egress_reaches_only_the_targets_hosts_and_limits_hold_and_the_row_records_what_was_refused() {
+    if !bwrap_works() {
+        return;
+    }
+    let (api, api_calls) = http_server("MODEL ANSWER 42");
+    let (other, other_calls) = http_server("SHOULD NOT BE SEEN");
+    let project = Project::with_mock("unused");
+    project.write(
+        "agent.py",
+        &format!(
+            r#"import socket, subprocess, urllib.request
+out = []
+for name, port in (("api", {api}), ("other", {other})):
+    try:
+        out.append(name + ": " + urllib.request.urlopen("http://127.0.0.1:%d/" % port, timeout=5).read().decode())
+    except Exception as e:
+        out.append(name + ": refused " + str(e))
+try:
+    socket.create_connection(("127.0.0.1", {api}), timeout=2).close()
+    out.append("direct: connected")
+except Exception as e:
+    out.append("direct: denied")
+procs = []
+try:
+    for _ in range(60):
+        procs.append(subprocess.Popen(["sleep", "5"]))
+    out.append("fork: 60 started")
+except Exception as e:
+    out.append("fork: refused")
+for p in procs:
+    p.kill()
+    p.wait()
+r = subprocess.run(["python3", "-c", "x = bytearray(400 << 20); print('allocated')"], capture_output=True, text=True)
+out.append("memory: " + ("allocated" if r.returncode == 0 else "killed %d" % r.returncode))
+print("\n".join(out))
+"#
+        ),
+    );
+    let root = project.path().display().to_string();
+    let targets = |limits: &str| {
+        format!(
+            "targets:\n  - name: default\n    provider: cli\n    command: \"python3 {root}/agent.py > {{OUTPUT_FILE}}\"\n    isolate: {{network: ['127.0.0.1:{api}']{limits}}}\n"
+        )
+    };
+    project.write(".evalhost/targets.yaml", &targets(""));
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - id: agent\n    input: go\n    assertions:\n      - {type: contains, value: 'api: MODEL ANSWER 42'}\n",
+    );
+    let r = crate::support::run_in(
+        project.path(),
+        &["run", "EVAL.yaml", "-o", "out", "--isolate"],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let row = project.rows().into_iter().next().unwrap();
+    let output = row["output"].as_str().unwrap_or_default();
+    assert!(output.contains("api: MODEL ANSWER 42"), "{output}");
+    assert!(output.contains("other: refused HTTP Error 403"), "{output}");
+    assert!(output.contains("direct: denied"), "{output}");
+    assert_eq!(api_calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        other_calls.load(Ordering::SeqCst),
+        0,
+        "the proxy never connected"
+    );
+    let process = &row["sandbox"]["processes"][0];
+    assert_eq!(
+        process["network"],
+        format!("proxy: 127.0.0.1:{api}"),
+        "{row}"
+    );
+    let connections = process["connections"].as_array().unwrap();
+    assert_eq!(connections.len(), 2, "{process}");
+    assert_eq!(connections[0]["port"], api);
+    assert_eq!(connections[0]["allowed"], true);
+    assert_eq!(connections[1]["port"], other);
+    assert_eq!(connections[1]["allowed"], false);
+    let refused = process["refused"].to_string();
+    assert!(
+        refused.contains(&format!("connection to 127.0.0.1:{other}")),
+        "{refused}"
+    );
+
+    // Limits of the target's own.
+    project.write(
+        ".evalhost/targets.yaml",
+        &targets(", memory: 200MiB, processes: 32"),
+    );
+    let r = crate::support::run_in(
+        project.path(),
+        &["run", "EVAL.yaml", "-o", "out2", "--isolate"],
+    );
+    if r.code == 2 && r.stderr.contains("cannot be applied here") {
+        eprintln!(
+            "isolation: no writable cgroup here; limits are refused, as they must be: {}",
+            r.stderr
+        );
+        return;
+    }
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let row: Value = serde_json::from_str(
+        std::fs::read_to_string(project.path().join("out2/results.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let output = row["output"].as_str().unwrap_or_default();
+    assert!(output.contains("fork: refused"), "{output}");
+    assert!(output.contains("memory: killed -9"), "{output}");
+    let process = &row["sandbox"]["processes"][0];
+    assert_eq!(
+        process["limits"], "memory 200 MiB, 32 processes",
+        "{process}"
+    );
+    let refused = process["refused"].to_string();
+    assert!(
+        refused.contains("fork(s) refused at the limit of 32"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("killed at the limit of 200 MiB"),
+        "{refused}"
+    );
+    assert!(
+        process["peak_memory_bytes"].as_u64().unwrap_or(0) > 100 << 20,
+        "{process}"
+    );
+}
+
+/// `--sandbox strict` isolates where bubblewrap works (the header says so,
+/// and the row records the sandbox); where it cannot be had, strict
+/// refuses a command target rather than run it unconfined.
+#[test]
+fn strict_isolates_where_bubblewrap_works_and_refuses_command_targets_where_it_cannot() {
+    let project = Project::with_mock("unused");
+    project.write(
+        ".evalhost/targets.yaml",
+        "targets:\n  - name: default\n    provider: cli\n    command: \"echo hi > {OUTPUT_FILE}\"\n",
+    );
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - {id: t, input: q, assertions: [{type: contains, value: hi}]}\n",
+    );
+    // A PATH with the shell's tools but no bwrap.
+    let bin = tempfile::tempdir().unwrap();
+    for tool in ["sh", "echo", "git", "python3"] {
+        if let Some(path) = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|d| d.join(tool))
+            .find(|p| p.is_file())
+        {
+            std::os::unix::fs::symlink(path, bin.path().join(tool)).unwrap();
+        }
+    }
+    let r: crate::support::Run = evalhost()
+        .current_dir(project.path())
+        .env("PATH", bin.path())
+        .args([
+            "run",
+            "EVAL.yaml",
+            "-o",
+            "out",
+            "--sandbox",
+            "strict",
+            "--targets",
+            ".evalhost/targets.yaml",
+        ])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("--sandbox strict runs agent and command targets (default) only isolated"),
+        "{}",
+        r.stderr
+    );
+    assert!(!project.path().join("out/results.jsonl").exists());
+    if !bwrap_works() {
+        return;
+    }
+    let r = crate::support::run_in(
+        project.path(),
+        &[
+            "run",
+            "EVAL.yaml",
+            "-o",
+            "out",
+            "--sandbox",
+            "strict",
+            "--targets",
+            ".evalhost/targets.yaml",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("isolated:"), "{}", r.stdout);
+    let row = project.rows().into_iter().next().unwrap();
+    assert_eq!(row["sandbox"]["processes"][0]["network"], "none", "{row}");
+}
+
+/// A suite that asks for its cases to run in a container (AgentV's
+/// `workspace.docker`, AgentV 5's docker `environment`) is refused with
+/// the reason — each runtime and what it can do here — and never run on
+/// the host instead; `validate` says what a run needs.
+#[test]
+fn a_suite_that_asks_for_a_container_is_refused_with_the_reason_never_run_on_the_host() {
+    let project = Project::with_mock("hi");
+    project.write(
+        "EVAL.yaml",
+        "workspace:\n  docker:\n    image: python:3.11-slim\n    memory: 2g\ntests:\n  - {id: t, input: q, assertions: [{type: contains, value: hi}]}\n",
+    );
+    let r = crate::support::run_in(project.path(), &["run", "EVAL.yaml", "-o", "out"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    for part in [
+        "EVAL.yaml:2",
+        "`workspace.docker`",
+        "image `python:3.11-slim`",
+        "docker: ",
+        "podman: ",
+        "It is not run on the host instead",
+    ] {
+        assert!(r.stderr.contains(part), "`{part}` expected:\n{}", r.stderr);
+    }
+    assert!(!project.path().join("out/results.jsonl").exists());
+    let v = crate::support::run_in(project.path(), &["validate", "EVAL.yaml"]);
+    assert_eq!(v.code, 0, "{}{}", v.stdout, v.stderr);
+    assert!(
+        v.stderr.contains("needs a working docker or podman"),
+        "{}",
+        v.stderr
+    );
+
+    // AgentV 5: `environment: {type: docker}`, AgentV's own example.
+    let example =
+        crate::support::root().join("../shared/corpus/agentv-5-next/features/docker-workspace");
+    if !example.is_dir() {
+        eprintln!("isolation: the AgentV 5 corpus is missing; its docker example is not run");
+        return;
+    }
+    let v5 = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(v5.path().join(".git")).unwrap();
+    std::fs::create_dir_all(v5.path().join(".agentv")).unwrap();
+    for file in ["evals/docker-example.EVAL.yaml", ".agentv/providers.yaml"] {
+        std::fs::create_dir_all(v5.path().join(file).parent().unwrap()).unwrap();
+        std::fs::copy(example.join(file), v5.path().join(file)).unwrap();
+    }
+    let r = crate::support::run_in(
+        v5.path(),
+        &["run", "evals/docker-example.EVAL.yaml", "-o", "out"],
+    );
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("image `python:3.11-slim`") && r.stderr.contains("not run on the host"),
+        "{}",
+        r.stderr
+    );
+    assert!(!v5.path().join("out/results.jsonl").exists());
+}

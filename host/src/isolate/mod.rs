@@ -29,6 +29,7 @@
 //! namespaces), [`Isolation::detect`] says why and the run refuses to start
 //! rather than run anything unconfined.
 
+pub mod container;
 pub mod limits;
 pub mod net;
 

@@ -219,6 +219,27 @@ pub(super) fn setup(
         }
     }
     let target_names: Vec<String> = run_targets.iter().map(|t| t.target.name.clone()).collect();
+    // A suite whose cases must run in a container (`workspace.docker`)
+    // runs there or not at all: never on the host instead. A regrade runs
+    // no case.
+    let container = suite
+        .workspace
+        .iter()
+        .chain(suite.tests.iter().filter_map(|t| t.workspace.as_deref()))
+        .find_map(|w| w.container.clone());
+    if let (Some(container), None) = (container, &options.regrade) {
+        let runtimes = crate::isolate::container::probe(crate::process::which);
+        return Ok(Err(RunError::Usage(format!(
+            "{}: the suite asks for its cases to run in a container{}, and evalhost runs none here — {}. It is not run on the host instead; remove `docker` to run the cases on this machine (with --isolate to confine them)",
+            container.place(),
+            container
+                .image
+                .as_deref()
+                .map(|i| format!(" (image `{i}`)"))
+                .unwrap_or_default(),
+            runtimes.join("; ")
+        ))));
+    }
     // --isolate, and --sandbox strict wherever it can be had: every command
     // of the run confined. Strict without it runs no agent or command
     // target unconfined.

@@ -97,6 +97,32 @@ pub struct Repo {
 }
 
 /// A workspace as written, resolved.
+/// A container the suite asks its cases to run in (AgentV's
+/// `workspace.docker`, AgentV 5's `environment: {type: docker}`): evalhost
+/// runs it only with a working docker or podman, never on the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Container {
+    /// The image named, when one is.
+    pub image: Option<String>,
+    /// Where it was written.
+    pub loc: crate::model::Loc,
+}
+
+impl Container {
+    /// `file:line` and the key.
+    pub fn place(&self) -> String {
+        format!(
+            "{}{} `{}`",
+            self.loc.file.display(),
+            self.loc
+                .pos
+                .map(|p| format!(":{}", p.line))
+                .unwrap_or_default(),
+            self.loc.key
+        )
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Spec {
     /// Directory copied into the workspace.
@@ -114,6 +140,8 @@ pub struct Spec {
     /// `env`: what the machine must have before anything runs (checked
     /// once, before `before_all`).
     pub preflight: Option<Preflight>,
+    /// A container the cases must run in.
+    pub container: Option<Container>,
 }
 
 /// `workspace.env` (AgentV's preflight checks).
@@ -140,6 +168,7 @@ impl Spec {
             isolation: self.isolation,
             static_path: suite.static_path.clone(),
             preflight: suite.preflight.clone(),
+            container: suite.container.clone(),
         }
     }
 

@@ -75,6 +75,20 @@ impl Loader {
             isolation = Isolation::Shared;
         }
         let preflight = self.workspace_preflight(doc, at, &map);
+        // `docker`: the cases run in a container, or not at all (a run
+        // checks for docker or podman; `validate` says so).
+        let container = map.get("docker").map(|d| {
+            let at = at.key("docker");
+            self.warning(
+                doc,
+                &at,
+                "`docker` runs the cases in a container: `evalhost run` needs a working docker or podman for it and refuses the suite otherwise (never on the host)",
+            );
+            crate::workspace::Container {
+                image: d.get("image").and_then(Value::as_str).map(str::to_owned),
+                loc: doc.loc(&at),
+            }
+        });
         Some(Spec {
             template,
             repos,
@@ -82,6 +96,7 @@ impl Loader {
             isolation,
             static_path,
             preflight,
+            container,
         })
     }
 

@@ -37,8 +37,8 @@ impl Rewriter {
     /// `environment: {type: host, workdir, setup}` as AgentV 5 prepares it
     /// (`environment/host.ts`): the workdir itself is the workspace (made
     /// when missing) and `setup` runs once before the tests — an AgentV 4
-    /// static workspace with a `before_all` hook. `type: docker` stays a
-    /// warning, as Docker workspaces do.
+    /// static workspace with a `before_all` hook. `type: docker` is AgentV 4's
+    /// `workspace.docker`: run only in a container.
     pub(super) fn environment(&mut self, value: &Value, at: &KeyPath) -> Option<Value> {
         let loaded;
         let env = match value {
@@ -60,10 +60,9 @@ impl Rewriter {
         };
         match env.get("type").and_then(Value::as_str).unwrap_or("host") {
             "host" => {}
-            "docker" => {
-                self.warning(at, "a docker `environment` is ignored: containers are not supported by this version");
-                return None;
-            }
+            // A Docker environment: AgentV 4's `workspace.docker`, which a
+            // run refuses without a working container runtime.
+            "docker" => return Some(json!({ "docker": Value::Object(env.clone()) })),
             other => {
                 self.error(
                     &at.key("type"),

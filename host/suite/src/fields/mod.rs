@@ -626,11 +626,10 @@ pub const WORKSPACE: &[Field] = &[
         "The directory of a static workspace (implies mode: static): shared by every case, never removed; built from the template and repos when missing or empty",
         string,
     ),
-    unsupported(
+    field(
         "docker",
-        "Run graders in a container",
+        "Run the cases in a container ({image, timeout, memory, cpus}): a run needs a working docker or podman and refuses the suite otherwise",
         any,
-        "containers are not supported by this version",
     ),
     field(
         "env",
