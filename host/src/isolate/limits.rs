@@ -42,7 +42,7 @@ impl Limits {
 
 /// `4 GiB`, `512 MiB`.
 pub fn bytes(n: u64) -> String {
-    if n >= 1 << 30 && n % (1 << 30) == 0 {
+    if n >= 1 << 30 && n.is_multiple_of(1 << 30) {
         format!("{} GiB", n >> 30)
     } else if n >= 1 << 20 {
         format!("{} MiB", n >> 20)

@@ -751,14 +751,13 @@ pub fn default_hosts(kind: &AgentKind, env: &[(String, String)]) -> Vec<String> 
     };
     let mut hosts: Vec<String> = vendor.iter().map(|h| (*h).to_owned()).collect();
     for (key, value) in env {
-        if key.ends_with("_BASE_URL") || key.ends_with("_API_BASE") || key.ends_with("_ENDPOINT") {
-            if let Some(authority) = value
+        if (key.ends_with("_BASE_URL") || key.ends_with("_API_BASE") || key.ends_with("_ENDPOINT"))
+            && let Some(authority) = value
                 .split_once("://")
                 .map(|(_, rest)| rest.split(['/', '?', '#']).next().unwrap_or_default())
                 .filter(|a| !a.is_empty())
-            {
-                hosts.push(authority.rsplit('@').next().unwrap_or(authority).to_owned());
-            }
+        {
+            hosts.push(authority.rsplit('@').next().unwrap_or(authority).to_owned());
         }
     }
     hosts.sort();
