@@ -199,6 +199,7 @@ fn run(
         shell_args: &[],
         env_remove: &policy.scrub_env,
         case: true,
+        role: "preprocessor",
         ..crate::process::Spec::default()
     });
     Ok(match outcome {

@@ -39,6 +39,9 @@ pub struct Spec<'a> {
     /// script the suite names): confined under `--isolate`. evalhost's own
     /// commands (git for a workspace's baseline) never are.
     pub case: bool,
+    /// What the process is to the case (`target`, `hook`, `code-grader`,
+    /// …): how the row's sandbox record names it.
+    pub role: &'a str,
     /// Under `--isolate`: the directories the command may write (the case
     /// workspace, its temporary files); everything else is read-only or
     /// absent (see `crate::isolate`).
@@ -193,6 +196,7 @@ fn confined(
         mounts: Vec::new(),
     };
     active.sandbox(
+        spec.role,
         confine,
         &argv,
         spec.cwd,

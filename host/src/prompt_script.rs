@@ -108,6 +108,7 @@ pub fn render(
         shell_args: &[],
         env_remove: &policy.scrub_env,
         case: true,
+        role: "prompt script",
         ..crate::process::Spec::default()
     })
     .map_err(|e| format!("Prompt template execution failed: `{program}` could not start: {e}"))?;

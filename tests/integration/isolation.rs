@@ -215,6 +215,7 @@ fn isolate_confines_the_target_the_hook_and_the_grader_while_the_answer_is_grade
         }
     }
     assert_eq!(f.connections.load(Ordering::SeqCst), 3);
+    assert!(row.get("sandbox").is_none(), "{row}");
     for who in ["target", "hook", "grader"] {
         let escape = f.outside.path().join(format!("{who}-escape.txt"));
         assert!(escape.is_file());
@@ -248,6 +249,28 @@ fn isolate_confines_the_target_the_hook_and_the_grader_while_the_answer_is_grade
     }
     assert!(seen.contains("ANSWER 42"), "{seen}");
     assert_eq!(row["status"], "passed", "{row}");
+    // The row records each confined process of the case, in order, with
+    // its network; a run without --isolate records none.
+    let roles: Vec<(&str, &str)> = row["sandbox"]["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["role"].as_str().unwrap_or_default(),
+                p["network"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            ("hook", "none"),
+            ("target", "none"),
+            ("code-grader", "none")
+        ],
+        "{row}"
+    );
     assert_eq!(f.connections.load(Ordering::SeqCst), 3, "no new connection");
     for who in ["target", "hook", "grader"] {
         assert!(!f.outside.path().join(format!("{who}-escape.txt")).exists());
@@ -512,6 +535,14 @@ print("\n".join(out))
     assert!(
         refused.contains(&format!("connection to 127.0.0.1:{other}")),
         "{refused}"
+    );
+    // The terminal says it under the case, though the case passed.
+    assert!(
+        r.stdout.contains(&format!(
+            "sandbox refused target: connection to 127.0.0.1:{other}"
+        )),
+        "{}",
+        r.stdout
     );
 
     // Limits of the target's own.

@@ -271,15 +271,35 @@ impl Index {
             // versions sharing a project would empty it in turns).
             return Err(IndexError::Newer { path, version });
         }
-        let older = version < SCHEMA_VERSION;
+        let mut older = version < SCHEMA_VERSION;
         if older {
             // An older evalhost's index (or a new file): ours, built again
-            // from the run directories, which hold everything it did.
-            conn.execute_batch("DROP TABLE IF EXISTS rows; DROP TABLE IF EXISTS runs;")
-                .map_err(sqlite)?;
-            conn.execute_batch(SCHEMA).map_err(sqlite)?;
-            conn.pragma_update(None, "user_version", SCHEMA_VERSION)
-                .map_err(sqlite)?;
+            // from the run directories, which hold everything it did. In
+            // one write transaction, the version read again inside it: two
+            // runs starting at once on a new index must not both drop the
+            // tables (the second dropping what the first had just made and
+            // was writing to).
+            conn.execute_batch("BEGIN IMMEDIATE").map_err(sqlite)?;
+            let migrated = (|| {
+                let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+                if version >= SCHEMA_VERSION {
+                    return Ok(false);
+                }
+                conn.execute_batch("DROP TABLE IF EXISTS rows; DROP TABLE IF EXISTS runs;")?;
+                conn.execute_batch(SCHEMA)?;
+                conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+                Ok(true)
+            })();
+            match migrated {
+                Ok(m) => {
+                    conn.execute_batch("COMMIT").map_err(sqlite)?;
+                    older = m;
+                }
+                Err(e) => {
+                    let _ = conn.execute_batch("ROLLBACK");
+                    return Err(sqlite(e));
+                }
+            }
         }
         Ok((
             Self {

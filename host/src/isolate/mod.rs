@@ -277,6 +277,7 @@ pub struct Sandboxed {
     pub command: Command,
     session: Option<net::Session>,
     group: Option<limits::Group>,
+    role: String,
     program: String,
     network: String,
 }
@@ -286,6 +287,7 @@ impl Active {
     /// reach what `confine` and `network` say, held to `limits`.
     pub fn sandbox(
         &self,
+        role: &str,
         mut confine: Confine,
         argv: &[String],
         cwd: Option<&Path>,
@@ -350,6 +352,7 @@ impl Active {
             command,
             session,
             group,
+            role: role.to_owned(),
             program,
             network: network.describe(),
         })
@@ -363,6 +366,7 @@ impl Sandboxed {
 
     fn record(&mut self) {
         let mut row = ConfinedRow {
+            role: std::mem::take(&mut self.role),
             program: std::mem::take(&mut self.program),
             network: std::mem::take(&mut self.network),
             ..ConfinedRow::default()

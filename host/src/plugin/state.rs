@@ -440,6 +440,7 @@ impl exec::Host for HostState {
             shell_args: &[],
             env_remove: &grant.scrub_env,
             case: true,
+            role: "code-grader",
             writable: &writable,
             readable: &[],
             network: proxy.as_ref().and_then(|p| p.port()).map_or(

@@ -167,6 +167,31 @@ pub fn row_lines(row: &ResultRow, full_output: bool) -> Vec<String> {
     if let Some(gate) = &row.gated {
         lines.push(format!("        {}", shown(&gate.explain())));
     }
+    // What the sandbox refused the case's processes (`--isolate`), pass or
+    // not: an agent that passed while refused a host should be seen.
+    if let Some(sandbox) = &row.sandbox {
+        let refused: Vec<String> = sandbox
+            .processes
+            .iter()
+            .flat_map(|p| {
+                let who = if p.role.is_empty() {
+                    &p.program
+                } else {
+                    &p.role
+                };
+                p.refused.iter().map(move |r| format!("{who}: {r}"))
+            })
+            .collect();
+        for line in refused.iter().take(3) {
+            lines.push(format!("        sandbox refused {}", one_line(line, 160)));
+        }
+        if refused.len() > 3 {
+            lines.push(format!(
+                "        sandbox refused {} more (the row's `sandbox` lists all)",
+                refused.len() - 3
+            ));
+        }
+    }
     if !row.passed() {
         for score in row.scores.iter().filter(|s| s.verdict != Verdict::Pass) {
             let class = score

@@ -39,6 +39,10 @@ pub struct SandboxRow {
 /// One confined process of a case.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ConfinedRow {
+    /// What it is to the case: `target`, `hook`, `code-grader`,
+    /// `preprocessor`, `prompt script`, `healthcheck`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub role: String,
     /// The program (its file name; `sh` for a shell line).
     pub program: String,
     /// Its network: `none`, `host`, `proxy: HOST, …` or the judge proxy's

@@ -231,7 +231,7 @@ pub(super) fn setup(
         let runtimes = crate::isolate::container::probe(crate::process::which);
         return Ok(Err(RunError::Usage(format!(
             "{}: the suite asks for its cases to run in a container{}, and evalhost runs none here — {}. It is not run on the host instead; remove `docker` to run the cases on this machine (with --isolate to confine them)",
-            container.place(),
+            container.place,
             container
                 .image
                 .as_deref()

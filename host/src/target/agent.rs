@@ -564,6 +564,7 @@ pub fn invoke(
         env: &env,
         env_remove: &remove,
         case: true,
+        role: "target",
         writable: &writable,
         readable: &isolate.read,
         network: isolate
@@ -701,6 +702,7 @@ pub(super) fn spawn_session(
         env: &session.env,
         env_remove: &session.remove,
         case: true,
+        role: "target",
         writable: &writable,
         readable: &session.read,
         network: session.network.clone(),

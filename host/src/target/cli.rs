@@ -277,6 +277,7 @@ fn healthcheck(target: &Target, check: &Healthcheck) -> Result<(), TargetFailure
                     cwd: cwd.as_deref(),
                     timeout: Some(*timeout),
                     case: true,
+                    role: "healthcheck",
                     ..process::Spec::default()
                 }) {
                     Ok(o) if o.success() => Ok(()),
@@ -404,6 +405,7 @@ pub fn invoke(
         env_remove: &[],
         case: true,
         writable: &writable,
+        role: "target",
         readable: &target.isolate.read,
         network: target.isolate.network.clone().unwrap_or_default(),
         limits: target.isolate.limits,

@@ -604,6 +604,7 @@ pub fn run_hook(hook: &Hook, ctx: &HookContext<'_>, default_timeout: Duration) -
         shell_args: &[],
         env_remove: &[],
         case: true,
+        role: "hook",
         writable: &writable,
         readable: &[],
         network: crate::isolate::Network::None,

@@ -104,23 +104,8 @@ pub struct Repo {
 pub struct Container {
     /// The image named, when one is.
     pub image: Option<String>,
-    /// Where it was written.
-    pub loc: crate::model::Loc,
-}
-
-impl Container {
-    /// `file:line` and the key.
-    pub fn place(&self) -> String {
-        format!(
-            "{}{} `{}`",
-            self.loc.file.display(),
-            self.loc
-                .pos
-                .map(|p| format!(":{}", p.line))
-                .unwrap_or_default(),
-            self.loc.key
-        )
-    }
+    /// Where it was written: `file:line` and the key.
+    pub place: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -84,9 +84,15 @@ impl Loader {
                 &at,
                 "`docker` runs the cases in a container: `evalhost run` needs a working docker or podman for it and refuses the suite otherwise (never on the host)",
             );
+            let loc = doc.loc(&at);
             crate::workspace::Container {
                 image: d.get("image").and_then(Value::as_str).map(str::to_owned),
-                loc: doc.loc(&at),
+                place: format!(
+                    "{}{} `{}`",
+                    loc.file.display(),
+                    loc.pos.map(|p| format!(":{}", p.line)).unwrap_or_default(),
+                    loc.key
+                ),
             }
         });
         Some(Spec {
