@@ -194,16 +194,10 @@ fn confined(
         readable,
         extra_readable: spec.readable.to_vec(),
         mounts: Vec::new(),
+        network: spec.network.clone(),
+        limits: spec.limits.unwrap_or_default(),
     };
-    active.sandbox(
-        spec.role,
-        confine,
-        &argv,
-        spec.cwd,
-        spec.env,
-        &spec.network,
-        spec.limits.unwrap_or_default(),
-    )
+    active.sandbox(spec.role, confine, &argv, spec.cwd, spec.env)
 }
 
 /// `spec` as the operator's own process.

@@ -91,6 +91,10 @@ pub struct Confine {
     pub extra_readable: Vec<PathBuf>,
     /// Binds at another path inside: (outside, inside, writable).
     pub mounts: Vec<(PathBuf, String, bool)>,
+    /// What of the network it reaches.
+    pub network: Network,
+    /// Its memory and process limits.
+    pub limits: Limits,
 }
 
 impl Isolation {
@@ -292,9 +296,9 @@ impl Active {
         argv: &[String],
         cwd: Option<&Path>,
         env: &[(String, String)],
-        network: &Network,
-        limits: Limits,
     ) -> std::io::Result<Sandboxed> {
+        let network = &confine.network.clone();
+        let limits = confine.limits;
         let program = argv
             .first()
             .map(|p| {
