@@ -647,7 +647,7 @@ async function viewTest(ctx, runId, testId) {
         arr(p.refused).length ? badge('failed', `${arr(p.refused).length} refused`) : null),
       arr(p.connections).length ? h('ul', { class: 'plain' }, arr(p.connections).map((c) =>
         h('li', null, c.allowed ? 'allowed ' : badge('failed', 'refused'), ' ', code(`${c.host}:${c.port}`), c.note ? muted(` · ${c.note}`) : null))) : null,
-      arr(p.refused).length ? h('ul', { class: 'plain' }, arr(p.refused).map((x) => h('li', null, x))) : null))),
+      arr(p.refused).filter((x) => !String(x).startsWith('connection to')).length ? h('ul', { class: 'plain' }, arr(p.refused).filter((x) => !String(x).startsWith('connection to')).map((x) => h('li', null, x))) : null))),
     sec(row.hooks && Object.keys(row.hooks).length, 'hooks', 'Hooks', Object.entries(row.hooks || {}).map(([name, hk]) => div('hook',
       h('h3', null, code(name), hk?.error ? badge('error', 'failed') : null),
       hk?.output ? pre(str(hk.output)) : null, hk?.error ? pre(str(hk.error), 'error-text') : null))),
