@@ -721,3 +721,159 @@ fn a_suite_that_asks_for_a_container_is_refused_with_the_reason_never_run_on_the
     );
     assert!(!v5.path().join("out/results.jsonl").exists());
 }
+
+/// A coding agent (`provider: claude`, a stand-in printing Claude Code's
+/// stream) under `--isolate`: an empty home, the operator's key only when
+/// granted, its model API (the host of the `ANTHROPIC_BASE_URL` it is
+/// given) reached through evalhost's proxy and another host refused, its
+/// workspace writable — and the row records it.
+#[test]
+fn a_coding_agent_reaches_only_its_model_api_and_writes_only_its_workspace() {
+    if !bwrap_works() {
+        return;
+    }
+    let (api, api_calls) = http_server("pong");
+    let (other, other_calls) = http_server("SHOULD NOT BE SEEN");
+    let f = fixture();
+    let secret = f.home.path().join(".ssh/id_ed25519");
+    f.project.write(
+        "bin/claude",
+        &format!(
+            r#"#!/bin/sh
+exec python3 - "$@" <<'PY'
+import json, os, sys, urllib.request
+out = ["home=" + os.environ.get("HOME", "")]
+try:
+    open({secret:?}).read()
+    out.append("secret: read")
+except Exception:
+    out.append("secret: denied")
+out.append("token=" + os.environ.get("OPERATOR_TOKEN", "missing"))
+base = os.environ.get("ANTHROPIC_BASE_URL", "")
+try:
+    out.append("api: " + urllib.request.urlopen(base + "/v1/ping", timeout=5).read().decode())
+except Exception as e:
+    out.append("api: failed " + str(e))
+try:
+    urllib.request.urlopen("http://127.0.0.1:{other}/", timeout=5)
+    out.append("other: reached")
+except Exception:
+    out.append("other: refused")
+open("agent-wrote.txt", "w").write("x")
+out.append("wrote: " + os.path.abspath("agent-wrote.txt"))
+text = "\n".join(out)
+print(json.dumps({{"type": "system", "subtype": "init", "session_id": "s", "model": "fake"}}))
+print(json.dumps({{"type": "assistant", "message": {{"role": "assistant", "content": [{{"type": "text", "text": text}}], "usage": {{"input_tokens": 1, "output_tokens": 1}}}}}}))
+print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "result": text, "num_turns": 1, "duration_ms": 1, "total_cost_usd": 0.001, "usage": {{"input_tokens": 1, "output_tokens": 1}}}}))
+PY
+"#,
+            secret = secret.display().to_string(),
+        ),
+    );
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(
+            f.project.path().join("bin/claude"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    let root = f.project.path().display().to_string();
+    f.project.write(
+        ".evalhost/targets.yaml",
+        &format!(
+            "targets:\n  - name: default\n    provider: claude\n    executable: {root}/bin/claude\n    isolate: {{env: [ANTHROPIC_BASE_URL]}}\n"
+        ),
+    );
+    f.project.write(
+        "EVAL.yaml",
+        "workspace:\n  template: ./template\ntests:\n  - id: agent\n    input: Fix it.\n    assertions:\n      - {type: contains, value: 'api: pong'}\n",
+    );
+    let r: crate::support::Run = evalhost()
+        .current_dir(f.project.path())
+        .env("HOME", f.home.path())
+        .env("OPERATOR_TOKEN", "tok-operator-123")
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{api}"))
+        .args([
+            "run",
+            "EVAL.yaml",
+            "-o",
+            "out",
+            "--isolate",
+            "--keep-workspaces",
+        ])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let row = f.project.rows().into_iter().next().unwrap();
+    let output = row["output"].as_str().unwrap_or_default();
+    for line in [
+        "home=/home/sandbox",
+        "secret: denied",
+        "token=missing",
+        "api: pong",
+        "other: refused",
+    ] {
+        assert!(output.contains(line), "`{line}` expected:\n{output}");
+    }
+    assert_eq!(api_calls.load(Ordering::SeqCst), 1);
+    assert_eq!(other_calls.load(Ordering::SeqCst), 0);
+    // It wrote into its workspace, which evalhost kept.
+    let workspace = row["workspace_path"].as_str().unwrap();
+    assert!(
+        std::path::Path::new(workspace)
+            .join("agent-wrote.txt")
+            .is_file(),
+        "{output}"
+    );
+    let process = &row["sandbox"]["processes"][0];
+    assert_eq!(process["role"], "target", "{row}");
+    let network = process["network"].as_str().unwrap();
+    assert!(
+        network.contains("api.anthropic.com") && network.contains(&format!("127.0.0.1:{api}")),
+        "{network}"
+    );
+    let refused = process["refused"].to_string();
+    assert!(refused.contains(&format!("127.0.0.1:{other}")), "{refused}");
+}
+
+/// The repository's own examples of agents at work pass under --isolate:
+/// the coding-agent example with its recording (its hook and the
+/// repository's tests each in a sandbox), and the SWE-style one (its
+/// scripted agent, its hook and its graders).
+#[test]
+fn the_coding_agent_and_swe_style_examples_pass_isolated() {
+    if !bwrap_works() {
+        return;
+    }
+    let root = crate::support::root();
+    for example in ["coding-agent", "swe-style"] {
+        let out = tempfile::tempdir().unwrap();
+        let dir = out.path().join("run");
+        let r = crate::support::run_in(
+            &root,
+            &[
+                "run",
+                &format!("examples/{example}/EVAL.yaml"),
+                "-o",
+                dir.to_str().unwrap(),
+                "--isolate",
+            ],
+        );
+        assert_eq!(r.code, 0, "{example}: {}{}", r.stdout, r.stderr);
+        for line in std::fs::read_to_string(dir.join("results.jsonl"))
+            .unwrap()
+            .lines()
+        {
+            let row: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(row["status"], "passed", "{example}: {row}");
+            let processes = row["sandbox"]["processes"].as_array().unwrap();
+            assert!(
+                processes.iter().any(|p| p["role"] == "hook")
+                    && processes.iter().any(|p| p["role"] == "code-grader"),
+                "{example}: {row}"
+            );
+        }
+    }
+}
