@@ -782,7 +782,7 @@ PY
     f.project.write(
         ".evalhost/targets.yaml",
         &format!(
-            "targets:\n  - name: default\n    provider: claude\n    executable: {root}/bin/claude\n    isolate: {{env: [ANTHROPIC_BASE_URL]}}\n"
+            "targets:\n  - name: default\n    provider: claude\n    executable: {root}/bin/claude\n    isolate: {{env: [ANTHROPIC_BASE_URL, EVALHOST_TEST_UNSET_KEY]}}\n"
         ),
     );
     f.project.write(
@@ -806,6 +806,14 @@ PY
         .unwrap()
         .into();
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // A granted variable that is not set is said, not silently dropped.
+    assert!(
+        r.stderr.contains(
+            "isolate.env names EVALHOST_TEST_UNSET_KEY, not set in evalhost's environment"
+        ),
+        "{}",
+        r.stderr
+    );
     let row = f.project.rows().into_iter().next().unwrap();
     let output = row["output"].as_str().unwrap_or_default();
     for line in [
@@ -876,4 +884,82 @@ fn the_coding_agent_and_swe_style_examples_pass_isolated() {
             );
         }
     }
+}
+
+/// `--isolate-root`: a root filesystem of the operator's — a directory, or
+/// a tarball of one (unpacked once into the cache, by its digest) — is
+/// what the sandboxed processes see as `/etc` and `/usr`; a file that is
+/// not a tarball of one is refused with the reason.
+#[test]
+fn isolate_root_takes_a_directory_or_a_tarball_of_one() {
+    if !bwrap_works() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    // A root whose /usr is the host's and whose /etc is its own, marked.
+    let root = work.path().join("root");
+    std::fs::create_dir_all(root.join("etc")).unwrap();
+    std::os::unix::fs::symlink("/usr", root.join("usr")).unwrap();
+    for (link, to) in [
+        ("bin", "usr/bin"),
+        ("lib", "usr/lib"),
+        ("lib64", "usr/lib64"),
+    ] {
+        std::os::unix::fs::symlink(to, root.join(link)).unwrap();
+    }
+    std::fs::write(root.join("etc/evalhost-root"), "ROOT-MARKER-7\n").unwrap();
+    let tarball = work.path().join("root.tar.gz");
+    let tar = std::process::Command::new("tar")
+        .arg("-czf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&root)
+        .arg(".")
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let project = Project::with_mock("unused");
+    project.write(
+        ".evalhost/targets.yaml",
+        "targets:\n  - name: default\n    provider: cli\n    command: \"cat /etc/evalhost-root > {OUTPUT_FILE} 2>&1; true\"\n",
+    );
+    project.write(
+        "EVAL.yaml",
+        "tests:\n  - {id: t, input: q, assertions: [{type: contains, value: ROOT-MARKER-7}]}\n",
+    );
+    let cache = work.path().join("cache");
+    let run = |root: &std::path::Path, out: &str| -> crate::support::Run {
+        evalhost()
+            .current_dir(project.path())
+            .env("EVALHOST_CACHE_DIR", &cache)
+            .args(["run", "EVAL.yaml", "-o", out, "--isolate", "--isolate-root"])
+            .arg(root)
+            .output()
+            .unwrap()
+            .into()
+    };
+    // Without a root of its own, the host's /etc has no marker.
+    let r = crate::support::run_in(
+        project.path(),
+        &["run", "EVAL.yaml", "-o", "host", "--isolate"],
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let r = run(&root, "dir");
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = run(&tarball, "tarball");
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("root: "), "{}", r.stdout);
+    let unpacked: Vec<_> = std::fs::read_dir(cache.join("roots"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(unpacked.len(), 1, "{unpacked:?}");
+    assert_eq!(unpacked[0].len(), 64, "named by its SHA-256: {unpacked:?}");
+    // Again: from the cache.
+    let r = run(&tarball, "again");
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = run(&project.path().join("EVAL.yaml"), "bad");
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("cannot unpack it"), "{}", r.stderr);
 }

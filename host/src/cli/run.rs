@@ -132,9 +132,11 @@ pub struct RunArgs {
     /// works. See docs/security.md.
     #[arg(long)]
     pub isolate: bool,
-    /// With --isolate: the sandboxes' root filesystem (a directory with
-    /// usr/ and etc/, e.g. made by mmdebstrap) instead of the host's.
-    #[arg(long, value_name = "DIR", requires = "isolate")]
+    /// With --isolate: the sandboxes' root filesystem instead of the
+    /// host's `/usr` and `/etc` — a directory with usr/ and etc/, or a
+    /// tarball of one (e.g. made by `mmdebstrap`; unpacked once into
+    /// evalhost's cache, by its SHA-256).
+    #[arg(long, value_name = "DIR|TARBALL", requires = "isolate")]
     pub isolate_root: Option<PathBuf>,
 }
 

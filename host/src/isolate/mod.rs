@@ -73,8 +73,11 @@ pub enum Unavailable {
     )]
     CannotStart(String),
     /// The root filesystem named is not a directory holding `/usr`.
-    #[error("--isolate-root {0}: not a directory with usr/ in it")]
+    #[error("--isolate-root {0}: not a directory with usr/ in it (nor a tarball of one)")]
     BadRoot(PathBuf),
+    /// A tarball named as the root could not be unpacked.
+    #[error("--isolate-root {0}: cannot unpack it: {1}")]
+    Unpack(PathBuf, String),
 }
 
 /// What one confined process may reach, besides the root.
@@ -103,15 +106,16 @@ impl Isolation {
     /// used as the sandboxes' root filesystem.
     pub fn detect(bwrap: Option<PathBuf>, root: Option<&Path>) -> Result<Self, Unavailable> {
         let bwrap = bwrap.ok_or(Unavailable::NoBwrap)?;
-        if let Some(root) = root
+        let root = match root {
+            Some(file) if file.is_file() => Some(unpack_root(file)?),
+            other => other.map(Path::to_path_buf),
+        };
+        if let Some(root) = &root
             && !root.join("usr").is_dir()
         {
-            return Err(Unavailable::BadRoot(root.to_path_buf()));
+            return Err(Unavailable::BadRoot(root.clone()));
         }
-        let isolation = Self {
-            bwrap,
-            root: root.map(Path::to_path_buf),
-        };
+        let isolation = Self { bwrap, root };
         let probe = isolation
             .command(&Confine::default(), &["true".to_owned()], None, &[], false)
             .output()
@@ -122,6 +126,12 @@ impl Isolation {
             ));
         }
         Ok(isolation)
+    }
+
+    /// The root filesystem the sandboxes are made from, when not the
+    /// host's.
+    pub fn root(&self) -> Option<&Path> {
+        self.root.as_deref()
     }
 
     /// The `bwrap` arguments that make the sandbox for `confine`, running
@@ -271,6 +281,77 @@ pub fn deactivate() {
 /// Isolation, when the run turned it on.
 pub fn active() -> Option<&'static Active> {
     ACTIVE.get().filter(|a| a.on.load(Ordering::SeqCst))
+}
+
+/// A tarball of a root filesystem, unpacked once into evalhost's cache
+/// (`~/.cache/evalhost/roots/<sha256 of the tarball>`, made under another
+/// name and renamed whole, so that two runs at once never see half of
+/// one); its device files are skipped (bubblewrap makes `/dev`). GNU tar
+/// reads it, compressed or not.
+fn unpack_root(tarball: &Path) -> Result<PathBuf, Unavailable> {
+    use sha2::{Digest as _, Sha256};
+    use std::io::Read as _;
+    let fail = |why: String| Unavailable::Unpack(tarball.to_path_buf(), why);
+    let mut hasher = Sha256::new();
+    let mut file = std::fs::File::open(tarball).map_err(|e| fail(e.to_string()))?;
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| fail(e.to_string()))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    let digest: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let cache = std::env::var_os("EVALHOST_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| dirs::cache_dir().map(|d| d.join("evalhost")))
+        .ok_or_else(|| fail("no cache directory (set EVALHOST_CACHE_DIR)".into()))?
+        .join("roots");
+    let done = cache.join(&digest);
+    if done.join("usr").exists() {
+        return Ok(done);
+    }
+    std::fs::create_dir_all(&cache).map_err(|e| fail(e.to_string()))?;
+    let partial = tempfile::Builder::new()
+        .prefix(&format!("{digest}.partial-"))
+        .tempdir_in(&cache)
+        .map_err(|e| fail(e.to_string()))?;
+    let out = Command::new("tar")
+        .arg("-xf")
+        .arg(tarball)
+        .arg("-C")
+        .arg(partial.path())
+        .args([
+            "--no-same-owner",
+            "--no-same-permissions",
+            "--exclude=./dev/*",
+            "--exclude=dev/*",
+        ])
+        .output()
+        .map_err(|e| fail(format!("tar: {e}")))?;
+    if !out.status.success() {
+        return Err(fail(format!(
+            "tar: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    if !partial.path().join("usr").exists() {
+        return Err(Unavailable::BadRoot(tarball.to_path_buf()));
+    }
+    let kept = partial.keep();
+    if let Err(e) = std::fs::rename(&kept, &done) {
+        // Another run unpacked the same tarball first: use theirs.
+        let _ = std::fs::remove_dir_all(&kept);
+        if !done.join("usr").exists() {
+            return Err(fail(e.to_string()));
+        }
+    }
+    Ok(done)
 }
 
 /// A confined process about to start: its command, and what runs beside

@@ -91,9 +91,15 @@ pub(super) fn print(
             Some(Err(why)) => format!("no memory or process limits ({why})"),
             None => String::new(),
         };
+        let root = crate::isolate::active()
+            .and_then(|a| a.isolation.root())
+            .map_or_else(
+                || "the host's /usr and /etc".to_owned(),
+                |r| crate::text::shown(&r.display().to_string()).into_owned(),
+            );
         writeln!(
             header,
-            "  isolated: each command in its own sandbox (bubblewrap): workspace writable, project read-only, empty home, PATH and locale only; network: none for commands, an agent's model API through evalhost's proxy; {limits}"
+            "  isolated: each command in its own sandbox (bubblewrap): workspace writable, project read-only, empty home, PATH and locale only; network: none for commands, an agent's model API through evalhost's proxy; {limits}; root: {root}"
         )?;
     }
     if let Some(file) = &targets.file {
