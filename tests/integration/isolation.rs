@@ -53,8 +53,12 @@ fn bwrap_works() -> bool {
 /// it. `who` names the process in its lines.
 fn probe(who: &str, secret: &str, outside: &str, port: u16) -> String {
     format!(
-        r#"import os, socket, sys
+        r#"import os, socket, subprocess, sys
 out = []
+# Root inside the sandbox would remount a read-only bind writable: it has
+# no capability to.
+project = os.path.dirname(os.path.abspath(__file__))
+subprocess.run(["mount", "-o", "remount,rw,bind", project], capture_output=True)
 try:
     out.append("{who} home: read " + open({secret:?}).read().strip())
 except Exception as e:
@@ -130,8 +134,8 @@ fn fixture() -> Fixture {
         "probe_grader.py",
         &format!(
             "import json\npayload = json.load(sys.stdin)\n{}ws = payload.get('workspace_path') or '.'\ntry:\n    out.append(open(os.path.join(ws, 'hook-report.txt')).read())\nexcept Exception as e:\n    out.append('no hook report: ' + str(e))\nok = 'ANSWER 42' in (payload.get('output') or '')\nprint(json.dumps({{'score': 1 if ok else 0, 'assertions': [{{'text': 'answer present', 'passed': ok, 'evidence': '\\n'.join(out)}}]}}))\n",
-            probe("grader", &secret, &out, port).replacen("import os, socket, sys\n", "", 1)
-        ).replacen("import json\n", "import json, os, socket, sys\n", 1),
+            probe("grader", &secret, &out, port).replacen("import os, socket, subprocess, sys\n", "", 1)
+        ).replacen("import json\n", "import json, os, socket, subprocess, sys\n", 1),
     );
     std::fs::create_dir_all(project.path().join("template")).unwrap();
     std::fs::write(project.path().join("template/README"), "seed\n").unwrap();
@@ -908,6 +912,17 @@ fn isolate_root_takes_a_directory_or_a_tarball_of_one() {
         std::os::unix::fs::symlink(to, root.join(link)).unwrap();
     }
     std::fs::write(root.join("etc/evalhost-root"), "ROOT-MARKER-7\n").unwrap();
+    // A file only its owner may read: evalhost running as root hides it
+    // (its sandboxed processes are uid 0, the owner).
+    std::fs::write(root.join("etc/shadow"), "root:SECRET-HASH:1::::::\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(
+            root.join("etc/shadow"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+    }
     let tarball = work.path().join("root.tar.gz");
     let tar = std::process::Command::new("tar")
         .arg("-czf")
@@ -921,7 +936,7 @@ fn isolate_root_takes_a_directory_or_a_tarball_of_one() {
     let project = Project::with_mock("unused");
     project.write(
         ".evalhost/targets.yaml",
-        "targets:\n  - name: default\n    provider: cli\n    command: \"cat /etc/evalhost-root > {OUTPUT_FILE} 2>&1; true\"\n",
+        "targets:\n  - name: default\n    provider: cli\n    command: \"(cat /etc/evalhost-root; cat /etc/shadow) > {OUTPUT_FILE} 2>&1; true\"\n",
     );
     project.write(
         "EVAL.yaml",
@@ -946,6 +961,18 @@ fn isolate_root_takes_a_directory_or_a_tarball_of_one() {
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     let r = run(&root, "dir");
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let row: Value = serde_json::from_str(
+        std::fs::read_to_string(project.path().join("dir/results.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        !row["output"].as_str().unwrap().contains("SECRET-HASH"),
+        "a file only its owner reads stays hidden: {row}"
+    );
     let r = run(&tarball, "tarball");
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("root: "), "{}", r.stdout);

@@ -57,6 +57,16 @@ pub struct Isolation {
     bwrap: PathBuf,
     /// A root filesystem to use instead of the host's `/usr` and `/etc`.
     root: Option<PathBuf>,
+    /// The sandbox gets a user namespace of its own in which no other can
+    /// be made (`--unshare-user --disable-userns`: a nested namespace would
+    /// give its process capabilities again); false where bubblewrap cannot
+    /// (a setuid bubblewrap without user namespaces).
+    userns: bool,
+    /// Files and directories of the root's `/etc` that others may not
+    /// read, hidden in the sandbox when evalhost runs as root (its
+    /// sandboxed processes are uid 0, the owner of those files:
+    /// `/etc/shadow`, ssh host keys, `ssl/private`).
+    masked: Vec<(PathBuf, bool)>,
 }
 
 /// Why isolation cannot be had here.
@@ -115,14 +125,35 @@ impl Isolation {
         {
             return Err(Unavailable::BadRoot(root.clone()));
         }
-        let isolation = Self { bwrap, root };
-        let probe = isolation
-            .command(&Confine::default(), &["true".to_owned()], None, &[], false)
-            .output()
-            .map_err(|e| Unavailable::CannotStart(e.to_string()))?;
-        if !probe.status.success() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let root_operator = unsafe { libc::geteuid() } == 0;
+        let masked = if root_operator {
+            unreadable_by_others(&root.as_deref().unwrap_or(Path::new("/")).join("etc"))
+        } else {
+            Vec::new()
+        };
+        let mut isolation = Self {
+            bwrap,
+            root,
+            userns: true,
+            masked,
+        };
+        let probe = |isolation: &Self| {
+            isolation
+                .command(&Confine::default(), &["true".to_owned()], None, &[], false)
+                .output()
+                .map_err(|e| Unavailable::CannotStart(e.to_string()))
+        };
+        let mut out = probe(&isolation)?;
+        if !out.status.success() {
+            // A bubblewrap that cannot make a user namespace (setuid, on
+            // a kernel without unprivileged ones): without one.
+            isolation.userns = false;
+            out = probe(&isolation)?;
+        }
+        if !out.status.success() {
             return Err(Unavailable::CannotStart(
-                String::from_utf8_lossy(&probe.stderr).trim().to_owned(),
+                String::from_utf8_lossy(&out.stderr).trim().to_owned(),
             ));
         }
         Ok(isolation)
@@ -146,6 +177,10 @@ impl Isolation {
     ) -> Vec<String> {
         let mut a: Vec<String> = [
             "--unshare-all",
+            // No capability inside, even for root: no remounting a
+            // read-only bind, no mounting a cgroup file system.
+            "--cap-drop",
+            "ALL",
             "--die-with-parent",
             "--new-session",
             "--proc",
@@ -160,10 +195,11 @@ impl Isolation {
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
+        if self.userns {
+            a.splice(1..1, ["--unshare-user".into(), "--disable-userns".into()]);
+        }
         if network {
-            // A process that must reach the host's loopback (the judge
-            // proxy of a code grader) or a model API keeps the host's
-            // network; everything else stays confined.
+            // `isolate.network: true`: the host's network, as asked.
             a.insert(1, "--share-net".into());
         }
         let root = self.root.as_deref().unwrap_or(Path::new("/"));
@@ -172,6 +208,14 @@ impl Isolation {
         };
         ro(&root.join("usr"), "/usr");
         ro(&root.join("etc"), "/etc");
+        for (path, dir) in &self.masked {
+            let inside = Path::new("/etc").join(path);
+            if *dir {
+                a.extend(["--tmpfs".into(), path_arg(&inside)]);
+            } else {
+                a.extend(["--ro-bind".into(), "/dev/null".into(), path_arg(&inside)]);
+            }
+        }
         // Merged /usr (Debian, Ubuntu, Fedora): /bin, /lib… are links into
         // it; elsewhere they are directories of their own.
         for dir in ["bin", "sbin", "lib", "lib32", "lib64", "libx32"] {
@@ -281,6 +325,37 @@ pub fn deactivate() {
 /// Isolation, when the run turned it on.
 pub fn active() -> Option<&'static Active> {
     ACTIVE.get().filter(|a| a.on.load(Ordering::SeqCst))
+}
+
+/// The files (false) and directories (true) under `etc` that others may
+/// not read, relative to it: what a root operator's sandbox hides.
+fn unreadable_by_others(etc: &Path) -> Vec<(PathBuf, bool)> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut hidden = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(etc.join(&rel)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            let path = rel.join(entry.file_name());
+            let mode = meta.permissions().mode();
+            if meta.is_dir() {
+                if mode & 0o005 != 0o005 {
+                    hidden.push((path, true));
+                } else {
+                    stack.push(path);
+                }
+            } else if meta.is_file() && mode & 0o004 == 0 {
+                hidden.push((path, false));
+            }
+        }
+    }
+    hidden.sort();
+    hidden
 }
 
 /// A tarball of a root filesystem, unpacked once into evalhost's cache
@@ -457,7 +532,14 @@ impl Sandboxed {
             ..ConfinedRow::default()
         };
         if let Some(session) = self.session.take() {
-            for attempt in session.finish() {
+            let (attempts, dropped) = session.finish();
+            if dropped > 0 {
+                row.refused.push(format!(
+                    "proxy: {dropped} connection(s) closed unserved (more than {} at once, or no whole request within 10 s)",
+                    net::CONNECTIONS_AT_ONCE
+                ));
+            }
+            for attempt in attempts {
                 if !attempt.allowed {
                     row.refused.push(format!(
                         "connection to {}:{} (not in the target's isolate.network)",
@@ -536,6 +618,11 @@ mod tests {
         Isolation {
             bwrap: PathBuf::from("/usr/bin/bwrap"),
             root: None,
+            userns: true,
+            masked: vec![
+                (PathBuf::from("shadow"), false),
+                (PathBuf::from("ssl/private"), true),
+            ],
         }
     }
 
@@ -554,9 +641,16 @@ mod tests {
         );
         let joined = a.join(" ");
         assert!(
-            joined.starts_with("--unshare-all --die-with-parent"),
+            joined.starts_with(
+                "--unshare-all --unshare-user --disable-userns --cap-drop ALL --die-with-parent"
+            ),
             "{joined}"
         );
+        assert!(
+            joined.contains("--ro-bind /dev/null /etc/shadow"),
+            "{joined}"
+        );
+        assert!(joined.contains("--tmpfs /etc/ssl/private"), "{joined}");
         assert!(joined.contains("--bind /w/case-1 /w/case-1"), "{joined}");
         assert!(
             joined.contains("--ro-bind-try /w/suite /w/suite"),

@@ -36,6 +36,11 @@ pub const BRIDGE_ARG: &str = "__sandbox-bridge";
 /// The longest request head the proxy reads.
 const HEAD_CAP: usize = 64 << 10;
 
+/// The most connections a session carries at once; past it a connection
+/// is closed at once (and counted), so that a process cannot make
+/// evalhost hold a thread per connection without end.
+pub const CONNECTIONS_AT_ONCE: usize = 64;
+
 /// What a confined process may reach of the network.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Network {
@@ -108,7 +113,9 @@ pub struct Session {
     stop: Arc<AtomicBool>,
     threads: Vec<std::thread::JoinHandle<()>>,
     attempts: Arc<Mutex<Vec<Attempt>>>,
-    sockets: Vec<PathBuf>,
+    /// Connections closed at once: past [`CONNECTIONS_AT_ONCE`], or their
+    /// request never completed.
+    dropped: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Session {
@@ -123,36 +130,41 @@ impl Session {
             stop,
             threads: Vec::new(),
             attempts,
-            sockets: Vec::new(),
+            dropped: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
         };
+        let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         if let Some(allow) = proxy {
-            let path = session.dir.path().join("proxy.sock");
-            let listener = UnixListener::bind(&path)?;
+            let listener = UnixListener::bind(session.dir.path().join("proxy.sock"))?;
             let (stop, attempts) = (session.stop.clone(), session.attempts.clone());
+            let (open, dropped) = (open.clone(), session.dropped.clone());
             let allow = Arc::new(allow);
             session.threads.push(std::thread::spawn(move || {
-                accept_loop(&listener, &stop, |client| {
-                    let (allow, attempts) = (allow.clone(), attempts.clone());
-                    std::thread::spawn(move || serve_proxy(client, &allow, &attempts));
+                accept_loop(&listener, &stop, &open, &dropped, |client, done| {
+                    let (allow, attempts, dropped) =
+                        (allow.clone(), attempts.clone(), dropped.clone());
+                    std::thread::spawn(move || {
+                        serve_proxy(client, &allow, &attempts, &dropped);
+                        drop(done);
+                    });
                 });
             }));
-            session.sockets.push(path);
         }
         for port in forwards {
-            let path = session.dir.path().join(format!("port-{port}.sock"));
-            let listener = UnixListener::bind(&path)?;
+            let listener =
+                UnixListener::bind(session.dir.path().join(format!("port-{port}.sock")))?;
             let stop = session.stop.clone();
+            let (open, dropped) = (open.clone(), session.dropped.clone());
             let port = *port;
             session.threads.push(std::thread::spawn(move || {
-                accept_loop(&listener, &stop, |client| {
+                accept_loop(&listener, &stop, &open, &dropped, |client, done| {
                     std::thread::spawn(move || {
                         if let Ok(upstream) = TcpStream::connect(("127.0.0.1", port)) {
                             splice_unix(client, upstream);
                         }
+                        drop(done);
                     });
                 });
             }));
-            session.sockets.push(path);
         }
         Ok(session)
     }
@@ -162,41 +174,83 @@ impl Session {
         self.dir.path()
     }
 
-    /// Stops listening and returns every attempt, in order.
-    pub fn finish(mut self) -> Vec<Attempt> {
+    /// Stops listening and returns every attempt, in order, and how many
+    /// connections were closed unserved.
+    pub fn finish(mut self) -> (Vec<Attempt>, usize) {
+        // The accept loops poll `stop`: nothing the sandboxed process did
+        // to the sockets can keep them waiting.
         self.stop.store(true, Ordering::SeqCst);
-        for socket in &self.sockets {
-            // Wakes the accept loop, which then sees `stop`.
-            let _ = UnixStream::connect(socket);
-        }
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
-        std::mem::take(&mut *self.attempts.lock().unwrap_or_else(|e| e.into_inner()))
+        (
+            std::mem::take(&mut *self.attempts.lock().unwrap_or_else(|e| e.into_inner())),
+            self.dropped.load(Ordering::SeqCst),
+        )
     }
 }
 
-/// Accepts connections until `stop`, handing each to `serve`.
-fn accept_loop(listener: &UnixListener, stop: &AtomicBool, mut serve: impl FnMut(UnixStream)) {
-    for client in listener.incoming() {
-        if stop.load(Ordering::SeqCst) {
-            break;
-        }
-        if let Ok(client) = client {
-            serve(client);
+/// A connection being served: counted in `open` until dropped.
+struct Open(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Accepts connections until `stop` (polled: the listener does not block),
+/// handing each to `serve` with its place among the [`CONNECTIONS_AT_ONCE`]
+/// — past them it is closed at once and counted in `dropped`.
+fn accept_loop(
+    listener: &UnixListener,
+    stop: &AtomicBool,
+    open: &Arc<std::sync::atomic::AtomicUsize>,
+    dropped: &std::sync::atomic::AtomicUsize,
+    mut serve: impl FnMut(UnixStream, Open),
+) {
+    if listener.set_nonblocking(true).is_err() {
+        return;
+    }
+    while !stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((client, _)) => {
+                if client.set_nonblocking(false).is_err() {
+                    continue;
+                }
+                if open.fetch_add(1, Ordering::SeqCst) >= CONNECTIONS_AT_ONCE {
+                    open.fetch_sub(1, Ordering::SeqCst);
+                    dropped.fetch_add(1, Ordering::SeqCst);
+                    continue;
+                }
+                serve(client, Open(open.clone()));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
         }
     }
 }
 
 /// One proxied connection: reads the head, checks the host, connects and
 /// copies both ways — or answers 403 and records the refusal.
-fn serve_proxy(mut client: UnixStream, allow: &[String], attempts: &Mutex<Vec<Attempt>>) {
-    let _ = client.set_read_timeout(Some(Duration::from_secs(30)));
+fn serve_proxy(
+    mut client: UnixStream,
+    allow: &[String],
+    attempts: &Mutex<Vec<Attempt>>,
+    dropped: &std::sync::atomic::AtomicUsize,
+) {
+    let _ = client.set_read_timeout(Some(Duration::from_secs(10)));
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
     let end = loop {
         match client.read(&mut buf) {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => {
+                // Closed or stalled before its request was whole.
+                dropped.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
             Ok(n) => head.extend_from_slice(&buf[..n]),
         }
         if let Some(i) = head.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -446,6 +500,30 @@ mod tests {
     }
 
     #[test]
+    fn connections_past_the_cap_are_closed_and_counted_and_finish_never_waits() {
+        let session = Session::start(Some(vec!["example.invalid".into()]), &[]).unwrap();
+        // Connections that never send a whole request: the first ones
+        // are held (until their read times out), the rest closed at once.
+        let held: Vec<UnixStream> = (0..CONNECTIONS_AT_ONCE + 20)
+            .map(|_| {
+                let mut s = UnixStream::connect(session.dir().join("proxy.sock")).unwrap();
+                let _ = s.write_all(b"GET http://x");
+                s
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        // The socket gone (as a process could not do, but even so): the
+        // session still ends at once.
+        std::fs::remove_file(session.dir().join("proxy.sock")).unwrap();
+        let started = std::time::Instant::now();
+        let (attempts, dropped) = session.finish();
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(attempts.is_empty());
+        assert_eq!(dropped, 20, "past the cap");
+        drop(held);
+    }
+
+    #[test]
     fn authorities_split_with_defaults() {
         assert_eq!(
             split_authority("api.openai.com:443", 80),
@@ -490,7 +568,8 @@ mod tests {
             refused.contains("not in the target's allow-list"),
             "{refused}"
         );
-        let attempts = session.finish();
+        let (attempts, dropped) = session.finish();
+        assert_eq!(dropped, 0);
         assert_eq!(attempts.len(), 2, "{attempts:?}");
         assert!(attempts[0].allowed && attempts[0].port == open_port);
         assert!(!attempts[1].allowed && attempts[1].port == 22);
