@@ -310,10 +310,27 @@ impl CaseWorkspace<'_> {
     /// The diff of what changed since the baseline, then `after_each` (its
     /// reset first). Returns the diff.
     pub fn after_agent(&mut self, test: &TestCase) -> Option<String> {
-        let changes = self
+        let changes = match self
             .workspace_ref()
-            .and_then(|ws| ws.changes().ok())
-            .filter(|d| !d.is_empty());
+            .map(crate::workspace::Workspace::changes)
+        {
+            Some(Ok(diff)) => Some(diff).filter(|d| !d.is_empty()),
+            Some(Err(e)) => {
+                // Said in the row, not taken for "nothing changed".
+                self.hooks.insert(
+                    "file_changes".into(),
+                    HookRow {
+                        output: String::new(),
+                        error: Some(format!(
+                            "the workspace's changes could not be read, so no diff is recorded: {}",
+                            e.0
+                        )),
+                    },
+                );
+                None
+            }
+            None => None,
+        };
         if let Some(hook) = self.spec.hooks.after_each.clone() {
             if let Some(ws) = self.workspace_ref()
                 && let Err(e) = ws.reset(hook.reset)

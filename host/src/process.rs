@@ -194,6 +194,7 @@ fn confined(
         readable,
         extra_readable: spec.readable.to_vec(),
         mounts: Vec::new(),
+        hidden: crate::isolate::hidden(&active.readable()),
         network: spec.network.clone(),
         limits: spec.limits.unwrap_or_default(),
     };

@@ -74,6 +74,22 @@ try:
 except Exception as e:
     out.append("{who} network: denied")
 out.append("{who} env: " + os.environ.get("OPERATOR_TOKEN", "missing"))
+# The sandbox's PID 1 (bubblewrap) must not hold evalhost's environment.
+try:
+    out.append("{who} pid1 env: " + ("leaked" if b"OPERATOR_TOKEN" in open("/proc/1/environ", "rb").read() else "clean"))
+except Exception as e:
+    out.append("{who} pid1 env: clean")
+# A descriptor evalhost inherited (9, a file of the operator's).
+try:
+    out.append("{who} fd 9: read " + os.pread(9, 100, 0).decode().strip())
+except Exception as e:
+    out.append("{who} fd 9: none")
+# The run directory (inside the project): no case reads the rows.
+try:
+    listing = os.listdir(os.path.join(project, "out"))
+    out.append("{who} run dir: " + ("visible" if "run.json" in listing else "hidden"))
+except Exception as e:
+    out.append("{who} run dir: hidden")
 try:
     open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "{who}-project.txt"), "w").write("x")
     out.append("{who} project: wrote")
@@ -164,7 +180,22 @@ fn run(f: &Fixture, extra: &[&str]) -> (crate::support::Run, Value) {
     let mut args = vec!["run", "EVAL.yaml", "-o", "out"];
     args.extend_from_slice(extra);
     let _ = std::fs::remove_dir_all(f.project.path().join("out"));
-    let r: crate::support::Run = evalhost()
+    // evalhost started with descriptor 9 open on a file of the operator's
+    // (as a shell or a CI runner may leave one): it must not reach a case.
+    let secret_fd = f.home.path().join("fd-secret");
+    std::fs::write(&secret_fd, "FD-SECRET\n").unwrap();
+    let base = evalhost();
+    let mut command = std::process::Command::new("sh");
+    for (k, v) in base.get_envs() {
+        if let Some(v) = v {
+            command.env(k, v);
+        }
+    }
+    let r: crate::support::Run = command
+        .arg("-c")
+        .arg("exec 9<\"$0\"; exec \"$@\"")
+        .arg(&secret_fd)
+        .arg(base.get_program())
         .current_dir(f.project.path())
         .env("HOME", f.home.path())
         .env("OPERATOR_TOKEN", "tok-operator-123")
@@ -211,6 +242,8 @@ fn isolate_confines_the_target_the_hook_and_the_grader_while_the_answer_is_grade
             format!("{who} network: connected"),
             format!("{who} env: tok-operator-123"),
             format!("{who} project: wrote"),
+            format!("{who} fd 9: read FD-SECRET"),
+            format!("{who} run dir: visible"),
         ] {
             assert!(
                 seen.contains(&line),
@@ -244,6 +277,9 @@ fn isolate_confines_the_target_the_hook_and_the_grader_while_the_answer_is_grade
             format!("{who} network: denied"),
             format!("{who} env: missing"),
             format!("{who} project: denied"),
+            format!("{who} pid1 env: clean"),
+            format!("{who} fd 9: none"),
+            format!("{who} run dir: hidden"),
         ] {
             assert!(
                 seen.contains(&line),
@@ -989,4 +1025,92 @@ fn isolate_root_takes_a_directory_or_a_tarball_of_one() {
     let r = run(&project.path().join("EVAL.yaml"), "bad");
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("cannot unpack it"), "{}", r.stderr);
+}
+
+/// evalhost's own git in a case's workspace (the baseline, the diff, the
+/// reset) reads the workspace repositories' configuration, which the
+/// target can write: a clean filter planted there runs on the host
+/// without --isolate (the target runs as the operator anyway), and only in
+/// a sandbox with it — the file it writes outside never appears.
+#[test]
+fn a_filter_planted_in_a_workspace_repository_does_not_run_on_the_host_under_isolate() {
+    if !bwrap_works() {
+        return;
+    }
+    let project = Project::with_mock("unused");
+    let src = project.path().join("srcrepo");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("a.txt"), "hi\n").unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "-m",
+            "x",
+        ],
+    ] {
+        assert!(
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(&src)
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let marker = outside.path().join("pwned");
+    project.write(
+        "plant.sh",
+        &format!(
+            "printf '[filter \"pwn\"]\\n\\tclean = \"touch {marker}; cat\"\\n' >> r/.git/config\necho '*.txt filter=pwn' > r/.gitattributes\necho changed > r/a.txt\necho ok > \"$1\"\n",
+            marker = marker.display()
+        ),
+    );
+    let root = project.path().display().to_string();
+    project.write(
+        ".evalhost/targets.yaml",
+        &format!(
+            "targets:\n  - name: default\n    provider: cli\n    command: \"sh {root}/plant.sh {{OUTPUT_FILE}}\"\n"
+        ),
+    );
+    project.write(
+        "EVAL.yaml",
+        "workspace:\n  repos:\n    - {path: r, source: {type: local, path: ./srcrepo}}\ntests:\n  - {id: t, input: q, assertions: [{type: contains, value: ok}]}\n",
+    );
+    let r = crate::support::run_in(project.path(), &["run", "EVAL.yaml", "-o", "plain"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        marker.exists(),
+        "without --isolate the planted filter runs on the host"
+    );
+    std::fs::remove_file(&marker).unwrap();
+    let r = crate::support::run_in(
+        project.path(),
+        &["run", "EVAL.yaml", "-o", "isolated", "--isolate"],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(!marker.exists(), "under --isolate it ran only in a sandbox");
+    // The change is still recorded (git ran, confined).
+    let row: Value = serde_json::from_str(
+        std::fs::read_to_string(project.path().join("isolated/results.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        row["file_changes"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("+changed"),
+        "{row}"
+    );
 }

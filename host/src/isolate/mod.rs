@@ -104,6 +104,10 @@ pub struct Confine {
     pub extra_readable: Vec<PathBuf>,
     /// Binds at another path inside: (outside, inside, writable).
     pub mounts: Vec<(PathBuf, String, bool)>,
+    /// Directories inside a readable one that the process must not see
+    /// (the run directory, the project's `.evalhost`): an empty `tmpfs`
+    /// over each.
+    pub hidden: Vec<PathBuf>,
     /// What of the network it reaches.
     pub network: Network,
     /// Its memory and process limits.
@@ -234,6 +238,22 @@ impl Isolation {
         for dir in &confine.writable {
             a.extend(["--bind".into(), path_arg(dir), path_arg(dir)]);
         }
+        // What is hidden lies inside what is readable: only what is there
+        // and under a readable directory (a mount point must be); an empty
+        // directory over a directory, an empty device over a file.
+        for path in confine
+            .hidden
+            .iter()
+            .filter(|h| confine.readable.iter().any(|r| h.starts_with(r) && *h != r))
+        {
+            match std::fs::symlink_metadata(path) {
+                Ok(m) if m.is_dir() => a.extend(["--tmpfs".into(), path_arg(path)]),
+                Ok(m) if m.is_file() => {
+                    a.extend(["--ro-bind".into(), "/dev/null".into(), path_arg(path)]);
+                }
+                _ => {}
+            }
+        }
         for (outside, inside, writable) in &confine.mounts {
             let how = if *writable { "--bind" } else { "--ro-bind" };
             a.extend([how.into(), path_arg(outside), inside.clone()]);
@@ -265,6 +285,10 @@ impl Isolation {
         network: bool,
     ) -> Command {
         let mut c = Command::new(&self.bwrap);
+        // bwrap is the sandbox's PID 1: its own environment is readable
+        // inside at /proc/1/environ, so it gets none of evalhost's (what
+        // the program gets is in the --setenv arguments).
+        c.env_clear();
         c.args(self.args(confine, cwd, env, network)).args(argv);
         c
     }
@@ -312,6 +336,40 @@ pub fn activate(isolation: Isolation, readable: Vec<PathBuf>) -> &'static Active
     }
     active.on.store(true, Ordering::SeqCst);
     active
+}
+
+/// Directories no sandbox may see (the run directories of this process).
+static HIDDEN: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Hides `dir` from every sandbox made from now on (see
+/// [`Confine::hidden`]).
+pub fn hide(dir: &Path) {
+    let mut hidden = HIDDEN.lock().unwrap_or_else(|e| e.into_inner());
+    if !hidden.iter().any(|h| h == dir) {
+        hidden.push(dir.to_path_buf());
+    }
+}
+
+/// What every sandbox hides: the run directories, and each readable
+/// project's history (`.evalhost/runs`, the `results.db` index and its
+/// side files, the response cache); the rest of `.evalhost` (the targets
+/// file, scripts beside it) stays readable.
+pub fn hidden(readable: &[PathBuf]) -> Vec<PathBuf> {
+    let mut all = HIDDEN.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for project in readable {
+        let dir = project.join(".evalhost");
+        for name in [
+            "runs",
+            "cache",
+            "results.db",
+            "results.db-wal",
+            "results.db-shm",
+            "results.db-journal",
+        ] {
+            all.push(dir.join(name));
+        }
+    }
+    all
 }
 
 /// Turns isolation off for the suite about to run (the next suite of a
@@ -499,14 +557,19 @@ impl Active {
         let mut command =
             self.isolation
                 .command(&confine, &argv, cwd, &env, *network == Network::Host);
-        if let Some(group) = &group {
-            let fds = group.fds();
-            // SAFETY: the closure only calls `write(2)` on descriptors the
-            // group keeps open until the process has started.
-            unsafe {
-                use std::os::unix::process::CommandExt as _;
-                command.pre_exec(move || limits::enter(&fds));
-            }
+        let fds = group.as_ref().map(limits::Group::fds).unwrap_or_default();
+        // SAFETY: the closure only calls `write(2)` on descriptors the
+        // group keeps open until the process has started, and `fcntl(2)`
+        // or `close_range(2)`: async-signal-safe system calls.
+        unsafe {
+            use std::os::unix::process::CommandExt as _;
+            command.pre_exec(move || {
+                limits::enter(&fds)?;
+                // No descriptor of evalhost's reaches the sandbox (one it
+                // inherited without close-on-exec, a pipe of its caller).
+                close_on_exec_from(3);
+                Ok(())
+            });
         }
         Ok(Sandboxed {
             command,
@@ -573,6 +636,11 @@ impl Sandboxed {
                 ));
             }
         }
+        // evalhost's own git in the workspace, confined, is recorded only
+        // when the sandbox refused it something.
+        if row.role == "git" && row.refused.is_empty() {
+            return;
+        }
         CASE.with(|case| {
             if let Some(rows) = case.borrow_mut().as_mut() {
                 rows.push(row);
@@ -584,6 +652,32 @@ impl Sandboxed {
 impl Drop for Sandboxed {
     fn drop(&mut self) {
         self.record();
+    }
+}
+
+/// Marks every descriptor from `first` up close-on-exec. Between `fork`
+/// and `exec`: only system calls.
+fn close_on_exec_from(first: u32) {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag on
+    // descriptors; no memory is touched.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first,
+            libc::c_uint::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        )
+    } == 0;
+    if !done {
+        // Kernels before 5.11: one descriptor at a time.
+        for fd in first..4096 {
+            // SAFETY: fcntl on a descriptor that may not be open fails
+            // harmlessly with EBADF.
+            unsafe {
+                libc::fcntl(fd as i32, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
     }
 }
 

@@ -159,7 +159,7 @@ impl Session {
                 accept_loop(&listener, &stop, &open, &dropped, |client, done| {
                     std::thread::spawn(move || {
                         if let Ok(upstream) = TcpStream::connect(("127.0.0.1", port)) {
-                            splice_unix(client, upstream);
+                            splice(client, upstream);
                         }
                         drop(done);
                     });
@@ -336,7 +336,7 @@ fn serve_proxy(
     } else if upstream.write_all(&head).is_err() {
         return;
     }
-    splice_unix(client, upstream);
+    splice(client, upstream);
 }
 
 /// `host:port` (or `[v6]:port`, or `host` with `default`).
@@ -358,33 +358,43 @@ fn split_authority(authority: &str, default: u16) -> Option<(String, u16)> {
     (!host.is_empty()).then_some((host.to_ascii_lowercase(), port))
 }
 
-/// Copies both ways until either side closes.
-fn splice_unix(client: UnixStream, upstream: TcpStream) {
-    let (Ok(mut client_r), Ok(mut upstream_w)) = (client.try_clone(), upstream.try_clone()) else {
-        return;
-    };
-    let (mut client_w, mut upstream_r) = (client, upstream);
-    let up = std::thread::spawn(move || {
-        let _ = std::io::copy(&mut client_r, &mut upstream_w);
-        let _ = upstream_w.shutdown(Shutdown::Write);
-    });
-    let _ = std::io::copy(&mut upstream_r, &mut client_w);
-    let _ = client_w.shutdown(Shutdown::Write);
-    let _ = up.join();
+/// A stream that can be read and written from two threads and closed one
+/// way: a TCP or a Unix socket.
+trait Duplex: Read + Write + Send + Sized + 'static {
+    fn duplicate(&self) -> std::io::Result<Self>;
+    fn close_write(&self);
 }
 
-/// Copies both ways between a sandbox connection and the socket outside.
-fn splice_tcp(inside: TcpStream, outside: UnixStream) {
-    let (Ok(mut inside_r), Ok(mut outside_w)) = (inside.try_clone(), outside.try_clone()) else {
+impl Duplex for TcpStream {
+    fn duplicate(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn close_write(&self) {
+        let _ = self.shutdown(Shutdown::Write);
+    }
+}
+
+impl Duplex for UnixStream {
+    fn duplicate(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn close_write(&self) {
+        let _ = self.shutdown(Shutdown::Write);
+    }
+}
+
+/// Copies both ways until either side closes.
+fn splice(a: impl Duplex, b: impl Duplex) {
+    let (Ok(mut a_read), Ok(mut b_write)) = (a.duplicate(), b.duplicate()) else {
         return;
     };
-    let (mut inside_w, mut outside_r) = (inside, outside);
+    let (mut a_write, mut b_read) = (a, b);
     let up = std::thread::spawn(move || {
-        let _ = std::io::copy(&mut inside_r, &mut outside_w);
-        let _ = outside_w.shutdown(Shutdown::Write);
+        let _ = std::io::copy(&mut a_read, &mut b_write);
+        b_write.close_write();
     });
-    let _ = std::io::copy(&mut outside_r, &mut inside_w);
-    let _ = inside_w.shutdown(Shutdown::Write);
+    let _ = std::io::copy(&mut b_read, &mut a_write);
+    a_write.close_write();
     let _ = up.join();
 }
 
@@ -430,7 +440,7 @@ pub fn bridge(args: &[String]) -> i32 {
                 let socket = socket.clone();
                 std::thread::spawn(move || {
                     if let Ok(outside) = UnixStream::connect(&socket) {
-                        splice_tcp(inside, outside);
+                        splice(inside, outside);
                     }
                 });
             }

@@ -101,6 +101,33 @@ pub(super) fn print(
             header,
             "  isolated: each command in its own sandbox (bubblewrap): workspace writable, project read-only, empty home, PATH and locale only; network: none for commands, an agent's model API through evalhost's proxy; {limits}; root: {root}"
         )?;
+        // What the targets file grants each target beyond that: said, since
+        // a targets file found beside a suite is the suite's to write.
+        for t in &setup.run_targets {
+            let g = &t.target.isolate;
+            let mut grants = Vec::new();
+            if !g.env.is_empty() {
+                grants.push(format!("keeps {}", g.env.join(", ")));
+            }
+            if !g.read.is_empty() {
+                let read: Vec<String> = g.read.iter().map(|p| p.display().to_string()).collect();
+                grants.push(format!("reads {}", read.join(", ")));
+            }
+            if let Some(network) = &g.network {
+                grants.push(format!("network {}", network.describe()));
+            }
+            if let Some(limits) = g.limits {
+                grants.push(limits.describe());
+            }
+            if !grants.is_empty() {
+                writeln!(
+                    header,
+                    "  target `{}` in its sandbox: {}",
+                    crate::text::shown(&t.target.name),
+                    crate::text::shown(&grants.join("; "))
+                )?;
+            }
+        }
     }
     if let Some(file) = &targets.file {
         writeln!(

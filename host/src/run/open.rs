@@ -71,6 +71,10 @@ pub(super) fn open(
     }
     std::fs::create_dir_all(&run_dir)
         .with_context(|| format!("cannot create the run directory {}", run_dir.display()))?;
+    // Under --isolate the run directory (inside the project, which the
+    // sandboxes read) is hidden from the case's processes: no case reads
+    // another's rows, nor an earlier run's.
+    crate::isolate::hide(&std::path::absolute(&run_dir).unwrap_or_else(|_| run_dir.clone()));
     let results_path = run_dir.join("results.jsonl");
     let mut done: HashMap<(String, String, u32), RowBrief> = HashMap::new();
     if options.resume.is_some() && std::fs::symlink_metadata(&results_path).is_ok() {

@@ -41,7 +41,38 @@ const GIT_SAFETY: &[&str] = &[
     "core.fsmonitor=false",
 ];
 
+/// Removes a directory a case's processes wrote, however deep: `rm -rf`
+/// (GNU rm walks any depth without recursing on the stack; the standard
+/// library's removal recurses, and a target that made 30 000 nested
+/// directories overflowed a worker's stack and aborted the run), else the
+/// standard library's.
+fn remove_tree(path: &Path) {
+    if !path.exists() {
+        return;
+    }
+    let removed = std::process::Command::new("rm")
+        .args(["-rf", "--one-file-system", "--"])
+        .arg(path)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !removed {
+        let _ = std::fs::remove_dir_all(path);
+    }
+}
+
 fn git(args: &[&str], cwd: &Path) -> Result<String, SetupError> {
+    git_confined(args, cwd, &[])
+}
+
+/// `git` in a case's workspace. Under `--isolate` (`writable` given: the
+/// workspace and its baseline) it runs in a sandbox like the case's own
+/// processes: the workspace's repositories hold configuration the target
+/// could write (`diff.external`, filters, `core.sshCommand`), which must
+/// not run anything on the host.
+fn git_confined(args: &[&str], cwd: &Path, writable: &[PathBuf]) -> Result<String, SetupError> {
     let argv: Vec<String> = std::iter::once("git")
         .chain(GIT_SAFETY.iter().copied())
         .chain(args.iter().copied())
@@ -71,6 +102,9 @@ fn git(args: &[&str], cwd: &Path) -> Result<String, SetupError> {
         cwd: Some(cwd),
         timeout: Some(GIT_TIMEOUT),
         env: &env,
+        case: !writable.is_empty(),
+        role: "git",
+        writable,
         ..process::Spec::default()
     })
     .map_err(|e| SetupError(format!("git could not start: {e}")))?;
@@ -366,7 +400,22 @@ impl Workspace {
         let work_tree = format!("--work-tree={}", self.path.display());
         let mut all = vec![git_dir.as_str(), work_tree.as_str()];
         all.extend_from_slice(args);
-        git(&all, &self.path)
+        git_confined(&all, &self.path, &self.confined())
+    }
+
+    /// Under `--isolate`, what evalhost's git in this workspace may write
+    /// (the workspace and its baseline); else nothing, and git runs as
+    /// evalhost's own command.
+    fn confined(&self) -> Vec<PathBuf> {
+        if crate::isolate::active().is_none() {
+            return Vec::new();
+        }
+        vec![self.path.clone(), self.snapshot_dir()]
+    }
+
+    /// `git` in one of the workspace's repositories (see [`git_confined`]).
+    fn repo_git(&self, args: &[&str], dir: &Path) -> Result<String, SetupError> {
+        git_confined(args, dir, &self.confined())
     }
 
     /// Records the baseline that [`Workspace::changes`] and resets compare
@@ -394,12 +443,12 @@ impl Workspace {
         self.root_git(&["tag", "-f", "evalhost-baseline"])?;
         for repo in &self.repos {
             let dir = self.path.join(repo);
-            git(&["add", "-A"], &dir)?;
-            git(
+            self.repo_git(&["add", "-A"], &dir)?;
+            self.repo_git(
                 &["commit", "-q", "--allow-empty", "-m", "evalhost baseline"],
                 &dir,
             )?;
-            git(&["tag", "-f", "evalhost-baseline"], &dir)?;
+            self.repo_git(&["tag", "-f", "evalhost-baseline"], &dir)?;
         }
         self.snapshot = Some(dir);
         Ok(())
@@ -412,10 +461,17 @@ impl Workspace {
         }
         let mut diff = String::new();
         self.root_git(&["add", "-A"])?;
-        diff.push_str(&self.root_git(&["diff", "--cached", "--no-color", "evalhost-baseline"])?);
+        diff.push_str(&self.root_git(&[
+            "diff",
+            "--cached",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "evalhost-baseline",
+        ])?);
         for repo in &self.repos {
             let dir = self.path.join(repo);
-            git(&["add", "-A"], &dir)?;
+            self.repo_git(&["add", "-A"], &dir)?;
             let prefix_a = format!(
                 "--src-prefix=a/{}/",
                 repo.trim_start_matches("./").trim_end_matches('/')
@@ -424,11 +480,15 @@ impl Workspace {
                 "--dst-prefix=b/{}/",
                 repo.trim_start_matches("./").trim_end_matches('/')
             );
-            diff.push_str(&git(
+            diff.push_str(&self.repo_git(
                 &[
                     "diff",
                     "--cached",
                     "--no-color",
+                    // The diff as git makes it, whatever the repository's
+                    // configuration (which the target could write) says.
+                    "--no-ext-diff",
+                    "--no-textconv",
                     &prefix_a,
                     &prefix_b,
                     "evalhost-baseline",
@@ -453,8 +513,8 @@ impl Workspace {
         self.root_git(&["clean", "-q", clean])?;
         for repo in &self.repos {
             let dir = self.path.join(repo);
-            git(&["reset", "-q", "--hard", "evalhost-baseline"], &dir)?;
-            git(&["clean", "-q", clean], &dir)?;
+            self.repo_git(&["reset", "-q", "--hard", "evalhost-baseline"], &dir)?;
+            self.repo_git(&["clean", "-q", clean], &dir)?;
         }
         Ok(())
     }
@@ -462,9 +522,9 @@ impl Workspace {
     /// Removes the workspace and its baseline.
     pub fn remove(&self) {
         if !self.is_static() {
-            let _ = std::fs::remove_dir_all(&self.path);
+            remove_tree(&self.path);
         }
-        let _ = std::fs::remove_dir_all(self.snapshot_dir());
+        remove_tree(&self.snapshot_dir());
     }
 }
 
