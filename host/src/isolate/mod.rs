@@ -550,14 +550,22 @@ impl Active {
         } else {
             None
         };
-        let group = match &self.cgroups {
-            Ok(cgroups) => Some(cgroups.create(limits)?),
-            Err(_) => None,
+        // In a case, every process joins the case's group (one budget for
+        // the case); outside one (a suite's before_all hook), its own.
+        let (group, fds) = match &self.cgroups {
+            Ok(cgroups) => match case_group(cgroups)? {
+                Some(fds) => (None, fds),
+                None => {
+                    let group = cgroups.create(limits)?;
+                    let fds = group.fds();
+                    (Some(group), fds)
+                }
+            },
+            Err(_) => (None, Vec::new()),
         };
         let mut command =
             self.isolation
                 .command(&confine, &argv, cwd, &env, *network == Network::Host);
-        let fds = group.as_ref().map(limits::Group::fds).unwrap_or_default();
         // SAFETY: the closure only calls `write(2)` on descriptors the
         // group keeps open until the process has started, and `fcntl(2)`
         // or `close_range(2)`: async-signal-safe system calls.
@@ -618,23 +626,8 @@ impl Sandboxed {
             }
         }
         if let Some(group) = self.group.take() {
-            let held = group.limits();
-            let usage = group.finish();
-            row.limits = Some(held.describe());
-            row.peak_memory_bytes = usage.peak_memory;
-            if usage.oom_kills > 0 {
-                row.refused.push(format!(
-                    "memory: {} process(es) killed at the limit of {}",
-                    usage.oom_kills,
-                    limits::bytes(held.memory)
-                ));
-            }
-            if usage.forks_refused > 0 {
-                row.refused.push(format!(
-                    "processes: {} fork(s) refused at the limit of {}",
-                    usage.forks_refused, held.processes
-                ));
-            }
+            // A process outside a case: its own group, read and removed.
+            group.finish();
         }
         // evalhost's own git in the workspace, confined, is recorded only
         // when the sandbox refused it something.
@@ -642,11 +635,45 @@ impl Sandboxed {
             return;
         }
         CASE.with(|case| {
-            if let Some(rows) = case.borrow_mut().as_mut() {
-                rows.push(row);
+            if let Some(state) = case.borrow_mut().as_mut() {
+                state.processes.push(row);
             }
         });
     }
+}
+
+/// What the limits refused a group, in the row's sentences.
+fn refusals(held: Limits, usage: &limits::Usage) -> Vec<String> {
+    let mut refused = Vec::new();
+    if usage.oom_kills > 0 {
+        refused.push(format!(
+            "memory: {} process(es) killed at the limit of {}",
+            usage.oom_kills,
+            limits::bytes(held.memory)
+        ));
+    }
+    if usage.forks_refused > 0 {
+        refused.push(format!(
+            "processes: {} fork(s) refused at the limit of {}",
+            usage.forks_refused, held.processes
+        ));
+    }
+    refused
+}
+
+/// The descriptors of the running case's group (made at its first
+/// confined process), or none when this thread runs no case.
+fn case_group(cgroups: &limits::Cgroups) -> std::io::Result<Option<Vec<i32>>> {
+    CASE.with(|case| {
+        let mut case = case.borrow_mut();
+        let Some(state) = case.as_mut() else {
+            return Ok(None);
+        };
+        if state.group.is_none() {
+            state.group = Some(cgroups.create(state.limits)?);
+        }
+        Ok(state.group.as_ref().map(limits::Group::fds))
+    })
 }
 
 impl Drop for Sandboxed {
@@ -681,22 +708,52 @@ fn close_on_exec_from(first: u32) {
     }
 }
 
+/// The case a thread is running, under `--isolate`.
+struct CaseState {
+    /// Its confined processes, in order.
+    processes: Vec<ConfinedRow>,
+    /// Its limits (its target's, else the defaults).
+    limits: Limits,
+    /// The group all its processes share, once one has started.
+    group: Option<limits::Group>,
+}
+
 thread_local! {
-    /// The confined processes of the case this thread is running.
-    static CASE: RefCell<Option<Vec<ConfinedRow>>> = const { RefCell::new(None) };
+    /// The case this thread is running.
+    static CASE: RefCell<Option<CaseState>> = const { RefCell::new(None) };
 }
 
 /// A case starts on this thread: its confined processes are recorded from
-/// now on (when the run is isolated).
-pub fn begin_case() {
-    CASE.with(|case| *case.borrow_mut() = active().map(|_| Vec::new()));
+/// now on, and share one memory and process budget, `limits` (its
+/// target's) or the defaults (when the run is isolated).
+pub fn begin_case(limits: Option<Limits>) {
+    let state = active().map(|_| CaseState {
+        processes: Vec::new(),
+        limits: limits.unwrap_or_default(),
+        group: None,
+    });
+    let before = CASE.with(|case| std::mem::replace(&mut *case.borrow_mut(), state));
+    // A case left unfinished (a panic): its group removed.
+    if let Some(group) = before.and_then(|b| b.group) {
+        group.finish();
+    }
 }
 
-/// The case ends: how its processes were confined, when the run was
-/// isolated.
+/// The case ends: how its processes were confined, its limits, its peak
+/// memory and what the limits refused it, when the run was isolated.
 pub fn end_case() -> Option<SandboxRow> {
-    CASE.with(|case| case.borrow_mut().take())
-        .map(|processes| SandboxRow { processes })
+    let state = CASE.with(|case| case.borrow_mut().take())?;
+    let mut row = SandboxRow {
+        processes: state.processes,
+        ..SandboxRow::default()
+    };
+    if let Some(group) = state.group {
+        let usage = group.finish();
+        row.limits = Some(state.limits.describe());
+        row.peak_memory_bytes = usage.peak_memory;
+        row.refused = refusals(state.limits, &usage);
+    }
+    Some(row)
 }
 
 /// A path as one argument.

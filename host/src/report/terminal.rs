@@ -181,6 +181,7 @@ pub fn row_lines(row: &ResultRow, full_output: bool) -> Vec<String> {
                 };
                 p.refused.iter().map(move |r| format!("{who}: {r}"))
             })
+            .chain(sandbox.refused.iter().map(|r| format!("case: {r}")))
             .collect();
         for line in refused.iter().take(3) {
             lines.push(format!("        sandbox refused {}", one_line(line, 160)));

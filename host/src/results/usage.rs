@@ -34,6 +34,16 @@ impl std::ops::AddAssign for JudgeUsage {
 pub struct SandboxRow {
     /// Each confined process of the case.
     pub processes: Vec<ConfinedRow>,
+    /// The memory and process budget all of them shared, when limits
+    /// were applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<String>,
+    /// The most memory the case's processes used at once, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_memory_bytes: Option<u64>,
+    /// What the limits refused the case, in sentences.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
 }
 
 /// One confined process of a case.
@@ -51,12 +61,6 @@ pub struct ConfinedRow {
     /// The connections it asked the proxy for, allowed or not.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub connections: Vec<ConnectionRow>,
-    /// Its memory and process limits, when they were applied.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limits: Option<String>,
-    /// The most memory its processes used at once, in bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peak_memory_bytes: Option<u64>,
     /// What the sandbox refused it, in sentences.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<String>,

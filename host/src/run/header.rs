@@ -85,7 +85,7 @@ pub(super) fn print(
     if setup.isolated {
         let limits = match crate::isolate::active().map(|a| &a.cgroups) {
             Some(Ok(_)) => format!(
-                "limits {} each (or the target's)",
+                "limits {} per case (or the target's)",
                 crate::isolate::Limits::default().describe()
             ),
             Some(Err(why)) => format!("no memory or process limits ({why})"),

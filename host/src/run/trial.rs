@@ -29,7 +29,7 @@ pub(super) fn run_trial(
         .and_then(|ms| started.checked_add(Duration::from_millis(ms)));
     let row = base_row(ctx, test, planned, trial);
     // Under --isolate, every process of the case is recorded for its row.
-    crate::isolate::begin_case();
+    crate::isolate::begin_case(ctx.run_targets[planned.target].target.isolate.limits);
     let finish = |mut row: ResultRow| {
         row.sandbox = crate::isolate::end_case();
         row.timestamp = jiff::Timestamp::now().to_string();

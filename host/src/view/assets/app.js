@@ -642,12 +642,15 @@ async function viewTest(ctx, runId, testId) {
       toggle ? div('tools-bar', toggle) : null, msgs.map(traceMessage)),
     sec(arr(row.retries).length, 'retries', 'Retries', h('ul', { class: 'plain' }, arr(row.retries).map((r) =>
       h('li', null, `attempt ${r.attempt ?? '?'} · `, code(r.target || ''), ` · ${r.error || ''}`, muted(` · waited ${dur(r.wait_ms)}`))))),
-    sec(row.sandbox && arr(row.sandbox.processes).length, 'sandbox', 'Sandbox (--isolate)', () => arr(row.sandbox?.processes).map((p) => div('hook',
-      h('h3', null, code(p.role || p.program), ' ', muted(`${p.program} · network ${p.network}${p.limits ? ' · ' + p.limits : ''}${p.peak_memory_bytes ? ' · peak ' + Math.round(p.peak_memory_bytes / 1048576) + ' MiB' : ''}`),
+    sec(row.sandbox && arr(row.sandbox.processes).length, 'sandbox', 'Sandbox (--isolate)', () => [
+      row.sandbox.limits ? h('p', null, 'Case limits: ', row.sandbox.limits, row.sandbox.peak_memory_bytes ? muted(` · peak ${Math.round(row.sandbox.peak_memory_bytes / 1048576)} MiB`) : null) : null,
+      arr(row.sandbox.refused).length ? h('ul', { class: 'plain' }, arr(row.sandbox.refused).map((x) => h('li', null, badge('failed', 'refused'), ' ', x))) : null,
+    ].concat(arr(row.sandbox?.processes).map((p) => div('hook',
+      h('h3', null, code(p.role || p.program), ' ', muted(`${p.program} · network ${p.network}`),
         arr(p.refused).length ? badge('failed', `${arr(p.refused).length} refused`) : null),
       arr(p.connections).length ? h('ul', { class: 'plain' }, arr(p.connections).map((c) =>
         h('li', null, c.allowed ? 'allowed ' : badge('failed', 'refused'), ' ', code(`${c.host}:${c.port}`), c.note ? muted(` · ${c.note}`) : null))) : null,
-      arr(p.refused).filter((x) => !String(x).startsWith('connection to')).length ? h('ul', { class: 'plain' }, arr(p.refused).filter((x) => !String(x).startsWith('connection to')).map((x) => h('li', null, x))) : null))),
+      arr(p.refused).filter((x) => !String(x).startsWith('connection to')).length ? h('ul', { class: 'plain' }, arr(p.refused).filter((x) => !String(x).startsWith('connection to')).map((x) => h('li', null, x))) : null)))),
     sec(row.hooks && Object.keys(row.hooks).length, 'hooks', 'Hooks', Object.entries(row.hooks || {}).map(([name, hk]) => div('hook',
       h('h3', null, code(name), hk?.error ? badge('error', 'failed') : null),
       hk?.output ? pre(str(hk.output)) : null, hk?.error ? pre(str(hk.error), 'error-text') : null))),
