@@ -211,6 +211,12 @@ fn run(f: &Fixture, extra: &[&str]) -> (crate::support::Run, Value) {
     (r, row)
 }
 
+/// The first row of the run directory's `results.jsonl` at `path`.
+fn first_row(path: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(text.lines().next().unwrap()).unwrap()
+}
+
 /// The lines each process printed about its attempts: the target's output,
 /// the grader's evidence (its own and the hook's).
 fn attempts(row: &Value) -> String {
@@ -602,14 +608,7 @@ print("\n".join(out))
         return;
     }
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let row: Value = serde_json::from_str(
-        std::fs::read_to_string(project.path().join("out2/results.jsonl"))
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let row: Value = first_row(&project.path().join("out2/results.jsonl"));
     let output = row["output"].as_str().unwrap_or_default();
     assert!(output.contains("fork: refused"), "{output}");
     assert!(output.contains("memory: killed -9"), "{output}");
@@ -998,14 +997,7 @@ fn isolate_root_takes_a_directory_or_a_tarball_of_one() {
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     let r = run(&root, "dir");
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let row: Value = serde_json::from_str(
-        std::fs::read_to_string(project.path().join("dir/results.jsonl"))
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let row: Value = first_row(&project.path().join("dir/results.jsonl"));
     assert!(
         !row["output"].as_str().unwrap().contains("SECRET-HASH"),
         "a file only its owner reads stays hidden: {row}"
@@ -1099,14 +1091,7 @@ fn a_filter_planted_in_a_workspace_repository_does_not_run_on_the_host_under_iso
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(!marker.exists(), "under --isolate it ran only in a sandbox");
     // The change is still recorded (git ran, confined).
-    let row: Value = serde_json::from_str(
-        std::fs::read_to_string(project.path().join("isolated/results.jsonl"))
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let row: Value = first_row(&project.path().join("isolated/results.jsonl"));
     assert!(
         row["file_changes"]
             .as_str()
