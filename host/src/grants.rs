@@ -54,6 +54,9 @@ pub struct Policy {
     /// command a grader runs sees them (a code grader calls the judge
     /// through its `target:` proxy instead).
     pub scrub_env: Vec<String>,
+    /// The suite's `workspace.docker`, with the runtime that runs it: every
+    /// command a grader runs goes into a container of its image.
+    pub container: Option<crate::plugin::ContainerRun>,
 }
 
 impl Default for Policy {
@@ -65,6 +68,7 @@ impl Default for Policy {
             max_exec: Duration::from_secs(600),
             judge: None,
             scrub_env: Vec::new(),
+            container: None,
         }
     }
 }
@@ -98,6 +102,7 @@ pub fn grants(
                 max_timeout: policy.max_exec,
                 allow: policy.exec_allow.clone(),
                 scrub_env: policy.scrub_env.clone(),
+                container: policy.container.clone(),
                 proxy: proxy_calls.and_then(|max_calls| {
                     let proxy: std::sync::Arc<dyn CommandJudge> =
                         std::sync::Arc::new(crate::judge_proxy::ProxyGrant {

@@ -703,31 +703,73 @@ fn strict_isolates_where_bubblewrap_works_and_refuses_command_targets_where_it_c
     assert_eq!(row["sandbox"]["processes"][0]["network"], "none", "{row}");
 }
 
-/// A suite that asks for its cases to run in a container (AgentV's
-/// `workspace.docker`, AgentV 5's docker `environment`) is refused with
-/// the reason — each runtime and what it can do here — and never run on
-/// the host instead; `validate` says what a run needs.
+/// A directory of stand-in container runtimes, first on PATH: `docker`
+/// and `podman` whose `info` fails (`working: false`), or a `docker` that
+/// answers and runs what it is asked to `exec` on this machine, logging
+/// every command line to `log`.
+fn fake_runtimes(working: bool) -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let bin = tempfile::tempdir().unwrap();
+    let log = bin.path().join("log");
+    let script = if working {
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{log}'\ncase \"$1\" in\n  info) exit 0 ;;\n  create) echo fake-container-1 ;;\n  exec) shift; [ \"$1\" = -i ] && shift; shift; exec \"$@\" ;;\nesac\n",
+            log = log.display()
+        )
+    } else {
+        "#!/bin/sh\necho 'Cannot connect to the container daemon' >&2\nexit 1\n".to_owned()
+    };
+    for name in ["docker", "podman"] {
+        if working && name == "podman" {
+            continue;
+        }
+        let path = bin.path().join(name);
+        std::fs::write(&path, &script).unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (bin, log, path)
+}
+
+/// A suite that asks for its code graders to run in a container (AgentV's
+/// `workspace.docker`, AgentV 5's docker `environment`) where no runtime
+/// works is refused with the reason — each runtime and what it said — and
+/// never run on the host instead; `validate` says what a run needs.
 #[test]
 fn a_suite_that_asks_for_a_container_is_refused_with_the_reason_never_run_on_the_host() {
+    let (_bin, _log, path) = fake_runtimes(false);
     let project = Project::with_mock("hi");
     project.write(
         "EVAL.yaml",
         "workspace:\n  docker:\n    image: python:3.11-slim\n    memory: 2g\ntests:\n  - {id: t, input: q, assertions: [{type: contains, value: hi}]}\n",
     );
-    let r = crate::support::run_in(project.path(), &["run", "EVAL.yaml", "-o", "out"]);
+    let run = |dir: &std::path::Path, args: &[&str]| -> crate::support::Run {
+        evalhost()
+            .current_dir(dir)
+            .env("PATH", &path)
+            .args(args)
+            .output()
+            .unwrap()
+            .into()
+    };
+    let r = run(project.path(), &["run", "EVAL.yaml", "-o", "out"]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     for part in [
         "EVAL.yaml:2",
         "`workspace.docker`",
         "image `python:3.11-slim`",
-        "docker: ",
-        "podman: ",
+        "docker: installed, but `docker info` fails (Cannot connect to the container daemon)",
+        "podman: installed, but `podman info` fails",
         "It is not run on the host instead",
     ] {
         assert!(r.stderr.contains(part), "`{part}` expected:\n{}", r.stderr);
     }
     assert!(!project.path().join("out/results.jsonl").exists());
-    let v = crate::support::run_in(project.path(), &["validate", "EVAL.yaml"]);
+    let v = run(project.path(), &["validate", "EVAL.yaml"]);
     assert_eq!(v.code, 0, "{}{}", v.stdout, v.stderr);
     assert!(
         v.stderr.contains("needs a working docker or podman"),
@@ -749,7 +791,7 @@ fn a_suite_that_asks_for_a_container_is_refused_with_the_reason_never_run_on_the
         std::fs::create_dir_all(v5.path().join(file).parent().unwrap()).unwrap();
         std::fs::copy(example.join(file), v5.path().join(file)).unwrap();
     }
-    let r = crate::support::run_in(
+    let r = run(
         v5.path(),
         &["run", "evals/docker-example.EVAL.yaml", "-o", "out"],
     );
@@ -760,6 +802,58 @@ fn a_suite_that_asks_for_a_container_is_refused_with_the_reason_never_run_on_the
         r.stderr
     );
     assert!(!v5.path().join("out/results.jsonl").exists());
+}
+
+/// Where a runtime answers, each code grader of a `workspace.docker`
+/// suite runs as AgentV runs it: `create --memory --cpus IMAGE sleep
+/// infinity`, `start`, `exec -i` with the payload on stdin, `rm -f` —
+/// here against a stand-in `docker` that logs its command lines and runs
+/// the `exec` on this machine (no runtime can start a container where
+/// this was built); the header says so, and the grader's verdict is the
+/// one it printed.
+#[test]
+fn code_graders_of_a_docker_suite_run_in_a_container_where_a_runtime_answers() {
+    let (_bin, log, path) = fake_runtimes(true);
+    let project = Project::with_mock("hello world");
+    project.write(
+        "EVAL.yaml",
+        "workspace:\n  docker:\n    image: python:3.11-slim\n    timeout: 300\n    memory: 2g\n    cpus: 1\ntests:\n  - id: t\n    input: q\n    assertions:\n      - type: code-grader\n        command: [python3, -c, \"import sys, json; d = json.load(sys.stdin); print(json.dumps({'score': 1.0 if 'hello' in d['output'] else 0.0, 'assertions': [{'text': 'grader ran in container', 'passed': True}]}))\"]\n",
+    );
+    let r: crate::support::Run = evalhost()
+        .current_dir(project.path())
+        .env("PATH", &path)
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains(
+            "container: each code grader runs in a new docker container of `python:3.11-slim`, memory 2g, 1 CPUs"
+        ),
+        "{}",
+        r.stdout
+    );
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = calls.lines().collect();
+    assert_eq!(lines[0], "info", "{calls}");
+    assert_eq!(
+        lines[1], "create --memory=2g --cpus=1 python:3.11-slim sleep infinity",
+        "{calls}"
+    );
+    assert_eq!(lines[2], "start fake-container-1", "{calls}");
+    assert!(
+        lines[3].starts_with("exec -i fake-container-1 python3 -c import sys, json;"),
+        "{calls}"
+    );
+    assert_eq!(lines[4], "rm -f fake-container-1", "{calls}");
+    let row = project.rows().into_iter().next().unwrap();
+    let grader = crate::support::score(&row, "code-grader");
+    assert_eq!(grader["score"], 1.0, "{row}");
+    assert_eq!(
+        grader["assertions"][0]["text"], "grader ran in container",
+        "{row}"
+    );
 }
 
 /// A coding agent (`provider: claude`, a stand-in printing Claude Code's

@@ -1,27 +1,26 @@
-//! Container runtimes, for suites that ask their cases to run in a
-//! container (AgentV's `workspace.docker`). evalhost does not run a case
-//! in a container itself yet; it finds whether docker or podman works here
-//! so that a run can say exactly why it refuses such a suite — it never
-//! runs one on the host instead.
+//! Container runtimes, for suites that ask their code graders to run in a
+//! container (AgentV's `workspace.docker`): the first of docker and podman
+//! that answers (`info`) runs them; where none does, a run says exactly
+//! why it refuses such a suite — it never runs one on the host instead.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// What each runtime evalhost knows can do here, one sentence each.
-pub fn probe(which: impl Fn(&str) -> Option<PathBuf>) -> Vec<String> {
-    ["docker", "podman"]
-        .iter()
-        .map(|name| match which(name) {
-            None => format!("{name}: not on PATH"),
+/// The first runtime that answers (its name and path), or why none does,
+/// one sentence per runtime.
+pub fn find(which: impl Fn(&str) -> Option<PathBuf>) -> Result<(String, PathBuf), Vec<String>> {
+    let mut why = Vec::new();
+    for name in ["docker", "podman"] {
+        match which(name) {
+            None => why.push(format!("{name}: not on PATH")),
             Some(path) => match info(&path) {
-                Ok(()) => format!(
-                    "{name}: answers (`{name} info`), but evalhost does not start cases in a container yet"
-                ),
-                Err(why) => format!("{name}: installed, but `{name} info` fails ({why})"),
+                Ok(()) => return Ok((name.to_owned(), path)),
+                Err(e) => why.push(format!("{name}: installed, but `{name} info` fails ({e})")),
             },
-        })
-        .collect()
+        }
+    }
+    Err(why)
 }
 
 /// `RUNTIME info`, within 15 seconds.

@@ -23,4 +23,4 @@ pub use instance::{
     CallLimits, LoadedPlugin, PluginFailure, PluginLoadError, TypeInfo, sha256_hex,
 };
 pub use registry::Registry;
-pub use state::Grants;
+pub use state::{ContainerRun, Grants};

@@ -89,6 +89,85 @@ pub struct ExecGrant {
     pub scrub_env: Vec<String>,
     /// A code grader's `target:`: each command gets a judge endpoint.
     pub proxy: Option<std::sync::Arc<dyn super::services::CommandJudge>>,
+    /// The suite's `workspace.docker`: each command runs in a container of
+    /// this image, made for it and removed after.
+    pub container: Option<ContainerRun>,
+}
+
+/// How a command runs in a container, as AgentV runs a code grader with
+/// `workspace.docker`: `RUNTIME create [--memory=M] [--cpus=C] IMAGE
+/// sleep infinity`, `start`, `exec -i ID COMMAND` with the payload on
+/// stdin, `rm -f ID`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerRun {
+    /// docker or podman.
+    pub runtime: PathBuf,
+    /// The image.
+    pub image: String,
+    /// `--memory`.
+    pub memory: Option<String>,
+    /// `--cpus`.
+    pub cpus: Option<String>,
+    /// How long the command may run (AgentV: 1800 s).
+    pub timeout: Duration,
+}
+
+impl ContainerRun {
+    /// Runs `argv` (or `sh -c line`) in a new container with `stdin`.
+    fn run(
+        &self,
+        argv: &[String],
+        shell: Option<&str>,
+        stdin: &[u8],
+    ) -> Result<crate::process::Outcome, String> {
+        let runtime = self.runtime.display().to_string();
+        let step = |args: Vec<String>, timeout: Duration| {
+            let mut all = vec![runtime.clone()];
+            all.extend(args);
+            crate::process::run(&crate::process::Spec {
+                argv: &all,
+                timeout: Some(timeout),
+                ..crate::process::Spec::default()
+            })
+            .map_err(|e| format!("{runtime} could not start: {e}"))
+        };
+        let mut create = vec!["create".to_owned()];
+        create.extend(self.memory.iter().map(|m| format!("--memory={m}")));
+        create.extend(self.cpus.iter().map(|c| format!("--cpus={c}")));
+        create.extend([self.image.clone(), "sleep".into(), "infinity".into()]);
+        let created = step(create, Duration::from_secs(300))?;
+        if !created.success() {
+            return Err(format!(
+                "`{runtime} create {}` failed: {}",
+                self.image,
+                created.message()
+            ));
+        }
+        let id = String::from_utf8_lossy(&created.stdout).trim().to_owned();
+        let outcome = (|| {
+            let started = step(vec!["start".into(), id.clone()], Duration::from_secs(30))?;
+            if !started.success() {
+                return Err(format!("`{runtime} start` failed: {}", started.message()));
+            }
+            let mut exec = vec!["exec".to_owned(), "-i".to_owned(), id.clone()];
+            match shell {
+                Some(line) => exec.extend(["sh".into(), "-c".into(), line.to_owned()]),
+                None => exec.extend(argv.iter().cloned()),
+            }
+            let mut all = vec![runtime.clone()];
+            all.extend(exec);
+            crate::process::run(&crate::process::Spec {
+                argv: &all,
+                stdin,
+                timeout: Some(self.timeout),
+                ..crate::process::Spec::default()
+            })
+            .map_err(|e| format!("{runtime} could not start: {e}"))
+        })();
+        // Removed whatever happened.
+        let _ = step(vec!["rm".into(), "-f".into(), id], Duration::from_secs(30));
+        outcome
+    }
 }
 
 /// Caps memory growth, remembering when the cap was hit so the failure can
@@ -427,6 +506,27 @@ impl exec::Host for HostState {
             },
         };
         let started = Instant::now();
+        // `workspace.docker`: in a container of the suite's image.
+        if let Some(container) = &grant.container {
+            if proxy.is_some() {
+                return Err(exec::ExecError::Denied(
+                    "a code grader's `target:` (the judge proxy on evalhost's loopback) cannot be reached from a `workspace.docker` container".into(),
+                ));
+            }
+            let outcome = container.run(&argv, shell.as_deref(), &command.stdin);
+            self.host_time += started.elapsed();
+            return match outcome {
+                Ok(o) => Ok(exec::CommandOutput {
+                    exit_code: o.code,
+                    stdout: o.stdout,
+                    stderr: o.stderr,
+                    timed_out: o.timed_out,
+                    truncated: o.truncated,
+                    duration_ms: o.duration.as_millis() as u64,
+                }),
+                Err(e) => Err(exec::ExecError::Failed(e)),
+            };
+        }
         // Under --isolate: the case's workspace writable, and of the
         // network only the judge proxy's port on loopback.
         let writable: Vec<std::path::PathBuf> = grant.workspace.iter().cloned().collect();

@@ -142,6 +142,7 @@ pub(super) fn run_cases(
             base_dir: suite.dir.clone(),
             judge: Some(judge.clone()),
             scrub_env: targets.key_variables(),
+            container: setup.container.as_ref().map(|(_, run)| run.clone()),
             ..crate::grants::Policy::default()
         },
         lifecycle,

@@ -129,6 +129,21 @@ pub(super) fn print(
             }
         }
     }
+    if let Some((runtime, run)) = &setup.container {
+        writeln!(
+            header,
+            "  container: each code grader runs in a new {runtime} container of `{}`{}{} (workspace.docker), removed after",
+            crate::text::shown(&run.image),
+            run.memory
+                .as_deref()
+                .map(|m| format!(", memory {m}"))
+                .unwrap_or_default(),
+            run.cpus
+                .as_deref()
+                .map(|c| format!(", {c} CPUs"))
+                .unwrap_or_default(),
+        )?;
+    }
     if let Some(file) = &targets.file {
         writeln!(
             header,

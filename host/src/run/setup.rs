@@ -25,6 +25,9 @@ pub(super) struct Setup {
     /// Every command of the run is confined (`--isolate`, or strict where
     /// bubblewrap works).
     pub isolated: bool,
+    /// The suite's `workspace.docker` and the runtime that runs its code
+    /// graders (`docker` or `podman`).
+    pub container: Option<(String, crate::plugin::ContainerRun)>,
     pub engine: Arc<PluginEngine>,
     pub suite: Suite,
     pub registry: Registry,
@@ -219,27 +222,59 @@ pub(super) fn setup(
         }
     }
     let target_names: Vec<String> = run_targets.iter().map(|t| t.target.name.clone()).collect();
-    // A suite whose cases must run in a container (`workspace.docker`)
-    // runs there or not at all: never on the host instead. A regrade runs
-    // no case.
-    let container = suite
+    // A suite whose code graders run in a container (`workspace.docker`)
+    // runs them there, with the first of docker and podman that answers,
+    // or not at all: never on the host instead. A regrade reads the
+    // suite's file again and grades the same way.
+    let requests: Vec<&evalhost_suite::workspace::Container> = suite
         .workspace
         .iter()
         .chain(suite.tests.iter().filter_map(|t| t.workspace.as_deref()))
-        .find_map(|w| w.container.clone());
-    if let (Some(container), None) = (container, &options.regrade) {
-        let runtimes = crate::isolate::container::probe(crate::process::which);
-        return Ok(Err(RunError::Usage(format!(
-            "{}: the suite asks for its cases to run in a container{}, and evalhost runs none here — {}. It is not run on the host instead; remove `docker` to run the cases on this machine (with --isolate to confine them)",
-            container.place,
-            container
-                .image
-                .as_deref()
-                .map(|i| format!(" (image `{i}`)"))
-                .unwrap_or_default(),
-            runtimes.join("; ")
-        ))));
-    }
+        .filter_map(|w| w.container.as_ref())
+        .collect();
+    let container = match requests.first() {
+        None => None,
+        Some(first) => {
+            if let Some(other) = requests.iter().find(|c| c.image != first.image) {
+                return Ok(Err(RunError::Usage(format!(
+                    "{}: this test's `docker` image differs from {}'s; evalhost runs one container image per suite",
+                    other.place, first.place
+                ))));
+            }
+            match crate::isolate::container::find(crate::process::which) {
+                Ok((name, runtime)) => match &first.image {
+                    Some(image) => Some((
+                        name,
+                        crate::plugin::ContainerRun {
+                            runtime,
+                            image: image.clone(),
+                            memory: first.memory.clone(),
+                            cpus: first.cpus.clone(),
+                            timeout: Duration::from_secs(first.timeout_s.unwrap_or(1800)),
+                        },
+                    )),
+                    None => {
+                        return Ok(Err(RunError::Usage(format!(
+                            "{}: `docker` names no `image`",
+                            first.place
+                        ))));
+                    }
+                },
+                Err(runtimes) => {
+                    return Ok(Err(RunError::Usage(format!(
+                        "{}: the suite asks for its code graders to run in a container{}, and no container runtime works here — {}. It is not run on the host instead; remove `docker` to grade on this machine (with --isolate to confine the graders)",
+                        first.place,
+                        first
+                            .image
+                            .as_deref()
+                            .map(|i| format!(" (image `{i}`)"))
+                            .unwrap_or_default(),
+                        runtimes.join("; ")
+                    ))));
+                }
+            }
+        }
+    };
     // --isolate, and --sandbox strict wherever it can be had: every command
     // of the run confined. Strict without it runs no agent or command
     // target unconfined.
@@ -388,6 +423,7 @@ pub(super) fn setup(
         },
         dialect_given: options.dialect.is_some(),
         isolated,
+        container,
         engine,
         suite,
         registry,

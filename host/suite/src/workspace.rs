@@ -104,6 +104,12 @@ pub struct Repo {
 pub struct Container {
     /// The image named, when one is.
     pub image: Option<String>,
+    /// `memory` (docker's `--memory`, e.g. `2g`).
+    pub memory: Option<String>,
+    /// `cpus` (docker's `--cpus`).
+    pub cpus: Option<String>,
+    /// `timeout`, in seconds (AgentV's default: 1800).
+    pub timeout_s: Option<u64>,
     /// Where it was written: `file:line` and the key.
     pub place: String,
 }
@@ -153,7 +159,7 @@ impl Spec {
             isolation: self.isolation,
             static_path: suite.static_path.clone(),
             preflight: suite.preflight.clone(),
-            container: suite.container.clone(),
+            container: self.container.clone().or_else(|| suite.container.clone()),
         }
     }
 

@@ -82,11 +82,24 @@ impl Loader {
             self.warning(
                 doc,
                 &at,
-                "`docker` runs the cases in a container: `evalhost run` needs a working docker or podman for it and refuses the suite otherwise (never on the host)",
+                "`docker` runs the code graders in a container: `evalhost run` needs a working docker or podman for it and refuses the suite otherwise (never on the host)",
             );
             let loc = doc.loc(&at);
+            // AgentV 5 writes the limits under `resources`.
+            let limit = |key: &str| {
+                d.get(key)
+                    .or_else(|| d.get("resources").and_then(|r| r.get(key)))
+                    .and_then(|v| match v {
+                        Value::String(s) => Some(s.clone()),
+                        Value::Number(n) => Some(n.to_string()),
+                        _ => None,
+                    })
+            };
             crate::workspace::Container {
                 image: d.get("image").and_then(Value::as_str).map(str::to_owned),
+                memory: limit("memory"),
+                cpus: limit("cpus"),
+                timeout_s: d.get("timeout").and_then(Value::as_u64),
                 place: format!(
                     "{}{} `{}`",
                     loc.file.display(),
