@@ -112,6 +112,18 @@ pub struct ContainerRun {
     pub timeout: Duration,
 }
 
+/// What a command did, as the plugin reads it.
+fn command_output(o: crate::process::Outcome) -> exec::CommandOutput {
+    exec::CommandOutput {
+        exit_code: o.code,
+        stdout: o.stdout,
+        stderr: o.stderr,
+        timed_out: o.timed_out,
+        truncated: o.truncated,
+        duration_ms: o.duration.as_millis() as u64,
+    }
+}
+
 impl ContainerRun {
     /// Runs `argv` (or `sh -c line`) in a new container with `stdin`.
     fn run(
@@ -121,11 +133,12 @@ impl ContainerRun {
         stdin: &[u8],
     ) -> Result<crate::process::Outcome, String> {
         let runtime = self.runtime.display().to_string();
-        let step = |args: Vec<String>, timeout: Duration| {
+        let step = |args: Vec<String>, stdin: &[u8], timeout: Duration| {
             let mut all = vec![runtime.clone()];
             all.extend(args);
             crate::process::run(&crate::process::Spec {
                 argv: &all,
+                stdin,
                 timeout: Some(timeout),
                 ..crate::process::Spec::default()
             })
@@ -135,7 +148,7 @@ impl ContainerRun {
         create.extend(self.memory.iter().map(|m| format!("--memory={m}")));
         create.extend(self.cpus.iter().map(|c| format!("--cpus={c}")));
         create.extend([self.image.clone(), "sleep".into(), "infinity".into()]);
-        let created = step(create, Duration::from_secs(300))?;
+        let created = step(create, &[], Duration::from_secs(300))?;
         if !created.success() {
             return Err(format!(
                 "`{runtime} create {}` failed: {}",
@@ -145,7 +158,11 @@ impl ContainerRun {
         }
         let id = String::from_utf8_lossy(&created.stdout).trim().to_owned();
         let outcome = (|| {
-            let started = step(vec!["start".into(), id.clone()], Duration::from_secs(30))?;
+            let started = step(
+                vec!["start".into(), id.clone()],
+                &[],
+                Duration::from_secs(30),
+            )?;
             if !started.success() {
                 return Err(format!("`{runtime} start` failed: {}", started.message()));
             }
@@ -154,18 +171,14 @@ impl ContainerRun {
                 Some(line) => exec.extend(["sh".into(), "-c".into(), line.to_owned()]),
                 None => exec.extend(argv.iter().cloned()),
             }
-            let mut all = vec![runtime.clone()];
-            all.extend(exec);
-            crate::process::run(&crate::process::Spec {
-                argv: &all,
-                stdin,
-                timeout: Some(self.timeout),
-                ..crate::process::Spec::default()
-            })
-            .map_err(|e| format!("{runtime} could not start: {e}"))
+            step(exec, stdin, self.timeout)
         })();
         // Removed whatever happened.
-        let _ = step(vec!["rm".into(), "-f".into(), id], Duration::from_secs(30));
+        let _ = step(
+            vec!["rm".into(), "-f".into(), id],
+            &[],
+            Duration::from_secs(30),
+        );
         outcome
     }
 }
@@ -516,14 +529,7 @@ impl exec::Host for HostState {
             let outcome = container.run(&argv, shell.as_deref(), &command.stdin);
             self.host_time += started.elapsed();
             return match outcome {
-                Ok(o) => Ok(exec::CommandOutput {
-                    exit_code: o.code,
-                    stdout: o.stdout,
-                    stderr: o.stderr,
-                    timed_out: o.timed_out,
-                    truncated: o.truncated,
-                    duration_ms: o.duration.as_millis() as u64,
-                }),
+                Ok(o) => Ok(command_output(o)),
                 Err(e) => Err(exec::ExecError::Failed(e)),
             };
         }
@@ -554,14 +560,7 @@ impl exec::Host for HostState {
             self.judge_usage += proxy.finish();
         }
         match outcome {
-            Ok(o) => Ok(exec::CommandOutput {
-                exit_code: o.code,
-                stdout: o.stdout,
-                stderr: o.stderr,
-                timed_out: o.timed_out,
-                truncated: o.truncated,
-                duration_ms: o.duration.as_millis() as u64,
-            }),
+            Ok(o) => Ok(command_output(o)),
             Err(e) => Err(exec::ExecError::Failed(format!(
                 "`{program}` could not start: {e}"
             ))),

@@ -241,7 +241,7 @@ pub(super) fn setup(
                     other.place, first.place
                 ))));
             }
-            match crate::isolate::container::find(crate::process::which) {
+            match crate::isolate::container::find(crate::process::which, runtime_info) {
                 Ok((name, runtime)) => match &first.image {
                     Some(image) => Some((
                         name,
@@ -504,4 +504,37 @@ fn response_cache(
     } else {
         None
     }
+}
+
+/// `RUNTIME info` within 15 seconds: why it failed (its last line of
+/// stderr), if it did.
+fn runtime_info(runtime: &std::path::Path) -> Result<(), String> {
+    let argv = [runtime.display().to_string(), "info".to_owned()];
+    let out = crate::process::run(&crate::process::Spec {
+        argv: &argv,
+        timeout: Some(Duration::from_secs(15)),
+        ..crate::process::Spec::default()
+    })
+    .map_err(|e| e.to_string())?;
+    if out.success() {
+        return Ok(());
+    }
+    if out.timed_out {
+        return Err("no answer in 15 s".into());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last: String = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .take(200)
+        .collect();
+    Err(if last.is_empty() {
+        format!("exit code {:?}", out.code)
+    } else {
+        last
+    })
 }

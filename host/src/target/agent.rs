@@ -543,9 +543,8 @@ pub fn invoke(
     // hosts of its model API through evalhost's proxy (or what its
     // `isolate.network` says).
     let writable: Vec<std::path::PathBuf> = cwd.iter().cloned().collect();
-    let isolate = inv.isolate.cloned().unwrap_or_default();
     let mut env = env;
-    env.extend(isolate.env_values());
+    let sandbox = AgentSandbox::of(config, inv, &mut env);
     let outcome = process::run(&process::Spec {
         argv: &argv,
         // Codex is told its directory with `--cd`; Claude runs in it.
@@ -566,12 +565,9 @@ pub fn invoke(
         case: true,
         role: "target",
         writable: &writable,
-        readable: &isolate.read,
-        network: isolate
-            .network
-            .clone()
-            .unwrap_or_else(|| crate::isolate::Network::Hosts(default_hosts(&config.kind, &env))),
-        limits: isolate.limits,
+        readable: &sandbox.read,
+        network: sandbox.network,
+        limits: sandbox.limits,
         ..process::Spec::default()
     })
     .map_err(|e| {
@@ -662,13 +658,8 @@ impl Session {
         env: Vec<(String, String)>,
         remove: &[&str],
     ) -> Self {
-        let isolate = inv.isolate.cloned().unwrap_or_default();
         let mut env = env;
-        env.extend(isolate.env_values());
-        let network = isolate
-            .network
-            .clone()
-            .unwrap_or_else(|| crate::isolate::Network::Hosts(default_hosts(&config.kind, &env)));
+        let sandbox = AgentSandbox::of(config, inv, &mut env);
         let mut argv = vec![config.executable.clone()];
         argv.extend(args);
         Self {
@@ -676,6 +667,32 @@ impl Session {
             cwd: cwd.to_path_buf(),
             env,
             remove: remove.iter().map(|s| (*s).to_owned()).collect(),
+            read: sandbox.read,
+            network: sandbox.network,
+            limits: sandbox.limits,
+        }
+    }
+}
+
+/// What an agent's sandbox holds under `--isolate`, from its target's
+/// `isolate` settings: what it reads, its network (its model API's hosts
+/// through evalhost's proxy unless the target says otherwise), its limits.
+struct AgentSandbox {
+    read: Vec<std::path::PathBuf>,
+    network: crate::isolate::Network,
+    limits: Option<crate::isolate::Limits>,
+}
+
+impl AgentSandbox {
+    /// The target's settings; the variables it is granted are added to
+    /// `env` (the default hosts include those of its `*_BASE_URL`s).
+    fn of(config: &AgentConfig, inv: &Invocation<'_>, env: &mut Vec<(String, String)>) -> Self {
+        let isolate = inv.isolate.cloned().unwrap_or_default();
+        env.extend(isolate.env_values());
+        let network = isolate
+            .network
+            .unwrap_or_else(|| crate::isolate::Network::Hosts(default_hosts(&config.kind, env)));
+        Self {
             read: isolate.read,
             network,
             limits: isolate.limits,
