@@ -1201,3 +1201,24 @@ fn a_filter_planted_in_a_workspace_repository_does_not_run_on_the_host_under_iso
         "{row}"
     );
 }
+
+/// A `docker` value a run could not use is an error at its key, never a
+/// default: an image that is not a string, a timeout that is not whole
+/// seconds, a limit that is neither a string nor a number.
+#[test]
+fn a_docker_setting_evalhost_cannot_use_is_an_error_at_its_key() {
+    let project = Project::with_mock("hi");
+    project.write(
+        "EVAL.yaml",
+        "workspace:\n  docker:\n    image: [x]\n    timeout: \"300\"\n    memory: {a: 1}\ntests:\n  - {id: t, input: q, assertions: [{type: contains, value: hi}]}\n",
+    );
+    let r = crate::support::run_in(project.path(), &["validate", "EVAL.yaml"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    for part in [
+        "EVAL.yaml:3:5: error: `image` must be a string, got a list",
+        "EVAL.yaml:4:5: error: `timeout` must be a whole number of seconds above 0",
+        "EVAL.yaml:5:5: error: `memory` must be a string or a number, got a mapping",
+    ] {
+        assert!(r.stderr.contains(part), "`{part}` expected:\n{}", r.stderr);
+    }
+}

@@ -85,21 +85,51 @@ impl Loader {
                 "`docker` runs the code graders in a container: `evalhost run` needs a working docker or podman for it and refuses the suite otherwise (never on the host)",
             );
             let loc = doc.loc(&at);
-            // AgentV 5 writes the limits under `resources`.
-            let limit = |key: &str| {
-                d.get(key)
-                    .or_else(|| d.get("resources").and_then(|r| r.get(key)))
-                    .and_then(|v| match v {
-                        Value::String(s) => Some(s.clone()),
-                        Value::Number(n) => Some(n.to_string()),
-                        _ => None,
-                    })
+            // A value a run could not use is an error at its key, never a
+            // default. AgentV 5 writes the limits under `resources`.
+            let mut bad = Vec::new();
+            let mut limit = |key: &str| match d
+                .get(key)
+                .map(|v| (v, at.key(key)))
+                .or_else(|| {
+                    d.get("resources")
+                        .and_then(|r| r.get(key))
+                        .map(|v| (v, at.key("resources").key(key)))
+                }) {
+                None => None,
+                Some((Value::String(s), _)) => Some(s.clone()),
+                Some((Value::Number(n), _)) => Some(n.to_string()),
+                Some((other, key_at)) => {
+                    bad.push((key_at, format!("`{key}` must be a string or a number, got {}", kind(other))));
+                    None
+                }
             };
+            let memory = limit("memory");
+            let cpus = limit("cpus");
+            let image = match d.get("image") {
+                Some(Value::String(i)) => Some(i.clone()),
+                None => None,
+                Some(other) => {
+                    bad.push((at.key("image"), format!("`image` must be a string, got {}", kind(other))));
+                    None
+                }
+            };
+            let timeout_s = match d.get("timeout") {
+                None => None,
+                Some(v) if v.as_u64().is_some_and(|t| t > 0) => v.as_u64(),
+                Some(other) => {
+                    bad.push((at.key("timeout"), format!("`timeout` must be a whole number of seconds above 0, got {other}")));
+                    None
+                }
+            };
+            for (key_at, message) in bad {
+                self.error(doc, &key_at, message);
+            }
             crate::workspace::Container {
-                image: d.get("image").and_then(Value::as_str).map(str::to_owned),
-                memory: limit("memory"),
-                cpus: limit("cpus"),
-                timeout_s: d.get("timeout").and_then(Value::as_u64),
+                image,
+                memory,
+                cpus,
+                timeout_s,
                 place: format!(
                     "{}{} `{}`",
                     loc.file.display(),
