@@ -78,12 +78,13 @@ impl Default for Policy {
 ///
 /// `proxy_calls`: a code grader's `target:` — its command gets a judge proxy
 /// ([`crate::judge_proxy`]) allowing that many calls, when the run has a
-/// judge.
+/// judge. `(workspace, sandbox)`: the case's workspace, and under
+/// `--isolate` its sandbox, where every command the plugin runs goes.
 pub fn grants(
     (name, kind): (&str, &str),
     declared: &[String],
     policy: &Policy,
-    workspace: Option<&Path>,
+    (workspace, sandbox): (Option<&Path>, Option<&crate::isolate::CaseSandbox>),
     judge: &Result<crate::target::Target, String>,
     digest: &str,
     proxy_calls: Option<u64>,
@@ -103,6 +104,7 @@ pub fn grants(
                 allow: policy.exec_allow.clone(),
                 scrub_env: policy.scrub_env.clone(),
                 container: policy.container.clone(),
+                sandbox: sandbox.cloned(),
                 proxy: proxy_calls.and_then(|max_calls| {
                     let proxy: std::sync::Arc<dyn CommandJudge> =
                         std::sync::Arc::new(crate::judge_proxy::ProxyGrant {
@@ -199,7 +201,7 @@ mod tests {
             assertion(),
             &[],
             &Policy::default(),
-            Some(ws),
+            (Some(ws), None),
             &NO_JUDGE,
             "d",
             None,
@@ -220,7 +222,7 @@ mod tests {
             assertion(),
             &declared(&["exec"]),
             &policy,
-            None,
+            (None, None),
             &NO_JUDGE,
             "d",
             None,
@@ -234,7 +236,7 @@ mod tests {
             assertion(),
             &declared(&["exec"]),
             &Policy::default(),
-            None,
+            (None, None),
             &NO_JUDGE,
             "d",
             None,
@@ -250,7 +252,7 @@ mod tests {
             assertion(),
             &caps,
             &Policy::default(),
-            Some(ws),
+            (Some(ws), None),
             &NO_JUDGE,
             "d",
             None,
@@ -264,7 +266,7 @@ mod tests {
             assertion(),
             &caps,
             &Policy::default(),
-            None,
+            (None, None),
             &NO_JUDGE,
             "d",
             None,
@@ -280,7 +282,7 @@ mod tests {
             assertion(),
             &exec,
             &Policy::default(),
-            Some(ws),
+            (Some(ws), None),
             &NO_JUDGE,
             "d",
             None,
@@ -294,7 +296,7 @@ mod tests {
             assertion(),
             &declared(&["llm"]),
             &Policy::default(),
-            None,
+            (None, None),
             &NO_JUDGE,
             "d",
             None,

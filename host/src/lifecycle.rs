@@ -42,6 +42,9 @@ pub struct Lifecycle {
     pub before_all: Option<HookRow>,
     kept: Mutex<Vec<PathBuf>>,
     counter: AtomicU64,
+    /// Under `--isolate`, the run's sandbox: the suite's hooks run in one
+    /// made for them, each case's processes in the case's.
+    sandbox: Option<std::sync::Arc<crate::isolate::RunSandbox>>,
 }
 
 /// A case's workspace while it runs.
@@ -52,18 +55,39 @@ pub struct CaseWorkspace<'a> {
     spec: Spec,
     /// Hook runs so far, by hook name.
     pub hooks: BTreeMap<String, HookRow>,
+    /// Under `--isolate`, the case's sandbox.
+    sandbox: Option<crate::isolate::CaseSandbox>,
 }
 
 impl Lifecycle {
     /// Prepares the suite's workspace, if the suite or any case has one.
     /// `None` when nothing needs a workspace.
-    pub fn prepare(suite: &Suite, run_id: &str, keep_all: bool) -> Option<Self> {
+    pub fn prepare(
+        suite: &Suite,
+        run_id: &str,
+        keep_all: bool,
+        sandbox: Option<std::sync::Arc<crate::isolate::RunSandbox>>,
+    ) -> Option<Self> {
         if suite.workspace.is_none() && suite.tests.iter().all(|t| t.workspace.is_none()) {
             return None;
         }
-        let root = std::env::temp_dir()
-            .join("evalhost-workspaces")
-            .join(run_id);
+        // The run's workspaces: a directory only this user can enter, with a
+        // name nobody can guess (`$TMPDIR` is shared with every user).
+        let root = match tempfile::Builder::new()
+            .prefix(&format!("evalhost-workspaces-{run_id}-"))
+            .tempdir()
+        {
+            Ok(dir) => {
+                use std::os::unix::fs::PermissionsExt as _;
+                let dir = dir.keep();
+                let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+                dir
+            }
+            Err(_) => std::env::temp_dir()
+                .join("evalhost-workspaces")
+                .join(run_id),
+        };
+        let outside = sandbox.as_ref().map(crate::isolate::RunSandbox::outside);
         let mut lifecycle = Self {
             root,
             run_id: run_id.to_owned(),
@@ -76,9 +100,10 @@ impl Lifecycle {
             before_all: None,
             kept: Mutex::new(Vec::new()),
             counter: AtomicU64::new(0),
+            sandbox,
         };
         if let Some(spec) = &suite.workspace {
-            let prepared = if let Some(dir) = &spec.static_path {
+            let mut prepared = if let Some(dir) = &spec.static_path {
                 match Workspace::open_static(spec, dir, &lifecycle.root.join("static.baseline.git"))
                 {
                     Ok(ws) => Some(ws),
@@ -109,6 +134,12 @@ impl Lifecycle {
             {
                 lifecycle.setup_error = Some(missing);
             }
+            if let Some(ws) = prepared.as_mut() {
+                ws.sandbox.clone_from(&outside);
+            }
+            if let Some(outside) = &outside {
+                outside.set_workspace(prepared.as_ref().map(|w| w.path.as_path()));
+            }
             if lifecycle.setup_error.is_none()
                 && let Some(hook) = &spec.hooks.before_all
             {
@@ -121,6 +152,7 @@ impl Lifecycle {
                         case_input: None,
                         case_metadata: None,
                         base_dir: &suite.dir,
+                        sandbox: outside.as_ref(),
                     },
                     BEFORE_TIMEOUT,
                 );
@@ -148,6 +180,7 @@ impl Lifecycle {
         &self,
         test: &TestCase,
         trial: u32,
+        sandbox: Option<&crate::isolate::CaseSandbox>,
     ) -> Result<CaseWorkspace<'_>, Box<(String, CaseWorkspace<'_>)>> {
         let spec = match (&test.workspace, &self.suite_spec) {
             (Some(own), Some(suite)) => own.over(suite),
@@ -161,6 +194,7 @@ impl Lifecycle {
             shared: None,
             spec: spec.clone(),
             hooks: BTreeMap::new(),
+            sandbox: sandbox.cloned(),
         };
         if let Some(error) = &self.setup_error {
             return Err(Box::new((error.clone(), case)));
@@ -193,6 +227,14 @@ impl Lifecycle {
                 Ok(ws) => case.workspace = Some(ws),
                 Err(e) => return Err(Box::new((format!("workspace setup failed: {}", e.0), case))),
             }
+        }
+        // Under --isolate: the case's sandbox holds its workspace (writable
+        // to its processes), and evalhost's git in it runs there.
+        if let Some(ws) = case.workspace_mut() {
+            ws.sandbox = sandbox.cloned();
+        }
+        if let Some(sandbox) = sandbox {
+            sandbox.set_workspace(case.path());
         }
         if let Some(ws) = case.workspace_mut()
             && let Err(e) = ws.baseline()
@@ -238,6 +280,13 @@ impl Lifecycle {
                 .as_ref()
                 .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).path.clone());
             let path = shared.or_else(|| self.base.as_ref().map(|b| b.path.clone()));
+            let outside = self
+                .sandbox
+                .as_ref()
+                .map(crate::isolate::RunSandbox::outside);
+            if let Some(outside) = &outside {
+                outside.set_workspace(path.as_deref());
+            }
             let run = run_hook(
                 &hook,
                 &HookContext {
@@ -247,6 +296,7 @@ impl Lifecycle {
                     case_input: None,
                     case_metadata: None,
                     base_dir: &self.base_dir,
+                    sandbox: outside.as_ref(),
                 },
                 AFTER_TIMEOUT,
             );
@@ -304,6 +354,7 @@ impl CaseWorkspace<'_> {
                 .map(|m| m.content.as_str()),
             case_metadata: Some(&test.metadata),
             base_dir: &self.lifecycle.base_dir,
+            sandbox: self.sandbox.as_ref(),
         }
     }
 

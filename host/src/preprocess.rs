@@ -34,6 +34,7 @@ pub fn candidate(
     preprocessors: &[Preprocessor],
     base: &Path,
     policy: &Policy,
+    sandbox: Option<&crate::isolate::CaseSandbox>,
 ) -> Result<Option<String>, Refused> {
     let Some(last) = output_messages
         .iter()
@@ -65,7 +66,7 @@ pub fn candidate(
                     .get("media_type")
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                match file_text(path, media_type, preprocessors, base, policy)? {
+                match file_text(path, media_type, preprocessors, base, policy, sandbox)? {
                     Ok(text) => parts.push(format!("[[ file: {path} ]]\n{text}")),
                     Err(reason) => warnings.push(format!(
                         "[file preprocessing warning] {path} ({media_type}): {reason}"
@@ -93,6 +94,7 @@ fn file_text(
     preprocessors: &[Preprocessor],
     base: &Path,
     policy: &Policy,
+    sandbox: Option<&crate::isolate::CaseSandbox>,
 ) -> Result<Result<String, String>, Refused> {
     let resolved = match resolve(path, base) {
         Ok(p) => p,
@@ -100,7 +102,7 @@ fn file_text(
     };
     let wanted = normalize_media_type(media_type);
     if let Some(pre) = preprocessors.iter().find(|p| p.media_type == wanted) {
-        return run(pre, &resolved, path, media_type, policy);
+        return run(pre, &resolved, path, media_type, policy, sandbox);
     }
     Ok(read_text(&resolved))
 }
@@ -162,6 +164,7 @@ fn run(
     original: &str,
     media_type: &str,
     policy: &Policy,
+    sandbox: Option<&crate::isolate::CaseSandbox>,
 ) -> Result<Result<String, String>, Refused> {
     let program = pre.argv.first().cloned().unwrap_or_default();
     if policy.strict {
@@ -189,6 +192,21 @@ fn run(
         "media_type": media_type,
     })
     .to_string();
+    // Under --isolate: the case's workspace and the file it converts
+    // readable, nothing writable.
+    let confined = match sandbox
+        .map(|s| {
+            s.preprocessor(
+                "preprocessor",
+                Some(&policy.base_dir),
+                &[resolved.to_path_buf()],
+            )
+        })
+        .transpose()
+    {
+        Ok(c) => c,
+        Err(refused) => return Ok(Err(refused.to_string())),
+    };
     let outcome = crate::process::run(&crate::process::Spec {
         argv: &pre.argv,
         shell: None,
@@ -198,9 +216,8 @@ fn run(
         env: &[],
         shell_args: &[],
         env_remove: &policy.scrub_env,
-        case: true,
-        role: "preprocessor",
-        ..crate::process::Spec::default()
+        sandbox: confined.as_ref(),
+        clear_env: false,
     });
     Ok(match outcome {
         Err(e) => Err(format!("`{program}` could not start: {e}")),
@@ -244,7 +261,7 @@ mod tests {
     #[test]
     fn text_answers_are_graded_as_they_are() {
         let out = vec![message("plain", None)];
-        let got = candidate(&out, &[], Path::new("."), &Policy::default()).unwrap();
+        let got = candidate(&out, &[], Path::new("."), &Policy::default(), None).unwrap();
         assert_eq!(got, None);
     }
 
@@ -260,7 +277,7 @@ mod tests {
             {"type": "file", "media_type": "text/plain", "path": "/etc/passwd"},
             {"type": "file", "media_type": "text/plain", "path": "https://x.test/a"},
         ]));
-        let got = candidate(&out, &[], dir.path(), &Policy::default())
+        let got = candidate(&out, &[], dir.path(), &Policy::default(), None)
             .unwrap()
             .unwrap();
         let lines: Vec<&str> = got.lines().collect();

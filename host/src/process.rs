@@ -14,6 +14,11 @@ use evalhost_suite::shell_template::{self, Piece, Place};
 /// How much of stdout and of stderr is kept.
 pub const OUTPUT_CAP: usize = 10 << 20;
 
+/// How long a command's output may stay open after it exits (a background
+/// child still holding it) before what is left of its process group is
+/// stopped.
+pub const EXIT_GRACE: Duration = Duration::from_secs(2);
+
 /// A command to run.
 #[derive(Debug, Clone, Default)]
 pub struct Spec<'a> {
@@ -35,27 +40,14 @@ pub struct Spec<'a> {
     /// Variables of evalhost's own environment the command must not see
     /// (the keys the targets use, for grader commands).
     pub env_remove: &'a [String],
-    /// A process of a case (its target, a hook, a grader's command, a
-    /// script the suite names): confined under `--isolate`. evalhost's own
-    /// commands (git for a workspace's baseline) never are.
-    pub case: bool,
-    /// What the process is to the case (`target`, `hook`, `code-grader`,
-    /// …): how the row's sandbox record names it.
-    pub role: &'a str,
-    /// Under `--isolate`: the directories the command may write (the case
-    /// workspace, its temporary files); everything else is read-only or
-    /// absent (see `crate::isolate`).
-    pub writable: &'a [PathBuf],
-    /// Under `--isolate`: what the command may read besides the project
-    /// (a target's `isolate.read`: an agent's own configuration).
-    pub readable: &'a [PathBuf],
-    /// Under `--isolate`: what network the command has (none by default;
-    /// the hosts of its model API through evalhost's proxy; the judge
-    /// proxy's loopback port).
-    pub network: crate::isolate::Network,
-    /// Under `--isolate`: its memory and process limits (the target's own),
-    /// else the defaults.
-    pub limits: Option<crate::isolate::Limits>,
+    /// None of evalhost's environment: only `env` (a toolchain installer
+    /// that must not see the operator's keys).
+    pub clear_env: bool,
+    /// The sandbox it runs in (`--isolate`): made by one of the role
+    /// constructors of [`crate::isolate::CaseSandbox`] from the case's
+    /// sandbox; `None` runs it as the operator's own process (evalhost's
+    /// own commands, or a run that is not isolated).
+    pub sandbox: Option<&'a crate::isolate::Confined>,
 }
 
 /// What a command did.
@@ -120,26 +112,68 @@ pub fn run(spec: &Spec<'_>) -> std::io::Result<Outcome> {
         .stderr(Stdio::piped())
         .process_group(0);
     let outcome = spawn(command, spec);
-    if let Some(sandboxed) = sandboxed {
-        sandboxed.finish();
-    }
+    // Its proxy stopped, its group read, its record in the case's row.
+    drop(sandboxed);
     outcome
 }
 
-/// The command for `spec` — under `--isolate`, for a process of a case,
-/// its sandbox, which stays alive (its proxy, its control group) until the
-/// [`crate::isolate::Sandboxed`] returned beside it is finished or dropped.
-/// For callers that drive a long-lived process themselves (an agent's
-/// session over stdin and stdout); [`run`] uses it too.
-pub fn command(spec: &Spec<'_>) -> std::io::Result<(Command, Option<crate::isolate::Sandboxed>)> {
-    Ok(match crate::isolate::active().filter(|_| spec.case) {
-        Some(active) => {
-            let mut sandboxed = confined(spec, active)?;
-            let command = std::mem::replace(&mut sandboxed.command, Command::new("true"));
-            (command, Some(sandboxed))
-        }
-        None => (plain(spec)?, None),
-    })
+/// Starts `spec` with its stdio piped, in its own process group (a
+/// long-lived process the caller talks to: an agent's session). Under
+/// `--isolate` the returned [`crate::isolate::Sandboxed`] holds its proxy
+/// and group until dropped, after the process ends.
+pub fn spawn_piped(
+    spec: &Spec<'_>,
+) -> std::io::Result<(std::process::Child, Option<crate::isolate::Sandboxed>)> {
+    let (mut command, sandboxed) = command(spec)?;
+    let child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()?;
+    track_group(child.id() as i32);
+    Ok((child, sandboxed))
+}
+
+/// Starts `argv` with no stdio and lets it go (a program that hands its
+/// work to a window and returns: VS Code); it is reaped in the background.
+pub fn detach(argv: &[String]) -> std::io::Result<()> {
+    let program = argv
+        .first()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command"))?;
+    let mut child = Command::new(program)
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
+    Ok(())
+}
+
+/// The command for `spec` — in its sandbox when it carries one, which
+/// stays alive (its proxy, its control group) until the
+/// [`crate::isolate::Sandboxed`] returned beside it is dropped.
+fn command(spec: &Spec<'_>) -> std::io::Result<(Command, Option<crate::isolate::Sandboxed>)> {
+    let Some(confined) = spec.sandbox else {
+        return Ok((plain(spec)?, None));
+    };
+    let argv = argv_of(spec)?;
+    let sandboxed = confined.sandbox(&argv, spec.cwd, spec.env)?;
+    let mut command = Command::new(&sandboxed.argv[0]);
+    command.args(&sandboxed.argv[1..]);
+    // bwrap is the sandbox's PID 1: its environment is readable inside.
+    command.env_clear();
+    let fds = sandboxed.fds.clone();
+    // SAFETY: the closure only calls `write(2)` on descriptors the group
+    // keeps open until the process has started, and `fcntl(2)` or
+    // `close_range(2)`: async-signal-safe system calls.
+    unsafe {
+        command.pre_exec(move || crate::isolate::enter_child(&fds));
+    }
+    Ok((command, Some(sandboxed)))
 }
 
 /// The command line of `spec`: the program and its arguments, or `sh -c`.
@@ -165,42 +199,6 @@ fn argv_of(spec: &Spec<'_>) -> std::io::Result<Vec<String>> {
     })
 }
 
-/// `spec` in a sandbox (`--isolate`): its directory, the suite's project
-/// and the root read-only, what it may write read-write, its environment
-/// only what `spec.env` gives.
-fn confined(
-    spec: &Spec<'_>,
-    active: &crate::isolate::Active,
-) -> std::io::Result<crate::isolate::Sandboxed> {
-    let argv = argv_of(spec)?;
-    let mut readable = active.readable();
-    readable.extend(spec.cwd.map(Path::to_path_buf));
-    // A program named by its path outside the sandbox's root (a script in
-    // the suite) is read where it is.
-    let in_root = |p: &Path| {
-        ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"]
-            .iter()
-            .any(|r| p.starts_with(r))
-    };
-    if let Some(program) = argv
-        .first()
-        .map(Path::new)
-        .filter(|p| p.is_absolute() && !in_root(p))
-    {
-        readable.push(program.to_path_buf());
-    }
-    let confine = crate::isolate::Confine {
-        writable: spec.writable.to_vec(),
-        readable,
-        extra_readable: spec.readable.to_vec(),
-        mounts: Vec::new(),
-        hidden: crate::isolate::hidden(&active.readable()),
-        network: spec.network.clone(),
-        limits: spec.limits.unwrap_or_default(),
-    };
-    active.sandbox(spec.role, confine, &argv, spec.cwd, spec.env)
-}
-
 /// `spec` as the operator's own process.
 fn plain(spec: &Spec<'_>) -> std::io::Result<Command> {
     let argv = argv_of(spec)?;
@@ -208,6 +206,9 @@ fn plain(spec: &Spec<'_>) -> std::io::Result<Command> {
     command.args(&argv[1..]);
     if let Some(cwd) = spec.cwd {
         command.current_dir(cwd);
+    }
+    if spec.clear_env {
+        command.env_clear();
     }
     for k in spec.env_remove {
         command.env_remove(k);
@@ -250,8 +251,20 @@ fn spawn(mut command: Command, spec: &Spec<'_>) -> std::io::Result<Outcome> {
             }
             std::thread::sleep(Duration::from_millis(5));
         };
-        // The group may hold the pipes open after the leader exits.
-        if timed_out {
+        // The group may hold the pipes open after the leader exits (a
+        // background child: `server &`): the readers get a moment to see
+        // the end of the output, then what is left of the group is
+        // stopped — as a sandbox's processes are when its leader ends — so
+        // no command outlives its deadline or holds its caller for ever.
+        if !timed_out {
+            let grace = Instant::now() + EXIT_GRACE;
+            while !(out.is_finished() && err.is_finished()) && Instant::now() < grace {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        // Only a group that still has members holding the output is
+        // signalled: its id cannot have been given to another process.
+        if timed_out || !(out.is_finished() && err.is_finished()) {
             kill_group(pid);
         } else {
             untrack_group(pid);

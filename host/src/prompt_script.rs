@@ -75,6 +75,7 @@ pub fn render(
     script: &PromptScript,
     request: &wit::GradeRequest,
     policy: &Policy,
+    sandbox: Option<&crate::isolate::CaseSandbox>,
 ) -> Result<String, String> {
     let program = script.argv.first().cloned().unwrap_or_default();
     if policy.strict {
@@ -98,6 +99,12 @@ pub fn render(
         .last()
         .and_then(|s| Path::new(s).parent())
         .map_or_else(|| policy.base_dir.clone(), Path::to_path_buf);
+    // Under --isolate: it reads the case's workspace, writes nothing, and
+    // starts only inside the workspace or the project.
+    let confined = sandbox
+        .map(|s| s.preprocessor("prompt script", Some(&cwd), &[]))
+        .transpose()
+        .map_err(|refused| format!("Prompt template execution failed: {refused}"))?;
     let outcome = crate::process::run(&crate::process::Spec {
         argv: &script.argv,
         shell: None,
@@ -107,9 +114,8 @@ pub fn render(
         env: &[],
         shell_args: &[],
         env_remove: &policy.scrub_env,
-        case: true,
-        role: "prompt script",
-        ..crate::process::Spec::default()
+        sandbox: confined.as_ref(),
+        clear_env: false,
     })
     .map_err(|e| format!("Prompt template execution failed: `{program}` could not start: {e}"))?;
     if outcome.timed_out {

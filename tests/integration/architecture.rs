@@ -274,6 +274,53 @@ fn the_suite_crate_imports_only_what_architecture_md_allows() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// The places in `src` (non-test code) that build a process
+/// (`Command::new`), as `file:line`, outside the modules `allowed`.
+fn process_builders(src: &Path, allowed: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in walkdir::WalkDir::new(src) {
+        let entry = entry.unwrap();
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "rs") || path.ends_with("tests.rs") {
+            continue;
+        }
+        let rel = path.strip_prefix(src).unwrap();
+        let module = module_name(
+            &rel.components()
+                .next()
+                .unwrap()
+                .as_os_str()
+                .to_string_lossy(),
+        );
+        if allowed.contains(&module.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
+        for (n, line) in non_test(&text).lines().enumerate() {
+            if line.contains("Command::new(") && !line.trim_start().starts_with("//") {
+                found.push(format!("{}:{}", path.display(), n + 1));
+            }
+        }
+    }
+    found
+}
+
+/// ARCHITECTURE.md: only `process` (and the sandbox it starts processes
+/// in, `isolate`) builds a process; every other module asks `process`, so
+/// no process of a case can start outside its sandbox by accident.
+#[test]
+fn only_the_process_module_starts_a_process() {
+    let src = crate::support::root().join("host/src");
+    let found = process_builders(&src, &["process", "isolate", "main"]);
+    assert!(
+        found.is_empty(),
+        "a process built outside `process`/`isolate` (ask `crate::process` instead):\n{}",
+        found.join("\n")
+    );
+    // The check can fail: `isolate` itself builds one.
+    assert!(!process_builders(&src, &["process"]).is_empty());
+}
+
 /// The checker itself: a forbidden import, a circle and a missing row are
 /// each found (a test that cannot fail proves nothing).
 #[test]

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::support::{Project, evalhost};
 
 /// True when bubblewrap can make a sandbox here.
-fn bwrap_works() -> bool {
+pub(crate) fn bwrap_works() -> bool {
     let ok = std::process::Command::new("bwrap")
         .args([
             "--unshare-all",

@@ -980,3 +980,30 @@ fn a_users_own_judge_prompt_and_evalhosts_lead_to_the_same_scores() {
         cases.len()
     );
 }
+
+/// Code review B2 (b): under `--isolate` the preprocessor's sandbox did not
+/// hold the case's workspace, so the file it was to convert did not exist
+/// inside, and the judge graded the answer without it (a warning line in
+/// its prompt, no error anywhere). Now the preprocessor reads the
+/// workspace and the file, and the judge sees the converted text.
+#[test]
+fn an_isolated_preprocessor_reads_the_file_in_the_cases_workspace() {
+    if !crate::isolation::bwrap_works() {
+        return;
+    }
+    let server = FakeServer::start_fn(|r| checklist(&[("rubric-1", r.body.contains("Q1,42"))]));
+    let suite = format!("workspace:\n  template: ./tpl\n{}", PREPROCESSED_SUITE);
+    let (project, cache) = file_answering(&server, &suite);
+    project.write("tpl/README", "workspace\n");
+    let agent = project.path().join("agent.sh").display().to_string();
+    let targets = format!(
+        "targets:\n  - {{name: default, provider: cli, command: 'sh {agent} {{OUTPUT_FILE}}', grader_target: judge}}\n  - {{name: judge, provider: openai, base_url: '{}/v1', model: judge-model, api_key: '${{{{ EVALHOST_JUDGE_KEY }}}}', temperature: 0, retry_initial_delay_ms: 10}}\n",
+        server.url
+    );
+    std::fs::write(project.path().join(".evalhost/targets.yaml"), targets).unwrap();
+    let r = run(&project, &cache, "out", &["--isolate"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let asked = &server.requests()[0].body;
+    assert!(asked.contains("spreadsheet: revenue,total"), "{asked}");
+    assert!(!asked.contains("file preprocessing warning"), "{asked}");
+}

@@ -75,3 +75,4 @@ mod scaling;
 mod everyday;
 // The agent in a sandbox too: --isolate with bubblewrap.
 mod isolation;
+mod sandbox_value;

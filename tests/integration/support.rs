@@ -47,9 +47,13 @@ impl From<Output> for Run {
     }
 }
 
-/// A command for the `evalhost` binary with the shared compile cache.
+/// A command for the `evalhost` binary with the shared compile cache
+/// (`EVALHOST_TEST_BIN` names another build to run the tests against: an
+/// older binary, to see a new test fail on it).
 pub fn evalhost() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_evalhost"));
+    let bin = std::env::var_os("EVALHOST_TEST_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_evalhost").into());
+    let mut command = Command::new(bin);
     command.env("EVALHOST_CACHE_DIR", shared_cache());
     command
 }

@@ -34,6 +34,10 @@ pub struct Request {
     pub wit: wit::GradeRequest,
     /// The finish reason and log-probabilities the target reported.
     pub response: std::sync::Arc<ResponseInfo>,
+    /// Under `--isolate`, the case's sandbox: every command a grader runs
+    /// for it (on any thread of a group) runs there, shares its budget and
+    /// is recorded in its row.
+    pub sandbox: Option<crate::isolate::CaseSandbox>,
 }
 
 impl std::ops::Deref for Request {
@@ -59,6 +63,7 @@ pub fn base_request(test: &TestCase, output: &TargetOutput) -> Request {
             logprobs: output.logprobs.clone(),
             output_json: output.output_json.as_ref().map(ToString::to_string),
         }),
+        sandbox: None,
     }
 }
 
@@ -264,7 +269,7 @@ pub fn grade_assertion(
         (&assertion.name, &assertion.kind),
         &info.capabilities,
         policy,
-        workspace.as_deref(),
+        (workspace.as_deref(), request.sandbox.as_ref()),
         judge,
         &plugin.digest,
         crate::judge_proxy::requested_calls(&assertion.kind, &assertion.config),

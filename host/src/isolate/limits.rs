@@ -103,6 +103,61 @@ pub struct Usage {
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
+/// Whether `dir`'s `cgroup.subtree_control` hands `memory` and `pids` to
+/// its children.
+fn delegates(dir: &Path) -> bool {
+    let text = std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words.contains(&"memory") && words.contains(&"pids")
+}
+
+/// The cgroup v2 group the case groups are made in, from `own` (evalhost's
+/// group). The kernel lets a group hand controllers to its children only
+/// while it holds no process itself, and evalhost is in `own`: so evalhost
+/// moves itself into a leaf of its own (`own/evalhost-<pid>/supervisor`),
+/// and turns `memory` and `pids` on in `own/evalhost-<pid>`, whose other
+/// children are the case groups — the usual delegation. Where `own` itself
+/// cannot hand them on (not delegated to this user), it says how to run
+/// evalhost so that it can.
+pub fn delegate_v2(own: &Path, pid: u32) -> Result<PathBuf, String> {
+    if delegates(own) && !holds_processes(own) {
+        return Ok(own.to_path_buf());
+    }
+    let advice = "run evalhost in a delegated cgroup, e.g. `systemd-run --user --scope -p Delegate=yes evalhost …`, or as root";
+    let available = std::fs::read_to_string(own.join("cgroup.controllers")).unwrap_or_default();
+    let available: Vec<&str> = available.split_whitespace().collect();
+    if !(available.contains(&"memory") && available.contains(&"pids")) {
+        return Err(format!(
+            "cgroup v2 group {} has no memory and pids controllers to hand on ({advice})",
+            own.display()
+        ));
+    }
+    let base = own.join(format!("evalhost-{pid}"));
+    let supervisor = base.join("supervisor");
+    let fail = |what: &str, e: std::io::Error| {
+        format!(
+            "cgroup v2: cannot {what} under {} ({e}); {advice}",
+            own.display()
+        )
+    };
+    std::fs::create_dir_all(&supervisor).map_err(|e| fail("make evalhost's group", e))?;
+    std::fs::write(supervisor.join("cgroup.procs"), "0")
+        .map_err(|e| fail("move evalhost into its own leaf", e))?;
+    // Now that evalhost left it, its group may hand the controllers on.
+    if !delegates(own) {
+        std::fs::write(own.join("cgroup.subtree_control"), "+memory +pids")
+            .map_err(|e| fail("hand memory and pids to evalhost's group", e))?;
+    }
+    std::fs::write(base.join("cgroup.subtree_control"), "+memory +pids")
+        .map_err(|e| fail("turn memory and pids on for the case groups", e))?;
+    Ok(base)
+}
+
+/// Whether a cgroup v2 group holds processes of its own.
+fn holds_processes(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|t| !t.trim().is_empty())
+}
+
 impl Cgroups {
     /// Finds where groups can be made, or says why none can.
     pub fn detect() -> Result<Self, String> {
@@ -130,16 +185,7 @@ impl Cgroups {
             .find_map(|l| l.strip_prefix("0::"))
             .map(|p| root.join(p.trim_start_matches('/')))
             .ok_or("no cgroup v1 memory/pids hierarchy and no cgroup v2 group")?;
-        let delegated =
-            std::fs::read_to_string(unified.join("cgroup.subtree_control")).unwrap_or_default();
-        let words: Vec<&str> = delegated.split_whitespace().collect();
-        if !(words.contains(&"memory") && words.contains(&"pids")) {
-            return Err(format!(
-                "cgroup v2 group {} does not delegate memory and pids to its children (run evalhost under `systemd-run --user --scope -p Delegate=yes`)",
-                unified.display()
-            ));
-        }
-        let c = Self::V2(unified);
+        let c = Self::V2(delegate_v2(&unified, std::process::id())?);
         c.probe().map(|()| c)
     }
 
@@ -289,5 +335,37 @@ mod tests {
         assert_eq!(parse_bytes("4 parsecs"), None);
         assert_eq!(bytes(4 << 30), "4 GiB");
         assert_eq!(bytes(512 << 20), "512 MiB");
+    }
+
+    /// A cgroup v2 tree as the kernel shows a systemd user's delegated
+    /// scope: evalhost in it, memory and pids available but not handed on.
+    #[test]
+    fn v2_delegation_moves_evalhost_into_a_leaf_and_hands_the_controllers_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = dir.path().join("user.slice/evalhost.scope");
+        std::fs::create_dir_all(&own).unwrap();
+        std::fs::write(own.join("cgroup.controllers"), "cpu io memory pids\n").unwrap();
+        std::fs::write(own.join("cgroup.subtree_control"), "").unwrap();
+        std::fs::write(own.join("cgroup.procs"), "4242\n").unwrap();
+        let base = delegate_v2(&own, 4242).unwrap();
+        assert_eq!(base, own.join("evalhost-4242"));
+        // evalhost moved itself into a leaf, and the controllers are on
+        // where the case groups are made (the old code refused here).
+        assert_eq!(
+            std::fs::read_to_string(base.join("supervisor/cgroup.procs")).unwrap(),
+            "0"
+        );
+        assert_eq!(
+            std::fs::read_to_string(base.join("cgroup.subtree_control")).unwrap(),
+            "+memory +pids"
+        );
+        assert_eq!(
+            std::fs::read_to_string(own.join("cgroup.subtree_control")).unwrap(),
+            "+memory +pids"
+        );
+        // Without the controllers, it says how to run evalhost.
+        std::fs::write(own.join("cgroup.controllers"), "cpu io\n").unwrap();
+        let why = delegate_v2(&own, 1).unwrap_err();
+        assert!(why.contains("Delegate=yes"), "{why}");
     }
 }

@@ -29,17 +29,15 @@
 //! namespaces), [`Isolation::detect`] says why and the run refuses to start
 //! rather than run anything unconfined.
 
+pub mod case;
 pub mod container;
 pub mod limits;
 pub mod net;
 
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{OnceLock, RwLock};
 
-use crate::results::usage::{ConfinedRow, ConnectionRow, SandboxRow};
+pub use case::{CaseSandbox, Confined, Refused, RunSandbox, Sandboxed};
 pub use limits::Limits;
 pub use net::Network;
 
@@ -104,10 +102,15 @@ pub struct Confine {
     pub extra_readable: Vec<PathBuf>,
     /// Binds at another path inside: (outside, inside, writable).
     pub mounts: Vec<(PathBuf, String, bool)>,
-    /// Directories inside a readable one that the process must not see
-    /// (the run directory, the project's `.evalhost`): an empty `tmpfs`
-    /// over each.
+    /// What the process must not see, inside what it may (the run
+    /// directory, the project's `.evalhost`, `.env` files, git
+    /// configuration): an empty `tmpfs` over a directory, an empty file
+    /// over a file — over the writable binds too.
     pub hidden: Vec<PathBuf>,
+    /// The program, named by its path outside the root: its file (links
+    /// resolved) bound read-only at the path named, after what is hidden
+    /// (the target's own script).
+    pub program: Option<(PathBuf, PathBuf)>,
     /// What of the network it reaches.
     pub network: Network,
     /// Its memory and process limits.
@@ -143,8 +146,10 @@ impl Isolation {
             masked,
         };
         let probe = |isolation: &Self| {
-            isolation
-                .command(&Confine::default(), &["true".to_owned()], None, &[], false)
+            let argv = isolation.argv(&Confine::default(), &["true".to_owned()], None, &[], false);
+            Command::new(&argv[0])
+                .args(&argv[1..])
+                .env_clear()
                 .output()
                 .map_err(|e| Unavailable::CannotStart(e.to_string()))
         };
@@ -232,27 +237,40 @@ impl Isolation {
                 Err(_) => {}
             }
         }
-        for dir in confine.readable.iter().chain(&confine.extra_readable) {
+        for dir in &confine.readable {
             a.extend(["--ro-bind-try".into(), path_arg(dir), path_arg(dir)]);
         }
         for dir in &confine.writable {
             a.extend(["--bind".into(), path_arg(dir), path_arg(dir)]);
         }
-        // What is hidden lies inside what is readable: only what is there
-        // and under a readable directory (a mount point must be); an empty
-        // directory over a directory, an empty device over a file.
-        for path in confine
-            .hidden
-            .iter()
-            .filter(|h| confine.readable.iter().any(|r| h.starts_with(r) && *h != r))
-        {
+        // What is hidden lies inside what is bound: only what is there and
+        // under a bound directory (a mount point must be); an empty
+        // directory over a directory, an empty file over a file. Over the
+        // writable binds too: a workspace inside the project does not make
+        // the project's secrets visible again.
+        let bound = |h: &PathBuf| {
+            confine
+                .readable
+                .iter()
+                .chain(&confine.writable)
+                .any(|r| h.starts_with(r) && h != r)
+        };
+        for path in confine.hidden.iter().filter(|h| bound(h)) {
             match std::fs::symlink_metadata(path) {
                 Ok(m) if m.is_dir() => a.extend(["--tmpfs".into(), path_arg(path)]),
-                Ok(m) if m.is_file() => {
+                Ok(_) => {
                     a.extend(["--ro-bind".into(), "/dev/null".into(), path_arg(path)]);
                 }
-                _ => {}
+                Err(_) => {}
             }
+        }
+        // What the target's own `isolate.read` grants, and its program,
+        // after what is hidden: the operator's grant wins.
+        for dir in &confine.extra_readable {
+            a.extend(["--ro-bind-try".into(), path_arg(dir), path_arg(dir)]);
+        }
+        if let Some((file, named)) = &confine.program {
+            a.extend(["--ro-bind-try".into(), path_arg(file), path_arg(named)]);
         }
         for (outside, inside, writable) in &confine.mounts {
             let how = if *writable { "--bind" } else { "--ro-bind" };
@@ -275,114 +293,23 @@ impl Isolation {
         a
     }
 
-    /// A command running `argv` confined (see [`Isolation::args`]).
-    pub fn command(
+    /// The command line running `argv` confined (see [`Isolation::args`]):
+    /// `bwrap` first. bwrap is the sandbox's PID 1: its own environment is
+    /// readable inside at /proc/1/environ, so the caller starts it with an
+    /// empty one (what the program gets is in the --setenv arguments).
+    pub fn argv(
         &self,
         confine: &Confine,
         argv: &[String],
         cwd: Option<&Path>,
         env: &[(String, String)],
         network: bool,
-    ) -> Command {
-        let mut c = Command::new(&self.bwrap);
-        // bwrap is the sandbox's PID 1: its own environment is readable
-        // inside at /proc/1/environ, so it gets none of evalhost's (what
-        // the program gets is in the --setenv arguments).
-        c.env_clear();
-        c.args(self.args(confine, cwd, env, network)).args(argv);
-        c
+    ) -> Vec<String> {
+        let mut line = vec![path_arg(&self.bwrap)];
+        line.extend(self.args(confine, cwd, env, network));
+        line.extend(argv.iter().cloned());
+        line
     }
-}
-
-/// Isolation as the run turned it on: every process evalhost starts from
-/// then on is confined (see [`activate`]).
-#[derive(Debug)]
-pub struct Active {
-    /// The sandbox maker.
-    pub isolation: Isolation,
-    /// What every confined process may read besides the root: the project
-    /// of the suite running now.
-    readable: RwLock<Vec<PathBuf>>,
-    /// The suite running now is isolated (a multi-suite run may mix).
-    on: AtomicBool,
-    /// Where each confined process gets its limits, or why it cannot.
-    pub cgroups: Result<limits::Cgroups, String>,
-}
-
-impl Active {
-    /// The project of the suite running now.
-    pub fn readable(&self) -> Vec<PathBuf> {
-        self.readable
-            .read()
-            .map_or_else(|e| e.into_inner().clone(), |r| r.clone())
-    }
-}
-
-static ACTIVE: OnceLock<Active> = OnceLock::new();
-
-/// Turns isolation on for the rest of the process: `crate::process::run`
-/// confines every command of a case from now on; `readable` is the project
-/// of the suite about to run (each suite of a multi-suite run sets its own).
-pub fn activate(isolation: Isolation, readable: Vec<PathBuf>) -> &'static Active {
-    let active = ACTIVE.get_or_init(|| Active {
-        isolation,
-        readable: RwLock::new(Vec::new()),
-        on: AtomicBool::new(false),
-        cgroups: limits::Cgroups::detect(),
-    });
-    match active.readable.write() {
-        Ok(mut r) => *r = readable,
-        Err(e) => *e.into_inner() = readable,
-    }
-    active.on.store(true, Ordering::SeqCst);
-    active
-}
-
-/// Directories no sandbox may see (the run directories of this process).
-static HIDDEN: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
-
-/// Hides `dir` from every sandbox made from now on (see
-/// [`Confine::hidden`]).
-pub fn hide(dir: &Path) {
-    let mut hidden = HIDDEN.lock().unwrap_or_else(|e| e.into_inner());
-    if !hidden.iter().any(|h| h == dir) {
-        hidden.push(dir.to_path_buf());
-    }
-}
-
-/// What every sandbox hides: the run directories, and each readable
-/// project's history (`.evalhost/runs`, the `results.db` index and its
-/// side files, the response cache); the rest of `.evalhost` (the targets
-/// file, scripts beside it) stays readable.
-pub fn hidden(readable: &[PathBuf]) -> Vec<PathBuf> {
-    let mut all = HIDDEN.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    for project in readable {
-        let dir = project.join(".evalhost");
-        for name in [
-            "runs",
-            "cache",
-            "results.db",
-            "results.db-wal",
-            "results.db-shm",
-            "results.db-journal",
-        ] {
-            all.push(dir.join(name));
-        }
-    }
-    all
-}
-
-/// Turns isolation off for the suite about to run (the next suite of a
-/// multi-suite run that is not isolated).
-pub fn deactivate() {
-    if let Some(active) = ACTIVE.get() {
-        active.on.store(false, Ordering::SeqCst);
-    }
-}
-
-/// Isolation, when the run turned it on.
-pub fn active() -> Option<&'static Active> {
-    ACTIVE.get().filter(|a| a.on.load(Ordering::SeqCst))
 }
 
 /// The files (false) and directories (true) under `etc` that others may
@@ -445,11 +372,14 @@ fn unpack_root(tarball: &Path) -> Result<PathBuf, Unavailable> {
         .or_else(|| dirs::cache_dir().map(|d| d.join("evalhost")))
         .ok_or_else(|| fail("no cache directory (set EVALHOST_CACHE_DIR)".into()))?
         .join("roots");
+    // Like every cache of evalhost's: this user's, writable by nobody else
+    // (a root planted by another user would be used as is).
+    crate::safe_fs::check_owned_dir(&cache)
+        .map_err(|e| fail(format!("the roots cache {}: {e}", cache.display())))?;
     let done = cache.join(&digest);
     if done.join("usr").exists() {
         return Ok(done);
     }
-    std::fs::create_dir_all(&cache).map_err(|e| fail(e.to_string()))?;
     let partial = tempfile::Builder::new()
         .prefix(&format!("{digest}.partial-"))
         .tempdir_in(&cache)
@@ -473,6 +403,10 @@ fn unpack_root(tarball: &Path) -> Result<PathBuf, Unavailable> {
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
+    // GNU tar has no switch that skips device nodes outside `dev/` (nor
+    // FIFOs and sockets): anything that is not a file, a directory or a
+    // link is removed before the root is used.
+    remove_special_files(partial.path()).map_err(|e| fail(e.to_string()))?;
     if !partial.path().join("usr").exists() {
         return Err(Unavailable::BadRoot(tarball.to_path_buf()));
     }
@@ -487,199 +421,27 @@ fn unpack_root(tarball: &Path) -> Result<PathBuf, Unavailable> {
     Ok(done)
 }
 
-/// A confined process about to start: its command, and what runs beside
-/// it (its proxy, its control group) until [`Sandboxed::finish`].
-#[derive(Debug)]
-pub struct Sandboxed {
-    /// The `bwrap` command.
-    pub command: Command,
-    session: Option<net::Session>,
-    group: Option<limits::Group>,
-    role: String,
-    program: String,
-    network: String,
+/// Removes every entry under `dir` that is not a regular file, a
+/// directory or a symbolic link (device nodes, FIFOs, sockets).
+fn remove_special_files(dir: &Path) -> std::io::Result<()> {
+    for entry in walkdir::WalkDir::new(dir).follow_links(false) {
+        let entry = entry.map_err(std::io::Error::other)?;
+        let kind = entry.file_type();
+        if !(kind.is_file() || kind.is_dir() || kind.is_symlink()) {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
 }
 
-impl Active {
-    /// The sandbox of one process: `argv` run in `cwd` with `env`, able to
-    /// reach what `confine` and `network` say, held to `limits`.
-    pub fn sandbox(
-        &self,
-        role: &str,
-        mut confine: Confine,
-        argv: &[String],
-        cwd: Option<&Path>,
-        env: &[(String, String)],
-    ) -> std::io::Result<Sandboxed> {
-        let network = &confine.network.clone();
-        let limits = confine.limits;
-        let program = argv
-            .first()
-            .map(|p| {
-                Path::new(p)
-                    .file_name()
-                    .map_or_else(|| p.clone(), |n| n.to_string_lossy().into_owned())
-            })
-            .unwrap_or_default();
-        let mut env = env.to_vec();
-        let mut argv = argv.to_vec();
-        let (proxy, forwards) = match network {
-            Network::Hosts(hosts) => (Some(hosts.clone()), Vec::new()),
-            Network::Loopback(port) => (None, vec![*port]),
-            Network::None | Network::Host => (None, Vec::new()),
-        };
-        let session = if proxy.is_some() || !forwards.is_empty() {
-            let session = net::Session::start(proxy.clone(), &forwards)?;
-            let exe = std::env::current_exe()?;
-            let bridge = "/run/evalhost-bridge".to_owned();
-            confine
-                .mounts
-                .push((session.dir().to_path_buf(), net::SANDBOX_RUN.into(), false));
-            confine.mounts.push((exe, bridge.clone(), false));
-            let mut front = vec![bridge, net::BRIDGE_ARG.to_owned()];
-            if proxy.is_some() {
-                front.push("--proxy".into());
-                env.extend(net::proxy_env());
-            }
-            for port in &forwards {
-                front.extend(["--forward".into(), port.to_string()]);
-            }
-            front.push("--".into());
-            argv.splice(0..0, front);
-            Some(session)
-        } else {
-            None
-        };
-        // In a case, every process joins the case's group (one budget for
-        // the case); outside one (a suite's before_all hook), its own.
-        let (group, fds) = match &self.cgroups {
-            Ok(cgroups) => match case_group(cgroups)? {
-                Some(fds) => (None, fds),
-                None => {
-                    let group = cgroups.create(limits)?;
-                    let fds = group.fds();
-                    (Some(group), fds)
-                }
-            },
-            Err(_) => (None, Vec::new()),
-        };
-        let mut command =
-            self.isolation
-                .command(&confine, &argv, cwd, &env, *network == Network::Host);
-        // SAFETY: the closure only calls `write(2)` on descriptors the
-        // group keeps open until the process has started, and `fcntl(2)`
-        // or `close_range(2)`: async-signal-safe system calls.
-        unsafe {
-            use std::os::unix::process::CommandExt as _;
-            command.pre_exec(move || {
-                limits::enter(&fds)?;
-                // No descriptor of evalhost's reaches the sandbox (one it
-                // inherited without close-on-exec, a pipe of its caller).
-                close_on_exec_from(3);
-                Ok(())
-            });
-        }
-        Ok(Sandboxed {
-            command,
-            session,
-            group,
-            role: role.to_owned(),
-            program,
-            network: network.describe(),
-        })
-    }
-}
-
-impl Sandboxed {
-    /// The process has ended: stops its proxy, reads and removes its
-    /// group, and records it for the case's row (as dropping it does).
-    pub fn finish(self) {}
-
-    fn record(&mut self) {
-        let mut row = ConfinedRow {
-            role: std::mem::take(&mut self.role),
-            program: std::mem::take(&mut self.program),
-            network: std::mem::take(&mut self.network),
-            ..ConfinedRow::default()
-        };
-        if let Some(session) = self.session.take() {
-            let (attempts, dropped) = session.finish();
-            if dropped > 0 {
-                row.refused.push(format!(
-                    "proxy: {dropped} connection(s) closed unserved (more than {} at once, or no whole request within 10 s)",
-                    net::CONNECTIONS_AT_ONCE
-                ));
-            }
-            for attempt in attempts {
-                if !attempt.allowed {
-                    row.refused.push(format!(
-                        "connection to {}:{} (not in the target's isolate.network)",
-                        attempt.host, attempt.port
-                    ));
-                }
-                row.connections.push(ConnectionRow {
-                    host: attempt.host,
-                    port: attempt.port,
-                    allowed: attempt.allowed,
-                    note: attempt.note,
-                });
-            }
-        }
-        if let Some(group) = self.group.take() {
-            // A process outside a case: its own group, read and removed.
-            group.finish();
-        }
-        // evalhost's own git in the workspace, confined, is recorded only
-        // when the sandbox refused it something.
-        if row.role == "git" && row.refused.is_empty() {
-            return;
-        }
-        CASE.with(|case| {
-            if let Some(state) = case.borrow_mut().as_mut() {
-                state.processes.push(row);
-            }
-        });
-    }
-}
-
-/// What the limits refused a group, in the row's sentences.
-fn refusals(held: Limits, usage: &limits::Usage) -> Vec<String> {
-    let mut refused = Vec::new();
-    if usage.oom_kills > 0 {
-        refused.push(format!(
-            "memory: {} process(es) killed at the limit of {}",
-            usage.oom_kills,
-            limits::bytes(held.memory)
-        ));
-    }
-    if usage.forks_refused > 0 {
-        refused.push(format!(
-            "processes: {} fork(s) refused at the limit of {}",
-            usage.forks_refused, held.processes
-        ));
-    }
-    refused
-}
-
-/// The descriptors of the running case's group (made at its first
-/// confined process), or none when this thread runs no case.
-fn case_group(cgroups: &limits::Cgroups) -> std::io::Result<Option<Vec<i32>>> {
-    CASE.with(|case| {
-        let mut case = case.borrow_mut();
-        let Some(state) = case.as_mut() else {
-            return Ok(None);
-        };
-        if state.group.is_none() {
-            state.group = Some(cgroups.create(state.limits)?);
-        }
-        Ok(state.group.as_ref().map(limits::Group::fds))
-    })
-}
-
-impl Drop for Sandboxed {
-    fn drop(&mut self) {
-        self.record();
-    }
+/// Between `fork` and `exec` of a confined process: it enters its control
+/// group (`fds`), and no descriptor of evalhost's reaches the sandbox (one
+/// it inherited without close-on-exec, a pipe of its caller). Only system
+/// calls: async-signal-safe.
+pub fn enter_child(fds: &[i32]) -> std::io::Result<()> {
+    limits::enter(fds)?;
+    close_on_exec_from(3);
+    Ok(())
 }
 
 /// Marks every descriptor from `first` up close-on-exec. Between `fork`
@@ -706,54 +468,6 @@ fn close_on_exec_from(first: u32) {
             }
         }
     }
-}
-
-/// The case a thread is running, under `--isolate`.
-struct CaseState {
-    /// Its confined processes, in order.
-    processes: Vec<ConfinedRow>,
-    /// Its limits (its target's, else the defaults).
-    limits: Limits,
-    /// The group all its processes share, once one has started.
-    group: Option<limits::Group>,
-}
-
-thread_local! {
-    /// The case this thread is running.
-    static CASE: RefCell<Option<CaseState>> = const { RefCell::new(None) };
-}
-
-/// A case starts on this thread: its confined processes are recorded from
-/// now on, and share one memory and process budget, `limits` (its
-/// target's) or the defaults (when the run is isolated).
-pub fn begin_case(limits: Option<Limits>) {
-    let state = active().map(|_| CaseState {
-        processes: Vec::new(),
-        limits: limits.unwrap_or_default(),
-        group: None,
-    });
-    let before = CASE.with(|case| std::mem::replace(&mut *case.borrow_mut(), state));
-    // A case left unfinished (a panic): its group removed.
-    if let Some(group) = before.and_then(|b| b.group) {
-        group.finish();
-    }
-}
-
-/// The case ends: how its processes were confined, its limits, its peak
-/// memory and what the limits refused it, when the run was isolated.
-pub fn end_case() -> Option<SandboxRow> {
-    let state = CASE.with(|case| case.borrow_mut().take())?;
-    let mut row = SandboxRow {
-        processes: state.processes,
-        ..SandboxRow::default()
-    };
-    if let Some(group) = state.group {
-        let usage = group.finish();
-        row.limits = Some(state.limits.describe());
-        row.peak_memory_bytes = usage.peak_memory;
-        row.refused = refusals(state.limits, &usage);
-    }
-    Some(row)
 }
 
 /// A path as one argument.

@@ -92,6 +92,8 @@ pub struct ExecGrant {
     /// The suite's `workspace.docker`: each command runs in a container of
     /// this image, made for it and removed after.
     pub container: Option<ContainerRun>,
+    /// Under `--isolate`, the case's sandbox every command runs in.
+    pub sandbox: Option<crate::isolate::CaseSandbox>,
 }
 
 /// How a command runs in a container, as AgentV runs a code grader with
@@ -131,6 +133,7 @@ impl ContainerRun {
         argv: &[String],
         shell: Option<&str>,
         stdin: &[u8],
+        files: &[PathBuf],
     ) -> Result<crate::process::Outcome, String> {
         let runtime = self.runtime.display().to_string();
         let step = |args: Vec<String>, stdin: &[u8], timeout: Duration| {
@@ -147,6 +150,9 @@ impl ContainerRun {
         let mut create = vec!["create".to_owned()];
         create.extend(self.memory.iter().map(|m| format!("--memory={m}")));
         create.extend(self.cpus.iter().map(|c| format!("--cpus={c}")));
+        for dir in files {
+            create.push(format!("--volume={0}:{0}:ro", dir.display()));
+        }
         create.extend([self.image.clone(), "sleep".into(), "infinity".into()]);
         let created = step(create, &[], Duration::from_secs(300))?;
         if !created.success() {
@@ -526,16 +532,43 @@ impl exec::Host for HostState {
                     "a code grader's `target:` (the judge proxy on evalhost's loopback) cannot be reached from a `workspace.docker` container".into(),
                 ));
             }
-            let outcome = container.run(&argv, shell.as_deref(), &command.stdin);
+            // The answer's file (`output_path`), read-only at its own path.
+            let files: Vec<PathBuf> = self
+                .temp_dir
+                .as_ref()
+                .map(|d| d.path().to_path_buf())
+                .into_iter()
+                .collect();
+            let outcome = container.run(&argv, shell.as_deref(), &command.stdin, &files);
             self.host_time += started.elapsed();
             return match outcome {
                 Ok(o) => Ok(command_output(o)),
                 Err(e) => Err(exec::ExecError::Failed(e)),
             };
         }
-        // Under --isolate: the case's workspace writable, and of the
-        // network only the judge proxy's port on loopback.
-        let writable: Vec<std::path::PathBuf> = grant.workspace.iter().cloned().collect();
+        // Under --isolate: the case's workspace writable, the answer's file
+        // (`output_path`) readable, and of the network only the judge
+        // proxy's port on loopback; it starts only inside the workspace or
+        // the project.
+        let files: Vec<PathBuf> = self
+            .temp_dir
+            .as_ref()
+            .map(|d| d.path().to_path_buf())
+            .into_iter()
+            .collect();
+        let network = proxy.as_ref().and_then(|p| p.port()).map_or(
+            crate::isolate::Network::None,
+            crate::isolate::Network::Loopback,
+        );
+        let confined = match grant
+            .sandbox
+            .as_ref()
+            .map(|s| s.grader(Some(&cwd), &files, network))
+            .transpose()
+        {
+            Ok(c) => c,
+            Err(refused) => return Err(exec::ExecError::Denied(refused.to_string())),
+        };
         let outcome = crate::process::run(&crate::process::Spec {
             argv: &argv,
             shell: shell.as_deref(),
@@ -545,15 +578,8 @@ impl exec::Host for HostState {
             env: &env,
             shell_args: &[],
             env_remove: &grant.scrub_env,
-            case: true,
-            role: "code-grader",
-            writable: &writable,
-            readable: &[],
-            network: proxy.as_ref().and_then(|p| p.port()).map_or(
-                crate::isolate::Network::None,
-                crate::isolate::Network::Loopback,
-            ),
-            limits: None,
+            sandbox: confined.as_ref(),
+            clear_env: false,
         });
         self.host_time += started.elapsed();
         if let Some(proxy) = proxy {

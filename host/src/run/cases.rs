@@ -58,6 +58,7 @@ pub(super) fn run_cases(
         plan,
         workers,
         request,
+        sandbox,
         ..
     } = &*setup;
     let threshold = request.threshold;
@@ -75,7 +76,7 @@ pub(super) fn run_cases(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "run".into());
     let run_id = format!("{run_id}-{}", std::process::id());
-    let lifecycle = Lifecycle::prepare(suite, &run_id, options.keep_workspaces);
+    let lifecycle = Lifecycle::prepare(suite, &run_id, options.keep_workspaces, sandbox.clone());
     let mut workers = workers;
     if lifecycle.as_ref().is_some_and(Lifecycle::is_shared) && workers > 1 {
         writeln!(
@@ -91,6 +92,9 @@ pub(super) fn run_cases(
         )?;
     }
 
+    // A target's own before_all/after_all hooks: outside any case, in a
+    // sandbox of their own under --isolate.
+    let outside = sandbox.as_ref().map(crate::isolate::RunSandbox::outside);
     let target_hook = |hook: &crate::workspace::Hook, id: &str, timeout| {
         crate::lifecycle::HookRow::from(crate::workspace::run_hook(
             hook,
@@ -101,6 +105,7 @@ pub(super) fn run_cases(
                 case_input: None,
                 case_metadata: None,
                 base_dir: &suite.dir,
+                sandbox: outside.as_ref(),
             },
             timeout,
         ))
@@ -128,6 +133,7 @@ pub(super) fn run_cases(
     INTERRUPTED.store(false, Ordering::SeqCst);
     let started = Instant::now();
     let ctx = Ctx {
+        sandbox: sandbox.clone(),
         suite,
         registry,
         targets,

@@ -111,11 +111,13 @@ fn grade_all<F>(
     output: &target::TargetOutput,
     leaf: &F,
     threshold: f64,
+    sandbox: Option<&crate::isolate::CaseSandbox>,
 ) -> (grade::TestScore, Vec<ScoreRow>)
 where
     F: Fn(&Assertion, &mut GradeRequest) -> ScoreRow + Sync,
 {
     let mut request = grade::base_request(test, output);
+    request.sandbox = sandbox.cloned();
     let scores: Vec<ScoreRow> = assertions
         .iter()
         .map(|a| grade::grade_tree(a, &mut request, leaf))
@@ -234,7 +236,14 @@ where
             continue;
         }
         asked.input = windowed(&history[..history.len() - 1], conversation.window_size);
-        let (score, members) = grade_all(&asked, &turn.assertions, &output, leaf, threshold);
+        let (score, members) = grade_all(
+            &asked,
+            &turn.assertions,
+            &output,
+            leaf,
+            threshold,
+            invocation.sandbox,
+        );
         if score.status == ExecutionStatus::ExecutionError {
             let class = score.failure_class.unwrap_or(FailureClass::PluginError);
             let why = members
@@ -268,7 +277,14 @@ where
         whole.criteria.clone_from(&test.criteria);
         whole.metadata.clone_from(&test.metadata);
         let output = target::TargetOutput::text(transcript);
-        let (score, members) = grade_all(&whole, &test.assertions, &output, leaf, threshold);
+        let (score, members) = grade_all(
+            &whole,
+            &test.assertions,
+            &output,
+            leaf,
+            threshold,
+            invocation.sandbox,
+        );
         if score.status == ExecutionStatus::ExecutionError {
             let class = score.failure_class.unwrap_or(FailureClass::PluginError);
             let why = members

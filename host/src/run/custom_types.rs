@@ -53,10 +53,12 @@ fn on_path(program: &str) -> bool {
 
 /// Node's major and minor version, when node runs.
 fn node_version() -> Option<(u32, u32)> {
-    let out = std::process::Command::new("node")
-        .arg("--version")
-        .output()
-        .ok()?;
+    let out = crate::process::run(&crate::process::Spec {
+        argv: &["node".to_owned(), "--version".to_owned()],
+        timeout: Some(std::time::Duration::from_secs(30)),
+        ..crate::process::Spec::default()
+    })
+    .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
     let mut parts = text.trim().trim_start_matches('v').split('.');
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))

@@ -25,6 +25,8 @@ pub(super) struct Ctx<'a> {
     pub(super) spent: std::sync::Mutex<f64>,
     /// Where agents' transcripts are kept (`<run>/transcripts`).
     pub(super) transcripts: PathBuf,
+    /// Under `--isolate`, the run's sandbox each case's is made from.
+    pub(super) sandbox: Option<Arc<crate::isolate::RunSandbox>>,
 }
 
 /// The `depends_on` graph of a run and the (test, target) entries that have

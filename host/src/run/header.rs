@@ -82,24 +82,21 @@ pub(super) fn print(
             "told from the file"
         }
     )?;
-    if setup.isolated {
-        let limits = match crate::isolate::active().map(|a| &a.cgroups) {
-            Some(Ok(_)) => format!(
+    if let Some(sandbox) = &setup.sandbox {
+        let limits = match sandbox.cgroups() {
+            Ok(_) => format!(
                 "limits {} per case (or the target's)",
                 crate::isolate::Limits::default().describe()
             ),
-            Some(Err(why)) => format!("no memory or process limits ({why})"),
-            None => String::new(),
+            Err(why) => format!("no memory or process limits ({why})"),
         };
-        let root = crate::isolate::active()
-            .and_then(|a| a.isolation.root())
-            .map_or_else(
-                || "the host's /usr and /etc".to_owned(),
-                |r| crate::text::shown(&r.display().to_string()).into_owned(),
-            );
+        let root = sandbox.root().map_or_else(
+            || "the host's /usr and /etc".to_owned(),
+            |r| crate::text::shown(&r.display().to_string()).into_owned(),
+        );
         writeln!(
             header,
-            "  isolated: each command in its own sandbox (bubblewrap): workspace writable, project read-only, empty home, PATH and locale only; network: none for commands, an agent's model API through evalhost's proxy; {limits}; root: {root}"
+            "  isolated: each command in its own sandbox (bubblewrap): workspace writable, project read-only (its .env, .git/config and .evalhost hidden), empty home, PATH and locale only; network: none for commands, an agent's model API through evalhost's proxy; {limits}; root: {root}"
         )?;
         // What the targets file grants each target beyond that: said, since
         // a targets file found beside a suite is the suite's to write.

@@ -38,6 +38,7 @@ pub(super) fn open(
         target_names,
         targets,
         request,
+        sandbox,
         ..
     } = setup;
     let threshold = request.threshold;
@@ -74,7 +75,9 @@ pub(super) fn open(
     // Under --isolate the run directory (inside the project, which the
     // sandboxes read) is hidden from the case's processes: no case reads
     // another's rows, nor an earlier run's.
-    crate::isolate::hide(&std::path::absolute(&run_dir).unwrap_or_else(|_| run_dir.clone()));
+    if let Some(sandbox) = sandbox {
+        sandbox.hide(&run_dir);
+    }
     let results_path = run_dir.join("results.jsonl");
     let mut done: HashMap<(String, String, u32), RowBrief> = HashMap::new();
     if options.resume.is_some() && std::fs::symlink_metadata(&results_path).is_ok() {

@@ -11,7 +11,6 @@
 //! suite is refused with the command that installs it.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::plugin::{LoadedPlugin, PluginEngine, Registry};
@@ -79,11 +78,13 @@ pub fn runner() -> Result<Vec<u8>, String> {
     let tool = std::env::var_os("EVALHOST_COMPONENTIZE_PY")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("componentize-py"));
-    let version = Command::new(&tool)
-        .arg("--version")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
+    let version = crate::process::run(&crate::process::Spec {
+        argv: &[tool.display().to_string(), "--version".to_owned()],
+        timeout: Some(std::time::Duration::from_secs(60)),
+        ..crate::process::Spec::default()
+    })
+    .ok()
+    .filter(crate::process::Outcome::success)
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .ok_or_else(|| {
             format!(
@@ -115,13 +116,23 @@ fn build(tool: &Path, path: &Path) -> Result<Vec<u8>, String> {
         .map_err(|e| format!("writing the runner's sources: {e}"))?;
     let out = scratch.path().join("runner.wasm");
     eprintln!("  building the sandboxed Python runner with componentize-py (once)…");
-    let run = Command::new(tool)
-        .current_dir(scratch.path())
-        .args(["-d", "wit", "-w", "plugin", "componentize", "app", "-o"])
-        .arg(&out)
-        .output()
-        .map_err(|e| format!("running {}: {e}", tool.display()))?;
-    if !run.status.success() {
+    let argv: Vec<String> = [tool.display().to_string()]
+        .into_iter()
+        .chain(
+            ["-d", "wit", "-w", "plugin", "componentize", "app", "-o"]
+                .iter()
+                .map(|s| (*s).to_owned()),
+        )
+        .chain([out.display().to_string()])
+        .collect();
+    let run = crate::process::run(&crate::process::Spec {
+        argv: &argv,
+        cwd: Some(scratch.path()),
+        timeout: Some(std::time::Duration::from_secs(900)),
+        ..crate::process::Spec::default()
+    })
+    .map_err(|e| format!("running {}: {e}", tool.display()))?;
+    if !run.success() {
         let text = String::from_utf8_lossy(&run.stderr);
         let last: Vec<&str> = text
             .lines()

@@ -94,28 +94,58 @@ pub fn git_state(dir: &std::path::Path, untrusted: bool) -> (Option<String>, Opt
         return (None, None);
     }
     let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .args([
-                "-c",
-                "core.fsmonitor=false",
-                "-c",
-                "core.hooksPath=/dev/null",
-            ])
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        let mut argv: Vec<String> = [
+            "git",
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-C",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        argv.push(dir.display().to_string());
+        argv.extend(args.iter().map(|s| (*s).to_owned()));
+        crate::process::run(&crate::process::Spec {
+            argv: &argv,
+            env: &[("GIT_OPTIONAL_LOCKS".to_owned(), "0".to_owned())],
+            timeout: Some(std::time::Duration::from_secs(30)),
+            ..crate::process::Spec::default()
+        })
+        .ok()
+        .filter(crate::process::Outcome::success)
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
     };
     let Some(commit) = git(&["rev-parse", "HEAD"]).filter(|c| !c.is_empty()) else {
         return (None, None);
     };
-    let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty());
+    // A clean or process filter (in `.git/config` or an included file,
+    // named by `.gitattributes`) runs when `git status` hashes a file: no
+    // one switch turns filters off, so every filter the configuration
+    // names is emptied for this call (reading the configuration runs
+    // nothing).
+    let names = git(&["config", "--name-only", "--get-regexp", r"^filter\."]).unwrap_or_default();
+    let mut status: Vec<String> = Vec::new();
+    for name in names.lines() {
+        if let Some(driver) = name
+            .strip_prefix("filter.")
+            .and_then(|n| n.rsplit_once('.'))
+            .map(|(d, _)| d)
+        {
+            for key in ["clean", "smudge", "process"] {
+                status.extend(["-c".to_owned(), format!("filter.{driver}.{key}=")]);
+            }
+            status.extend(["-c".to_owned(), format!("filter.{driver}.required=false")]);
+        }
+    }
+    status.extend(
+        ["status", "--porcelain", "--untracked-files=no"]
+            .iter()
+            .map(|s| (*s).to_owned()),
+    );
+    let status: Vec<&str> = status.iter().map(String::as_str).collect();
+    let dirty = git(&status).map(|s| !s.is_empty());
     (Some(commit), dirty)
 }
 

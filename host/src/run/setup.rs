@@ -23,8 +23,8 @@ pub(super) struct Setup {
     /// `--dialect` was given (else the dialect was told from the file).
     pub dialect_given: bool,
     /// Every command of the run is confined (`--isolate`, or strict where
-    /// bubblewrap works).
-    pub isolated: bool,
+    /// bubblewrap works): the run's sandbox.
+    pub sandbox: Option<Arc<crate::isolate::RunSandbox>>,
     /// The suite's `workspace.docker` and the runtime that runs its code
     /// graders (`docker` or `podman`).
     pub container: Option<(String, crate::plugin::ContainerRun)>,
@@ -281,13 +281,13 @@ pub(super) fn setup(
     // A targets file's `execution.isolate: true` is the operator's default
     // (one found beside the suite can only turn it on, never off).
     let want = options.isolate || targets.isolate;
-    let isolated = if want || options.sandbox_strict {
+    let sandbox = if want || options.sandbox_strict {
         let bwrap = crate::process::which("bwrap");
         match crate::isolate::Isolation::detect(bwrap, options.isolate_root.as_deref()) {
-            Ok(isolation) => {
-                crate::isolate::activate(isolation, vec![roots.project_root.clone()]);
-                true
-            }
+            Ok(isolation) => Some(Arc::new(crate::isolate::RunSandbox::new(
+                isolation,
+                &roots.project_root,
+            ))),
             Err(why) if want => {
                 return Ok(Err(RunError::Usage(if options.isolate {
                     why.to_string()
@@ -318,17 +318,14 @@ pub(super) fn setup(
                         commands.join(", ")
                     ))));
                 }
-                false
+                None
             }
         }
     } else {
-        false
+        None
     };
-    if !isolated {
-        crate::isolate::deactivate();
-    }
-    if isolated {
-        let cgroups = crate::isolate::active().map(|a| a.cgroups.as_ref().err());
+    if let Some(sandbox) = &sandbox {
+        let cgroups = Some(sandbox.cgroups().err());
         for t in &run_targets {
             // Limits the operator wrote and the machine cannot hold: refused,
             // not run without them.
@@ -355,6 +352,23 @@ pub(super) fn setup(
                     unset.join(", "),
                     if unset.len() == 1 { "it" } else { "them" }
                 )?;
+            }
+        }
+        // A static workspace is the user's own directory, writable to the
+        // case's processes: never one holding the project's git metadata,
+        // evalhost's directory or its secrets.
+        let statics = suite
+            .workspace
+            .iter()
+            .chain(suite.tests.iter().filter_map(|t| t.workspace.as_deref()))
+            .filter_map(|w| w.static_path.as_deref());
+        for path in statics {
+            if let Err(why) = sandbox.check_static_workspace(path) {
+                return Ok(Err(RunError::Usage(format!(
+                    "{}: workspace `path` {}: {why}",
+                    suite.file.display(),
+                    path.display()
+                ))));
             }
         }
     }
@@ -422,7 +436,7 @@ pub(super) fn setup(
             targets_file,
         },
         dialect_given: options.dialect.is_some(),
-        isolated,
+        sandbox,
         container,
         engine,
         suite,

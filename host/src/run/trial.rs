@@ -28,10 +28,15 @@ pub(super) fn run_trial(
         .timeout_ms
         .and_then(|ms| started.checked_add(Duration::from_millis(ms)));
     let row = base_row(ctx, test, planned, trial);
-    // Under --isolate, every process of the case is recorded for its row.
-    crate::isolate::begin_case(ctx.run_targets[planned.target].target.isolate.limits);
+    // Under --isolate, the case's sandbox: every process of the case runs
+    // in it, shares its budget (its target's limits) and is recorded for
+    // its row.
+    let sandbox = ctx
+        .sandbox
+        .as_ref()
+        .map(|s| s.case(ctx.run_targets[planned.target].target.isolate.limits));
     let finish = |mut row: ResultRow| {
-        row.sandbox = crate::isolate::end_case();
+        row.sandbox = sandbox.as_ref().map(crate::isolate::CaseSandbox::finish);
         row.timestamp = jiff::Timestamp::now().to_string();
         row.wall_ms = started.elapsed().as_millis() as u64;
         row.status = Status::of(row.execution_status, row.expected_fail);
@@ -40,7 +45,15 @@ pub(super) fn run_trial(
         }
         row
     };
-    run_trial_into(ctx, test, planned, trial, deadline, row, finish)
+    run_trial_into(
+        ctx,
+        test,
+        planned,
+        trial,
+        (deadline, sandbox.as_ref()),
+        row,
+        finish,
+    )
 }
 
 /// The row of a test that was not run because a test it depends on ended
@@ -193,7 +206,7 @@ fn run_trial_into(
     test: &TestCase,
     planned: &PlannedTest,
     trial: u32,
-    deadline: Option<Instant>,
+    (deadline, sandbox): (Option<Instant>, Option<&crate::isolate::CaseSandbox>),
     mut row: ResultRow,
     finish: impl Fn(ResultRow) -> ResultRow,
 ) -> ResultRow {
@@ -208,7 +221,7 @@ fn run_trial_into(
     }
     let mut case_ws = None;
     if let Some(lifecycle) = &ctx.lifecycle {
-        match lifecycle.for_case(test, trial) {
+        match lifecycle.for_case(test, trial, sandbox) {
             Ok(case) => case_ws = Some(case),
             Err(failed) => {
                 let (message, case) = *failed;
@@ -236,6 +249,7 @@ fn run_trial_into(
             .map(|m| m.content.as_str()),
         case_metadata: Some(&test.metadata),
         base_dir: &ctx.suite.dir,
+        sandbox,
     };
     let mut target_hooks = std::collections::BTreeMap::new();
     if let Some(hook) = &run_target.hooks.before_each {
@@ -263,6 +277,7 @@ fn run_trial_into(
         attempt: 0,
         trial,
         isolate: None,
+        sandbox,
     };
     let leaf = |assertion: &crate::suite::Assertion, request: &mut grade::Request| {
         grade_leaf(ctx, test, run_target, deadline, assertion, request)
@@ -379,6 +394,7 @@ fn run_trial_into(
         }
     }
     let mut request = grade::base_request(test, &output);
+    request.sandbox = sandbox.cloned();
     request.trace.file_changes = file_changes.clone();
     request.workspace_path = workspace_path.as_ref().map(|p| p.display().to_string());
     let mut scores: Vec<_> = test
@@ -502,6 +518,7 @@ fn grade_leaf(
             &assertion.preprocessors,
             &base,
             &ctx.policy,
+            request.sandbox.as_ref(),
         ) {
             Ok(Some(text)) => {
                 original_output = Some(std::mem::replace(&mut request.output, text));
@@ -515,7 +532,12 @@ fn grade_leaf(
     let scripted;
     let assertion = match &assertion.prompt_script {
         None => assertion,
-        Some(script) => match crate::prompt_script::render(script, request, &ctx.policy) {
+        Some(script) => match crate::prompt_script::render(
+            script,
+            request,
+            &ctx.policy,
+            request.sandbox.as_ref(),
+        ) {
             Ok(prompt) => {
                 let mut config = (*assertion.config).clone();
                 config.insert("prompt".into(), prompt.into());

@@ -542,32 +542,37 @@ pub fn invoke(
     // Under --isolate: the agent writes its workspace, and reaches the
     // hosts of its model API through evalhost's proxy (or what its
     // `isolate.network` says).
-    let writable: Vec<std::path::PathBuf> = cwd.iter().cloned().collect();
     let mut env = env;
     let sandbox = AgentSandbox::of(config, inv, &mut env);
+    let agent_cwd = match config.kind {
+        AgentKind::Claude
+        | AgentKind::Pi
+        | AgentKind::PiAgent
+        | AgentKind::Copilot
+        | AgentKind::ClaudeSdk
+        | AgentKind::CopilotSdk
+        | AgentKind::VsCode { .. } => cwd.as_deref(),
+        AgentKind::Codex => None,
+    };
+    let scratch: Vec<std::path::PathBuf> = cwd
+        .iter()
+        .filter(|c| inv.workspace.is_none_or(|w| !c.starts_with(w)))
+        .cloned()
+        .collect();
+    let confined = inv
+        .sandbox
+        .map(|s| s.target(agent_cwd, &scratch, &sandbox.read, sandbox.network))
+        .transpose()
+        .map_err(|refused| TargetFailure::fatal(refused.to_string()))?;
     let outcome = process::run(&process::Spec {
         argv: &argv,
         // Codex is told its directory with `--cd`; Claude runs in it.
-        cwd: match config.kind {
-            AgentKind::Claude
-            | AgentKind::Pi
-            | AgentKind::PiAgent
-            | AgentKind::Copilot
-            | AgentKind::ClaudeSdk
-            | AgentKind::CopilotSdk
-            | AgentKind::VsCode { .. } => cwd.as_deref(),
-            AgentKind::Codex => None,
-        },
+        cwd: agent_cwd,
         stdin: prompt.as_bytes(),
         timeout,
         env: &env,
         env_remove: &remove,
-        case: true,
-        role: "target",
-        writable: &writable,
-        readable: &sandbox.read,
-        network: sandbox.network,
-        limits: sandbox.limits,
+        sandbox: confined.as_ref(),
         ..process::Spec::default()
     })
     .map_err(|e| {
@@ -622,11 +627,18 @@ pub fn invoke(
 
 /// Where a session agent runs: the case workspace, else the target's
 /// `cwd`, else evalhost's own directory.
+/// Where a session agent runs: its workspace, else its target's `cwd`,
+/// else — under `--isolate` — a private empty directory of the case (never
+/// evalhost's own directory, which the agent would write), or evalhost's
+/// directory when not isolated.
 pub(super) fn session_cwd(config: &AgentConfig, inv: &Invocation<'_>) -> PathBuf {
     inv.workspace
         .map(Path::to_path_buf)
         .or_else(|| config.cwd.clone())
-        .or_else(|| std::env::current_dir().ok())
+        .or_else(|| match inv.sandbox {
+            Some(sandbox) => sandbox.private_dir().ok(),
+            None => std::env::current_dir().ok(),
+        })
         .unwrap_or_default()
 }
 
@@ -645,7 +657,7 @@ pub(super) struct Session {
     remove: Vec<String>,
     read: Vec<std::path::PathBuf>,
     network: crate::isolate::Network,
-    limits: Option<crate::isolate::Limits>,
+    sandbox: Option<crate::isolate::CaseSandbox>,
 }
 
 impl Session {
@@ -669,7 +681,7 @@ impl Session {
             remove: remove.iter().map(|s| (*s).to_owned()).collect(),
             read: sandbox.read,
             network: sandbox.network,
-            limits: sandbox.limits,
+            sandbox: inv.sandbox.cloned(),
         }
     }
 }
@@ -680,7 +692,6 @@ impl Session {
 struct AgentSandbox {
     read: Vec<std::path::PathBuf>,
     network: crate::isolate::Network,
-    limits: Option<crate::isolate::Limits>,
 }
 
 impl AgentSandbox {
@@ -695,7 +706,6 @@ impl AgentSandbox {
         Self {
             read: isolate.read,
             network,
-            limits: isolate.limits,
         }
     }
 }
@@ -710,23 +720,21 @@ pub(super) fn spawn_session(
     fix: &str,
     starter: &str,
 ) -> Result<(std::process::Child, Option<crate::isolate::Sandboxed>), TargetFailure> {
-    use std::os::unix::process::CommandExt as _;
-    use std::process::Stdio;
-    let writable = [session.cwd.clone()];
+    let confined = session
+        .sandbox
+        .as_ref()
+        .map(|s| s.session(&session.cwd, &session.read, session.network.clone()))
+        .transpose()
+        .map_err(|refused| TargetFailure::fatal(refused.to_string()))?;
     let spec = process::Spec {
         argv: &session.argv,
         cwd: Some(&session.cwd),
         env: &session.env,
         env_remove: &session.remove,
-        case: true,
-        role: "target",
-        writable: &writable,
-        readable: &session.read,
-        network: session.network.clone(),
-        limits: session.limits,
+        sandbox: confined.as_ref(),
         ..process::Spec::default()
     };
-    let not_started = |e: std::io::Error| {
+    process::spawn_piped(&spec).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             TargetFailure::fatal(format!(
                 "{label} executable '{executable}' was not found on PATH. {fix} (`evalhost doctor` checks)"
@@ -734,17 +742,7 @@ pub(super) fn spawn_session(
         } else {
             TargetFailure::new(format!("{starter} could not start: {e}"))
         }
-    };
-    let (mut command, sandboxed) = process::command(&spec).map_err(not_started)?;
-    let child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .inspect(|child| crate::process::track_group(child.id() as i32))
-        .map_err(not_started)?;
-    Ok((child, sandboxed))
+    })
 }
 
 /// Reads a session agent's stderr on a thread, keeping its last 4000

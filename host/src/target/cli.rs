@@ -248,7 +248,11 @@ fn temp_dir(test_id: &str) -> std::io::Result<tempfile::TempDir> {
 }
 
 /// Runs the health check of `target` once per process.
-fn healthcheck(target: &Target, check: &Healthcheck) -> Result<(), TargetFailure> {
+fn healthcheck(
+    target: &Target,
+    check: &Healthcheck,
+    sandbox: Option<&crate::isolate::CaseSandbox>,
+) -> Result<(), TargetFailure> {
     static DONE: OnceLock<Mutex<HashMap<String, Result<(), String>>>> = OnceLock::new();
     let done = DONE.get_or_init(Default::default);
     let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
@@ -272,12 +276,15 @@ fn healthcheck(target: &Target, check: &Healthcheck) -> Result<(), TargetFailure
                 cwd,
                 timeout,
             } => {
+                let confined = match sandbox.map(|s| s.healthcheck(cwd.as_deref())).transpose() {
+                    Ok(c) => c,
+                    Err(refused) => return Err(refused.to_string()),
+                };
                 match process::run(&process::Spec {
                     shell: Some(command),
                     cwd: cwd.as_deref(),
                     timeout: Some(*timeout),
-                    case: true,
-                    role: "healthcheck",
+                    sandbox: confined.as_ref(),
                     ..process::Spec::default()
                 }) {
                     Ok(o) if o.success() => Ok(()),
@@ -297,7 +304,7 @@ pub fn invoke(
     inv: &Invocation<'_>,
 ) -> Result<TargetOutput, TargetFailure> {
     if let Some(check) = &config.healthcheck {
-        healthcheck(target, check)?;
+        healthcheck(target, check, inv.sandbox)?;
     }
     let prompt_text = prompt::agent_prompt(&test.input);
     let dir = temp_dir(&test.id)
@@ -386,16 +393,36 @@ pub fn invoke(
         }
     };
     // Under --isolate: the call's temporary files (prompt, output) and the
-    // case's workspace are what the command may write.
-    let writable: Vec<PathBuf> =
-        std::iter::once(dir.borrow().as_ref().map(|d| d.path().to_path_buf()))
-            .flatten()
-            .chain(inv.workspace.map(Path::to_path_buf))
-            .collect();
+    // case's workspace are what the command may write; it starts only
+    // inside them or the project.
+    let scratch: Vec<PathBuf> = dir
+        .borrow()
+        .as_ref()
+        .map(|d| d.path().to_path_buf())
+        .into_iter()
+        .collect();
     // The operator's variables the target's `isolate.env` names (already
     // inherited when not isolated).
     let mut env = env;
     env.extend(target.isolate.env_values());
+    let confined = match inv
+        .sandbox
+        .map(|s| {
+            s.target(
+                cwd.as_deref(),
+                &scratch,
+                &target.isolate.read,
+                target.isolate.network.clone().unwrap_or_default(),
+            )
+        })
+        .transpose()
+    {
+        Ok(c) => c,
+        Err(refused) => {
+            cleanup(config.keep_temp_files);
+            return Err(TargetFailure::fatal(refused.to_string()));
+        }
+    };
     let outcome = process::run(&process::Spec {
         shell: Some(&line),
         cwd: cwd.as_deref(),
@@ -403,12 +430,7 @@ pub fn invoke(
         env: &env,
         shell_args: &files,
         env_remove: &[],
-        case: true,
-        writable: &writable,
-        role: "target",
-        readable: &target.isolate.read,
-        network: target.isolate.network.clone().unwrap_or_default(),
-        limits: target.isolate.limits,
+        sandbox: confined.as_ref(),
         ..process::Spec::default()
     });
     let outcome = match outcome {

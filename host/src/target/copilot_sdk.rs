@@ -346,7 +346,7 @@ pub fn invoke(
     let mut child = None;
     let mut err_tail = None;
     let out: Box<dyn Write + Send> = match &config.cli_url {
-        Some(_) if crate::isolate::active().is_some() => {
+        Some(_) if inv.sandbox.is_some() => {
             return Err(TargetFailure::fatal(
                 "--isolate: this Copilot SDK target's `cli_url` names a Copilot server evalhost did not start, which no sandbox of evalhost's confines; remove `cli_url` so that evalhost starts the server in the case's sandbox".to_owned(),
             ));

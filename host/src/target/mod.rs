@@ -268,6 +268,9 @@ pub struct Invocation<'a> {
     /// The target's `isolate:` settings, for its processes under
     /// `--isolate` (set by the target itself when it invokes).
     pub isolate: Option<&'a TargetIsolation>,
+    /// Under `--isolate`, the sandbox of the case (or of a judge's call)
+    /// every process of the target runs in.
+    pub sandbox: Option<&'a crate::isolate::CaseSandbox>,
 }
 
 impl Invocation<'_> {

@@ -31,7 +31,6 @@
 //! runs VS Code targets with one worker): calls wait their turn.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -230,26 +229,17 @@ pub fn prompt_document(test: &TestCase) -> String {
 /// Runs `code` with `args` and lets it go (VS Code hands the request to
 /// its window and returns); a program that cannot start is an error.
 fn spawn(executable: &str, args: &[String]) -> Result<(), TargetFailure> {
-    let mut child = Command::new(executable)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                TargetFailure::fatal(format!(
-                    "VS Code executable '{executable}' was not found on PATH. Check the 'executable' setting in your target configuration."
-                ))
-            } else {
-                TargetFailure::new(format!("VS Code could not start: {e}"))
-            }
-        })?;
-    // Reap it in the background; the window lives on.
-    std::thread::spawn(move || {
-        let _ = child.wait();
-    });
-    Ok(())
+    let mut argv = vec![executable.to_owned()];
+    argv.extend(args.iter().cloned());
+    crate::process::detach(&argv).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            TargetFailure::fatal(format!(
+                "VS Code executable '{executable}' was not found on PATH. Check the 'executable' setting in your target configuration."
+            ))
+        } else {
+            TargetFailure::new(format!("VS Code could not start: {e}"))
+        }
+    })
 }
 
 /// Runs one test through a VS Code subagent.
@@ -258,7 +248,7 @@ pub fn invoke(
     test: &TestCase,
     inv: &Invocation<'_>,
 ) -> Result<TargetOutput, TargetFailure> {
-    if crate::isolate::active().is_some() {
+    if inv.sandbox.is_some() {
         return Err(TargetFailure::fatal(
             "--isolate: a VS Code target hands each case to a VS Code window running outside any sandbox of evalhost's, so it cannot be confined; run it without --isolate, or use the `copilot` or `claude` target".to_owned(),
         ));
@@ -319,13 +309,13 @@ pub fn invoke(
     std::fs::write(&req_file, &request).map_err(io("cannot write the request"))?;
     // The workspace, focused (opened and woken when VS Code does not have it).
     let workspace_file = dir.join(format!("{name}.code-workspace"));
-    let status = Command::new(&exe)
-        .arg("--status")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).contains(&name))
-        .unwrap_or(false);
+    let status = crate::process::run(&crate::process::Spec {
+        argv: &[exe.clone(), "--status".to_owned()],
+        timeout: Some(Duration::from_secs(30)),
+        ..crate::process::Spec::default()
+    })
+    .map(|o| String::from_utf8_lossy(&o.stdout).contains(&name))
+    .unwrap_or(false);
     spawn(&exe, &[workspace_file.display().to_string()])?;
     if !status {
         let alive = dir.join(".alive");

@@ -50,29 +50,37 @@ fn remove_tree(path: &Path) {
     if !path.exists() {
         return;
     }
-    let removed = std::process::Command::new("rm")
-        .args(["-rf", "--one-file-system", "--"])
-        .arg(path)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+    let argv = [
+        "rm".to_owned(),
+        "-rf".to_owned(),
+        "--one-file-system".to_owned(),
+        "--".to_owned(),
+        path.display().to_string(),
+    ];
+    let removed = process::run(&process::Spec {
+        argv: &argv,
+        ..process::Spec::default()
+    })
+    .is_ok_and(|o| o.success());
     if !removed {
         let _ = std::fs::remove_dir_all(path);
     }
 }
 
 fn git(args: &[&str], cwd: &Path) -> Result<String, SetupError> {
-    git_confined(args, cwd, &[])
+    git_confined(args, cwd, None)
 }
 
-/// `git` in a case's workspace. Under `--isolate` (`writable` given: the
-/// workspace and its baseline) it runs in a sandbox like the case's own
-/// processes: the workspace's repositories hold configuration the target
-/// could write (`diff.external`, filters, `core.sshCommand`), which must
-/// not run anything on the host.
-fn git_confined(args: &[&str], cwd: &Path, writable: &[PathBuf]) -> Result<String, SetupError> {
+/// `git` in a case's workspace. Under `--isolate` (`confined`: the case's
+/// sandbox, the workspace and its baseline writable) it runs in a sandbox
+/// like the case's own processes: the workspace's repositories hold
+/// configuration the target could write (`diff.external`, filters,
+/// `core.sshCommand`), which must not run anything on the host.
+fn git_confined(
+    args: &[&str],
+    cwd: &Path,
+    confined: Option<&crate::isolate::Confined>,
+) -> Result<String, SetupError> {
     let argv: Vec<String> = std::iter::once("git")
         .chain(GIT_SAFETY.iter().copied())
         .chain(args.iter().copied())
@@ -102,9 +110,7 @@ fn git_confined(args: &[&str], cwd: &Path, writable: &[PathBuf]) -> Result<Strin
         cwd: Some(cwd),
         timeout: Some(GIT_TIMEOUT),
         env: &env,
-        case: !writable.is_empty(),
-        role: "git",
-        writable,
+        sandbox: confined,
         ..process::Spec::default()
     })
     .map_err(|e| SetupError(format!("git could not start: {e}")))?;
@@ -141,10 +147,57 @@ pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
             let target = std::fs::read_link(entry.path())?;
             std::os::unix::fs::symlink(target, &dest)?;
         } else {
-            std::fs::copy(entry.path(), &dest)?;
+            copy_regular(entry.path(), &dest)?;
         }
     }
     Ok(())
+}
+
+/// Copies one file of a tree: only a regular file (a FIFO, a socket or a
+/// device is refused by name without being opened — opening a FIFO blocks
+/// until a writer comes), opened without following a link, checked again
+/// once open.
+fn copy_regular(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let refuse = |what: &str| {
+        std::io::Error::other(format!(
+            "{} is {what}, not a regular file: a workspace holds only files, directories and links",
+            from.display()
+        ))
+    };
+    let meta = std::fs::symlink_metadata(from)?;
+    if !meta.is_file() {
+        return Err(refuse(file_kind(&meta)));
+    }
+    let mut source = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(from)?;
+    let opened = source.metadata()?;
+    if !opened.is_file() {
+        return Err(refuse(file_kind(&opened)));
+    }
+    let mut dest = std::fs::File::create(to)?;
+    std::io::copy(&mut source, &mut dest)?;
+    dest.set_permissions(opened.permissions())?;
+    Ok(())
+}
+
+/// What a file that is not a regular one is, for a message.
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device"
+    } else if t.is_dir() {
+        "a directory"
+    } else {
+        "a special file"
+    }
 }
 
 /// `.git` in any case (`.GIT` is `.git` on a case-insensitive file system).
@@ -309,6 +362,9 @@ pub struct Workspace {
     /// A static workspace: the user's directory, never removed; its
     /// baseline lives here instead of beside it.
     static_baseline: Option<PathBuf>,
+    /// Under `--isolate`, the sandbox of the case using it now (evalhost's
+    /// own git in it runs there).
+    pub sandbox: Option<crate::isolate::CaseSandbox>,
 }
 
 impl Workspace {
@@ -335,6 +391,7 @@ impl Workspace {
             repos: spec.repos.iter().map(|r| r.path.clone()).collect(),
             snapshot: None,
             static_baseline: None,
+            sandbox: None,
         })
     }
 
@@ -362,6 +419,7 @@ impl Workspace {
             repos: spec.repos.iter().map(|r| r.path.clone()).collect(),
             snapshot: None,
             static_baseline: Some(baseline.to_path_buf()),
+            sandbox: None,
         })
     }
 
@@ -380,6 +438,7 @@ impl Workspace {
             repos: base.repos.clone(),
             snapshot: None,
             static_baseline: None,
+            sandbox: None,
         })
     }
 
@@ -400,22 +459,21 @@ impl Workspace {
         let work_tree = format!("--work-tree={}", self.path.display());
         let mut all = vec![git_dir.as_str(), work_tree.as_str()];
         all.extend_from_slice(args);
-        git_confined(&all, &self.path, &self.confined())
+        git_confined(&all, &self.path, self.confined().as_ref())
     }
 
-    /// Under `--isolate`, what evalhost's git in this workspace may write
-    /// (the workspace and its baseline); else nothing, and git runs as
-    /// evalhost's own command.
-    fn confined(&self) -> Vec<PathBuf> {
-        if crate::isolate::active().is_none() {
-            return Vec::new();
-        }
-        vec![self.path.clone(), self.snapshot_dir()]
+    /// Under `--isolate` (the workspace has a sandbox), evalhost's git in
+    /// it, confined: it may write the workspace and its baseline; else
+    /// none, and git runs as evalhost's own command.
+    fn confined(&self) -> Option<crate::isolate::Confined> {
+        self.sandbox
+            .as_ref()
+            .map(|s| s.git(&[self.path.clone(), self.snapshot_dir()]))
     }
 
     /// `git` in one of the workspace's repositories (see [`git_confined`]).
     fn repo_git(&self, args: &[&str], dir: &Path) -> Result<String, SetupError> {
-        git_confined(args, dir, &self.confined())
+        git_confined(args, dir, self.confined().as_ref())
     }
 
     /// Records the baseline that [`Workspace::changes`] and resets compare
@@ -543,7 +601,7 @@ fn copy_tree_with_git(from: &Path, to: &Path) -> std::io::Result<()> {
         } else if kind.is_symlink() {
             std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &dest)?;
         } else {
-            std::fs::copy(entry.path(), &dest)?;
+            copy_regular(entry.path(), &dest)?;
         }
     }
     Ok(())
@@ -564,6 +622,8 @@ pub struct HookContext<'a> {
     pub case_metadata: Option<&'a Map<String, Value>>,
     /// Default working directory (the eval file's directory).
     pub base_dir: &'a Path,
+    /// Under `--isolate`, the sandbox the hook runs in.
+    pub sandbox: Option<&'a crate::isolate::CaseSandbox>,
 }
 
 /// What a hook did.
@@ -652,8 +712,18 @@ pub fn run_hook(hook: &Hook, ctx: &HookContext<'_>, default_timeout: Duration) -
         env.push(("AGENTV_WORKSPACE_PATH".to_owned(), ws.display().to_string()));
     }
     let timeout = hook.timeout.unwrap_or(default_timeout);
-    // Under --isolate the hook writes only the case's workspace.
-    let writable: Vec<PathBuf> = ctx.workspace.map(Path::to_path_buf).into_iter().collect();
+    // Under --isolate the hook writes only the case's workspace, and
+    // starts only inside it or the project.
+    let confined = match ctx.sandbox.map(|s| s.hook(Some(&cwd))).transpose() {
+        Ok(c) => c,
+        Err(refused) => {
+            return HookRun {
+                ok: false,
+                output: String::new(),
+                error: Some(format!("Script refused: {refused}")),
+            };
+        }
+    };
     let outcome = process::run(&process::Spec {
         argv: &argv,
         shell: shell.as_deref(),
@@ -663,12 +733,8 @@ pub fn run_hook(hook: &Hook, ctx: &HookContext<'_>, default_timeout: Duration) -
         env: &env,
         shell_args: &[],
         env_remove: &[],
-        case: true,
-        role: "hook",
-        writable: &writable,
-        readable: &[],
-        network: crate::isolate::Network::None,
-        limits: None,
+        sandbox: confined.as_ref(),
+        clear_env: false,
     });
     match outcome {
         Ok(o) => {

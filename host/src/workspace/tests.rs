@@ -139,6 +139,7 @@ fn shell_hooks_quote_every_placeholder_and_fill_in_one_pass() {
         case_input: Some("`echo PWNED-INPUT` '; echo PWNED-QUOTE; '"),
         case_metadata: Some(&meta),
         base_dir: dir.path(),
+        sandbox: None,
     };
     let hook = Hook {
         argv: Vec::new(),
@@ -168,6 +169,7 @@ fn hooks_get_stdin_placeholders_and_fail_with_the_reason() {
         case_input: Some("Fix it"),
         case_metadata: Some(&meta),
         base_dir: dir.path(),
+        sandbox: None,
     };
     let hook = Hook {
         argv: vec![

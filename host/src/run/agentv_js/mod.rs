@@ -30,7 +30,6 @@
 //!   component that fails its check is removed and built again.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const BUILD: &str = include_str!("build.mjs");
 const ADAPTER: &str = include_str!("adapter.mjs");
@@ -282,24 +281,35 @@ pub fn toolchain() -> Result<PathBuf, String> {
     // packages' install scripts run: it gets only what it needs to reach
     // the registry (PATH, HOME, npm's own settings and the proxy), none of
     // the operator's keys.
-    let mut command = Command::new(&npm);
-    command.env_clear();
-    for (k, v) in std::env::vars_os() {
-        let name = k.to_string_lossy().to_ascii_lowercase();
+    let mut env = Vec::new();
+    for (k, v) in std::env::vars() {
+        let name = k.to_ascii_lowercase();
         if matches!(
             name.as_str(),
             "path" | "home" | "http_proxy" | "https_proxy" | "no_proxy"
         ) || name.starts_with("npm_config_")
         {
-            command.env(k, v);
+            env.push((k, v));
         }
     }
-    let out = command
-        .current_dir(work.path())
-        .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
-        .output()
-        .map_err(|e| format!("npm could not start: {e}"))?;
-    if !out.status.success() {
+    let argv: Vec<String> = [
+        npm.display().to_string(),
+        "install".into(),
+        "--no-audit".into(),
+        "--no-fund".into(),
+        "--loglevel=error".into(),
+    ]
+    .to_vec();
+    let out = crate::process::run(&crate::process::Spec {
+        argv: &argv,
+        cwd: Some(work.path()),
+        env: &env,
+        clear_env: true,
+        timeout: Some(std::time::Duration::from_secs(900)),
+        ..crate::process::Spec::default()
+    })
+    .map_err(|e| format!("npm could not start: {e}"))?;
+    if !out.success() {
         return Err(format!(
             "`npm install` of the toolchain (esbuild, componentize-js) failed: {}",
             String::from_utf8_lossy(&out.stderr).trim()
