@@ -55,7 +55,7 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     // A shell asking for completions (the script `evalhost completions`
-    // prints sets COMPLETE): answered, and the process ends here.
+    // prints sets EVALHOST_COMPLETE): answered, and the process ends here.
     evalhost::cli::complete::answer_completion_request();
     evalhost::cli::run_cli(evalhost::cli::Cli::parse())
 }

@@ -10,10 +10,13 @@ use clap_complete::engine::CompletionCandidate;
 
 use super::*;
 
-/// The variable the completion script sets when it asks the binary.
-pub const COMPLETE_VAR: &str = "COMPLETE";
+/// The variable the completion script sets when it asks the binary. It is
+/// evalhost's own: clap's default, `COMPLETE`, may be set for another
+/// program, and then every `evalhost run` printed a script and exited 0
+/// having run nothing.
+pub const COMPLETE_VAR: &str = "EVALHOST_COMPLETE";
 
-/// Answers the shell's completion request when `COMPLETE` is set (the
+/// Answers the shell's completion request when `EVALHOST_COMPLETE` is set (the
 /// script [`completions_command`] writes sets it), and exits; returns
 /// otherwise. Called before anything is printed.
 pub fn answer_completion_request() {
@@ -51,7 +54,7 @@ pub struct ManArgs {
 }
 
 /// Prints the script that registers completions for `args.shell`: it calls
-/// this binary back (by its absolute path) with `COMPLETE=<shell>`.
+/// this binary back (by its absolute path) with `EVALHOST_COMPLETE=<shell>`.
 pub(super) fn completions_command(args: &CompletionsArgs, err: &mut dyn Write) -> u8 {
     let completer = std::env::current_exe()
         .map(|p| p.display().to_string())

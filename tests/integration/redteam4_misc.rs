@@ -1,0 +1,70 @@
+//! The fourth red-team pass and code review, the findings outside the
+//! sandbox: YAML nesting read in quadratic time, config code re-run per
+//! test, the GitHub Action's inputs, completion candidates, `--shard auto`
+//! at the edge of u32, non-UTF-8 arguments, the completion variable, and
+//! where the caches beside the compile cache live.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{Project, Run, evalhost, root, run_in};
+
+/// Runs `command` to its end or `limit`, whichever comes first: `None`
+/// when it was still running at `limit` (it is killed then).
+fn bounded(mut command: Command, limit: Duration) -> Option<Run> {
+    let out = tempfile::tempdir().unwrap();
+    let (stdout, stderr) = (out.path().join("stdout"), out.path().join("stderr"));
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .expect("evalhost starts");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned();
+    Some(Run {
+        code: status.code().unwrap_or(-1),
+        stdout: read(&stdout),
+        stderr: read(&stderr),
+    })
+}
+
+/// Code review B11: `COMPLETE=bash` (a variable another program's
+/// completion may leave set) made every command print a completion script
+/// and exit 0 having run nothing. evalhost answers to `EVALHOST_COMPLETE`.
+#[test]
+fn a_generic_complete_variable_does_not_stop_a_command() {
+    let p = Project::with_mock("hi");
+    p.write(
+        "EVAL.yaml",
+        "tests:\n  - {id: t1, input: q, assertions: [{type: contains, value: x}]}\n",
+    );
+    let r: Run = evalhost()
+        .current_dir(p.path())
+        .env("COMPLETE", "bash")
+        .args(["validate", "EVAL.yaml"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(!r.stdout.contains("complete -o"), "{}", r.stdout);
+    assert!(!r.stdout.contains("_clap_complete"), "{}", r.stdout);
+    assert!(
+        format!("{}{}", r.stdout, r.stderr).contains("1 test"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+}
