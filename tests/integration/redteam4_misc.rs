@@ -41,6 +41,46 @@ fn bounded(mut command: Command, limit: Duration) -> Option<Run> {
     })
 }
 
+/// Red team 4, finding 5: `[[[[…]]]]` cost the YAML scanner the square of
+/// its size before the depth limit fired (n = 200,000: about 160 s for
+/// `validate` in a debug build, 80 s for a Tab completion). Refused at the
+/// limit now, at once.
+#[test]
+fn deep_yaml_nesting_is_refused_at_once_by_validate_and_completion() {
+    let n = 200_000;
+    for (open, close) in [("[", "]"), ("{", "}")] {
+        let p = Project::with_mock("hi");
+        p.write(
+            "EVAL.yaml",
+            &format!("tests: {}{}\n", open.repeat(n), close.repeat(n)),
+        );
+        let mut validate = evalhost();
+        validate
+            .current_dir(p.path())
+            .args(["validate", "EVAL.yaml"]);
+        let r = bounded(validate, Duration::from_secs(60))
+            .unwrap_or_else(|| panic!("`validate` of {open}×{n} still running after 60 s"));
+        assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains("recursion limit exceeded"),
+            "{open}: {}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("EVAL.yaml:1:"), "{}", r.stderr);
+        // Tab after `--test-id` reads the suite of the directory.
+        let mut complete = evalhost();
+        complete
+            .current_dir(p.path())
+            .env("EVALHOST_COMPLETE", "bash")
+            .env("_CLAP_IFS", "\u{b}")
+            .env("_CLAP_COMPLETE_INDEX", "3")
+            .args(["--", "evalhost", "run", "--test-id", ""]);
+        let r = bounded(complete, Duration::from_secs(60))
+            .unwrap_or_else(|| panic!("completion on {open}×{n} still running after 60 s"));
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    }
+}
+
 /// Code review B11: `COMPLETE=bash` (a variable another program's
 /// completion may leave set) made every command print a completion script
 /// and exit 0 having run nothing. evalhost answers to `EVALHOST_COMPLETE`.
