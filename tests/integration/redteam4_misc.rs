@@ -81,6 +81,80 @@ fn deep_yaml_nesting_is_refused_at_once_by_validate_and_completion() {
     }
 }
 
+fn promptfoo_project(config: &str) -> Project {
+    let p = Project::with_mock("hi");
+    std::fs::create_dir_all(p.path().join(".git")).unwrap();
+    p.write("promptfooconfig.yaml", config);
+    p
+}
+
+fn tests(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("  - vars: {{x: '{i}'}}\n"))
+        .collect()
+}
+
+/// Red team 4, finding 6: `defaultTest`'s `transformVars` that loops was
+/// called again for every test, each call its whole 10 s deadline (8
+/// tests: 80 s). It runs once: one deadline, one error at the option.
+#[test]
+fn a_transform_that_loops_is_run_once_not_once_per_test() {
+    let p = promptfoo_project(&format!(
+        "prompts: ['hello {{{{x}}}}']\nproviders: [echo]\ndefaultTest:\n  options:\n    transformVars: |\n      while(true){{}}\n      return vars;\ntests:\n{}",
+        tests(8)
+    ));
+    let start = Instant::now();
+    let r = run_in(
+        p.path(),
+        &[
+            "run",
+            "promptfooconfig.yaml",
+            "--sandbox",
+            "strict",
+            "-o",
+            "out",
+        ],
+    );
+    let took = start.elapsed();
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.stderr.matches("`transformVars` failed").count(),
+        1,
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("deadline"), "{}", r.stderr);
+    assert!(r.stderr.contains("promptfooconfig.yaml:5:"), "{}", r.stderr);
+    // One deadline (10 s) and loading; eight were 80 s.
+    assert!(took < Duration::from_secs(40), "{took:?}: {}", r.stderr);
+}
+
+/// The same for a `file://` var whose function loops: called once per
+/// test (6 tests: 60 s), now once; the rows that use it are errors, said
+/// once, naming the file.
+#[test]
+fn a_var_file_that_loops_is_run_once_not_once_per_test() {
+    let p = promptfoo_project(&format!(
+        "prompts: ['hello {{{{x}}}} {{{{y}}}}']\nproviders: [echo]\ndefaultTest:\n  vars: {{y: 'file://loop.js'}}\ntests:\n{}",
+        tests(6)
+    ));
+    p.write(
+        "loop.js",
+        "module.exports = function () { while (true) {} };\n",
+    );
+    let start = Instant::now();
+    let r = run_in(p.path(), &["validate", "promptfooconfig.yaml"]);
+    let took = start.elapsed();
+    assert_eq!(
+        r.stderr.matches("Error running file://loop.js").count(),
+        1,
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("deadline"), "{}", r.stderr);
+    assert!(took < Duration::from_secs(40), "{took:?}: {}", r.stderr);
+}
+
 /// Code review B11: `COMPLETE=bash` (a variable another program's
 /// completion may leave set) made every command print a completion script
 /// and exit 0 having run nothing. evalhost answers to `EVALHOST_COMPLETE`.
