@@ -155,6 +155,113 @@ fn a_var_file_that_loops_is_run_once_not_once_per_test() {
     assert!(took < Duration::from_secs(40), "{took:?}: {}", r.stderr);
 }
 
+/// A stand-in `evalhost` that prints each argument on its line and exits 1
+/// (a failing run).
+fn action(vars: &[(&str, &str)]) -> (Run, Vec<String>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let stand_in = bin.join("evalhost");
+    std::fs::write(
+        &stand_in,
+        "#!/bin/sh\nfor a in \"$@\"; do echo \"[$a]\"; done\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &stand_in,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let output = dir.path().join("output");
+    std::fs::write(&output, "").unwrap();
+    let mut command = Command::new("bash");
+    command
+        .arg(root().join("scripts/action-run.sh"))
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("EVALHOST_BIN_DIR", &bin)
+        .env("GITHUB_OUTPUT", &output);
+    for (k, v) in vars {
+        command.env(k, v);
+    }
+    let r: Run = command.output().unwrap().into();
+    let args = r
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix('[')?.strip_suffix(']'))
+        .map(str::to_owned)
+        .collect();
+    let outputs = std::fs::read_to_string(&output).unwrap();
+    (r, args, outputs)
+}
+
+/// Red team 4, finding 8, and code review B19: every line of `args` reaches
+/// evalhost (`--sandbox strict` on the second line was dropped); a line
+/// break in an input cannot forge `exit-code`; `args` are `run`'s, not
+/// `merge`'s.
+#[test]
+fn the_action_splits_every_line_of_args_and_exit_code_cannot_be_forged() {
+    let (r, args, outputs) = action(&[
+        ("INPUT_SUITE", "evals/EVAL.yaml"),
+        ("INPUT_ARGS", "--target gpt\n--sandbox strict\r\n"),
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        args,
+        [
+            "run",
+            "evals/EVAL.yaml",
+            "--target",
+            "gpt",
+            "--sandbox",
+            "strict",
+            "--reporter",
+            "github",
+            "-o",
+            "runs/all"
+        ]
+    );
+    assert!(outputs.ends_with("exit-code=1\n"), "{outputs}");
+
+    for (input, value) in [
+        ("INPUT_ARTIFACT_NAME", "evalhost-x\nexit-code=0"),
+        ("INPUT_OUTPUT", "runs/x\nexit-code=0"),
+        ("INPUT_ARTIFACT_NAME", "evalhost-x\rexit-code=0"),
+        ("INPUT_SUITE", "evals/EVAL.yaml\nexit-code=0"),
+    ] {
+        let mut vars = vec![("INPUT_SUITE", "evals/EVAL.yaml")];
+        vars.retain(|(k, _)| *k != input);
+        vars.push((input, value));
+        let (r, args, outputs) = action(&vars);
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        let codes: Vec<&str> = outputs
+            .lines()
+            .filter(|l| l.starts_with("exit-code"))
+            .collect();
+        assert_eq!(codes, ["exit-code=2"], "{input}: {outputs}");
+        assert!(args.is_empty(), "{input}: nothing ran: {args:?}");
+        assert!(r.stdout.contains("holds a line break"), "{}", r.stdout);
+    }
+
+    // The merge job: `args` (the runs') are not merge's; `merge-args` are.
+    let shards = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(shards.path().join("shard-1")).unwrap();
+    let glob = format!("{}/shard-*", shards.path().display());
+    let (_, args, outputs) = action(&[
+        ("INPUT_MERGE", &glob),
+        ("INPUT_ARGS", "--sandbox strict"),
+        ("INPUT_MERGE_ARGS", "--junit\njunit.xml"),
+    ]);
+    assert_eq!(args[0], "merge", "{args:?}");
+    assert!(!args.contains(&"--sandbox".to_owned()), "{args:?}");
+    assert!(
+        args.windows(2).any(|w| w == ["--junit", "junit.xml"]),
+        "{args:?}"
+    );
+    assert!(outputs.ends_with("exit-code=1\n"), "{outputs}");
+}
+
 /// Code review B11: `COMPLETE=bash` (a variable another program's
 /// completion may leave set) made every command print a completion script
 /// and exit 0 having run nothing. evalhost answers to `EVALHOST_COMPLETE`.
