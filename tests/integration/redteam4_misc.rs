@@ -262,6 +262,50 @@ fn the_action_splits_every_line_of_args_and_exit_code_cannot_be_forged() {
     assert!(outputs.ends_with("exit-code=1\n"), "{outputs}");
 }
 
+/// Red team 4, finding 12: completion candidates from a project's files
+/// carried raw escape sequences and newlines to the shell. A test id or
+/// target name with a control character is not offered; a provider (the
+/// help) is escaped. (`COMPLETE` is set too: the variable evalhost read
+/// before; it must not answer to it now.)
+#[test]
+fn completion_candidates_carry_no_control_characters() {
+    let p = Project::with_mock("hi");
+    p.write(
+        "EVAL.yaml",
+        "tests:\n  - {id: plain-id, input: q, assertions: [{type: contains, value: x}]}\n  - {id: \"osc\\e]52;c;SGk=\\aid\", input: q, assertions: [{type: contains, value: x}]}\n  - {id: \"two\\nlines\", input: q, assertions: [{type: contains, value: x}]}\n",
+    );
+    p.write(
+        ".evalhost/targets.yaml",
+        "targets:\n  - {name: good, provider: \"mock\\e[2J\"}\n  - {name: \"bad\\e]0;title\\a\", provider: mock}\n",
+    );
+    let ask = |shell: &str, words: &[&str]| -> String {
+        let mut command = evalhost();
+        command
+            .current_dir(p.path())
+            .env("EVALHOST_COMPLETE", shell)
+            .env("COMPLETE", shell)
+            .env("_CLAP_IFS", "\u{b}")
+            .env("_CLAP_COMPLETE_INDEX", (words.len() - 1).to_string())
+            .arg("--")
+            .args(words);
+        let r: Run = command.output().unwrap().into();
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r.stdout
+    };
+    let ids = ask("bash", &["evalhost", "run", "--test-id", ""]);
+    let ids: Vec<&str> = ids.split('\u{b}').map(str::trim_end).collect();
+    assert_eq!(ids, ["plain-id"], "{ids:?}");
+    let targets = ask("fish", &["evalhost", "run", "--target", ""]);
+    assert!(
+        !targets
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'),
+        "{targets:?}"
+    );
+    assert!(targets.contains("good\tmock\\u{1b}[2J"), "{targets:?}");
+    assert!(!targets.contains("bad"), "{targets:?}");
+}
+
 /// Code review B11: `COMPLETE=bash` (a variable another program's
 /// completion may leave set) made every command print a completion script
 /// and exit 0 having run nothing. evalhost answers to `EVALHOST_COMPLETE`.

@@ -117,9 +117,24 @@ pub fn target_names() -> Vec<CompletionCandidate> {
         .filter_map(|t| {
             let name = t["name"].as_str()?;
             let provider = t["provider"].as_str().unwrap_or_default();
-            Some(CompletionCandidate::new(name).help(Some(provider.to_owned().into())))
+            candidate(name, Some(provider))
         })
         .collect()
+}
+
+/// A candidate for the shell, from a project's file: none for a value
+/// with a control or reordering character (the shell would print it raw
+/// in its listing: an escape sequence, a clipboard write; and no one types
+/// it), and its help made safe for one line ([`evalhost_suite::text::shown`]).
+fn candidate(value: &str, help: Option<&str>) -> Option<CompletionCandidate> {
+    if matches!(
+        evalhost_suite::text::shown(value),
+        std::borrow::Cow::Owned(_)
+    ) {
+        return None;
+    }
+    let help = help.map(|h| evalhost_suite::text::shown(h).into_owned().into());
+    Some(CompletionCandidate::new(value).help(help))
 }
 
 /// `--test-id`: the ids of the tests in the suite files named on the
@@ -155,7 +170,9 @@ pub fn test_ids() -> Vec<CompletionCandidate> {
             }
         }
     }
-    ids.into_iter().map(CompletionCandidate::new).collect()
+    ids.into_iter()
+        .filter_map(|id| candidate(&id, None))
+        .collect()
 }
 
 /// `--dialect`: the dialects.
