@@ -333,3 +333,26 @@ fn a_generic_complete_variable_does_not_stop_a_command() {
         r.stderr
     );
 }
+
+/// Red team 4, finding 13: `--shard auto` with a Slurm array ending at
+/// u32::MAX overflowed (a panic, exit 101, in a debug build).
+#[test]
+fn shard_auto_at_the_edge_of_u32_is_an_error() {
+    let p = Project::with_mock("hi");
+    p.write(
+        "EVAL.yaml",
+        "tests:\n  - {id: t1, input: q, assertions: [{type: contains, value: hi}]}\n",
+    );
+    let r: Run = evalhost()
+        .current_dir(p.path())
+        .env("SLURM_ARRAY_TASK_ID", "0")
+        .env("SLURM_ARRAY_TASK_MAX", "4294967295")
+        .env("SLURM_ARRAY_TASK_COUNT", "0")
+        .args(["run", "EVAL.yaml", "--shard", "auto", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("--shard auto"), "{}", r.stderr);
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+}
