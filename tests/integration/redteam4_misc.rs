@@ -334,6 +334,25 @@ fn a_generic_complete_variable_does_not_stop_a_command() {
     );
 }
 
+/// Code review B7: a command-line argument that is not UTF-8 (a Latin-1
+/// file name) panicked in `main` (exit 101). It is a file name like any.
+#[test]
+fn a_non_utf8_argument_is_an_error_not_a_panic() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let p = Project::with_mock("hi");
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.yaml");
+    let r: Run = evalhost()
+        .current_dir(p.path())
+        .arg("validate")
+        .arg(name)
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    assert!(r.stderr.contains("caf"), "{}", r.stderr);
+}
+
 /// Red team 4, finding 13: `--shard auto` with a Slurm array ending at
 /// u32::MAX overflowed (a panic, exit 101, in a debug build).
 #[test]

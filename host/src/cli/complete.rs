@@ -142,7 +142,7 @@ fn candidate(value: &str, help: Option<&str>) -> Option<CompletionCandidate> {
 /// the suite files of the current directory (only there: a completion
 /// must answer at once).
 pub fn test_ids() -> Vec<CompletionCandidate> {
-    let named: Vec<PathBuf> = std::env::args()
+    let named: Vec<PathBuf> = std::env::args_os()
         .skip_while(|a| a != "--")
         .skip(1)
         .map(PathBuf::from)
