@@ -375,3 +375,48 @@ fn shard_auto_at_the_edge_of_u32_is_an_error() {
     assert!(r.stderr.contains("--shard auto"), "{}", r.stderr);
     assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
 }
+
+/// Code review B12: `EVALHOST_COMPILE_CACHE_DIR` put the Python runner,
+/// pulled plugins and AgentV's toolchain in its *parent* (a shared
+/// `$TMPDIR` for `$TMPDIR/evalhost-compiled`). They stay in the cache
+/// root: nothing but the compile cache is made beside it.
+#[test]
+fn the_compile_cache_variable_moves_only_the_compile_cache() {
+    let p = promptfoo_project(
+        "prompts: ['hi']\nproviders: [echo]\ntests:\n  - assert: [{type: python, value: 'True'}]\n",
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    let (beside, cache_root) = (scratch.path().join("x"), scratch.path().join("root"));
+    std::fs::create_dir_all(&beside).unwrap();
+    // A componentize-py that has a version and builds nothing: the runner
+    // is looked for in its cache, then the build fails.
+    let tool = scratch.path().join("componentize-py");
+    std::fs::write(
+        &tool,
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo componentize-py 0.25.1; exit 0; }\necho no build here >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let r: Run = Command::new(env!("CARGO_BIN_EXE_evalhost"))
+        .current_dir(p.path())
+        .env("EVALHOST_CACHE_DIR", &cache_root)
+        .env("EVALHOST_COMPILE_CACHE_DIR", beside.join("compiled"))
+        .env("EVALHOST_COMPONENTIZE_PY", &tool)
+        .args(["run", "promptfooconfig.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert!(
+        r.stderr.contains("no build here"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+    let made: Vec<String> = std::fs::read_dir(&beside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "compiled")
+        .collect();
+    assert!(made.is_empty(), "made beside the compile cache: {made:?}");
+    assert!(cache_root.join("python-runner").is_dir(), "{}", r.stderr);
+}
