@@ -166,10 +166,7 @@ impl Judge {
 
     /// `$EVALHOST_CACHE_DIR/judge`, else the user's cache directory.
     pub fn default_cache_dir() -> Option<PathBuf> {
-        if let Some(dir) = std::env::var_os("EVALHOST_CACHE_DIR") {
-            return Some(PathBuf::from(dir).join("judge"));
-        }
-        dirs::cache_dir().map(|d| d.join("evalhost").join("judge"))
+        crate::safe_fs::cache_root().map(|d| d.join("judge"))
     }
 
     /// The judge for a run target: `--grader-target`, else its

@@ -49,13 +49,24 @@ unsafe impl std::alloc::GlobalAlloc for Budgeted {
 fn main() -> ExitCode {
     // Inside an `--isolate` sandbox with a network: evalhost carries the
     // program's connections to its proxy outside (see `isolate::net`).
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some(evalhost::isolate::net::BRIDGE_ARG) {
-        let code = evalhost::isolate::net::bridge(&args[1..]);
+    // The arguments as the OS gives them: `std::env::args` panics on one
+    // that is not UTF-8 (a Latin-1 file name), before clap could say so.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(std::ffi::OsStr::new(evalhost::isolate::net::BRIDGE_ARG)) {
+        // The bridge's arguments are evalhost's own (addresses and paths it
+        // chose); one that is not UTF-8 is not one of them.
+        let Ok(args) = args
+            .map(std::ffi::OsString::into_string)
+            .collect::<Result<Vec<_>, _>>()
+        else {
+            eprintln!("evalhost: the network bridge's arguments are not UTF-8");
+            return ExitCode::from(1);
+        };
+        let code = evalhost::isolate::net::bridge(&args);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     // A shell asking for completions (the script `evalhost completions`
-    // prints sets COMPLETE): answered, and the process ends here.
+    // prints sets EVALHOST_COMPLETE): answered, and the process ends here.
     evalhost::cli::complete::answer_completion_request();
     evalhost::cli::run_cli(evalhost::cli::Cli::parse())
 }

@@ -141,8 +141,7 @@ impl Lock {
 
 /// Where downloaded components are kept, by sha256.
 pub fn cache_dir() -> Option<PathBuf> {
-    crate::plugin::cache::default_cache_dir()
-        .and_then(|d| d.parent().map(|p| p.join("oci").join("sha256")))
+    crate::safe_fs::cache_root().map(|d| d.join("oci").join("sha256"))
 }
 
 fn cached(sha: &str) -> Option<PathBuf> {

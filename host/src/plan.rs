@@ -169,8 +169,9 @@ impl Shard {
             ];
             let contiguous = id >= min
                 && (id - min) % step == 0
-                && number("SLURM_ARRAY_TASK_MAX")?
-                    .is_none_or(|max| max >= min && (max - min) / step + 1 == count);
+                && number("SLURM_ARRAY_TASK_MAX")?.is_none_or(|max| {
+                    max >= min && ((max - min) / step).checked_add(1) == Some(count)
+                });
             if !contiguous {
                 return Err(format!(
                     "--shard auto: this Slurm array's task ids are not one range ({}), so a task's place in it is unknown\n  hint: submit the array as --array=1-N (a `%` limit is fine), or give the slice as --shard K/N",
@@ -244,7 +245,7 @@ impl Shard {
         if count == 0 || index >= count {
             return Err(format!(
                 "--shard auto: {from} makes this shard {} of {count}, which is not a slice (1 ≤ K ≤ N)",
-                index + 1
+                u64::from(index) + 1
             ));
         }
         let shard = Self {
@@ -702,5 +703,23 @@ mod tests {
         assert!(auto("auto/0", &[("JOB_COMPLETION_INDEX", "0")]).is_err());
         let err = auto("auto", &[("SLURM_ARRAY_TASK_ID", "1")]).unwrap_err();
         assert!(err.contains("SLURM_ARRAY_TASK_COUNT"), "{err}");
+    }
+
+    #[test]
+    fn shard_auto_at_the_edge_of_u32_is_an_error_not_an_overflow() {
+        // `(max - min) / step + 1` overflowed (a panic in a debug build).
+        let err = auto(
+            "auto",
+            &[
+                ("SLURM_ARRAY_TASK_ID", "0"),
+                ("SLURM_ARRAY_TASK_MAX", "4294967295"),
+                ("SLURM_ARRAY_TASK_COUNT", "0"),
+            ],
+        )
+        .unwrap_err();
+        assert!(err.contains("not one range"), "{err}");
+        // `index + 1` in the message, for the last index there is.
+        let err = auto("auto/3", &[("JOB_COMPLETION_INDEX", "4294967295")]).unwrap_err();
+        assert!(err.contains("shard 4294967296 of 3"), "{err}");
     }
 }

@@ -35,10 +35,7 @@ impl ResponseCache {
 
     /// `$EVALHOST_CACHE_DIR/responses`, else the user's cache directory.
     pub fn default_dir() -> Option<PathBuf> {
-        if let Some(dir) = std::env::var_os("EVALHOST_CACHE_DIR") {
-            return Some(PathBuf::from(dir).join("responses"));
-        }
-        dirs::cache_dir().map(|d| d.join("evalhost").join("responses"))
+        crate::safe_fs::cache_root().map(|d| d.join("responses"))
     }
 
     /// The directory.

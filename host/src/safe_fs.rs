@@ -18,6 +18,18 @@ use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Component, Path, PathBuf};
 
+/// evalhost's cache root: `$EVALHOST_CACHE_DIR`, else the user's cache
+/// directory's `evalhost` (`~/.cache/evalhost` on Linux). Every cache is a
+/// directory in it (judge verdicts, target responses, pulled plugins, the
+/// Python runner, AgentV's TypeScript bundles, and compiled plugins unless
+/// `EVALHOST_COMPILE_CACHE_DIR` puts those elsewhere): one rule, here.
+pub fn cache_root() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("EVALHOST_CACHE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    dirs::cache_dir().map(|d| d.join("evalhost"))
+}
+
 /// Why a file was refused.
 fn refused(path: &Path, why: &str) -> std::io::Error {
     std::io::Error::new(

@@ -297,7 +297,11 @@ fn completions_load_in_bash_and_complete_names_from_the_project() {
     for shell in ["zsh", "fish", "powershell", "elvish"] {
         let r = run_in(p.path(), &["completions", shell]);
         assert_eq!(r.code, 0, "{shell}: {}", r.stderr);
-        assert!(r.stdout.contains("COMPLETE"), "{shell}: {}", r.stdout);
+        assert!(
+            r.stdout.contains("EVALHOST_COMPLETE"),
+            "{shell}: {}",
+            r.stdout
+        );
     }
     let r = run_in(p.path(), &["completions", "tcsh"]);
     assert_eq!(r.code, 2, "{}", r.stderr);

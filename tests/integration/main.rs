@@ -56,6 +56,10 @@ mod plugins;
 
 // Bugs the layout review found, shown by whole runs.
 mod review_bugs;
+// The fourth red-team pass and review, outside the sandbox: YAML nesting,
+// config code re-run per test, the Action's inputs, completions, shards,
+// arguments, cache locations.
+mod redteam4_misc;
 
 mod support;
 // report.html rendered in headless Chromium: reasons, tags, search, diffs.

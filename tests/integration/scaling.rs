@@ -598,7 +598,7 @@ fn the_github_action_runs_a_shard_and_reports_as_github_expects() {
         path
     };
     let (output, path_file, summary) = (file("output"), file("path"), file("summary.md"));
-    let step_with = |shard: &str, args: &str, merge: &str| -> Run {
+    let step_with = |shard: &str, args: &str, merge: &str, merge_args: &str| -> Run {
         Command::new("bash")
             .arg(crate::support::root().join("scripts/action-run.sh"))
             .current_dir(project.path())
@@ -617,11 +617,12 @@ fn the_github_action_runs_a_shard_and_reports_as_github_expects() {
             .env("INPUT_OUTPUT", "")
             .env("INPUT_ARTIFACT_NAME", "")
             .env("INPUT_MERGE", merge)
+            .env("INPUT_MERGE_ARGS", merge_args)
             .output()
             .unwrap()
             .into()
     };
-    let step = |shard: &str, args: &str| step_with(shard, args, "");
+    let step = |shard: &str, args: &str| step_with(shard, args, "", "");
     let r = step("1/2", "-j 2");
     assert_eq!(
         r.code, 0,
@@ -656,7 +657,9 @@ fn the_github_action_runs_a_shard_and_reports_as_github_expects() {
     // The other shard, then the merge job: the whole suite, as one run.
     assert_eq!(step("2/2", "").code, 0);
     std::fs::write(&output, "").unwrap();
-    let r = step_with("", "--junit junit.xml", "runs/shard-*");
+    // `args` are `run`'s (the same for the matrix and the merge job): not
+    // given to `merge`, which has `merge-args`.
+    let r = step_with("", "--sandbox strict", "runs/shard-*", "--junit junit.xml");
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let outputs = std::fs::read_to_string(&output).unwrap();
     assert!(
@@ -665,7 +668,7 @@ fn the_github_action_runs_a_shard_and_reports_as_github_expects() {
     );
     assert_eq!(verdicts(&project.path().join("runs/all")).len(), 11);
     assert!(project.path().join("junit.xml").is_file());
-    let r = step_with("", "", "nothing-*");
+    let r = step_with("", "", "nothing-*", "");
     assert!(r.stdout.contains("matches no directory"), "{}", r.stdout);
     // A malformed shard is the action's error, named, not a run of everything.
     std::fs::write(&output, "").unwrap();

@@ -10,10 +10,13 @@ use clap_complete::engine::CompletionCandidate;
 
 use super::*;
 
-/// The variable the completion script sets when it asks the binary.
-pub const COMPLETE_VAR: &str = "COMPLETE";
+/// The variable the completion script sets when it asks the binary. It is
+/// evalhost's own: clap's default, `COMPLETE`, may be set for another
+/// program, and then every `evalhost run` printed a script and exited 0
+/// having run nothing.
+pub const COMPLETE_VAR: &str = "EVALHOST_COMPLETE";
 
-/// Answers the shell's completion request when `COMPLETE` is set (the
+/// Answers the shell's completion request when `EVALHOST_COMPLETE` is set (the
 /// script [`completions_command`] writes sets it), and exits; returns
 /// otherwise. Called before anything is printed.
 pub fn answer_completion_request() {
@@ -51,7 +54,7 @@ pub struct ManArgs {
 }
 
 /// Prints the script that registers completions for `args.shell`: it calls
-/// this binary back (by its absolute path) with `COMPLETE=<shell>`.
+/// this binary back (by its absolute path) with `EVALHOST_COMPLETE=<shell>`.
 pub(super) fn completions_command(args: &CompletionsArgs, err: &mut dyn Write) -> u8 {
     let completer = std::env::current_exe()
         .map(|p| p.display().to_string())
@@ -114,9 +117,24 @@ pub fn target_names() -> Vec<CompletionCandidate> {
         .filter_map(|t| {
             let name = t["name"].as_str()?;
             let provider = t["provider"].as_str().unwrap_or_default();
-            Some(CompletionCandidate::new(name).help(Some(provider.to_owned().into())))
+            candidate(name, Some(provider))
         })
         .collect()
+}
+
+/// A candidate for the shell, from a project's file: none for a value
+/// with a control or reordering character (the shell would print it raw
+/// in its listing: an escape sequence, a clipboard write; and no one types
+/// it), and its help made safe for one line ([`evalhost_suite::text::shown`]).
+fn candidate(value: &str, help: Option<&str>) -> Option<CompletionCandidate> {
+    if matches!(
+        evalhost_suite::text::shown(value),
+        std::borrow::Cow::Owned(_)
+    ) {
+        return None;
+    }
+    let help = help.map(|h| evalhost_suite::text::shown(h).into_owned().into());
+    Some(CompletionCandidate::new(value).help(help))
 }
 
 /// `--test-id`: the ids of the tests in the suite files named on the
@@ -124,7 +142,7 @@ pub fn target_names() -> Vec<CompletionCandidate> {
 /// the suite files of the current directory (only there: a completion
 /// must answer at once).
 pub fn test_ids() -> Vec<CompletionCandidate> {
-    let named: Vec<PathBuf> = std::env::args()
+    let named: Vec<PathBuf> = std::env::args_os()
         .skip_while(|a| a != "--")
         .skip(1)
         .map(PathBuf::from)
@@ -152,7 +170,9 @@ pub fn test_ids() -> Vec<CompletionCandidate> {
             }
         }
     }
-    ids.into_iter().map(CompletionCandidate::new).collect()
+    ids.into_iter()
+        .filter_map(|id| candidate(&id, None))
+        .collect()
 }
 
 /// `--dialect`: the dialects.

@@ -205,21 +205,21 @@ impl CompileCache {
 }
 
 /// The default cache directory: `$EVALHOST_COMPILE_CACHE_DIR`, else
-/// `$EVALHOST_CACHE_DIR/components`, else the user's cache directory
-/// (`~/.cache/evalhost/components` on Linux). The Python runner, AgentV's
-/// TypeScript bundles and pulled plugins are kept beside it.
+/// `components` in the cache root ([`crate::safe_fs::cache_root`]:
+/// `$EVALHOST_CACHE_DIR`, else `~/.cache/evalhost` on Linux).
 ///
 /// `EVALHOST_COMPILE_CACHE_DIR` keeps compiled code apart from the answers
 /// cached under `EVALHOST_CACHE_DIR` (judge verdicts, target responses):
-/// a CI job can keep one between jobs and start the other empty.
+/// a CI job can keep one between jobs and start the other empty. It moves
+/// only this directory: the Python runner, AgentV's TypeScript bundles and
+/// pulled plugins stay in the cache root (they were once kept beside it,
+/// in its parent: `$TMPDIR/evalhost-compiled` put them in the shared
+/// `$TMPDIR`).
 pub fn default_cache_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("EVALHOST_COMPILE_CACHE_DIR").filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(dir));
     }
-    if let Some(dir) = std::env::var_os("EVALHOST_CACHE_DIR") {
-        return Some(PathBuf::from(dir).join("components"));
-    }
-    dirs::cache_dir().map(|d| d.join("evalhost").join("components"))
+    crate::safe_fs::cache_root().map(|d| d.join("components"))
 }
 
 /// The bytes of a component another cache keeps (`domain`), when its tag

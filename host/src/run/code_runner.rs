@@ -6,11 +6,18 @@
 //! network, environment or clock — the same sandbox as promptfoo's
 //! `javascript` and `python` assertions, so `--sandbox strict` holds: a
 //! config's code never runs on the host. Each engine loads on first use.
+//!
+//! Code that ran out of time or memory once is not run again in the same
+//! load: the call after fails at once with the same error. A config's
+//! transform or var file is called once per test, and a loop in it cost a
+//! whole deadline per test (1,000 tests: hours before the error).
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Map, Value, json};
 
+use crate::failure::FailureClass;
 use crate::plugin::bindings::evalhost::grader::types as wit;
 use crate::plugin::{CallLimits, Grants, LoadedPlugin, PluginEngine};
 use crate::suite::code::{Code, CodeCall, CodeRunner, Language, Runner};
@@ -25,6 +32,28 @@ pub struct SandboxCode {
     engine: Arc<PluginEngine>,
     javascript: OnceLock<Result<LoadedPlugin, String>>,
     python: OnceLock<Result<LoadedPlugin, String>>,
+    /// The deadline or memory failure of each piece of code that had one,
+    /// by [`code_key`].
+    exhausted: Mutex<HashMap<String, String>>,
+}
+
+/// Which code a call runs (not its arguments): its language and text.
+fn code_key(call: &CodeCall) -> String {
+    let text = match &call.code {
+        Code::Inline { text, params } => json!(["inline", text, params]),
+        Code::File {
+            reference,
+            source,
+            function,
+            esm,
+            script,
+        } => json!(["file", reference, source, function, esm, script]),
+    };
+    let language = match call.language {
+        Language::JavaScript => "javascript",
+        Language::Python => "python",
+    };
+    crate::digest::sha256_hex(format!("{language}\0{text}").as_bytes())
 }
 
 impl SandboxCode {
@@ -34,6 +63,7 @@ impl SandboxCode {
             engine: Arc::clone(engine),
             javascript: OnceLock::new(),
             python: OnceLock::new(),
+            exhausted: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -76,6 +106,15 @@ impl SandboxCode {
 
 impl CodeRunner for SandboxCode {
     fn call(&self, call: &CodeCall) -> Result<Value, String> {
+        let key = code_key(call);
+        if let Some(error) = self
+            .exhausted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
+        {
+            return Err(error.clone());
+        }
         let plugin = self.plugin(call.language)?;
         let mut config = Map::new();
         match &call.code {
@@ -129,7 +168,18 @@ impl CodeRunner for SandboxCode {
             memory: CallLimits::DEFAULT_MEMORY,
         };
         let (result, _) = plugin.grade(&request, limits, Grants::default());
-        let graded = result.map_err(|f| f.message)?;
+        let graded = result.map_err(|f| {
+            if matches!(
+                f.class,
+                FailureClass::PluginTimeout | FailureClass::PluginMemory
+            ) {
+                self.exhausted
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(key, f.message.clone());
+            }
+            f.message
+        })?;
         let details: Value = serde_json::from_str(graded.details_json.as_deref().unwrap_or("{}"))
             .map_err(|e| format!("the engine's reply is not JSON: {e}"))?;
         Ok(details.get("output").cloned().unwrap_or(Value::Null))

@@ -93,8 +93,8 @@ pub fn runner() -> Result<Vec<u8>, String> {
             )
         })?;
     let digest = crate::digest::sha256_hex(format!("{APP}\0{WIT}\0{version}").as_bytes());
-    let dir = crate::plugin::cache::default_cache_dir()
-        .map(|d| d.with_file_name("python-runner"))
+    let dir = crate::safe_fs::cache_root()
+        .map(|d| d.join("python-runner"))
         .ok_or(
             "there is no cache directory to keep the Python runner in (set EVALHOST_CACHE_DIR)",
         )?;

@@ -62,8 +62,7 @@ fn digest(parts: &[&[u8]]) -> String {
 /// `<cache>/agentv-js`, checked: it and the cache root belong to this user
 /// and nobody else may write to them.
 fn base() -> Result<PathBuf, String> {
-    let root = crate::plugin::cache::default_cache_dir()
-        .and_then(|d| d.parent().map(Path::to_path_buf))
+    let root = crate::safe_fs::cache_root()
         .ok_or_else(|| "no cache directory for the AgentV assertion toolchain".to_owned())?;
     let base = root.join("agentv-js");
     for dir in [&root, &base] {

@@ -582,16 +582,28 @@ impl Reader {
         let mut var_files: std::collections::HashMap<PathBuf, Result<Value, String>> =
             std::collections::HashMap::new();
         let mut overlays = std::collections::HashMap::new();
+        let mut failed_transforms = std::collections::HashSet::new();
         for (n, row) in rows.into_iter().enumerate() {
             let mut row = match &default_test {
                 Some(d) => merge_default(d, row),
                 None => row,
             };
             // `transformVars` rewrites the test's vars before they expand.
+            // One that fails stops promptfoo's whole eval, and the config
+            // is refused at the option: a transform that failed once (the
+            // same code: `defaultTest`'s is every test's) is not called
+            // again for the next test (a loop cost a deadline per test).
             if let Some((transform, tat)) = row.transform_vars.clone() {
+                let code = transform.to_string();
+                if failed_transforms.contains(&code) {
+                    continue;
+                }
                 match self.transform_vars(&transform, &tat, &row.vars, n) {
                     Some(v) => row.vars = v,
-                    None => continue,
+                    None => {
+                        failed_transforms.insert(code);
+                        continue;
+                    }
                 }
             }
             let Some(combos) =

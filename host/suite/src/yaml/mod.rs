@@ -27,6 +27,8 @@ use serde_json::{Map, Number, Value};
 
 use crate::source_map::{PathHash, Pos, SourceMap};
 
+mod depth;
+
 /// How deep collections may nest (after aliases are expanded).
 pub const MAX_DEPTH: usize = 128;
 
@@ -104,6 +106,35 @@ pub fn parse_with_positions(text: &str) -> Result<(Value, SourceMap), YamlError>
     if let Some(parsed) = kept {
         return Ok(parsed);
     }
+    if let Some(at) = depth::too_deep(text) {
+        return Err(too_deep(text, at));
+    }
+    parse_unchecked(text)
+}
+
+/// The error for flow nesting past [`MAX_DEPTH`] that [`depth::too_deep`]
+/// found: the builder's own, from the text up to that bracket (which the
+/// parser reads in linear time: no more than the limit is open in it), so
+/// that the position is where the builder counts the limit passed (block
+/// collections count too); the bracket's, if the builder stops otherwise.
+fn too_deep(text: &str, at: depth::TooDeep) -> YamlError {
+    let own = err(
+        YamlErrorKind::Limit,
+        "recursion limit exceeded",
+        Pos {
+            line: at.line,
+            col: at.col + 1,
+        },
+    );
+    match Builder::default().feed(&text[..at.end]) {
+        Err(error) if error.kind == YamlErrorKind::Limit => error,
+        _ => own,
+    }
+}
+
+/// [`parse_with_positions`] without the nesting pre-pass (and without
+/// what [`keep`] kept).
+fn parse_unchecked(text: &str) -> Result<(Value, SourceMap), YamlError> {
     let mut builder = Builder::default();
     match builder.feed(text) {
         Ok(()) => {

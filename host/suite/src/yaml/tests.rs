@@ -320,3 +320,111 @@ fn scalar_keys_are_strings_as_in_javascript() {
         .key("10");
     assert_eq!(map.locate(&at).map(|p| p.line), Some(3));
 }
+
+/// Runs `f` on a thread and waits for it at most `secs` seconds: a test of
+/// something that once took minutes fails in bounded time instead.
+fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(f());
+    });
+    receive
+        .recv_timeout(std::time::Duration::from_secs(secs))
+        .unwrap_or_else(|_| panic!("not done in {secs} s"))
+}
+
+#[test]
+fn deep_flow_nesting_is_refused_before_the_parser_reads_it() {
+    // n = 200,000 took the parser about 160 s (debug build) before the
+    // depth limit fired: its look-ahead is quadratic in the nesting.
+    let n = 200_000;
+    for (open, close) in [("[", "]"), ("{", "}")] {
+        let text = format!("tests: {}{}\n", open.repeat(n), close.repeat(n));
+        let error = within(60, move || parse(&text).unwrap_err());
+        assert_eq!(error.kind, YamlErrorKind::Limit, "{error}");
+        assert!(
+            error.message.contains("recursion limit exceeded"),
+            "{error}"
+        );
+        assert_eq!(error.pos.map(|p| p.line), Some(1), "{error}");
+    }
+    // The position is the builder's (the mapping counts as a level).
+    let text = format!("tests: {}{}\n", "[".repeat(200), "]".repeat(200));
+    assert_eq!(parse(&text), parse_unchecked(&text).map(|(v, _)| v));
+    assert_eq!(
+        parse(&text).unwrap_err().pos,
+        Some(Pos {
+            line: 1,
+            col: 8 + MAX_DEPTH - 1
+        })
+    );
+}
+
+#[test]
+fn deep_block_nesting_is_refused_in_linear_time() {
+    let text = format!("{}x\n", "- ".repeat(1 << 20));
+    let error = within(60, move || parse(&text).unwrap_err());
+    assert_eq!(error.kind, YamlErrorKind::Limit, "{error}");
+    assert!(
+        error.message.contains("recursion limit exceeded"),
+        "{error}"
+    );
+    // Block and flow together.
+    let text = format!("{}{}\n", "- ".repeat(100), "[".repeat(1 << 20));
+    let error = within(60, move || parse(&text).unwrap_err());
+    assert_eq!(error.kind, YamlErrorKind::Limit, "{error}");
+}
+
+#[test]
+fn the_nesting_pass_finds_flow_collections_where_the_parser_does() {
+    let deep = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+    let d = deep(MAX_DEPTH + 1);
+    let open = "[{".repeat(150);
+    // Past the limit, wherever the flow collection starts: the same error
+    // as the builder's.
+    for text in [
+        d.clone(),
+        format!("a: {d}\n"),
+        format!("a:\n  b: {d}\n"),
+        format!("- {d}\n"),
+        format!("- - a: {d}\n"),
+        format!("a: |\n  text\nb: {d}\n"),
+        format!("- key: |\n  foo: {d}\n"),
+        format!("a: 'quoted # [' \nb: {d}\n"),
+        format!("a: \"esc \\\" [\"\nb: {d}\n"),
+        format!("a: plain [ text\n  continued [\nb: {d}\n"),
+        format!("# comment [[[\n&x !!seq {d}\n"),
+        format!("a: {{b: [c, \"]]\", '}}}}', d # ]]\n  , {d}]}}\n"),
+        format!("a: >2\n   text [\nb: {d}\n"),
+        format!("--- {d}\n"),
+        format!("[a'b, {d}]\n"),
+    ] {
+        let old = parse_unchecked(&text).map(|(v, _)| v);
+        assert!(
+            matches!(&old, Err(e) if e.kind == YamlErrorKind::Limit),
+            "{text:.80?}: {old:?}"
+        );
+        assert!(depth::too_deep(&text).is_some(), "{text:.80?}");
+        assert_eq!(parse(&text), old, "{text:.80?}");
+    }
+    // Brackets that open nothing: in scalars of every style, comments,
+    // tags. Nothing is refused that was read before.
+    for text in [
+        format!("a: |\n  {open}\n  {open}\nb: 1\n"),
+        format!("- a: >-\n    {open}\n\n    {open}\n  b: 1\n"),
+        format!("a: '{open}'\nb: \"{open}\\\"{open}\"\n"),
+        format!("a: x{open}\n  {open}\n  more {open}\nb: 1\n"),
+        format!("a: 1 # {open}\n# {open}\nb: [x, \"{open}\"] # {open}\n"),
+        format!("a: !<tag:x{open}> 1\n"),
+        format!("- |2\n   {open}\n- 1\n"),
+        format!("a:\n  - b\n    {open}\n"),
+        format!("[\"{open}\", '{open}', x # {open}\n]\n"),
+    ] {
+        assert_eq!(depth::too_deep(&text), None, "{text:.80?}");
+        assert_eq!(
+            parse(&text),
+            parse_unchecked(&text).map(|(v, _)| v),
+            "{text:.80?}"
+        );
+    }
+}
