@@ -367,9 +367,7 @@ fn unpack_root(tarball: &Path) -> Result<PathBuf, Unavailable> {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let cache = std::env::var_os("EVALHOST_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| dirs::cache_dir().map(|d| d.join("evalhost")))
+    let cache = crate::safe_fs::cache_root()
         .ok_or_else(|| fail("no cache directory (set EVALHOST_CACHE_DIR)".into()))?
         .join("roots");
     // Like every cache of evalhost's: this user's, writable by nobody else
