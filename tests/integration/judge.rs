@@ -1001,6 +1001,11 @@ fn an_isolated_preprocessor_reads_the_file_in_the_cases_workspace() {
         server.url
     );
     std::fs::write(project.path().join(".evalhost/targets.yaml"), targets).unwrap();
+    // The preprocessor reads the file it is given, as a real converter does.
+    project.write(
+        "scripts/xlsx-to-csv.sh",
+        "python3 -c 'import json, sys; open(json.load(sys.stdin)[\"path\"], \"rb\").read()' || exit 3\necho 'spreadsheet: revenue,total'\necho 'Q1,42'\n",
+    );
     let r = run(&project, &cache, "out", &["--isolate"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let asked = &server.requests()[0].body;

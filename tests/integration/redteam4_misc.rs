@@ -397,7 +397,7 @@ fn the_compile_cache_variable_moves_only_the_compile_cache() {
     )
     .unwrap();
     std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let r: Run = Command::new(env!("CARGO_BIN_EXE_evalhost"))
+    let r: Run = crate::support::evalhost()
         .current_dir(p.path())
         .env("EVALHOST_CACHE_DIR", &cache_root)
         .env("EVALHOST_COMPILE_CACHE_DIR", beside.join("compiled"))
