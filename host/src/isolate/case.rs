@@ -35,7 +35,7 @@ pub enum Refused {
     /// A directory the suite or target names lies outside what the process
     /// may see.
     #[error(
-        "{role}: `{what}` {path} is outside the case workspace and the project ({reason}); under --isolate a process starts only inside them — use a path inside the suite's project, or grant it in the target's `isolate.read`"
+        "{role}: `{what}` {path} is outside the case workspace and the project ({reason}); under --isolate a process starts only inside them — {hint}"
     )]
     Outside {
         /// The process's role.
@@ -46,7 +46,21 @@ pub enum Refused {
         path: String,
         /// Why (resolved elsewhere, hidden, missing).
         reason: String,
+        /// What to do instead.
+        hint: String,
     },
+}
+
+/// What a refused process's author can do instead.
+fn hint_for(role: &str) -> &'static str {
+    match role {
+        "target" | "healthcheck" => {
+            "use a path inside the suite's project, or grant it read-only in the target's `isolate.read` (the operator's targets file)"
+        }
+        _ => {
+            "use a path inside the suite's project or the case workspace (a relative `cwd` is relative to the eval file)"
+        }
+    }
 }
 
 /// The run's sandbox: the confinement every isolated process of the run
@@ -257,6 +271,7 @@ impl CaseSandbox {
             what: what.to_owned(),
             path: path.display().to_string(),
             reason: reason.to_owned(),
+            hint: hint_for(role).to_owned(),
         };
         let resolved = real(path).ok_or_else(|| refuse("it does not exist"))?;
         let inside = roots
@@ -663,6 +678,7 @@ impl Confined {
             what: "program".to_owned(),
             path: program.display().to_string(),
             reason: reason.to_owned(),
+            hint: hint_for(self.role).to_owned(),
         };
         let resolved = real(program).ok_or_else(|| refuse("it does not exist"))?;
         let meta = std::fs::metadata(&resolved).map_err(|_| refuse("it cannot be read"))?;

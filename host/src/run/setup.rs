@@ -361,12 +361,11 @@ pub(super) fn setup(
             .workspace
             .iter()
             .chain(suite.tests.iter().filter_map(|t| t.workspace.as_deref()))
-            .filter_map(|w| w.static_path.as_deref());
-        for path in statics {
+            .filter_map(|w| w.static_path.as_deref().map(|p| (p, &w.static_place)));
+        for (path, place) in statics {
             if let Err(why) = sandbox.check_static_workspace(path) {
                 return Ok(Err(RunError::Usage(format!(
-                    "{}: workspace `path` {}: {why}",
-                    suite.file.display(),
+                    "{place}: static workspace {}: {why}",
                     path.display()
                 ))));
             }

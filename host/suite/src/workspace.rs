@@ -128,6 +128,9 @@ pub struct Spec {
     /// workspace, shared by every case and never removed (made from the
     /// template and repos when missing or empty).
     pub static_path: Option<PathBuf>,
+    /// Where `path` of a static workspace was written: `file:line` and the
+    /// key (for a refusal at run time).
+    pub static_place: String,
     /// `env`: what the machine must have before anything runs (checked
     /// once, before `before_all`).
     pub preflight: Option<Preflight>,
@@ -158,6 +161,7 @@ impl Spec {
             hooks: self.hooks.over(&suite.hooks),
             isolation: self.isolation,
             static_path: suite.static_path.clone(),
+            static_place: suite.static_place.clone(),
             preflight: suite.preflight.clone(),
             container: self.container.clone().or_else(|| suite.container.clone()),
         }

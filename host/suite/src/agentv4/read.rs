@@ -42,7 +42,11 @@ impl Loader {
                 self.diags.push(
                     Diagnostic::error(&display, format!("invalid YAML: {}: the document expands (through anchors and aliases) or nests past the parser's limits", err.message))
                         .at(err.pos)
-                        .hint("a suite never needs this much repetition; look for `*alias` references nested inside anchors (a \"billion laughs\" document)"),
+                        .hint(if err.message.contains("recursion") {
+                            "a suite never nests this deep; look for brackets `[`/`{` or indentation opened without end at this line and column"
+                        } else {
+                            "a suite never needs this much repetition; look for `*alias` references nested inside anchors (a \"billion laughs\" document)"
+                        }),
                 );
                 return None;
             }

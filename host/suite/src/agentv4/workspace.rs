@@ -66,6 +66,15 @@ impl Loader {
         let repos = self.workspace_repos(doc, at, &map, &base)?;
         let hooks = self.hooks(doc, map.get("hooks"), &at.key("hooks"));
         let static_path = self.workspace_static_path(doc, at, &map, &base, !repos.is_empty());
+        let static_place = {
+            let loc = doc.loc(&at.key("path"));
+            format!(
+                "{}{} `{}`",
+                loc.file.display(),
+                loc.pos.map(|p| format!(":{}", p.line)).unwrap_or_default(),
+                loc.key
+            )
+        };
         let mut isolation = isolation;
         if static_path.is_some() {
             if map.get("isolation").and_then(Value::as_str) == Some("per_test") {
@@ -144,6 +153,7 @@ impl Loader {
             hooks,
             isolation,
             static_path,
+            static_place,
             preflight,
             container,
         })
