@@ -124,6 +124,12 @@ fn resolve(value: &str, base: &Path) -> Result<PathBuf, String> {
     let real = local
         .canonicalize()
         .map_err(|e| format!("{}: {e}", local.display()))?;
+    // Only a regular file is read or handed on (opening a FIFO the target
+    // made would wait for a writer for ever).
+    let meta = std::fs::metadata(&real).map_err(|e| format!("{}: {e}", real.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", real.display()));
+    }
     let root = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
     if !real.starts_with(&root) {
         return Err(format!(

@@ -1012,3 +1012,42 @@ fn an_isolated_preprocessor_reads_the_file_in_the_cases_workspace() {
     assert!(asked.contains("spreadsheet: revenue,total"), "{asked}");
     assert!(!asked.contains("file preprocessing warning"), "{asked}");
 }
+
+/// Second red-team pass, finding 6: a FIFO the target made and named in its
+/// answer hung the preprocessor (and evalhost, reading it without one) for
+/// the whole 600 s command limit, past the test's `timeout_ms`. Now only a
+/// regular file is read or handed on: the judge is told why, at once.
+#[test]
+fn a_fifo_named_in_an_answer_is_refused_not_read() {
+    let server = FakeServer::start_fn(|r| checklist(&[("rubric-1", r.body.contains("Q1,42"))]));
+    let (project, cache) = file_answering(&server, PREPROCESSED_SUITE);
+    project.write(
+        "agent.sh",
+        "mkdir -p generated\nrm -f generated/report.xlsx\nmkfifo generated/report.xlsx\n\
+         printf '%s' '{\"output\": [{\"role\": \"assistant\", \"content\": [{\"type\": \"text\", \"text\": \"Report attached.\"}, \
+         {\"type\": \"file\", \"media_type\": \"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet\", \"path\": \"generated/report.xlsx\"}]}]}' > \"$1\"\n",
+    );
+    let mut child = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("EVALHOST_CACHE_DIR", cache.path())
+        .env(
+            "EVALHOST_COMPILE_CACHE_DIR",
+            crate::support::shared_compile_cache(),
+        )
+        .env("EVALHOST_JUDGE_KEY", "sk-judge-secret")
+        .args(["run", "EVAL.yaml", "-o", "out"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("evalhost waited on the FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let asked = &server.requests()[0].body;
+    assert!(asked.contains("not a regular file"), "{asked}");
+}

@@ -550,3 +550,136 @@ t.close()
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("roots cache"), "{}", r.stderr);
 }
+
+/// Second red-team pass, finding 1 (high): a suite's input file block
+/// naming `.git/config` (or `.env`, or `.evalhost/targets.yaml`) was read
+/// on the host and sent to the model, under strict and isolated too. Now a
+/// suite may not name the project's secrets at all.
+#[test]
+fn a_suite_cannot_read_the_projects_secrets_as_input_files() {
+    let project = Project::with_mock("hi");
+    git_init(project.path());
+    project.write(".env", "DOTENVSECRET=de456\n");
+    project.write("sub/.env.local", "NESTED=1\n");
+    for (file, what) in [
+        (".git/config", ".git"),
+        (".env", ".env"),
+        (".evalhost/targets.yaml", ".evalhost"),
+        ("sub/.env.local", ".env.local"),
+    ] {
+        project.write(
+            "EVAL.yaml",
+            &format!(
+                "tests:\n  - id: t1\n    input:\n      - role: user\n        content: [{{type: text, text: summarize}}, {{type: file, value: {file}}}]\n    assertions: [{{type: contains, value: hi}}]\n"
+            ),
+        );
+        let r = project.run(&["--sandbox", "strict"]);
+        assert_eq!(r.code, 2, "{file}: {}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains("secrets") && r.stderr.contains(what),
+            "{file}: {}",
+            r.stderr
+        );
+    }
+}
+
+/// Second red-team pass, findings 2 and 3: secrets below the project's root
+/// (a subdirectory's `.env`, git's modules' configuration, a nested
+/// repository's, credentials) and a suite's own `.evalhost` history in a
+/// subdirectory were readable in the sandbox.
+#[test]
+fn secrets_anywhere_in_the_project_and_earlier_runs_are_hidden() {
+    if !bwrap_works() {
+        return;
+    }
+    let project = Project::with_mock("hi");
+    git_init(project.path());
+    let root = project.path().display().to_string();
+    project.write("sub/.env", "SUBSECRET=1\n");
+    project.write("sub/deep/.env.production", "DEEPSECRET=1\n");
+    project.write("sub/.netrc", "machine x login u password NETRCSECRET\n");
+    project.write(".git/modules/m/config", "url=https://user:MODPASS@x\n");
+    project.write("sub/deep/.git/config", "url=https://u:NESTEDPASS@x\n");
+    project.write("sub/.evalhost/runs/old/results.jsonl", "OLDROW\n");
+    project.write(
+        "sub/.evalhost/targets.yaml",
+        "targets: [{name: default, provider: mock, response: hi}]\n",
+    );
+    project.write(
+        "sub/dump.sh",
+        &format!(
+            "cat > /dev/null\nall=$(cat {root}/sub/.env {root}/sub/deep/.env.production {root}/sub/.netrc {root}/.git/modules/m/config {root}/sub/deep/.git/config {root}/sub/.evalhost/runs/old/results.jsonl 2>/dev/null | tr -d '\\n\"')\nprintf '{{\"score\": 1, \"assertions\": [{{\"text\": \"saw %s\", \"passed\": true}}]}}\\n' \"$all\"\n"
+        ),
+    );
+    project.write(
+        "sub/EVAL.yaml",
+        &format!(
+            "tests:\n  - id: t1\n    input: hi\n    assertions:\n      - {{type: code-grader, command: [/bin/sh, {root}/sub/dump.sh]}}\n"
+        ),
+    );
+    let r = crate::support::run_in(
+        project.path(),
+        &["run", "sub/EVAL.yaml", "-o", "out", "--isolate"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let row = project.row("t1").to_string();
+    for secret in [
+        "SUBSECRET",
+        "DEEPSECRET",
+        "NETRCSECRET",
+        "MODPASS",
+        "NESTEDPASS",
+        "OLDROW",
+    ] {
+        assert!(!row.contains(secret), "{secret} was read: {row}");
+    }
+    assert!(row.contains("saw"), "{row}");
+}
+
+/// Second red-team pass, finding 4: a repository `path` through a link the
+/// template brought made directories on the host, outside the workspace,
+/// before it was refused.
+#[test]
+fn a_repo_path_through_a_template_link_makes_nothing_outside() {
+    let project = Project::with_mock("hi");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(project.path().join("tpl")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), project.path().join("tpl/up")).unwrap();
+    project.write("src/a.txt", "a\n");
+    git_init(&project.path().join("src"));
+    let ok = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "i",
+            "--allow-empty",
+        ])
+        .current_dir(project.path().join("src"))
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    project.write(
+        "EVAL.yaml",
+        "workspace:\n  template: ./tpl\n  repos: [{path: ./up/PROOF/a/b, source: {type: local, path: ./src}}]\ntests:\n  - id: t1\n    input: a\n    assertions: [{type: contains, value: hi}]\n",
+    );
+    let r = project.run(&["--sandbox", "strict"]);
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert!(
+        !outside.path().join("PROOF").exists(),
+        "a directory was made through the link: {}",
+        r.stderr
+    );
+    let said =
+        std::fs::read_to_string(project.path().join("out/results.jsonl")).unwrap_or_default();
+    assert!(
+        r.stderr.contains("is a link") || said.contains("is a link"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+}

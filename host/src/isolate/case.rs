@@ -25,6 +25,9 @@ use crate::results::usage::{ConfinedRow, ConnectionRow, SandboxRow};
 /// process's row; past them they are counted per host.
 pub const LISTED_ATTEMPTS: usize = 100;
 
+/// The longest host name a row keeps.
+const MAX_HOST: usize = 253;
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -77,6 +80,8 @@ pub struct RunSandbox {
     /// What no process sees: the project's secrets and history, the run
     /// directory.
     hidden: Mutex<Vec<PathBuf>>,
+    /// The project was too large to search for secrets whole.
+    secrets_incomplete: bool,
 }
 
 impl RunSandbox {
@@ -84,8 +89,10 @@ impl RunSandbox {
     pub fn new(isolation: Isolation, project: &Path) -> Self {
         let project = std::path::absolute(project).unwrap_or_else(|_| project.to_path_buf());
         let project_real = project.canonicalize().unwrap_or_else(|_| project.clone());
+        let (secrets, secrets_incomplete) = project_secrets(&project);
         Self {
-            hidden: Mutex::new(project_secrets(&project)),
+            hidden: Mutex::new(secrets),
+            secrets_incomplete,
             isolation,
             cgroups: limits::Cgroups::detect(),
             project,
@@ -106,6 +113,12 @@ impl RunSandbox {
     /// The suite's project, read-only inside.
     pub fn project(&self) -> &Path {
         &self.project
+    }
+
+    /// Whether the project was too large to be searched for its secrets
+    /// whole (the run header says so).
+    pub fn secrets_incomplete(&self) -> bool {
+        self.secrets_incomplete
     }
 
     /// Hides `path` (the run directory) from every process made from now on.
@@ -174,28 +187,41 @@ impl RunSandbox {
     }
 }
 
-/// The project's files no process may read: its `.env` files (where the
-/// operator keeps keys), its git configuration (`actions/checkout` keeps a
-/// token there) and credentials, and evalhost's own directory (targets
-/// file, history, caches).
-fn project_secrets(project: &Path) -> Vec<PathBuf> {
-    let mut hidden = vec![
-        project.join(".evalhost"),
-        project.join(".git/config"),
-        project.join(".git/credentials"),
-        project.join(".git-credentials"),
-        project.join(".netrc"),
-    ];
-    if let Ok(entries) = std::fs::read_dir(project) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if name == ".env" || name.starts_with(".env.") {
-                hidden.push(entry.path());
+/// At most this many entries of a project are looked at for its secrets.
+pub const SECRETS_SEARCH_LIMIT: usize = 200_000;
+
+/// The project's files no process may read, found in one walk of it (at
+/// most [`SECRETS_SEARCH_LIMIT`] entries; `true` beside them when it
+/// stopped there): every `.git` (a directory: git's configuration, its
+/// modules' and worktrees', credentials, hooks; a file: a worktree's
+/// pointer), every `.evalhost` directory (targets file, history, caches —
+/// a suite in a subdirectory keeps its own), every `.env` and `.env.*`
+/// file, `.netrc` and `.git-credentials` — the names
+/// `evalhost_suite::roots::is_secret` refuses to a suite too.
+fn project_secrets(project: &Path) -> (Vec<PathBuf>, bool) {
+    let mut hidden = Vec::new();
+    let mut seen = 0usize;
+    let mut walk = walkdir::WalkDir::new(project)
+        .follow_links(false)
+        .into_iter();
+    while let Some(entry) = walk.next() {
+        seen += 1;
+        if seen > SECRETS_SEARCH_LIMIT {
+            return (hidden, true);
+        }
+        let Ok(entry) = entry else { continue };
+        if entry.depth() == 0 {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy();
+        if evalhost_suite::roots::is_secret(Path::new(name.as_ref())) {
+            if entry.file_type().is_dir() {
+                walk.skip_current_dir();
             }
+            hidden.push(entry.into_path());
         }
     }
-    hidden
+    (hidden, false)
 }
 
 /// `path` with its links resolved, when it exists.
@@ -747,11 +773,28 @@ impl Drop for Sandboxed {
 fn record_attempts(row: &mut ConfinedRow, attempts: Vec<net::Attempt>) {
     let mut counted: std::collections::BTreeMap<(String, u16, bool), u64> = Default::default();
     let mut refused_listed = 0usize;
-    for attempt in attempts {
+    for mut attempt in attempts {
+        // A host name is at most 253 characters; a longer one is cut (a
+        // process cannot grow the row with its names either).
+        if attempt.host.len() > MAX_HOST {
+            let mut cut = MAX_HOST;
+            while !attempt.host.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            attempt.host.truncate(cut);
+            attempt.host.push('…');
+        }
         if row.connections.len() >= LISTED_ATTEMPTS {
-            *counted
-                .entry((attempt.host, attempt.port, attempt.allowed))
-                .or_default() += 1;
+            // Counted per host, for at most as many hosts again; past them
+            // all in one count.
+            let key = (attempt.host, attempt.port, attempt.allowed);
+            if counted.len() < LISTED_ATTEMPTS || counted.contains_key(&key) {
+                *counted.entry(key).or_default() += 1;
+            } else {
+                *counted
+                    .entry(("(other hosts)".to_owned(), 0, attempt.allowed))
+                    .or_default() += 1;
+            }
             continue;
         }
         if !attempt.allowed {
@@ -818,6 +861,26 @@ mod tests {
             row.refused
                 .iter()
                 .any(|r| r.contains("4950 more connection(s) to evil.example:443")),
+            "{:?}",
+            row.refused
+        );
+        // Every attempt to a host of its own, with a long name: the row
+        // stays bounded all the same.
+        let mut row = ConfinedRow::default();
+        let attempts = (0..10_000)
+            .map(|i| net::Attempt {
+                host: format!("h{i}-{}.example.com", "x".repeat(30_000)),
+                port: 443,
+                allowed: false,
+                note: None,
+            })
+            .collect();
+        record_attempts(&mut row, attempts);
+        assert!(row.connections.len() <= 2 * LISTED_ATTEMPTS + 1);
+        let size = serde_json::to_string(&row).unwrap().len();
+        assert!(size < 200_000, "{size} bytes");
+        assert!(
+            row.refused.iter().any(|r| r.contains("(other hosts)")),
             "{:?}",
             row.refused
         );

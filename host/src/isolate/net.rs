@@ -41,6 +41,9 @@ const HEAD_CAP: usize = 64 << 10;
 /// evalhost hold a thread per connection without end.
 pub const CONNECTIONS_AT_ONCE: usize = 64;
 
+/// The attempts kept per process while it runs; past them, counted.
+pub const KEPT_ATTEMPTS: usize = 10_000;
+
 /// What a confined process may reach of the network.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Network {
@@ -289,15 +292,45 @@ fn serve_proxy(
         return;
     };
     let record = |allowed: bool, note: Option<String>| {
-        attempts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Attempt {
-                host: host.clone(),
-                port,
-                allowed,
-                note,
-            });
+        // A host name is at most 253 characters: what is kept of a longer
+        // one while the process runs is bounded too.
+        let mut kept = host.clone();
+        if kept.len() > 256 {
+            let mut cut = 256;
+            while !kept.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            kept.truncate(cut);
+        }
+        let mut attempts = attempts.lock().unwrap_or_else(|e| e.into_inner());
+        if attempts.len() >= KEPT_ATTEMPTS {
+            // Past what is kept, counted in the last entry.
+            if let Some(last) = attempts.last_mut().filter(|a| a.port == 0) {
+                let n: u64 = last
+                    .host
+                    .split_whitespace()
+                    .next()
+                    .and_then(|n| n.trim_start_matches('(').parse().ok())
+                    .unwrap_or(0);
+                last.host = format!("({} more attempts, not kept)", n + 1);
+            } else {
+                attempts.push(Attempt {
+                    host: "(1 more attempts, not kept)".to_owned(),
+                    port: 0,
+                    allowed: false,
+                    note: Some(format!(
+                        "past {KEPT_ATTEMPTS} attempts a process's are counted, not kept"
+                    )),
+                });
+            }
+            return;
+        }
+        attempts.push(Attempt {
+            host: kept,
+            port,
+            allowed,
+            note,
+        });
     };
     if !allowed(allow, &host, port) {
         record(false, Some("not in the target's isolate.network".into()));

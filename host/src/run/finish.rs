@@ -32,6 +32,7 @@ pub(super) fn finish(
         plan,
         load_time,
         plugins_time,
+        sandbox,
         ..
     } = setup;
     let Opened {
@@ -133,6 +134,15 @@ pub(super) fn finish(
         writeln!(out, "kept workspaces ({}):", kept.len())?;
         for path in &kept {
             writeln!(out, "  {}", path.display())?;
+        }
+        if sandbox.is_some() {
+            // Written by a confined target: what it planted in a
+            // repository's configuration runs with the next plain git
+            // command there.
+            writeln!(
+                out,
+                "  written by confined processes: their repositories' git configuration is theirs too (fsmonitor, filters, hooks run on your next `git` there); inspect with `git -c core.fsmonitor=false -c core.hooksPath=/dev/null --no-pager diff --no-ext-diff --no-textconv`, or in a sandbox"
+            )?;
         }
     }
     if interrupted {

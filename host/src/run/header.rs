@@ -96,8 +96,15 @@ pub(super) fn print(
         );
         writeln!(
             header,
-            "  isolated: each command in its own sandbox (bubblewrap): workspace writable, project read-only (its .env, .git/config and .evalhost hidden), empty home, PATH and locale only; network: none for commands, an agent's model API through evalhost's proxy; {limits}; root: {root}"
+            "  isolated: each command in its own sandbox (bubblewrap): workspace writable, project read-only (its .git, .evalhost, .env files and credentials hidden), empty home, PATH and locale only; network: none for commands, an agent's model API through evalhost's proxy; {limits}; root: {root}"
         )?;
+        if sandbox.secrets_incomplete() {
+            writeln!(
+                header,
+                "  warning: the project has more than {} files: only those searched first are checked for secrets to hide (.git, .evalhost, .env files, credentials); run the suite from a smaller project",
+                crate::isolate::case::SECRETS_SEARCH_LIMIT
+            )?;
+        }
         // What the targets file grants each target beyond that: said, since
         // a targets file found beside a suite is the suite's to write.
         for t in &setup.run_targets {

@@ -98,7 +98,7 @@ fn from_file(
         Some(path) => target::load_targets(path, &env),
         None => match target::find_targets_file(&suite.dir) {
             Some(path) if sandbox_strict && suites_own(&path, &roots) => {
-                match roots.contain(&path) {
+                match roots.contain_own(&path) {
                     Ok(real) => target::load_targets(
                         &real,
                         &suite::env::Env::load_files_only(

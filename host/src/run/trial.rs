@@ -492,6 +492,21 @@ fn grade_leaf(
 ) -> crate::results::ScoreRow {
     let mut limits = grade::call_limits(assertion, ctx.suite.limits);
     let mut capped_by_case = false;
+    // The commands graders and preprocessors run end by the case's
+    // deadline too (a command has its own clock: the plugin's is stopped
+    // while it waits for one).
+    let case_policy;
+    let policy = match deadline {
+        Some(deadline) => {
+            let mut own = ctx.policy.clone();
+            own.max_exec = own
+                .max_exec
+                .min(deadline.saturating_duration_since(Instant::now()));
+            case_policy = own;
+            &case_policy
+        }
+        None => &ctx.policy,
+    };
     if let Some(deadline) = deadline {
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining < limits.timeout {
@@ -517,7 +532,7 @@ fn grade_leaf(
             &request.output_messages,
             &assertion.preprocessors,
             &base,
-            &ctx.policy,
+            policy,
             request.sandbox.as_ref(),
         ) {
             Ok(Some(text)) => {
@@ -532,29 +547,26 @@ fn grade_leaf(
     let scripted;
     let assertion = match &assertion.prompt_script {
         None => assertion,
-        Some(script) => match crate::prompt_script::render(
-            script,
-            request,
-            &ctx.policy,
-            request.sandbox.as_ref(),
-        ) {
-            Ok(prompt) => {
-                let mut config = (*assertion.config).clone();
-                config.insert("prompt".into(), prompt.into());
-                config.insert("prompt_is_template".into(), true.into());
-                let mut own = assertion.clone();
-                own.config_json = serde_json::Value::Object(config.clone()).to_string().into();
-                own.config = std::sync::Arc::new(config);
-                scripted = own;
-                &scripted
-            }
-            Err(why) => {
-                if let Some(original) = original_output {
-                    request.output = original;
+        Some(script) => {
+            match crate::prompt_script::render(script, request, policy, request.sandbox.as_ref()) {
+                Ok(prompt) => {
+                    let mut config = (*assertion.config).clone();
+                    config.insert("prompt".into(), prompt.into());
+                    config.insert("prompt_is_template".into(), true.into());
+                    let mut own = assertion.clone();
+                    own.config_json = serde_json::Value::Object(config.clone()).to_string().into();
+                    own.config = std::sync::Arc::new(config);
+                    scripted = own;
+                    &scripted
                 }
-                return grade::refused_row(assertion, why);
+                Err(why) => {
+                    if let Some(original) = original_output {
+                        request.output = original;
+                    }
+                    return grade::refused_row(assertion, why);
+                }
             }
-        },
+        }
     };
     // An assertion's own `transform`: the output it reads.
     let mut untransformed = None;
@@ -567,7 +579,7 @@ fn grade_leaf(
                 transform,
                 request,
                 grade::call_limits(transform, ctx.suite.limits),
-                &ctx.policy,
+                policy,
                 &run_target.judge,
             )
         };
@@ -603,7 +615,7 @@ fn grade_leaf(
             assertion,
             request,
             limits,
-            &ctx.policy,
+            policy,
             &run_target.judge,
         )
     };

@@ -220,6 +220,40 @@ fn materialise(repo: &Repo, root: &Path) -> Result<(), SetupError> {
         )));
     }
     let dest = root.join(&repo.path);
+    // No directory is made through a link: every part of the path that
+    // exists must be a real directory (a link the template brought could
+    // point anywhere on the host, and `create_dir_all` would follow it).
+    let mut at = root.to_path_buf();
+    for part in Path::new(&repo.path).components() {
+        match part {
+            std::path::Component::Normal(name) => at.push(name),
+            std::path::Component::CurDir => continue,
+            _ => {
+                return Err(SetupError(format!(
+                    "refusing repo path `{}`: only plain names inside the workspace",
+                    repo.path
+                )));
+            }
+        }
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(SetupError(format!(
+                    "refusing repo path `{}`: {} is a link (a repository is never made through one)",
+                    repo.path,
+                    at.display()
+                )));
+            }
+            Ok(m) if !m.is_dir() => {
+                return Err(SetupError(format!(
+                    "refusing repo path `{}`: {} is not a directory",
+                    repo.path,
+                    at.display()
+                )));
+            }
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
     std::fs::create_dir_all(&dest)
         .map_err(|e| SetupError(format!("cannot create {}: {e}", dest.display())))?;
     // Where it really lands (through any link the template brought) must be

@@ -40,6 +40,29 @@ pub enum PathError {
         /// The root it escapes.
         root: PathBuf,
     },
+    /// It is one of the project's secrets (see [`is_secret`]): never read
+    /// for a suite, as no sandboxed process sees it either.
+    Secret {
+        /// Where it resolved to.
+        resolved: PathBuf,
+    },
+}
+
+/// Whether `relative` (a path inside a project) names one of the files
+/// evalhost keeps from a suite and from every sandboxed process: anything
+/// under a `.git` or `.evalhost` directory (git's configuration and
+/// credentials, evalhost's targets file and history), a `.env` or `.env.*`
+/// file (where the operator keeps keys), `.netrc`, `.git-credentials`.
+pub fn is_secret(relative: &Path) -> bool {
+    relative.components().any(|c| {
+        let name = c.as_os_str().to_string_lossy();
+        name.eq_ignore_ascii_case(".git")
+            || name == ".evalhost"
+            || name == ".env"
+            || name.starts_with(".env.")
+            || name == ".netrc"
+            || name == ".git-credentials"
+    })
 }
 
 impl std::fmt::Display for PathError {
@@ -60,6 +83,11 @@ impl std::fmt::Display for PathError {
                 "it resolves to {}, outside the suite's project root {}",
                 resolved.display(),
                 root.display()
+            ),
+            Self::Secret { resolved } => write!(
+                f,
+                "it is {}, one of the project's secrets (git's files, `.evalhost/`, `.env` files, credentials), which a suite may not read",
+                resolved.display()
             ),
         }
     }
@@ -211,18 +239,29 @@ impl Roots {
         }
     }
 
-    /// The canonical form of an existing `path`, if inside the project root.
+    /// The canonical form of an existing `path` evalhost reads for itself
+    /// (the targets file beside a suite, in `.evalhost/` or `.agentv/`), if
+    /// inside the project root: the project's secrets are not refused.
+    pub fn contain_own(&self, path: &Path) -> Result<PathBuf, PathError> {
+        match self.contain(path) {
+            Err(PathError::Secret { resolved }) => Ok(resolved),
+            other => other,
+        }
+    }
+
+    /// The canonical form of an existing `path`, if inside the project root
+    /// and not one of its secrets ([`is_secret`]).
     pub fn contain(&self, path: &Path) -> Result<PathBuf, PathError> {
         let resolved = path.canonicalize().map_err(|_| PathError::NotFound {
             tried: vec![path.to_path_buf()],
         })?;
-        if resolved.starts_with(&self.project_root) {
-            Ok(resolved)
-        } else {
-            Err(PathError::Outside {
+        match resolved.strip_prefix(&self.project_root) {
+            Ok(relative) if is_secret(relative) => Err(PathError::Secret { resolved }),
+            Ok(_) => Ok(resolved),
+            Err(_) => Err(PathError::Outside {
                 resolved,
                 root: self.project_root.clone(),
-            })
+            }),
         }
     }
 }

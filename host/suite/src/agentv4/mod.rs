@@ -333,6 +333,9 @@ impl Loader {
                  else the eval file's directory)"
             }
             PathError::NotFound { .. } => "paths are relative to the file that names them",
+            PathError::Secret { .. } => {
+                "evalhost keeps these from every suite and every sandboxed process; copy what the test needs into a file of its own"
+            }
         };
         let mut hint = hint.to_owned();
         if matches!(err, PathError::NotFound { .. }) {
