@@ -335,7 +335,19 @@ impl CaseSandbox {
         confine: Confine,
     ) -> Result<Confined, Refused> {
         let cwd = match cwd {
-            Some(dir) => Some(self.contained(role, "cwd", dir, &self.roots(cwd_roots))?),
+            Some(dir) => match self.contained(role, "cwd", dir, &self.roots(cwd_roots)) {
+                Ok(dir) => Some(dir),
+                Err(refused) => {
+                    // Not started: said in the row's sandbox record too.
+                    self.record(ConfinedRow {
+                        role: role.to_owned(),
+                        network: "none (not started)".to_owned(),
+                        refused: vec![refused.to_string()],
+                        ..ConfinedRow::default()
+                    });
+                    return Err(refused);
+                }
+            },
             None => None,
         };
         Ok(Confined {
