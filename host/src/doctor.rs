@@ -19,6 +19,10 @@ pub struct Finding {
     pub target: String,
     /// True when nothing is wrong.
     pub ok: bool,
+    /// True when the check was made in full; false when part of it was not
+    /// (an untrusted target's URL not contacted, its program not run, an
+    /// HTTP API not asked): never counted as ready.
+    pub checked: bool,
     /// What was found.
     pub message: String,
 }
@@ -28,6 +32,17 @@ impl Finding {
         Self {
             target: target.to_owned(),
             ok: true,
+            checked: true,
+            message: message.into(),
+        }
+    }
+
+    /// Nothing found wrong, but not everything checked.
+    fn unchecked(target: &str, message: impl Into<String>) -> Self {
+        Self {
+            target: target.to_owned(),
+            ok: true,
+            checked: false,
             message: message.into(),
         }
     }
@@ -36,6 +51,7 @@ impl Finding {
         Self {
             target: target.to_owned(),
             ok: false,
+            checked: true,
             message: message.into(),
         }
     }
@@ -88,10 +104,10 @@ fn agent(
         )];
     };
     if !trusted {
-        return vec![Finding::ok(
+        return vec![Finding::unchecked(
             name,
             format!(
-                "{} at {} (not run: the target came with the suite)",
+                "{} at {}; not run, so its version and flags are not checked (the target came with the suite)",
                 config.executable,
                 path.display()
             ),
@@ -181,9 +197,11 @@ fn model_api(
         );
     }
     if !trusted {
-        return Finding::ok(
+        return Finding::unchecked(
             name,
-            format!("a key is set; {url} not contacted (the target came with the suite)"),
+            format!(
+                "a key is set; {url} not contacted, so whether it answers is not checked (the target came with the suite)"
+            ),
         );
     }
     let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -291,21 +309,32 @@ pub fn check(target: &Target, trusted: bool) -> Vec<Finding> {
         | Provider::CopilotLog(_) => {
             vec![Finding::ok(name, "offline: nothing to check")]
         }
-        Provider::Http(_) => vec![Finding::ok(
+        Provider::Http(_) => vec![Finding::unchecked(
             name,
-            "an HTTP API: not checked (it may not answer GET)",
+            "an HTTP API: not contacted, so whether it answers is not checked (it may not answer GET)",
         )],
     }
 }
 
+/// What [`run`] found: problems, and checks not made in full.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Checks that found something wrong.
+    pub problems: usize,
+    /// Checks not made in full (nothing found wrong, nothing proven).
+    pub unchecked: usize,
+}
+
 /// Checks `names` and the judges and fallbacks they name, each once, and
-/// prints a line per check; returns how many problems there were.
+/// prints a line per check (`ok`, `✗`, or `?` for a check not made in
+/// full); returns what it found.
 pub fn run(
     targets: &Targets,
     names: &[String],
     trusted: &dyn Fn(&str) -> bool,
     out: &mut dyn Write,
-) -> std::io::Result<usize> {
+) -> std::io::Result<Tally> {
+    let mut unchecked = 0;
     let mut todo: Vec<String> = names.to_vec();
     let mut seen: Vec<String> = Vec::new();
     let mut problems = 0;
@@ -324,7 +353,10 @@ pub fn run(
             }
         };
         for f in check(&target, trusted(&name)) {
-            if f.ok {
+            if f.ok && !f.checked {
+                unchecked += 1;
+                writeln!(out, "  ? {} ({}): {}", f.target, kind(&target), f.message)?;
+            } else if f.ok {
                 writeln!(out, "  ok {} ({}): {}", f.target, kind(&target), f.message)?;
             } else {
                 problems += 1;
@@ -334,7 +366,10 @@ pub fn run(
         todo.extend(target.grader_target.iter().cloned());
         todo.extend(target.fallback_targets.iter().cloned());
     }
-    Ok(problems)
+    Ok(Tally {
+        problems,
+        unchecked,
+    })
 }
 
 /// The kind of `target`, as the targets file names it.

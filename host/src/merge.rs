@@ -147,13 +147,14 @@ fn check_row(
         ));
     };
     let entry = &plan.tests[position];
-    let key = entry.shard_key_at(position) as u32;
-    if key % shard.count != shard.index - 1 {
+    // In u64, as the plan assigns shards: a key past u32 is not cut.
+    let key = entry.shard_key_at(position) as u64;
+    if key % u64::from(shard.count) != u64::from(shard.index - 1) {
         return Err(format!(
             "test `{}` on target `{}` belongs to shard {}/{}, not to this shard ({shard})",
             row.test_id,
             row.target,
-            key % shard.count + 1,
+            key % u64::from(shard.count) + 1,
             shard.count
         ));
     }
@@ -195,6 +196,7 @@ pub fn merge(
     output: &Path,
     options: &MergeOptions,
     reporters: &Reporters,
+    history: &dyn crate::run::History,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<Result<Tally, String>> {
@@ -420,6 +422,32 @@ pub fn merge(
         )?;
     }
     drop(rows);
+    // A `run.json`, so that the merged run is a run: `compare`, `runs
+    // show` and the viewer take it, and the project's history holds it
+    // (not only its shards, as partial runs).
+    let merged = crate::run::RunRecord {
+        shard: None,
+        merged_from: shards
+            .iter()
+            .map(|s| std::path::absolute(&s.dir).unwrap_or_else(|_| s.dir.clone()))
+            .collect(),
+        started_at: shards
+            .iter()
+            .map(|s| s.record.started_at.clone())
+            .min()
+            .unwrap_or_default(),
+        ..record.clone()
+    };
+    crate::safe_fs::write_atomic(
+        &output.join("run.json"),
+        (serde_json::to_string_pretty(&merged)? + "\n").as_bytes(),
+    )?;
     report::write_all(&summary, &results_path, reporters, out)?;
+    if let Some(line) = history.record(
+        &crate::run::runs_base(&evalhost_suite::roots::Roots::for_eval(&record.eval)),
+        output,
+    ) {
+        writeln!(err, "{line}")?;
+    }
     Ok(Ok(summary.tally))
 }

@@ -58,17 +58,7 @@ pub fn compute(suite: &Suite, results: &Path) -> Vec<PromptMetrics> {
             (0, HashMap::new())
         });
         group.0 += 1;
-        for s in row["scores"].as_array().into_iter().flatten() {
-            let Some(name) = s["name"].as_str() else {
-                continue;
-            };
-            if !suite.named_metrics.iter().any(|m| m == name) {
-                continue;
-            }
-            let score = s["score"].as_f64().unwrap_or(0.0);
-            let weight = s["weight"].as_f64().unwrap_or(1.0);
-            *group.1.entry(name.to_owned()).or_insert(0.0) += score * weight;
-        }
+        add_scores(suite, &row["scores"], &mut group.1);
     }
     order
         .into_iter()
@@ -98,6 +88,24 @@ pub fn compute(suite: &Suite, results: &Path) -> Vec<PromptMetrics> {
             }
         })
         .collect()
+}
+
+/// Each scored assertion's score × weight to its metric's total — the
+/// members of an `assert-set` (or `composite`) too, as promptfoo's
+/// `AssertionsResult` adds a set's members' named scores to the test's.
+fn add_scores(suite: &Suite, scores: &Value, totals: &mut HashMap<String, f64>) {
+    for s in scores.as_array().into_iter().flatten() {
+        add_scores(suite, &s["scores"], totals);
+        let Some(name) = s["name"].as_str() else {
+            continue;
+        };
+        if !suite.named_metrics.iter().any(|m| m == name) {
+            continue;
+        }
+        let score = s["score"].as_f64().unwrap_or(0.0);
+        let weight = s["weight"].as_f64().unwrap_or(1.0);
+        *totals.entry(name.to_owned()).or_insert(0.0) += score * weight;
+    }
 }
 
 /// A number as promptfoo's table shows it (up to 4 decimals).

@@ -400,7 +400,7 @@ pub fn plan(
     Ok(match options.shard {
         Some(shard) => selected
             .into_iter()
-            .filter(|p| p.shard_key as u32 % shard.count == shard.index - 1)
+            .filter(|p| p.shard_key as u64 % u64::from(shard.count) == u64::from(shard.index - 1))
             .collect(),
         None => selected,
     })

@@ -220,6 +220,34 @@ impl Grade {
         }
     }
 
+    /// A grade that fails its assertion whatever its score: the score is
+    /// kept (for means and metrics), and `details.verdict` is `"fail"`,
+    /// which the host honours even above the type's threshold. A failed
+    /// [`Check`] alone does not fail an assertion — the score decides
+    /// against the threshold — so a grader whose partial score must not
+    /// pass returns this.
+    ///
+    /// ```
+    /// use evalhost_plugin_sdk::{Check, Grade};
+    /// let g = Grade::failing(0.94).with_check(Check::fail("32 words, allowed 0..=30"));
+    /// assert!(!g.passes(0.8));
+    /// ```
+    pub fn failing(score: f64) -> Self {
+        Self {
+            score,
+            checks: Vec::new(),
+            details: Some(serde_json::json!({"verdict": "fail"})),
+        }
+    }
+
+    /// True when the details say the grade fails whatever its score
+    /// ([`Grade::failing`]).
+    pub fn fails_regardless(&self) -> bool {
+        self.details
+            .as_ref()
+            .is_some_and(|d| d.get("verdict").and_then(Value::as_str) == Some("fail"))
+    }
+
     /// Adds a check.
     #[must_use]
     pub fn with_check(mut self, check: Check) -> Self {
@@ -227,16 +255,23 @@ impl Grade {
         self
     }
 
-    /// Sets the details.
+    /// Sets the details (a [failing](Grade::failing) grade keeps its
+    /// `verdict` unless `details` sets one).
     #[must_use]
-    pub fn with_details(mut self, details: Value) -> Self {
+    pub fn with_details(mut self, mut details: Value) -> Self {
+        if self.fails_regardless()
+            && let Value::Object(m) = &mut details
+        {
+            m.entry("verdict").or_insert_with(|| Value::from("fail"));
+        }
         self.details = Some(details);
         self
     }
 
-    /// True when the score reaches `threshold`.
+    /// True when the score reaches `threshold` and the grade is not
+    /// [failing](Grade::failing) regardless.
     pub fn passes(&self, threshold: f64) -> bool {
-        self.score >= threshold
+        self.score >= threshold && !self.fails_regardless()
     }
 
     pub(crate) fn into_wit(self) -> wit::GradeResult {

@@ -661,7 +661,8 @@ fn a_repo_cannot_be_checked_out_into_another_repo_s_git_directory() {
     let rows = std::fs::read_to_string(root.join("out/results.jsonl")).unwrap();
     assert!(
         rows.contains("\"failure_class\":\"workspace\"")
-            && rows.contains("into a `.git` directory"),
+            && (rows.contains("into a `.git` directory")
+                || rows.contains("a repository is never made through one")),
         "the row names the refusal: {rows}"
     );
     assert!(!pwned.exists(), "a planted hook ran");

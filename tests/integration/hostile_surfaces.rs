@@ -1310,15 +1310,16 @@ fn planted_runs_cannot_date_themselves_into_the_future_or_inflate_counts() {
 #[test]
 fn a_template_that_grows_without_bound_is_stopped() {
     let p = project();
+    // A string doubled 60 times (Nunjucks has no `namespace`: each
+    // doubling its own `set`).
+    let doublings: String = (1..=60)
+        .map(|i| format!("{{% set s{i} = s{} ~ s{} %}}", i - 1, i - 1))
+        .collect();
     write(
         &p.path().join("d07.yaml"),
-        r#"prompts:
-  - raw: "{% set ns = namespace(s=q) %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}"
-    label: m
-providers: [echo]
-tests:
-  - vars: {q: abcdefgh}
-"#,
+        &format!(
+            "prompts:\n  - raw: \"{{% set s0 = q %}}{doublings}{{{{ s60 | length }}}}\"\n    label: m\nproviders: [echo]\ntests:\n  - vars: {{q: abcdefgh}}\n"
+        ),
     );
     write(
         &p.path().join("d08.yaml"),
@@ -1718,8 +1719,13 @@ fn a_planted_index_or_archived_runs_cannot_change_what_history_says() {
 #[test]
 fn templates_together_cannot_fill_the_memory() {
     let p = project();
-    let mut config = String::from(
-        "prompts:\n  - raw: \"{% set ns = namespace(s=q) %}{% for i in range(22) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}\"\n    label: m\nproviders: [echo]\ntests:\n",
+    // Each test's prompt: its var doubled 22 times (32 MiB), one `set` a
+    // doubling (Nunjucks has no `namespace`).
+    let doublings: String = (1..=22)
+        .map(|i| format!("{{% set s{i} = s{} ~ s{} %}}", i - 1, i - 1))
+        .collect();
+    let mut config = format!(
+        "prompts:\n  - raw: \"{{% set s0 = q %}}{doublings}{{{{ s22 }}}}\"\n    label: m\nproviders: [echo]\ntests:\n"
     );
     for i in 0..40 {
         config.push_str(&format!("  - vars: {{q: abcdefgh{i}}}\n"));

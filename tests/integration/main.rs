@@ -80,3 +80,5 @@ mod everyday;
 // The agent in a sandbox too: --isolate with bubblewrap.
 mod isolation;
 mod sandbox_value;
+// Issue 48: same file, same number, round three.
+mod same_number3;

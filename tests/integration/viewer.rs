@@ -500,8 +500,16 @@ fn the_output_grid_filters_details_exports_and_compares_outputs() {
     // The first prompt passes everywhere; `short` fails the starts-with
     // tests (hello, goodbye) and passes thanks.
     assert!(
-        heads.iter().filter(|h| h.contains("3/3 passed")).count() == 2
-            && heads.iter().filter(|h| h.contains("1/3 passed")).count() == 2,
+        heads
+            .iter()
+            .filter(|h| h.contains("3/3 tests passed"))
+            .count()
+            == 2
+            && heads
+                .iter()
+                .filter(|h| h.contains("1/3 tests passed"))
+                .count()
+                == 2,
         "{heads:?}"
     );
     let failed_cells = eval(

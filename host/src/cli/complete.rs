@@ -161,12 +161,24 @@ pub fn test_ids() -> Vec<CompletionCandidate> {
     };
     let mut ids = std::collections::BTreeSet::new();
     for file in files {
-        let Some(doc) = read_yaml(&file) else {
-            continue;
-        };
-        for test in doc["tests"].as_array().into_iter().flatten() {
-            if let Some(id) = test["id"].as_str() {
-                ids.insert(id.to_owned());
+        // The suite as a run reads it (untrusted: no code runs), so that
+        // case directories, `file://` lists and promptfoo configs give their
+        // ids too; else the inline ids of a file that does not load.
+        match crate::suite::load::load_as(&file, true, None).0 {
+            Some(suite) => {
+                for test in &suite.tests {
+                    ids.insert(test.id.to_string());
+                }
+            }
+            None => {
+                let Some(doc) = read_yaml(&file) else {
+                    continue;
+                };
+                for test in doc["tests"].as_array().into_iter().flatten() {
+                    if let Some(id) = test["id"].as_str() {
+                        ids.insert(id.to_owned());
+                    }
+                }
             }
         }
     }

@@ -102,14 +102,28 @@ pub(super) fn doctor_command(args: &DoctorArgs, out: &mut dyn Write, err: &mut d
             }
         );
     }
-    match crate::doctor::run(&targets, &names, &trusted, out).map(|n| n + unset.len()) {
-        Ok(0) => {
+    match crate::doctor::run(&targets, &names, &trusted, out) {
+        Ok(tally) if tally.problems + unset.len() > 0 => {
+            let _ = writeln!(
+                out,
+                "{} problem(s): a run would fail on them",
+                tally.problems + unset.len()
+            );
+            exit_codes::TEST_FAILED
+        }
+        Ok(tally) if tally.unchecked > 0 => {
+            // Never "ready" for what was not checked: a CI pre-flight step
+            // must not go green with an endpoint nobody asked.
+            let _ = writeln!(
+                out,
+                "not verified: {} check(s) marked ? were not made in full; nothing else is wrong (pass --trust, or name the targets file with --targets, to make them)",
+                tally.unchecked
+            );
+            exit_codes::TEST_FAILED
+        }
+        Ok(_) => {
             let _ = writeln!(out, "ready: every target a run would use can run here");
             exit_codes::SUCCESS
-        }
-        Ok(n) => {
-            let _ = writeln!(out, "{n} problem(s): a run would fail on them");
-            exit_codes::TEST_FAILED
         }
         Err(e) => {
             let _ = writeln!(err, "error: {e}");

@@ -40,7 +40,7 @@ pub struct FilterArgs {
     #[arg(long)]
     pub target: Option<String>,
     /// Only runs started on or after this date (`2026-11-01`, or RFC 3339).
-    #[arg(long, value_name = "DATE")]
+    #[arg(long, value_name = "DATE", value_parser = since_value)]
     pub since: Option<String>,
     /// Only runs made with this `--tag`.
     #[arg(long)]
@@ -48,6 +48,11 @@ pub struct FilterArgs {
     /// At most this many, newest first.
     #[arg(short = 'n', long, value_name = "N")]
     pub limit: Option<usize>,
+}
+
+/// `--since`: checked as a date or a time, kept as written.
+fn since_value(s: &str) -> Result<String, String> {
+    crate::history::index::parse_since(s).map(|_| s.to_owned())
 }
 
 impl FilterArgs {

@@ -625,6 +625,9 @@ impl Grader for {struct_name} {{
     fn grade(request: &Request) -> Result<Grade, GradeError> {{
         let value = request.config.required_str("value")?;
         let found = request.output.to_lowercase().contains(&value.to_lowercase());
+        // The score decides the verdict against the type's threshold; a
+        // failed Check alone does not fail the assertion. A grader whose
+        // partial score must not pass returns Grade::failing(score).
         Ok(Grade::from_check(Check::new(found, format!("Output mentions {{value:?}}"))))
     }}
 }}

@@ -305,6 +305,7 @@ pub(super) fn merge_command(args: &MergeArgs, out: &mut dyn Write, err: &mut dyn
             allow_partial: args.allow_partial,
         },
         &reporters(&args.junit, &args.reporter),
+        &ProjectHistory { strict: false },
         out,
         err,
     ) {

@@ -280,8 +280,15 @@ pub fn grade_assertion(
     };
     crate::judge::defer_cache_writes();
     let (graded, usage) = plugin.grade(&request.wit, limits, grants);
-    // The judge's answers are cached only when the grader could use them.
-    crate::judge::finish_cache_writes(graded.is_ok());
+    // The judge's answers are cached only when the grader could use them:
+    // not when it failed, nor when it failed the assertion because the
+    // reply was unreadable (promptfoo's graders fail so, the details say
+    // `judge_reply_unusable`).
+    crate::judge::finish_cache_writes(graded.as_ref().is_ok_and(|g| {
+        !g.details_json
+            .as_deref()
+            .is_some_and(|d| d.contains("\"judge_reply_unusable\":true"))
+    }));
     request.workspace_path = workspace.map(|p| p.display().to_string());
     let judge_usage = (usage.calls > 0).then_some(usage);
     let mut row = match graded {

@@ -118,7 +118,19 @@ pub fn compare(base: &Run, cand: &Run, options: &Options) -> Comparison {
         .into_iter()
         .filter(|k| cand_sides.contains_key(k))
         .collect();
-    let tests: Vec<TestDelta> = pairs.iter().map(stats::test_delta).collect();
+    let tests: Vec<TestDelta> = pairs
+        .iter()
+        .map(|p| {
+            let mut t = stats::test_delta(p);
+            // Each side's own target, for what looks a test up in one run
+            // (the viewer's outputs side by side, its links).
+            if let Some((b, c)) = &across {
+                t.base_target = Some(b.clone());
+                t.cand_target = Some(c.clone());
+            }
+            t
+        })
+        .collect();
     let summary = stats::summarize(&tests, &pairs, options);
     Comparison {
         base: base.info.clone(),

@@ -127,11 +127,35 @@ impl Filter {
                 .as_ref()
                 .is_none_or(|t| info.targets.contains(t))
             && self.tag.as_ref().is_none_or(|t| info.tags.contains(t))
-            && self
-                .since
-                .as_ref()
-                .is_none_or(|s| info.started_at.as_str() >= s.as_str())
+            && self.since.as_ref().is_none_or(|s| {
+                // Compared as instants, not as text: "…:35Z" and "…:35.5Z"
+                // sort the wrong way round as strings, and a date is its
+                // midnight (UTC).
+                match (parse_since(s), parse_since(&info.started_at)) {
+                    (Ok(since), Ok(started)) => started >= since,
+                    _ => info.started_at.as_str() >= s.as_str(),
+                }
+            })
     }
+}
+
+/// A `--since` value (or a run's `started_at`) as an instant: RFC 3339
+/// (`2026-11-01T09:00:00Z`, an offset), or a date (`2026-11-01`, its
+/// midnight UTC).
+pub fn parse_since(s: &str) -> Result<jiff::Timestamp, String> {
+    if let Ok(t) = s.parse::<jiff::Timestamp>() {
+        return Ok(t);
+    }
+    s.parse::<jiff::civil::Date>()
+        .map_err(|e| e.to_string())
+        .and_then(|d| {
+            d.to_zoned(jiff::tz::TimeZone::UTC)
+                .map(|z| z.timestamp())
+                .map_err(|e| e.to_string())
+        })
+        .map_err(|_| {
+            format!("`{s}` is not a date (2026-11-01) or an RFC 3339 time (2026-11-01T09:00:00Z)")
+        })
 }
 
 /// Why `file` is not one the index may open: a link, not a regular file,

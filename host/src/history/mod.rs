@@ -229,7 +229,10 @@ fn row_info(seq: u64, row: Value) -> Option<RowInfo> {
         seq,
         test_id,
         target,
-        trial: row["trial"].as_u64().unwrap_or(0) as u32,
+        trial: row["trial"]
+            .as_u64()
+            .and_then(|t| u32::try_from(t).ok())
+            .unwrap_or(0),
         status: row["status"].as_str().unwrap_or("unknown").to_owned(),
         score: row["score"].as_f64(),
         threshold: row["threshold"].as_f64(),
@@ -269,6 +272,12 @@ struct SummaryFacts {
     failed: Option<u64>,
     #[serde(default, deserialize_with = "lenient")]
     errors: Option<u64>,
+    /// Expected failures that failed: successes, as the run counted them.
+    #[serde(default, deserialize_with = "lenient")]
+    expected_failed: Option<u64>,
+    /// Expected failures that passed: failures.
+    #[serde(default, deserialize_with = "lenient")]
+    unexpected_passed: Option<u64>,
     #[serde(default, deserialize_with = "lenient")]
     interrupted: Option<bool>,
     #[serde(default, deserialize_with = "lenient")]
@@ -430,7 +439,9 @@ fn read_rows(results: &Path, keep: bool) -> Result<Rows, RunDirError> {
         rows.facts.push(RowFacts {
             test_id,
             target: text(facts.target).unwrap_or_default(),
-            passed: status.as_deref() == Some("passed"),
+            // An expected failure that failed is a success, as the run's
+            // own tally counts it (`compare` too).
+            passed: matches!(status.as_deref(), Some("passed" | "expected-failed")),
             error: status.as_deref() == Some("error"),
             score: facts.score.as_ref().and_then(Value::as_f64),
             cost_usd: facts.cost_usd.as_ref().and_then(Value::as_f64),
@@ -617,7 +628,18 @@ fn scan_run(
     let (tests, row_passed, row_failed, row_errors) = test_verdicts(&rows);
     let from_summary = summary_ref.and_then(|s| {
         let (p, f, e) = (s.passed?, s.failed?, s.errors.unwrap_or(0));
-        (p.checked_add(f)?.checked_add(e)? == tests).then_some((p, f, e))
+        let (xf, xp) = (
+            s.expected_failed.unwrap_or(0),
+            s.unexpected_passed.unwrap_or(0),
+        );
+        let sum = p
+            .checked_add(f)?
+            .checked_add(e)?
+            .checked_add(xf)?
+            .checked_add(xp)?;
+        // An expected failure is a success, an unexpected pass a failure,
+        // as the run printed them.
+        (sum == tests).then_some((p + xf, f + xp, e))
     });
     let (passed, failed, errors) = from_summary.unwrap_or((row_passed, row_failed, row_errors));
     let info = RunInfo {

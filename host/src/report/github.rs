@@ -97,6 +97,10 @@ pub fn annotations(
     summary: &Summary,
     details: &Details,
 ) -> std::io::Result<()> {
+    let multi_target = summary
+        .tests
+        .iter()
+        .any(|o| o.target != summary.tests[0].target);
     for outcome in summary.tests.iter().filter(|o| !o.status.is_success()) {
         let row = details.get(&(outcome.test_id.clone(), outcome.target.clone()));
         let mut location = String::new();
@@ -107,8 +111,14 @@ pub fn annotations(
             }
             location.push(',');
         }
+        // In a run over several targets, the target the test failed on.
+        let target = if multi_target {
+            format!(" @ {}", outcome.target)
+        } else {
+            String::new()
+        };
         let title = format!(
-            "{} {} [{}]",
+            "{}{target} {} [{}]",
             outcome.test_id,
             outcome.status.as_str(),
             outcome
@@ -165,11 +175,24 @@ pub fn step_summary(summary: &Summary) -> String {
         .iter()
         .filter(|o| !o.status.is_success())
         .collect();
+    let multi_target = summary
+        .tests
+        .iter()
+        .any(|o| o.target != summary.tests[0].target);
     if !failing.is_empty() {
-        md.push_str("| test | status | class | score |\n|---|---|---|---|\n");
+        if multi_target {
+            md.push_str("| test | target | status | class | score |\n|---|---|---|---|---|\n");
+        } else {
+            md.push_str("| test | status | class | score |\n|---|---|---|---|\n");
+        }
         for o in failing.iter().take(50) {
+            let target = if multi_target {
+                format!(" {} |", markdown_text(&o.target))
+            } else {
+                String::new()
+            };
             md.push_str(&format!(
-                "| {} | {} | {} | {:.2} |\n",
+                "| {} |{target} {} | {} | {:.2} |\n",
                 markdown_text(&o.test_id),
                 o.status.as_str(),
                 o.failure_class.map_or_else(String::new, |c| c.to_string()),

@@ -62,6 +62,9 @@ pub struct Slowest {
     pub test_id: String,
     /// Wall time of all its trials.
     pub wall_ms: u64,
+    /// Its target, in a run over several targets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 /// The numbers of a finished run (`summary.json`).
@@ -125,11 +128,13 @@ impl Summary {
     ) -> Self {
         let tests = outcome::outcomes(rows);
         let tally = Tally::new(&tests, planned);
+        let multi_target = tests.iter().any(|o| o.target != tests[0].target);
         let mut slowest: Vec<Slowest> = tests
             .iter()
             .map(|o| Slowest {
                 test_id: o.test_id.clone(),
                 wall_ms: o.wall_ms,
+                target: multi_target.then(|| o.target.clone()),
             })
             .collect();
         slowest.sort_by(|a, b| b.wall_ms.cmp(&a.wall_ms).then(a.test_id.cmp(&b.test_id)));

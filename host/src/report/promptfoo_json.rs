@@ -22,9 +22,19 @@ fn component(s: &ScoreRow, out: &mut Vec<Value>) {
             .or_else(|| s.error.clone())
             .unwrap_or_default()
     };
-    let mut assertion = json!({"type": s.name});
-    if s.kind == "assert-set" {
-        assertion = json!({"type": "assert-set"});
+    // The assertion's own type (`not-` as written), and its metric apart,
+    // as promptfoo writes them: anything that groups by type gets types.
+    // (promptfoo's `not-` types are negated by their plugin: the name,
+    // when no metric replaced it, keeps the `not-`.)
+    let kind = if (s.negate || s.name == format!("not-{}", s.kind)) && s.kind != "assert-set" {
+        format!("not-{}", s.kind)
+    } else {
+        s.kind.clone()
+    };
+    let mut assertion = json!({"type": kind});
+    // An assertion's name is its metric when it has one, else its type.
+    if s.name != kind {
+        assertion["metric"] = Value::String(s.name.clone());
     }
     if let Some(e) = &s.expected {
         assertion["value"] = Value::String(e.clone());

@@ -19,6 +19,8 @@ pub struct Progress {
     bar: Option<ProgressBar>,
     quiet: bool,
     full_output: bool,
+    /// The run has more than one target: each line names its target.
+    multi_target: bool,
     /// Finished tests that passed (or failed as expected), and the others,
     /// shared with the bar's template.
     counts: (Arc<AtomicUsize>, Arc<AtomicUsize>),
@@ -29,7 +31,7 @@ impl Progress {
     /// go to stdout, the bar to stderr); plain lines otherwise, so that a
     /// redirected stdout gets every row; with `quiet`, only the tests that
     /// did not pass.
-    pub fn new(total: usize, quiet: bool, full_output: bool) -> Self {
+    pub fn new(total: usize, quiet: bool, full_output: bool, multi_target: bool) -> Self {
         let counts: (Arc<AtomicUsize>, Arc<AtomicUsize>) = Default::default();
         let tty = console::Term::stderr().features().is_attended()
             && console::Term::stdout().features().is_attended();
@@ -70,6 +72,7 @@ impl Progress {
             bar,
             quiet,
             full_output,
+            multi_target,
             counts,
         }
     }
@@ -80,7 +83,7 @@ impl Progress {
         if self.quiet && row.passed() {
             return Ok(());
         }
-        let lines = row_lines(row, self.full_output);
+        let lines = row_lines(row, self.full_output, self.multi_target);
         match &self.bar {
             Some(bar) => {
                 if !row.passed() {
@@ -140,7 +143,9 @@ const OUTPUT_SHOWN: usize = 200;
 
 /// The lines for one finished row: a head line, then for a test that did
 /// not pass, the failed checks, the output, and for `equals`, a diff.
-pub fn row_lines(row: &ResultRow, full_output: bool) -> Vec<String> {
+/// With `name_target`, the head line names the row's target
+/// (`capital-au @ llm-old`): a run over several targets.
+pub fn row_lines(row: &ResultRow, full_output: bool, name_target: bool) -> Vec<String> {
     let mut lines = Vec::new();
     let trial = match (row.trial, row.trials) {
         (Some(t), Some(n)) => format!(" (trial {t}/{n})"),
@@ -154,8 +159,13 @@ pub fn row_lines(row: &ResultRow, full_output: bool) -> Vec<String> {
         1 => "  (1 retry)".to_owned(),
         n => format!("  ({n} retries)"),
     };
+    let target = if name_target {
+        format!(" @ {}", shown(&row.target))
+    } else {
+        String::new()
+    };
     lines.push(format!(
-        "  {} {}{trial}  {:.2}  {} ms{class}{retries}",
+        "  {} {}{target}{trial}  {:.2}  {} ms{class}{retries}",
         mark(row.status),
         shown(&row.test_id),
         row.score,
@@ -212,7 +222,10 @@ pub fn row_lines(row: &ResultRow, full_output: bool) -> Vec<String> {
                 shown(&score.kind)
             ));
             for check in score.assertions.iter().filter(|c| !c.passed).take(3) {
-                lines.push(format!("          {}", one_line(&check.text, 160)));
+                // "not met": AgentV's check texts are written positively
+                // (`unit tests pass`), so a failed one alone reads as a
+                // success.
+                lines.push(format!("          not met: {}", one_line(&check.text, 150)));
                 // What a code assertion printed (`console.log`, `print`).
                 if let Some(printed) = check.evidence.as_deref().and_then(|e| {
                     e.strip_prefix("console:\n")
@@ -224,6 +237,11 @@ pub fn row_lines(row: &ResultRow, full_output: bool) -> Vec<String> {
                         printed.0,
                         one_line(printed.1, 150)
                     ));
+                } else if let Some(evidence) =
+                    check.evidence.as_deref().filter(|e| !e.trim().is_empty())
+                {
+                    // The evidence the grader gave (`FAILED (failures=1)`).
+                    lines.push(format!("          evidence: {}", one_line(evidence, 150)));
                 }
             }
             if let Some(expected) = &score.expected {
@@ -388,7 +406,10 @@ pub fn print_summary(out: &mut dyn Write, summary: &Summary) -> std::io::Result<
             .slowest
             .iter()
             .take(3)
-            .map(|s| format!("{} ({} ms)", shown(&s.test_id), s.wall_ms))
+            .map(|s| match &s.target {
+                Some(t) => format!("{} @ {} ({} ms)", shown(&s.test_id), shown(t), s.wall_ms),
+                None => format!("{} ({} ms)", shown(&s.test_id), s.wall_ms),
+            })
             .collect();
         writeln!(out, "  slowest: {}", slow.join(", "))?;
     }

@@ -159,8 +159,13 @@ pub(super) fn run_cases(
         spent: std::sync::Mutex::new(0.0),
         transcripts: run_dir.join("transcripts"),
     };
-    let mut progress =
-        report::terminal::Progress::new(plan.len(), options.quiet, options.full_output);
+    let multi_target = plan.iter().any(|p| p.target != plan[0].target);
+    let mut progress = report::terminal::Progress::new(
+        plan.len(),
+        options.quiet,
+        options.full_output,
+        multi_target,
+    );
     let run_started = Instant::now();
     let new_rows = execute(&ctx, plan, done, workers, |row| {
         writer

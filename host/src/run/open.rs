@@ -116,6 +116,7 @@ pub(super) fn open(
                 .as_ref()
                 .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
             targets_file_found: targets_file.is_none() && targets.file.is_some(),
+            merged_from: Vec::new(),
             regrade_of: options
                 .regrade
                 .as_ref()

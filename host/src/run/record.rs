@@ -26,6 +26,9 @@ pub struct RunRecord {
     /// than given: a resume under `--sandbox strict` does not demand it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub targets_file_found: bool,
+    /// The shard runs this run merged (`evalhost merge`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<PathBuf>,
     /// The run whose outputs this one regraded (`evalhost regrade`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regrade_of: Option<PathBuf>,

@@ -106,7 +106,8 @@ fn from_file(
                             &roots.project_root,
                             &roots.cwd,
                         ),
-                    ),
+                    )
+                    .and_then(|targets| replays_contained(targets, &roots, &real)),
                     Err(err) => Err(Diagnostics(vec![
                         Diagnostic::error(&path, format!("the targets file: {err}"))
                             .hint("name the targets file you trust with --targets FILE"),
@@ -116,6 +117,37 @@ fn from_file(
             Some(path) => target::load_targets(&path, &env),
             None => Ok(Targets::default()),
         },
+    }
+}
+
+/// Under `--sandbox strict`, the recordings a suite's own targets file
+/// replays must be the project's own files, as every file a suite names
+/// is: a `replay` target there read `fixtures` from anywhere (a link, an
+/// absolute path, `../..`).
+fn replays_contained(
+    mut targets: Targets,
+    roots: &suite::roots::Roots,
+    file: &std::path::Path,
+) -> Result<Targets, Diagnostics> {
+    let mut errors = Vec::new();
+    for t in &mut targets.targets {
+        if let crate::target::Provider::Replay(config) = &mut t.provider {
+            match roots.contain_own(&config.fixtures) {
+                Ok(real) => config.fixtures = real,
+                Err(err) => errors.push(
+                    Diagnostic::error(
+                        file,
+                        format!("target `{}`: its recordings {}: {err}", t.name, config.fixtures.display()),
+                    )
+                    .hint("under --sandbox strict a suite's own targets file replays only files inside its project; name a targets file you trust with --targets FILE"),
+                ),
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(targets)
+    } else {
+        Err(Diagnostics(errors))
     }
 }
 

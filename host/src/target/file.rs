@@ -770,7 +770,10 @@ pub(super) fn parse_target(
     };
     let default = Retry::default();
     let retry = Retry {
-        max_retries: get_u64(entry, "max_retries")?.map_or(default.max_retries, |n| n as u32),
+        // Past u32 it means "retry for ever" no more than u32::MAX does.
+        max_retries: get_u64(entry, "max_retries")?.map_or(default.max_retries, |n| {
+            u32::try_from(n).unwrap_or(u32::MAX)
+        }),
         initial_delay: match get_u64(entry, "retry_initial_delay_ms")? {
             None => default.initial_delay,
             Some(ms) => seconds_field("retry_initial_delay_ms", ms as f64 / 1000.0)?,

@@ -169,7 +169,9 @@ pub fn recordings(path: &Path) -> Result<Recordings, String> {
     if let Some(r) = cache.get(path) {
         return Ok(r.clone());
     }
-    let text = std::fs::read_to_string(path)
+    // Capped, and never through a link (a recording is data a suite may
+    // ship).
+    let text = crate::safe_fs::read_text_capped(path, 256 << 20)
         .map_err(|e| format!("cannot read recordings {}: {e}", path.display()))?;
     let mut map = HashMap::new();
     for (n, line) in text

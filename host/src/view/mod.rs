@@ -239,7 +239,39 @@ impl Viewer {
             }
             ["runs", id, "grid"] => {
                 let run = read(id)?;
-                let cells: Vec<Value> = run.rows.iter().map(grid_cell).collect();
+                // Each cell carries its test's outcome — the trials
+                // combined by the suite's own rule, as the run page and the
+                // summary count them — so that the grid counts tests, never
+                // trials, and a cell's verdict is the test's.
+                let parsed: Vec<crate::results::ResultRow> = run
+                    .rows
+                    .iter()
+                    .filter_map(|r| serde_json::from_value(r.row.clone()).ok())
+                    .collect();
+                let outcomes: std::collections::HashMap<(String, String), (String, f64)> =
+                    crate::outcome::outcomes(&parsed)
+                        .into_iter()
+                        .map(|o| {
+                            (
+                                (o.test_id, o.target),
+                                (o.status.as_str().to_owned(), o.score),
+                            )
+                        })
+                        .collect();
+                let cells: Vec<Value> = run
+                    .rows
+                    .iter()
+                    .map(|row| {
+                        let mut cell = grid_cell(row);
+                        if let Some((status, score)) =
+                            outcomes.get(&(row.test_id.clone(), row.target.clone()))
+                        {
+                            cell["test_status"] = json!(status);
+                            cell["test_score"] = json!(score);
+                        }
+                        cell
+                    })
+                    .collect();
                 Ok(json!({"run": run.info, "cells": cells}))
             }
             ["compare"] => {

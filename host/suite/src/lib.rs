@@ -33,6 +33,7 @@ pub mod limits;
 pub mod load;
 pub mod mathexpr;
 pub mod model;
+pub mod nunjucks;
 mod promptfoo;
 pub mod roots;
 pub mod shell_template;

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 /// `{{ var }}` substitution (§1.8): a string that is exactly one placeholder
 /// becomes the variable's value (any JSON type); inside a larger string,
-/// non-strings are JSON-encoded; missing variables are left as written;
+/// non-strings are JSON-encoded as JavaScript encodes them (`1.0` is `1`); missing variables are left as written;
 /// dotted names walk into mappings.
 pub fn substitute_vars(value: &Value, vars: &Map<String, Value>) -> Value {
     match value {
@@ -24,7 +24,8 @@ pub fn substitute_vars(value: &Value, vars: &Map<String, Value>) -> Value {
                 out.push_str(&s[last..*start]);
                 match lookup_var(vars, name) {
                     Some(Value::String(v)) => out.push_str(v),
-                    Some(other) => out.push_str(&other.to_string()),
+                    // JSON.stringify: JavaScript's numbers (`1.0` is `1`).
+                    Some(other) => out.push_str(&crate::nunjucks::json_stringify(other)),
                     None => out.push_str(&s[*start..*end]),
                 }
                 last = *end;

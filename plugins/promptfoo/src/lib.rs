@@ -62,6 +62,17 @@ pub(crate) fn judged(pass: bool, score: f64, reason: String) -> Grade {
     grade.with_details(verdict_details(pass, score))
 }
 
+/// A failed grade because the judge's reply could not be read (no JSON, no
+/// verdict letter): promptfoo fails the assertion so, and the details say
+/// `judge_reply_unusable`, so that the host never caches that reply and
+/// the next run asks the judge again.
+pub(crate) fn unusable_reply(reason: String) -> Grade {
+    let grade = judged(false, 0.0, reason);
+    let mut details = verdict_details(false, 0.0);
+    details["judge_reply_unusable"] = json!(true);
+    grade.with_details(details)
+}
+
 /// The verdict, and a score outside [0, 1] as promptfoo keeps it
 /// (`raw_score`: a custom rubric's `3` of 5; the host makes it the
 /// assertion's score in a promptfoo config).

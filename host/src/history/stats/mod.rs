@@ -147,8 +147,16 @@ pub struct Pair {
 pub struct TestDelta {
     /// The test's id.
     pub test_id: String,
-    /// The target the test ran against.
+    /// The target the test ran against (`base → candidate` when each run
+    /// had one, different, target).
     pub target: String,
+    /// The base run's target, when the runs were matched across targets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_target: Option<String>,
+    /// The candidate run's target, when the runs were matched across
+    /// targets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cand_target: Option<String>,
     /// Mean base trial score.
     pub base_score: f64,
     /// Mean candidate trial score.
@@ -282,6 +290,8 @@ pub fn test_delta(pair: &Pair) -> TestDelta {
     TestDelta {
         test_id: pair.test_id.clone(),
         target: pair.target.clone(),
+        base_target: None,
+        cand_target: None,
         base_score,
         cand_score,
         delta,

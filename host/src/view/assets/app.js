@@ -477,12 +477,22 @@ async function viewGrid(ctx, id) {
     const t = tests[testIdx.get(c.test)], ci = colIdx.get(k);
     if (!t.cells.has(ci)) t.cells.set(ci, []);
     t.cells.get(ci).push(c);
-    cols[ci].n++;
-    if (c.status === 'passed' || c.status === 'expected_failed') cols[ci].pass++;
+  }
+  // A test's outcome: its trials combined by the suite's own rule (the
+  // server's `test_status`), the same number the run page and the summary
+  // show; a column counts tests, never trials.
+  const passedStatus = (s) => s === 'passed' || s === 'expected-failed';
+  const testStatus = (list) => list[0].test_status ?? list[list.length - 1].status;
+  const testScore = (list) => list[0].test_score ?? list[list.length - 1].score;
+  for (const t of tests) {
+    for (const [ci, list] of t.cells) {
+      cols[ci].n++;
+      if (passedStatus(testStatus(list))) cols[ci].pass++;
+    }
   }
   const prompts = [...new Set(cols.map((c) => c.prompt).filter((x) => x !== null))];
   const targets = [...new Set(cols.map((c) => c.target))];
-  const good = (c) => c.status === 'passed' || c.status === 'expected_failed';
+  const good = (c) => c.status === 'passed' || c.status === 'expected-failed';
   const showSel = selectField('grid-show', 'Rows', `all tests (${tests.length})`, [
     ['failures', 'with a failure or error'], ['errors', 'with an error'], ['differ', 'where the columns disagree']], p.get('show') || '', apply);
   const promptSel = prompts.length > 1 ? selectField('grid-prompt', 'Prompt', `all prompts (${prompts.length})`, prompts, p.get('prompt') || '', apply) : null;
@@ -517,15 +527,18 @@ async function viewGrid(ctx, id) {
   function cellTd(t, ci) {
     const list = t.cells.get(ci);
     if (!list) return h('td', { class: 'g-cell missing', title: 'not run for this column' }, muted(DASH));
-    const all = list.every(good), none = !list.some(good);
     const c0 = list[list.length - 1];
+    const status = testStatus(list), ok = passedStatus(status);
     const cell = h('td', {
-      class: `g-cell ${all ? 'pass' : none ? (list.some((c) => c.status === 'error') ? 'error' : 'fail') : 'mixed'}`,
-      'data-test': t.test, 'data-col': ci, 'data-status': list.length === 1 ? c0.status : `${list.filter(good).length}/${list.length}`,
+      class: `g-cell ${ok ? 'pass' : status === 'error' ? 'error' : list.some(good) ? 'mixed' : 'fail'}`,
+      'data-test': t.test, 'data-col': ci, 'data-status': status,
       tabindex: 0, title: 'show the assertions',
     },
-      div('g-verdict', list.length === 1 ? badge(c0.status) : badge(all ? 'passed' : none ? 'failed' : 'error', `${list.filter(good).length}/${list.length} trials`),
-        ' ', span('g-score', score2(c0.score))),
+      // The test's verdict and combined score; with trials, how many passed,
+      // and the output shown is the last trial's (said so).
+      div('g-verdict', list.length === 1 ? badge(status) : badge(status, `${status} · ${list.filter(good).length}/${list.length} trials passed`),
+        ' ', span('g-score', score2(testScore(list)))),
+      list.length > 1 ? muted(`last trial (${score2(c0.score)}):`) : null,
       pre(excerpt(c0.output || '', 280) || '(empty)', 'g-out'));
     cell.addEventListener('click', () => pick(cell, list));
     cell.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); pick(cell, list); } });
@@ -542,11 +555,11 @@ async function viewGrid(ctx, id) {
       vis.map(([c, i]) => h('th', { class: 'g-col', 'data-col': i },
         c.prompt !== null ? h('div', { class: 'g-prompt', title: c.prompt }, excerpt(c.prompt, 60)) : null,
         div('g-target mono', c.target),
-        div('g-rate', span(c.pass === c.n ? 'n-pass' : 'n-fail', `${c.pass}/${c.n} passed`), muted(` · ${pct(c.n ? c.pass / c.n : null)}`))))));
+        div('g-rate', span(c.pass === c.n ? 'n-pass' : 'n-fail', `${c.pass}/${c.n} tests passed`), muted(` · ${pct(c.n ? c.pass / c.n : null)}`))))));
     const keep = (t) => {
       const inVis = vis.flatMap(([, i]) => t.cells.get(i) || []);
       if (!inVis.length) return false;
-      if (st.show === 'failures' && inVis.every(good)) return false;
+      if (st.show === 'failures' && vis.every(([, i]) => !t.cells.get(i) || passedStatus(testStatus(t.cells.get(i))))) return false;
       if (st.show === 'errors' && !inVis.some((c) => c.status === 'error')) return false;
       if (st.show === 'differ') {
         const verdicts = new Set(vis.map(([, i]) => (t.cells.get(i) || []).map((c) => c.status).join(',')));
@@ -746,14 +759,16 @@ async function viewCompare(ctx, baseId, candId) {
   const sideBody = h('tbody'), sideCount = h('span', { class: 'muted', id: 'side-count' });
   const outText = (c) => (c ? c.output + (c.output_cut ? '\n…' : '') : null);
   function sideRow(t) {
-    const key = `${t.test_id}\u0000${t.target}`, b = baseOut.get(key), c = candOut.get(key);
+    // Runs matched across targets: each side looked up by its own target.
+    const b = baseOut.get(`${t.test_id}\u0000${t.base_target ?? t.target}`);
+    const c = candOut.get(`${t.test_id}\u0000${t.cand_target ?? t.target}`);
     const bt = outText(b), ct = outText(c), same = bt === ct;
     const lines = bt !== null && ct !== null && !same ? lineDiff(bt.split('\n'), ct.split('\n')) : null;
     const cls = { ' ': 'same', '-': 'del', '+': 'add' };
     return {
       t, same,
       tr: h('tr', { class: `side-row${same ? ' same' : ' changed'}`, 'data-test-id': t.test_id, 'data-target': t.target },
-        td(null, link(testHref(candId, t, false), t.test_id, { class: 'mono' }), div('sub mono', t.target),
+        td(null, link(testHref(candId, { ...t, target: t.cand_target ?? t.target }, false), t.test_id, { class: 'mono' }), div('sub mono', t.target),
           same ? div('sub', 'same output') : div('sub n-fail', 'output changed')),
         td('side-out', b ? [div('sub', badge(b.status), ' ', score2(b.score)), pre(bt || '(empty)', 'text output')] : muted('not in base')),
         td('side-out', c ? [div('sub', badge(c.status), ' ', score2(c.score)), pre(ct || '(empty)', 'text output')] : muted('not in candidate')),
@@ -781,7 +796,9 @@ async function viewCompare(ctx, baseId, candId) {
   const sortBtn = h('button', { type: 'button', id: 'sort-delta', class: 'th-sort', title: 'sort by delta' }, 'Δ');
   sortBtn.addEventListener('click', () => { sort = { '': 'delta', delta: '-delta' }[sort] || ''; draw(); });
   const tbody = h('tbody'), count = h('span', { class: 'muted', id: 'compare-count' });
-  const detailHref = (id, t) => testHref(id, t, false);
+  // A test's page in one run: with that run's own target (runs matched
+  // across targets name `base → candidate` in `target`).
+  const detailHref = (id, t) => testHref(id, { ...t, target: (id === baseId ? t.base_target : t.cand_target) ?? t.target }, false);
   const score = (id, t, sc, ok, rate, n) => td('num', link(detailHref(id, t), num(sc), { class: ok ? 'n-pass' : 'n-fail' }),
     isNum(n) && n > 1 ? div('sub', `pass ${pct(rate)} of ${n}`) : null);
   const items = tests.map((t, i) => ({

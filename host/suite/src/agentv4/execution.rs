@@ -107,7 +107,19 @@ impl Loader {
         let strategy = match o.get("strategy") {
             None | Some(Value::Null) => crate::model::Strategy::PassAtK,
             Some(Value::String(s)) if s == "pass_at_k" => crate::model::Strategy::PassAtK,
-            Some(Value::String(s)) if s == "mean" => crate::model::Strategy::Mean,
+            Some(Value::String(s)) if s == "mean" => {
+                // AgentV 4.42's `aggregateTrials` keeps the mean as the
+                // score but marks the test ok when any trial was, and its
+                // RESULT counts those as passed: 2 good trials of 3 pass
+                // there at a mean of 0.67. evalhost passes a test on its
+                // mean (≥ the threshold): said, at the key, every time.
+                let why = "`strategy: mean` passes a test when the mean of its trials reaches the threshold; AgentV 4.42 counts it passed when any trial passed (its RESULT says PASS at a mean of 0.67), so verdicts differ where some trials fail";
+                self.extension(doc, &at.key("strategy"), why);
+                self.warning(doc, &at.key("strategy"), why).hint = Some(
+                    "use `strategy: pass_at_k` for AgentV's any-trial-passes verdict; see docs/agentv-differences.md".into(),
+                );
+                crate::model::Strategy::Mean
+            }
             Some(Value::String(s)) if s == "confidence_interval" => {
                 crate::model::Strategy::ConfidenceInterval
             }

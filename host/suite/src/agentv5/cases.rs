@@ -153,6 +153,16 @@ impl Rewriter {
                 out.push(test.clone());
                 continue;
             };
+            // A template evalhost cannot render as Nunjucks does: refused
+            // at its key, never rendered differently.
+            if let Some((key, why)) = t.iter().find_map(|(k, v)| refused_leaf(v).map(|w| (k, w))) {
+                self.error(
+                    &tat.key(key),
+                    format!("this template cannot be rendered as Nunjucks renders it: {why}"),
+                )
+                .hint = Some("rewrite it without that construct; every other Nunjucks construct renders as in AgentV".into());
+                continue;
+            }
             let mut vars = default_vars.clone();
             if let Some(Value::Object(v)) = t.get("vars") {
                 vars.extend(v.clone());
@@ -428,5 +438,15 @@ pub(super) fn from_file(test: Value) -> Value {
             Value::Object(o)
         }
         other => other,
+    }
+}
+
+/// The first refusal among `v`'s strings.
+fn refused_leaf(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => super::render::refused(s),
+        Value::Array(items) => items.iter().find_map(refused_leaf),
+        Value::Object(m) => m.values().find_map(refused_leaf),
+        _ => None,
     }
 }

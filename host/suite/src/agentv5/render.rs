@@ -14,23 +14,48 @@ pub(super) fn render_env(s: &str, env: &Map<String, Value>) -> String {
     render(s, &vars, env)
 }
 
-/// A template rendered with `vars` (and `env`), as AgentV 5's Nunjucks does.
+/// The Nunjucks environment AgentV 5 renders with, and its translations.
+fn engine() -> &'static (minijinja::Environment<'static>, crate::nunjucks::Cache) {
+    static ENGINE: std::sync::OnceLock<(minijinja::Environment<'static>, crate::nunjucks::Cache)> =
+        std::sync::OnceLock::new();
+    ENGINE.get_or_init(|| {
+        (
+            crate::nunjucks::environment(crate::budget::TEMPLATE_FUEL),
+            crate::nunjucks::Cache::default(),
+        )
+    })
+}
+
+/// Why `s` cannot be rendered as Nunjucks renders it, if it cannot.
+pub(super) fn refused(s: &str) -> Option<String> {
+    if !s.contains("{{") && !s.contains("{%") {
+        return None;
+    }
+    match engine().1.translate(s) {
+        Err(e @ crate::nunjucks::TranslateError::Refused(_)) => Some(e.to_string()),
+        _ => None,
+    }
+}
+
+/// A template rendered with `vars` (and `env`), as AgentV 5's Nunjucks
+/// does (`crate::nunjucks`); one that does not render is kept as written.
 pub(super) fn render(s: &str, vars: &Map<String, Value>, env: &Map<String, Value>) -> String {
     if !s.contains("{{") && !s.contains("{%") {
         return s.to_owned();
     }
-    let mut e = minijinja::Environment::new();
-    e.set_undefined_behavior(minijinja::UndefinedBehavior::Lenient);
-    e.set_keep_trailing_newline(true);
-    e.set_fuel(Some(crate::budget::TEMPLATE_FUEL));
+    let (e, cache) = engine();
     let mut ctx = vars.clone();
     ctx.entry("vars")
         .or_insert_with(|| Value::Object(vars.clone()));
     ctx.entry("env")
         .or_insert_with(|| Value::Object(env.clone()));
     crate::budget::guarded(|| {
-        e.render_str(s, Value::Object(ctx))
-            .map_err(|e| e.to_string())
+        crate::nunjucks::render(
+            e,
+            cache,
+            s,
+            minijinja::Value::from_serialize(Value::Object(ctx)),
+        )
     })
     .and_then(|text| crate::budget::rendered(text.len()).map(|()| text))
     .unwrap_or_else(|_| s.to_owned())

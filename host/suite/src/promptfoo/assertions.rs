@@ -41,6 +41,13 @@ impl Reader {
             },
         };
         let threshold = a.get("threshold").and_then(Value::as_f64);
+        for key in ["value", "metric"] {
+            if let Some(why) = a.get(key).and_then(|v| renderer.refused_in(v)) {
+                self.error(&at.key(key), format!("this template cannot be rendered as Nunjucks renders it: {why}"))
+                    .hint = Some("rewrite it without that construct; every other Nunjucks construct renders as in promptfoo".into());
+                return None;
+            }
+        }
         let metric = a.get("metric").and_then(Value::as_str).map(|m| {
             renderer
                 .render_text(m, vars)

@@ -52,6 +52,17 @@ impl Reader {
         // The row shows the vars as written, as promptfoo's results do; the
         // prompt and the assertions see them rendered.
         let written = vars.clone();
+        if let Some((name, why)) = written
+            .iter()
+            .find_map(|(k, v)| renderer.refused_in(v).map(|why| (k, why)))
+        {
+            self.error(
+                &row.at,
+                format!("the var `{name}` cannot be rendered as Nunjucks renders it: {why}"),
+            )
+            .hint = Some("rewrite it without that construct; every other Nunjucks construct renders as in promptfoo".into());
+            return None;
+        }
         let vars = renderer.render_vars(vars);
         // A prompt that does not render errors the rows that use it, as
         // promptfoo errors them (`Template render error`), said once at
@@ -61,14 +72,15 @@ impl Reader {
             Ok(r) => r,
             // A limit (the suite's templates too big or too slow) refuses
             // the config, as before.
-            Err(e) if crate::budget::is_limit(&e) => {
-                self.error(
-                    &row.at,
-                    format!(
-                        "the prompt `{}` does not render: {e}",
-                        first_line(&prompt.label)
-                    ),
+            Err(e) if crate::budget::is_limit(&e) || super::render::is_refusal(&e) => {
+                let message = format!(
+                    "the prompt `{}` does not render: {e}",
+                    first_line(&prompt.label)
                 );
+                // Once per prompt, not once per row.
+                if !self.diags.0.iter().any(|d| d.message == message) {
+                    self.error(&row.at, message);
+                }
                 return None;
             }
             Err(e) => {
@@ -91,6 +103,7 @@ impl Reader {
         }];
         let mut assertions = Vec::new();
         let mut comparisons = Vec::new();
+        self.row_pos = row.pos;
         for (a, at) in &row.assert {
             if let Some(assertion) = self.assertion(a, at, &vars, renderer, &row.file, &row.grading)
             {
@@ -252,7 +265,13 @@ impl Reader {
             config: Arc::new(config),
             loc: Loc {
                 file: file.clone(),
-                pos: self.map.locate(at),
+                // An assertion of a tests file's row points at that row's
+                // line, never at the config's line with the file's name.
+                pos: if **file == *self.file {
+                    self.map.locate(at)
+                } else {
+                    self.row_pos
+                },
                 key: at.clone(),
             },
             key_positions: KeyPositions::new(self.map.clone(), at.clone()),

@@ -44,7 +44,7 @@ mod openai_prices;
 mod prompts;
 mod providers;
 mod refs;
-mod render;
+pub(crate) mod render;
 mod rows;
 
 #[cfg(test)]
@@ -260,6 +260,9 @@ struct Reader {
     file: Arc<PathBuf>,
     map: Arc<SourceMap>,
     dir: PathBuf,
+    /// The line of the row being read, when it comes from a tests file
+    /// (CSV, JSONL): its assertions point there, not at the config.
+    row_pos: Option<crate::source_map::Pos>,
 }
 
 impl Reader {
@@ -343,6 +346,7 @@ pub(crate) fn read(path: &Path, options: ReadOptions) -> (Option<Suite>, Diagnos
         file: display,
         map: Arc::new(map),
         dir,
+        row_pos: None,
     };
     // promptfoo dereferences the config's JSON references before reading it
     // (`$RefParser.dereference`): `{$ref: "#/assertionTemplates/x"}` is the

@@ -1,17 +1,26 @@
-//! promptfoo's Nunjucks templating, through `minijinja` (a maintained
-//! Jinja2 engine; Nunjucks is Jinja2's JavaScript port): undefined names
-//! render as nothing, no autoescape, `env` holds the environment with the
-//! config's `env:` over it, and the Nunjucks filters configs use that
-//! Jinja2 spells differently (`dump`, `load`) are added.
+//! promptfoo's Nunjucks templating, as Nunjucks renders it (`crate::nunjucks`:
+//! minijinja's parser, JavaScript's values, Nunjucks' own filters):
+//! undefined names render as nothing, no autoescape, `env` holds the
+//! environment with the config's `env:` over it, and promptfoo's `load`
+//! filter (`JSON.parse`) is added. A template evalhost cannot render as
+//! Nunjucks does is refused ([`is_refusal`]), never rendered differently.
 
-use minijinja::{Environment, UndefinedBehavior, Value as JValue};
+use minijinja::{Environment, Value as JValue};
 use serde_json::{Map, Value};
 
 use crate::budget::{TEMPLATE_FUEL, guarded};
+use crate::nunjucks;
+
+/// Whether a render error is evalhost refusing a template it cannot render
+/// as Nunjucks does (the config is refused, not a row errored).
+pub fn is_refusal(message: &str) -> bool {
+    message.contains(nunjucks::print::REFUSED)
+}
 
 /// Renders templates against a test's vars.
 pub struct Renderer {
     env: Environment<'static>,
+    cache: nunjucks::Cache,
     vars_env: Map<String, Value>,
 }
 
@@ -85,111 +94,15 @@ fn resolve_variables(vars: &mut Map<String, Value>) {
     }
 }
 
-/// Nunjucks' `{% for k, v in x %}` walks a mapping's keys and values;
-/// Jinja2 (and `minijinja`) unpacks each item instead, which a mapping's
-/// keys cannot be. Each such loop is rewritten to iterate
-/// `(x)|nunjucks_pairs` (a mapping's `[key, value]` pairs, a list as it
-/// is), leaving every other tag as written.
-fn nunjucks_for(template: &str) -> std::borrow::Cow<'_, str> {
-    if !template.contains("{%") || !template.contains(',') {
-        return std::borrow::Cow::Borrowed(template);
-    }
-    let mut out = String::with_capacity(template.len() + 32);
-    let mut rest = template;
-    let mut changed = false;
-    while let Some(open) = rest.find("{%") {
-        out.push_str(&rest[..open]);
-        let tag = &rest[open..];
-        let Some(close) = tag.find("%}") else {
-            out.push_str(tag);
-            rest = "";
-            break;
-        };
-        let whole = &tag[..close + 2];
-        let inner = whole[2..whole.len() - 2].trim_start_matches('-');
-        let inner = inner.strip_suffix('-').unwrap_or(inner).trim();
-        let rewritten = inner.strip_prefix("for").and_then(|r| {
-            let r = r.strip_prefix(char::is_whitespace)?;
-            let (targets, iter) = r.split_once(" in ")?;
-            let ident = |t: &str| {
-                let t = t.trim();
-                !t.is_empty() && t.chars().all(|c| c.is_alphanumeric() || c == '_')
-            };
-            let (a, b) = targets.split_once(',')?;
-            let iter = iter.trim();
-            (ident(a) && ident(b) && !iter.contains(" if ") && !iter.ends_with("recursive")).then(
-                || {
-                    let lead = if whole.starts_with("{%-") {
-                        "{%-"
-                    } else {
-                        "{%"
-                    };
-                    let trail = if whole.ends_with("-%}") { "-%}" } else { "%}" };
-                    format!(
-                        "{lead} for {}, {} in ({iter})|nunjucks_pairs {trail}",
-                        a.trim(),
-                        b.trim()
-                    )
-                },
-            )
-        });
-        match rewritten {
-            Some(r) => {
-                out.push_str(&r);
-                changed = true;
-            }
-            None => out.push_str(whole),
-        }
-        rest = &tag[close + 2..];
-    }
-    out.push_str(rest);
-    if changed {
-        std::borrow::Cow::Owned(out)
-    } else {
-        std::borrow::Cow::Borrowed(template)
-    }
-}
-
 impl Renderer {
     /// A renderer whose `env` is `env`.
     pub fn new(env: &Map<String, Value>) -> Self {
-        let mut e = Environment::new();
-        e.set_undefined_behavior(UndefinedBehavior::Lenient);
-        e.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-        e.set_keep_trailing_newline(true);
-        // A bound on the work one template may do (nested loops over huge
-        // ranges would run for minutes).
-        e.set_fuel(Some(TEMPLATE_FUEL));
-        e.add_filter("dump", |v: JValue| -> Result<String, minijinja::Error> {
-            serde_json::to_string(&v).map_err(|err| {
-                minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, err.to_string())
-            })
-        });
-        // `{% for k, v in mapping %}` (rewritten by `nunjucks_for`): a
-        // mapping's pairs, anything else itself.
-        e.add_filter("nunjucks_pairs", |v: JValue| -> JValue {
-            if v.kind() == minijinja::value::ValueKind::Map
-                && let Ok(keys) = v.try_iter()
-            {
-                return JValue::from(
-                    keys.map(|k| {
-                        let value = v.get_item(&k).unwrap_or_default();
-                        JValue::from(vec![k, value])
-                    })
-                    .collect::<Vec<_>>(),
-                );
-            }
-            v
-        });
-        e.add_filter("load", |s: String| -> Result<JValue, minijinja::Error> {
-            serde_json::from_str::<Value>(&s)
-                .map(JValue::from_serialize)
-                .map_err(|err| {
-                    minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, err.to_string())
-                })
-        });
+        let mut e = nunjucks::environment(TEMPLATE_FUEL);
+        // promptfoo's own filter: `JSON.parse`.
+        e.add_filter("load", |v: JValue| nunjucks::json_parse(&v));
         Self {
             env: e,
+            cache: nunjucks::Cache::default(),
             vars_env: env.clone(),
         }
     }
@@ -227,6 +140,23 @@ impl Renderer {
         );
     }
 
+    /// Why a template somewhere in `value` (a string, or the strings of a
+    /// list or mapping) cannot be rendered as Nunjucks renders it, if one
+    /// cannot: the config is refused at that key.
+    pub fn refused_in(&self, value: &Value) -> Option<String> {
+        match value {
+            Value::String(s) if s.contains("{{") || s.contains("{%") => {
+                match self.cache.translate(s) {
+                    Err(e @ nunjucks::TranslateError::Refused(_)) => Some(e.to_string()),
+                    _ => None,
+                }
+            }
+            Value::Array(items) => items.iter().find_map(|i| self.refused_in(i)),
+            Value::Object(m) => m.values().find_map(|v| self.refused_in(v)),
+            _ => None,
+        }
+    }
+
     /// An environment variable as `{{ env.NAME }}` sees it.
     pub fn env_value(&self, name: &str) -> Option<String> {
         self.vars_env
@@ -244,9 +174,12 @@ impl Renderer {
         ctx.entry("env")
             .or_insert_with(|| Value::Object(self.vars_env.clone()));
         guarded(|| {
-            self.env
-                .render_str(&nunjucks_for(template), Value::Object(ctx))
-                .map_err(|e| e.to_string())
+            nunjucks::render(
+                &self.env,
+                &self.cache,
+                template,
+                JValue::from_serialize(Value::Object(ctx)),
+            )
         })
         .and_then(|text| crate::budget::rendered(text.len()).map(|()| text))
     }
@@ -287,11 +220,16 @@ impl Renderer {
         if !template.contains("{{") && !template.contains("{%") {
             return false;
         }
-        match self.env.template_from_str(&nunjucks_for(template)) {
-            Ok(t) => t
-                .undeclared_variables(false)
-                .iter()
-                .any(|name| name != "env" && !vars.contains_key(name)),
+        let Ok(translated) = self.cache.translate(template) else {
+            return true;
+        };
+        match self.env.template_from_str(&translated) {
+            Ok(t) => t.undeclared_variables(false).iter().any(|name| {
+                name != "env"
+                    && !name.starts_with("__nj_")
+                    && !matches!(name.as_str(), "null" | "range" | "joiner" | "loop")
+                    && !vars.contains_key(name)
+            }),
             // A template that does not parse: promptfoo's renderString then
             // fails too; kept as written.
             Err(_) => true,

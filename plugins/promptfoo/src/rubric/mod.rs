@@ -67,7 +67,7 @@ pub fn closed_qa(request: &Request) -> Result<Grade, GradeError> {
         prompts::CLOSED_QA,
     )?
     else {
-        return Ok(crate::judged(false, 0.0, "No output".into()));
+        return Ok(crate::unusable_reply("No output".into()));
     };
     let end = reply.trim_end();
     let pass = end.ends_with('Y');
@@ -76,7 +76,9 @@ pub fn closed_qa(request: &Request) -> Result<Grade, GradeError> {
     } else if end.ends_with('N') {
         format!("The submission does not meet the criterion:\n{reply}")
     } else {
-        format!("Model grader produced a malformed response:\n{reply}")
+        return Ok(crate::unusable_reply(format!(
+            "Model grader produced a malformed response:\n{reply}"
+        )));
     };
     Ok(crate::judged(pass, if pass { 1.0 } else { 0.0 }, reason))
 }
@@ -180,7 +182,7 @@ pub fn factuality(request: &Request) -> Result<Grade, GradeError> {
                 .unwrap_or(if letter == 'D' { 0.0 } else { 1.0 });
             crate::judged(score > 0.0, score, reason)
         }
-        Err(reason) => crate::judged(false, 0.0, reason),
+        Err(reason) => crate::unusable_reply(reason),
     })
 }
 
@@ -206,13 +208,14 @@ pub fn grade(request: &Request, inverse: bool) -> Result<Grade, GradeError> {
     )?;
     // The grader asked for JSON, where the reader names one (`__judge`).
     let reply = grading::ask(request, messages)?;
-    let fail = |reason: String| Ok(crate::judged(false, 0.0, reason));
     if reply.is_empty() {
-        return fail("No output".into());
+        return Ok(crate::unusable_reply("No output".into()));
     }
     let objects = crate::json_objects(&reply);
     let Some(Value::Object(parsed)) = objects.into_iter().next() else {
-        return fail("Could not extract JSON from llm-rubric response".into());
+        return Ok(crate::unusable_reply(
+            "Could not extract JSON from llm-rubric response".into(),
+        ));
     };
     let mut pass = match parsed.get("pass") {
         None | Some(Value::Null) => true,
@@ -454,7 +457,7 @@ pub fn g_eval(request: &Request, inverse: bool) -> Result<Grade, GradeError> {
                     ),
                 ));
             }
-            Err(reason) => return Ok(crate::judged(false, 0.0, reason)),
+            Err(reason) => return Ok(crate::unusable_reply(reason)),
         }
     }
     let score = scores.iter().sum::<f64>() / scores.len() as f64;
