@@ -671,3 +671,84 @@ fn the_output_grid_filters_details_exports_and_compares_outputs() {
         "the pages logged problems: {problems:#?}"
     );
 }
+
+/// Issue 48, item 3: two runs on different targets compared in the viewer
+/// — every output changed, and said so; no "not in base"; each test link
+/// opens the test in its run (it opened "no row", and the side-by-side
+/// counted "0 of 2 outputs changed").
+#[test]
+fn compare_across_targets_shows_each_runs_own_outputs() {
+    let Some(chromium) = crate::report_page::chromium() else {
+        return;
+    };
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    std::fs::create_dir_all(project.path().join(".evalhost")).unwrap();
+    std::fs::write(
+        project.path().join(".evalhost/targets.yaml"),
+        "targets:\n  - {name: old, provider: mock, response: Refunds are not possible.}\n  - {name: new, provider: mock, response: Our refund window is 30 days.}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        project.path().join("EVAL.yaml"),
+        "name: support\ntests:\n  - {id: refund, input: q, assertions: [{type: contains, value: 30 days}]}\n  - {id: window, input: q, assertions: [{type: contains, value: window}]}\n",
+    )
+    .unwrap();
+    for target in ["old", "new"] {
+        let r = run_in(project.path(), &["run", "EVAL.yaml", "--target", target]);
+        assert!(r.code <= 1, "{}{}", r.stdout, r.stderr);
+    }
+    let list: Value =
+        serde_json::from_str(&run_in(project.path(), &["runs", "list", "--json"]).stdout).unwrap();
+    let ids: Vec<String> = list["runs"]
+        .as_array()
+        .or_else(|| list.as_array())
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    let (cand_id, base_id) = (ids[0].clone(), ids[1].clone());
+    let (_served, url) = serve(project.path());
+    let (_profile, _browser, tab, problems) = open_browser(chromium);
+    tab.navigate_to(&format!("{url}#/compare/{base_id}/{cand_id}"))
+        .unwrap();
+    until(
+        &tab,
+        "document.querySelectorAll('#side-table tr.side-row').length === 2",
+        "the outputs side by side",
+    );
+    let count = eval(&tab, "document.querySelector('#side-count').innerText");
+    assert!(
+        count.as_str().unwrap().contains("2 of 2 outputs changed"),
+        "{count}"
+    );
+    let table = eval(&tab, "document.querySelector('#side-table').innerText")
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        !table.contains("not in base") && !table.contains("not in candidate"),
+        "{table}"
+    );
+    assert!(
+        table.contains("Refunds are not possible.") && table.contains("Our refund window is 30 days."),
+        "{table}"
+    );
+    screenshot(&tab, "compare-across-targets");
+    // The test link opens the test in the candidate run.
+    let href = eval(
+        &tab,
+        "document.querySelector('#side-table tr.side-row a').getAttribute('href')",
+    );
+    tab.navigate_to(&format!("{url}{}", href.as_str().unwrap()))
+        .unwrap();
+    until(
+        &tab,
+        "document.body.innerText.includes('Our refund window is 30 days.') || document.body.innerText.includes('no row')",
+        "the test page",
+    );
+    let body = eval(&tab, "document.body.innerText").as_str().unwrap().to_owned();
+    assert!(!body.contains("no row"), "{body}");
+    let problems = problems.lock().unwrap().clone();
+    assert!(problems.is_empty(), "the pages logged problems: {problems:#?}");
+}
