@@ -731,7 +731,8 @@ fn compare_across_targets_shows_each_runs_own_outputs() {
         "{table}"
     );
     assert!(
-        table.contains("Refunds are not possible.") && table.contains("Our refund window is 30 days."),
+        table.contains("Refunds are not possible.")
+            && table.contains("Our refund window is 30 days."),
         "{table}"
     );
     screenshot(&tab, "compare-across-targets");
@@ -747,8 +748,14 @@ fn compare_across_targets_shows_each_runs_own_outputs() {
         "document.body.innerText.includes('Our refund window is 30 days.') || document.body.innerText.includes('no row')",
         "the test page",
     );
-    let body = eval(&tab, "document.body.innerText").as_str().unwrap().to_owned();
+    let body = eval(&tab, "document.body.innerText")
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(!body.contains("no row"), "{body}");
     let problems = problems.lock().unwrap().clone();
-    assert!(problems.is_empty(), "the pages logged problems: {problems:#?}");
+    assert!(
+        problems.is_empty(),
+        "the pages logged problems: {problems:#?}"
+    );
 }
