@@ -487,3 +487,26 @@ fn test_id_completion_reads_the_suite_as_a_run_does() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("capital-au"), "{:?}", r.stdout);
 }
+
+/// The user-written set (tests/data/promptfoo-wild, `docextract`): a
+/// prompt object whose `raw` is a `file://` path is that file, as
+/// promptfoo's `normalizeInput` and `processPrompt` read it — evalhost sent
+/// the path itself to the model.
+#[test]
+fn a_prompt_objects_raw_path_is_read_as_a_file() {
+    let project = Project::with_mock("x");
+    project.write("prompts/greet.txt", "Hello {{name}}");
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts:\n  - label: greet-v1\n    raw: 'file://prompts/greet.txt'\nproviders: [echo]\ntests:\n  - vars: {name: Ada}\n    assert: [{type: equals, value: Hello Ada}]\n",
+    );
+    let r = run_config(&project, &[]);
+    assert_eq!(
+        r.code,
+        0,
+        "{}\n{}\n{:?}",
+        r.stdout,
+        r.stderr,
+        outputs(&project)
+    );
+}

@@ -67,6 +67,19 @@ impl Reader {
                         o.get("raw").and_then(Value::as_str),
                         o.get("id").and_then(Value::as_str),
                     ) {
+                        // promptfoo's `normalizeInput` makes an object's
+                        // `raw` (else its `id`) the path or text that
+                        // `processPrompt` reads: a `raw` that looks like a
+                        // path is a file, as a plain string is.
+                        (Some(raw), id) if maybe_file_path(raw) => {
+                            out.extend(self.prompt_source(raw, label, &iat).into_iter().map(|p| {
+                                Prompt {
+                                    config: config.clone(),
+                                    id: id.map(str::to_owned).or(p.id),
+                                    ..p
+                                }
+                            }))
+                        }
                         (Some(raw), id) => out.push(Prompt {
                             raw: raw.to_owned(),
                             label: label.unwrap_or_else(|| raw.to_owned()),
