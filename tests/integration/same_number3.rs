@@ -510,3 +510,34 @@ fn a_prompt_objects_raw_path_is_read_as_a_file() {
         outputs(&project)
     );
 }
+
+/// The user-written set: a JSONL tests file's tests are `Row #N` as in
+/// promptfoo (`calendar-split-lines`), and a prompt object's key promptfoo
+/// does not read (`file:`, the `masques-*` configs) is a warning, not a
+/// refusal.
+#[test]
+fn jsonl_rows_are_named_and_unread_prompt_keys_are_warned() {
+    let project = Project::with_mock("x");
+    project.write(
+        "t.jsonl",
+        "{\"vars\": {\"q\": \"hi\"}, \"assert\": [{\"type\": \"contains\", \"value\": \"hi\"}]}\n",
+    );
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts:\n  - id: 'Say {{q}}'\n    label: say\n    file: prompts/say.txt\nproviders: [echo]\ntests: file://t.jsonl\n",
+    );
+    let r = run_config(&project, &[]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("`file` of a prompt is not read by promptfoo"),
+        "{}",
+        r.stderr
+    );
+    let rows = project.rows();
+    assert!(
+        rows[0]["test_id"].as_str().unwrap().starts_with("Row #1"),
+        "{}",
+        rows[0]
+    );
+}

@@ -149,8 +149,11 @@ impl Reader {
                     }
                     params.insert(k.clone(), v.clone());
                 }
+                // promptfoo's Anthropic provider builds its request from the
+                // keys it knows and ignores the rest (a test's `options`
+                // merged into the config included): so does evalhost, said.
                 other => {
-                    self.error(&kat, format!("`config.{other}` of an Anthropic provider is not read by this version of evalhost"))
+                    self.warning(&kat, format!("`config.{other}` is not an Anthropic request field: promptfoo does not send it, and neither does evalhost"))
                         .hint = Some("evalhost sends temperature, max_tokens, top_p, top_k, stop_sequences, metadata, tools, tool_choice, thinking, cache_control, service_tier and extra_body as promptfoo does".into());
                 }
             }

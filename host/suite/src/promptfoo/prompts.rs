@@ -50,9 +50,12 @@ impl Reader {
                                     "a prompt's `config` must be a mapping of provider settings",
                                 );
                             }
+                            // promptfoo keeps a prompt object's other keys
+                            // and reads none of them (`file:` among them):
+                            // ignored, said.
                             other => {
-                                self.error(&iat.key(other), format!("`{other}` of a prompt is not read by this version of evalhost"))
-                                    .hint = Some("a prompt takes `raw` or `id`, and `label`".into());
+                                self.warning(&iat.key(other), format!("`{other}` of a prompt is not read by promptfoo, nor by evalhost"))
+                                    .hint = Some("a prompt takes `raw` or `id`, `label` and `config`".into());
                             }
                         }
                     }

@@ -244,7 +244,9 @@ impl Reader {
                 row.pos = lines
                     .get(i)
                     .map(|&line| crate::source_map::Pos { line, col: 1 });
-                if row.description.is_none() && ext == "csv" {
+                // promptfoo names a CSV's and a JSONL file's tests
+                // `Row #N` (`csvRowsToTestCases`, `parseJsonlTestCases`).
+                if row.description.is_none() && (ext == "csv" || ext == "jsonl") {
                     row.description = Some(format!("Row #{}", i + 1));
                 }
                 rows.push(row);
