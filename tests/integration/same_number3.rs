@@ -541,3 +541,34 @@ fn jsonl_rows_are_named_and_unread_prompt_keys_are_warned() {
         rows[0]
     );
 }
+
+/// The user-written set (`delivery-assistant-citations`): a bare
+/// `openai:chat` runs `config.model` as promptfoo's loader does, and a key
+/// promptfoo's OpenAI provider does not read (`baseUrl`) is warned and
+/// ignored, not refused.
+#[test]
+fn a_bare_openai_chat_runs_config_model() {
+    let server = crate::support::FakeServer::start(vec![crate::support::Reply::chat("hi")]);
+    let project = Project::with_mock("x");
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts: ['Say {{q}}']\nproviders:\n  - id: openai:chat\n    config:\n      baseUrl: http://localhost:11434/v1\n      model: qwen3.5:9b\ntests:\n  - vars: {q: hi}\n    assert: [{type: contains, value: hi}]\n",
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .env("OPENAI_API_KEY", "sk-loopback")
+        .args(["run", "promptfooconfig.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("`config.baseUrl` is not an OpenAI request field"),
+        "{}",
+        r.stderr
+    );
+    let body: serde_json::Value = serde_json::from_str(&server.requests()[0].body).unwrap();
+    assert_eq!(body["model"], "qwen3.5:9b", "{body}");
+}

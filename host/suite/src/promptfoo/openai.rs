@@ -16,6 +16,18 @@ impl Reader {
         at: &KeyPath,
         renderer: &Renderer,
     ) -> Option<Map<String, Value>> {
+        // A bare `openai:chat` (or `openai:responses`, `openai:embedding`)
+        // names no model: promptfoo takes `config.model`, else its default
+        // (`modelName || configuredModel || …` in its OpenAI loader).
+        let configured = config
+            .get("model")
+            .and_then(Value::as_str)
+            .filter(|m| !m.trim().is_empty());
+        let model = match model {
+            "chat" | "responses" | "" => configured.unwrap_or("gpt-4.1-2025-04-14"),
+            "embedding" | "embeddings" => configured.unwrap_or("text-embedding-3-large"),
+            m => m,
+        };
         let mut entry = Map::new();
         let env = |name: &str| renderer.env_value(name);
         let key_var = config
@@ -214,9 +226,15 @@ impl Reader {
                         );
                     }
                 },
+                // The model a bare `openai:chat` runs (above); with a model
+                // in the id, promptfoo sends the id's.
+                "model" => {}
+                // promptfoo's OpenAI provider sends the fields it knows and
+                // ignores the rest (`baseUrl`, `maxTokens`): so does
+                // evalhost, said.
                 other => {
-                    self.error(&kat, format!("`config.{other}` of an OpenAI provider is not read by this version of evalhost"))
-                        .hint = Some("evalhost sends temperature, max_tokens, top_p, presence_penalty, frequency_penalty, stop, seed, tools, tool_choice, functions, function_call, response_format, max_completion_tokens, reasoning_effort, user, logit_bias, store, metadata, prompt_cache_key and passthrough".into());
+                    self.warning(&kat, format!("`config.{other}` is not an OpenAI request field promptfoo reads: promptfoo does not send it, and neither does evalhost"))
+                        .hint = Some("evalhost sends temperature, max_tokens, top_p, presence_penalty, frequency_penalty, stop, seed, tools, tool_choice, functions, function_call, response_format, max_completion_tokens, reasoning_effort, user, logit_bias, store, metadata, prompt_cache_key and passthrough; the endpoint is `apiBaseUrl`".into());
                 }
             }
         }
