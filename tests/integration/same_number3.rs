@@ -572,3 +572,38 @@ fn a_bare_openai_chat_runs_config_model() {
     let body: serde_json::Value = serde_json::from_str(&server.requests()[0].body).unwrap();
     assert_eq!(body["model"], "qwen3.5:9b", "{body}");
 }
+
+/// promptfoo 0.123.1 (npm's latest) runs `anthropic:<model>` with a model
+/// 0.121.20 does not list, through the Messages API; evalhost follows the
+/// latest, with a warning (it refused as 0.121.20 does).
+#[test]
+fn an_unlisted_anthropic_model_runs_as_promptfoo_0_123_runs_it() {
+    let server = crate::support::FakeServer::start(vec![crate::support::Reply::json(
+        200,
+        serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4.5",
+            "content": [{"type": "text", "text": "hi there"}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 3, "output_tokens": 2}}),
+    )]);
+    let project = Project::with_mock("x");
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts: ['Say {{q}}']\nproviders: [anthropic:claude-sonnet-4.5]\ntests:\n  - vars: {q: hi}\n    assert: [{type: contains, value: hi}]\n",
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("ANTHROPIC_BASE_URL", &server.url)
+        .env("ANTHROPIC_API_KEY", "sk-loopback")
+        .args(["run", "promptfooconfig.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("promptfoo 0.123 calls the Messages API"),
+        "{}",
+        r.stderr
+    );
+    let req = &server.requests()[0];
+    let body: serde_json::Value = serde_json::from_str(&req.body).unwrap();
+    assert_eq!(body["model"], "claude-sonnet-4.5", "{body}");
+}

@@ -28,6 +28,14 @@ impl Reader {
                 return None;
             }
             None if ANTHROPIC_MODELS.contains(&rest) => rest,
+            // promptfoo 0.121 refuses a model its list lacks; 0.123 (npm's
+            // latest) warns and calls the Messages API with it. evalhost
+            // follows the latest, and says so (docs/dialects.md).
+            None if !rest.is_empty() => {
+                self.warning(at, format!("`{id}`: `{rest}` is not a model promptfoo 0.121 lists (0.121 refuses it); promptfoo 0.123 calls the Messages API with it, and so does evalhost"))
+                    .hint = Some("write `anthropic:messages:<model>` to say it plainly".into());
+                rest
+            }
             _ => {
                 self.error(at, format!("`{id}`: promptfoo knows no such Anthropic model or API (\"Unknown Anthropic model type or model name\")"))
                     .hint = Some("write `anthropic:messages:<model>`, or `anthropic:<model>` with a model promptfoo 0.121 lists (claude-sonnet-4-5, claude-3-5-haiku-latest, …)".into());
