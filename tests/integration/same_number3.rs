@@ -607,3 +607,22 @@ fn an_unlisted_anthropic_model_runs_as_promptfoo_0_123_runs_it() {
     let body: serde_json::Value = serde_json::from_str(&req.body).unwrap();
     assert_eq!(body["model"], "claude-sonnet-4.5", "{body}");
 }
+
+/// Review B5: an expected failure that failed is a success in history as
+/// in the run's own summary (`runs list` showed 80 % for a run that
+/// printed 100 %).
+#[test]
+fn history_counts_an_expected_failure_as_the_run_did() {
+    let project = Project::with_mock("Paris");
+    project.write(
+        "EVAL.yaml",
+        "name: s\ntests:\n  - {id: a, input: q, assertions: [{type: contains, value: Paris}]}\n  - {id: b, input: q, expected_fail: true, assertions: [{type: contains, value: Berlin}]}\n",
+    );
+    let r = run_in(project.path(), &["run", "EVAL.yaml"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = run_in(project.path(), &["runs", "list", "--json"]);
+    let list: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let run = &list["runs"].as_array().or_else(|| list.as_array()).unwrap()[0];
+    assert_eq!(run["failed"], 0, "{run}");
+    assert_eq!(run["passed"], 2, "{run}");
+}

@@ -759,3 +759,74 @@ fn compare_across_targets_shows_each_runs_own_outputs() {
         "the pages logged problems: {problems:#?}"
     );
 }
+
+/// Issue 48, item 9 (and review B6): after `--repeat`, the grid counts
+/// tests by their combined outcome — the run page's number — never trials
+/// ("2/3 passed" for a test that failed), and its cell says how many
+/// trials passed and that the output shown is the last trial's.
+#[test]
+fn the_grid_after_repeat_counts_tests_as_the_run_does() {
+    let Some(chromium) = crate::report_page::chromium() else {
+        return;
+    };
+    let served = std::sync::atomic::AtomicUsize::new(0);
+    let server = crate::support::FakeServer::start_fn(move |_| {
+        let n = served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        crate::support::Reply::chat(if n % 3 == 1 { "Bonjour" } else { "Hello world" })
+    });
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(project.path().join(".git")).unwrap();
+    std::fs::write(
+        project.path().join("promptfooconfig.yaml"),
+        "prompts: ['Greet']\nproviders: [openai:gpt-4o-mini]\ntests:\n  - description: english\n    assert: [{type: contains, value: Hello}]\n",
+    )
+    .unwrap();
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .env("OPENAI_API_KEY", "sk-loopback")
+        .args(["run", "promptfooconfig.yaml", "--repeat", "3"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let list: Value =
+        serde_json::from_str(&run_in(project.path(), &["runs", "list", "--json"]).stdout).unwrap();
+    let id = list["runs"].as_array().or_else(|| list.as_array()).unwrap()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_served, url) = serve(project.path());
+    let (_profile, _browser, tab, problems) = open_browser(chromium);
+    tab.navigate_to(&format!("{url}#/run/{id}/grid")).unwrap();
+    until(
+        &tab,
+        "document.querySelectorAll('#output-grid tr.g-row').length === 1",
+        "the grid",
+    );
+    let head = eval(
+        &tab,
+        "document.querySelector('#output-grid thead').innerText",
+    )
+    .as_str()
+    .unwrap()
+    .to_owned();
+    assert!(head.contains("0/1 tests passed"), "{head}");
+    let cell = eval(
+        &tab,
+        "document.querySelector('#output-grid td.g-cell').innerText",
+    )
+    .as_str()
+    .unwrap()
+    .to_owned();
+    assert!(
+        cell.contains("2/3 trials passed") && cell.contains("last trial"),
+        "{cell}"
+    );
+    screenshot(&tab, "grid-repeat");
+    let problems = problems.lock().unwrap().clone();
+    assert!(
+        problems.is_empty(),
+        "the pages logged problems: {problems:#?}"
+    );
+}
