@@ -129,6 +129,14 @@ fn a_template_evalhost_cannot_render_as_nunjucks_is_refused() {
         "{}",
         r.stderr
     );
+    // Said once, at the prompt's own line and key.
+    assert!(r.stderr.contains("at `prompts[0]`"), "{}", r.stderr);
+    assert_eq!(
+        r.stderr.matches("outside the loop").count(),
+        1,
+        "{}",
+        r.stderr
+    );
     assert!(!project.path().join("out/results.jsonl").exists());
 
     project.write(

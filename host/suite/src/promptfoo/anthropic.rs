@@ -160,6 +160,12 @@ impl Reader {
                 // promptfoo's Anthropic provider builds its request from the
                 // keys it knows and ignores the rest (a test's `options`
                 // merged into the config included): so does evalhost, said.
+                // A field promptfoo reads that evalhost does not send: refused,
+                // never dropped quietly.
+                other if PROMPTFOO_ANTHROPIC_READS.contains(&other) => {
+                    self.error(&kat, format!("`config.{other}` of an Anthropic provider is not read by this version of evalhost"))
+                        .hint = Some("evalhost sends temperature, max_tokens, top_p, top_k, stop_sequences, metadata, tools, tool_choice, thinking, cache_control, service_tier and extra_body as promptfoo does".into());
+                }
                 other => {
                     self.warning(&kat, format!("`config.{other}` is not an Anthropic request field: promptfoo does not send it, and neither does evalhost"))
                         .hint = Some("evalhost sends temperature, max_tokens, top_p, top_k, stop_sequences, metadata, tools, tool_choice, thinking, cache_control, service_tier and extra_body as promptfoo does".into());
@@ -172,6 +178,39 @@ impl Reader {
         Some(entry)
     }
 }
+
+/// The config keys promptfoo 0.121's Anthropic Messages provider reads,
+/// from its code (and its cost: `cost`, `inputCost`, `outputCost`): one
+/// evalhost does not handle is refused; any other key promptfoo ignores,
+/// and so does evalhost, with a warning.
+const PROMPTFOO_ANTHROPIC_READS: &[&str] = &[
+    "apiBaseUrl",
+    "apiKey",
+    "apiKeyRequired",
+    "beta",
+    "cache_control",
+    "cost",
+    "effort",
+    "extra_body",
+    "headers",
+    "inputCost",
+    "max_tokens",
+    "max_tool_calls",
+    "mcp",
+    "metadata",
+    "output_format",
+    "outputCost",
+    "service_tier",
+    "showThinking",
+    "stop_sequences",
+    "stream",
+    "temperature",
+    "thinking",
+    "tool_choice",
+    "tools",
+    "top_k",
+    "top_p",
+];
 
 /// The models promptfoo 0.121.20's `anthropic:<model>` shorthand knows
 /// (`ANTHROPIC_MODELS` of `src/providers/anthropic/util.ts`, less the

@@ -77,8 +77,14 @@ impl Reader {
                     "the prompt `{}` does not render: {e}",
                     first_line(&prompt.label)
                 );
-                // Once per prompt, not once per row.
-                if !self.diags.0.iter().any(|d| d.message == message) {
+                // Once per prompt, not once per row (a refusal was said at
+                // the prompt's own line already).
+                if !self
+                    .diags
+                    .0
+                    .iter()
+                    .any(|d| d.message == message || d.message.contains(&e))
+                {
                     self.error(&row.at, message);
                 }
                 return None;

@@ -232,6 +232,12 @@ impl Reader {
                 // promptfoo's OpenAI provider sends the fields it knows and
                 // ignores the rest (`baseUrl`, `maxTokens`): so does
                 // evalhost, said.
+                // A field promptfoo reads that evalhost does not send: refused,
+                // never dropped quietly.
+                other if PROMPTFOO_OPENAI_READS.contains(&other) => {
+                    self.error(&kat, format!("`config.{other}` of an OpenAI provider is not read by this version of evalhost"))
+                        .hint = Some("evalhost sends temperature, max_tokens, top_p, presence_penalty, frequency_penalty, stop, seed, tools, tool_choice, functions, function_call, response_format, max_completion_tokens, reasoning_effort, user, logit_bias, store, metadata, prompt_cache_key and passthrough".into());
+                }
                 other => {
                     self.warning(&kat, format!("`config.{other}` is not an OpenAI request field promptfoo reads: promptfoo does not send it, and neither does evalhost"))
                         .hint = Some("evalhost sends temperature, max_tokens, top_p, presence_penalty, frequency_penalty, stop, seed, tools, tool_choice, functions, function_call, response_format, max_completion_tokens, reasoning_effort, user, logit_bias, store, metadata, prompt_cache_key and passthrough; the endpoint is `apiBaseUrl`".into());
@@ -247,6 +253,57 @@ impl Reader {
         Some(entry)
     }
 }
+
+/// The config keys promptfoo 0.121's OpenAI chat provider (and its generic
+/// base) reads, from its code: one evalhost does not handle is refused;
+/// any other key promptfoo ignores, and so does evalhost, with a warning.
+const PROMPTFOO_OPENAI_READS: &[&str] = &[
+    "apiBaseUrl",
+    "apiHost",
+    "apiKey",
+    "apiKeyEnvar",
+    "apiKeyRequired",
+    "audio",
+    "cost",
+    "frequency_penalty",
+    "functionToolCallbacks",
+    "function_call",
+    "functions",
+    "headers",
+    "inputCost",
+    "instructions",
+    "maxRetries",
+    "max_completion_tokens",
+    "max_output_tokens",
+    "max_tokens",
+    "mcp",
+    "metadata",
+    "modalities",
+    "omitDefaults",
+    "organization",
+    "outputCost",
+    "passthrough",
+    "presence_penalty",
+    "prompt_cache_key",
+    "prompt_cache_options",
+    "prompt_cache_retention",
+    "reasoning",
+    "reasoning_effort",
+    "response_format",
+    "seed",
+    "service_tier",
+    "showThinking",
+    "stop",
+    "store",
+    "temperature",
+    "text",
+    "tool_choice",
+    "tool_resources",
+    "tools",
+    "top_p",
+    "user",
+    "verbosity",
+];
 
 /// promptfoo's `isReasoningModel` of its OpenAI provider: o1, o3, o4 and
 /// gpt-5 models (a fine-tune's `ft:` prefix aside).

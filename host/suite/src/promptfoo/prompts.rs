@@ -12,7 +12,6 @@ impl Reader {
         at: &KeyPath,
         renderer: &Renderer,
     ) -> Vec<Prompt> {
-        let _ = renderer;
         let items: Vec<(Value, KeyPath)> = match value {
             None | Some(Value::Null) => {
                 return vec![Prompt {
@@ -34,8 +33,26 @@ impl Reader {
                 .collect(),
             Some(other) => vec![(other.clone(), at.clone())],
         };
-        let mut out = Vec::new();
+        let mut out: Vec<Prompt> = Vec::new();
         for (item, iat) in items {
+            let first = out.len();
+            self.prompt_item(item, &iat, &mut out);
+            // A template evalhost cannot render as Nunjucks does: refused
+            // here, at the prompt's own line (not at each test's).
+            for p in &out[first..] {
+                if let Some(why) = renderer.refused_in(&Value::String(p.raw.clone())) {
+                    self.error(&iat, format!("this prompt cannot be rendered as Nunjucks renders it: {why}"))
+                        .hint = Some("rewrite it without that construct; every other Nunjucks construct renders as in promptfoo".into());
+                }
+            }
+        }
+        out
+    }
+
+    /// One entry of `prompts:`, its prompts appended to `out`.
+    fn prompt_item(&mut self, item: Value, at: &KeyPath, out: &mut Vec<Prompt>) {
+        let iat = at.clone();
+        {
             match item {
                 Value::String(s) => out.extend(self.prompt_source(&s, None, &iat)),
                 Value::Object(o) => {
@@ -121,7 +138,6 @@ impl Reader {
                 }
             }
         }
-        out
     }
 
     /// A prompt string: inline text, or (when it looks like a path, as
