@@ -473,7 +473,40 @@ fn detect(
 ) -> Result<Dialect, Box<Diagnostic>> {
     let (strong, weak) = markers(root);
     let strong_left = narrow(&ALL, &strong);
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let promptfoo_name = name.starts_with("promptfooconfig.");
+    let schema = text
+        .lines()
+        .take(5)
+        .any(|l| l.trim_start().starts_with('#') && l.contains("promptfoo.dev/config-schema"));
     if strong_left.is_empty() {
+        // A file promptfoo would read (its name, its schema comment) whose
+        // only other dialect's markers are top-level keys promptfoo ignores
+        // (`assertions:` beside `prompts:`): promptfoo's, and its reader
+        // warns at each unknown key, as promptfoo ignores it.
+        let top_level = |m: &Marker| {
+            let at = m.at.to_string();
+            !at.contains('.') && !at.contains('[')
+        };
+        let kept: Vec<Marker> = strong
+            .iter()
+            .filter(|m| m.possible.contains(&PF) || !top_level(m))
+            .map(|m| Marker {
+                what: m.what.clone(),
+                at: m.at.clone(),
+                possible: m.possible,
+            })
+            .collect();
+        if (promptfoo_name || schema)
+            && kept.iter().any(|m| m.possible.contains(&PF))
+            && narrow(&ALL, &kept).contains(&PF)
+        {
+            return Ok(PF);
+        }
         return Err(Box::new(mixed(path, map, &strong)));
     }
     let with_weak = narrow(&strong_left, &weak);
@@ -485,16 +518,6 @@ fn detect(
     if let [one] = left.as_slice() {
         return Ok(*one);
     }
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let promptfoo_name = name.starts_with("promptfooconfig.");
-    let schema = text
-        .lines()
-        .take(5)
-        .any(|l| l.trim_start().starts_with('#') && l.contains("promptfoo.dev/config-schema"));
     if (promptfoo_name || schema) && left.contains(&PF) {
         return Ok(PF);
     }
@@ -667,6 +690,16 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("--dialect agentv5|promptfoo"), "{err}");
+    }
+
+    #[test]
+    fn a_promptfoo_config_with_a_top_level_key_promptfoo_ignores_is_promptfoos() {
+        // The user-written set's `weoptimize-*` configs: `assertions:` beside
+        // `prompts:` and `providers:`; promptfoo ignores it.
+        let text = "prompts: ['{{q}}']\nproviders: [echo]\ntests:\n  - vars: {q: hi}\nassertions:\n  - {type: contains, value: hi}\n";
+        assert_eq!(detect_text("promptfooconfig.yaml", text), Ok(PF));
+        // The same under another name is still a mix, named.
+        assert!(detect_text("EVAL.yaml", text).is_err());
     }
 
     #[test]
