@@ -93,13 +93,9 @@ pub fn environment(fuel: u64) -> Environment<'static> {
         let pair = |a: Value, b: Value| Value::from(vec![a, b]);
         match v.kind() {
             ValueKind::Map => Value::from(
-                v.try_iter()
+                entries(&v)
                     .into_iter()
-                    .flatten()
-                    .map(|k| {
-                        let value = v.get_item(&k).unwrap_or_default();
-                        pair(Value::from(js::to_string(&k)), value)
-                    })
+                    .map(|(k, value)| pair(Value::from(k), value))
                     .collect::<Vec<_>>(),
             ),
             // A string walked as an object: its indexes and characters.
@@ -169,6 +165,19 @@ pub fn environment(fuel: u64) -> Environment<'static> {
         });
     }
     e
+}
+
+/// A mapping's keys (as JavaScript's property names) and values, in
+/// order: what `for k in obj` walks in Nunjucks' filters and loops.
+fn entries(v: &Value) -> Vec<(String, Value)> {
+    v.try_iter()
+        .into_iter()
+        .flatten()
+        .map(|k| {
+            let value = v.get_item(&k).unwrap_or_default();
+            (js::to_string(&k), value)
+        })
+        .collect()
 }
 
 /// Nunjucks' `range(start, stop, step)`.
@@ -381,8 +390,7 @@ fn stringify(v: &Value, indent: &str, depth: usize, out: &mut String) -> Option<
         ValueKind::Map => {
             let mut first = true;
             out.push('{');
-            for k in v.try_iter().into_iter().flatten() {
-                let value = v.get_item(&k).unwrap_or_default();
+            for (k, value) in entries(v) {
                 let mut member = String::new();
                 if stringify(&value, indent, depth + 1, &mut member).is_none() {
                     continue;
@@ -392,7 +400,7 @@ fn stringify(v: &Value, indent: &str, depth: usize, out: &mut String) -> Option<
                 }
                 first = false;
                 nl(out, depth + 1);
-                out.push_str(&serde_json::to_string(&js::to_string(&k)).ok()?);
+                out.push_str(&serde_json::to_string(&k).ok()?);
                 out.push(':');
                 if !indent.is_empty() {
                     out.push(' ');
@@ -571,14 +579,9 @@ fn filter(_state: &State, name: &str, v: Value, args: Vec<Value>) -> Result<Valu
                     ));
                 }
             };
-            let mut pairs: Vec<(Value, Value)> = v
-                .try_iter()
+            let mut pairs: Vec<(Value, Value)> = entries(&v)
                 .into_iter()
-                .flatten()
-                .map(|k| {
-                    let value = v.get_item(&k).unwrap_or_default();
-                    (Value::from(js::to_string(&k)), value)
-                })
+                .map(|(k, value)| (Value::from(k), value))
                 .collect();
             let key = |p: &(Value, Value)| {
                 let x = if by_value { p.1.clone() } else { p.0.clone() };
@@ -711,13 +714,11 @@ fn filter(_state: &State, name: &str, v: Value, args: Vec<Value>) -> Result<Valu
         "list" => match v.kind() {
             ValueKind::String => Value::from(items(&v)),
             ValueKind::Map => Value::from(
-                v.try_iter()
+                entries(&v)
                     .into_iter()
-                    .flatten()
-                    .map(|k| {
-                        let value = v.get_item(&k).unwrap_or_default();
+                    .map(|(k, value)| {
                         let mut m = std::collections::BTreeMap::new();
-                        m.insert("key".to_owned(), Value::from(js::to_string(&k)));
+                        m.insert("key".to_owned(), Value::from(k));
                         m.insert("value".to_owned(), value);
                         Value::from_iter(m)
                     })
@@ -959,13 +960,9 @@ fn filter(_state: &State, name: &str, v: Value, args: Vec<Value>) -> Result<Valu
             Some(text) => Value::from(encode_uri_component(text)),
             None => {
                 let pairs: Vec<(Value, Value)> = if v.kind() == ValueKind::Map {
-                    v.try_iter()
+                    entries(&v)
                         .into_iter()
-                        .flatten()
-                        .map(|k| {
-                            let value = v.get_item(&k).unwrap_or_default();
-                            (k, value)
-                        })
+                        .map(|(k, value)| (Value::from(k), value))
                         .collect()
                 } else {
                     items(&v)
