@@ -634,3 +634,61 @@ fn history_counts_an_expected_failure_as_the_run_did() {
     assert_eq!(run["failed"], 0, "{run}");
     assert_eq!(run["passed"], 2, "{run}");
 }
+
+/// The user-written set (`agent-guidance-review`): an assertion written
+/// without a `value` (under `defaultTest`) does not stop the config — in
+/// promptfoo it throws while grading and the row is an error. evalhost
+/// warns once at its line and makes those rows errors; a test's own
+/// assertions are still graded in the rows that have none missing.
+#[test]
+fn an_assertion_without_a_value_errors_its_rows_as_promptfoo_does() {
+    let project = Project::with_mock("x");
+    project.write(
+        "promptfooconfig.yaml",
+        r#"prompts: ["Say {{x}}"]
+providers: [echo]
+defaultTest:
+  assert:
+    - type: contains
+tests:
+  - vars: {x: hi}
+    assert:
+      - type: contains
+        value: hi
+"#,
+    );
+    let r = run_config(&project, &[]);
+    assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("promptfooconfig.yaml:5:7: warning")
+            && r.stderr.contains("must have a string or number value")
+            && r.stderr.contains("the rows that use it are errors"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        r.stderr
+            .matches("must have a string or number value")
+            .count(),
+        1,
+        "{}",
+        r.stderr
+    );
+    let rows = project.rows();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        rows[0]["execution_status"], "execution_error",
+        "{}",
+        rows[0]
+    );
+    assert_eq!(rows[0]["failure_class"], "plugin_error", "{}", rows[0]);
+    assert_eq!(rows[0]["output"], "Say hi", "{}", rows[0]);
+    // A value that is there but says nothing is still refused: evalhost
+    // does not grade `contains: ""` as a pass every output meets.
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts: [\"Say {{x}}\"]\nproviders: [echo]\ntests:\n  - vars: {x: hi}\n    assert: [{type: contains-any, value: ','}]\n",
+    );
+    let r = run_config(&project, &[]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+}

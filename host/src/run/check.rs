@@ -30,6 +30,8 @@ pub fn check_assertions(
     // config.
     let mut verdicts: HashMap<(usize, Arc<str>), Result<(), String>> = HashMap::new();
     let mut schemas = Schemas::default();
+    let promptfoo = suite.dialect == evalhost_suite::dialect::Dialect::Promptfoo;
+    let mut warned_missing = std::collections::HashSet::new();
     for test in &suite.tests {
         // Groups (`composite`, `assert-set`) are the host's; their members
         // are checked like any assertion.
@@ -120,6 +122,34 @@ pub fn check_assertions(
                 })
                 .clone();
             if let Err(message) = verdict {
+                // promptfoo does not check an assertion's `value` before the
+                // call: one that has none throws while grading, and the
+                // row is an error. So does evalhost's (the plugin's grade
+                // says the same), said here once per place.
+                if promptfoo
+                    && matches!(
+                        assertion.config.get("value"),
+                        None | Some(serde_json::Value::Null)
+                    )
+                {
+                    if warned_missing
+                        .insert((assertion.loc.file.clone(), assertion.loc.key.clone()))
+                    {
+                        diags.push(
+                            Diagnostic::warning(
+                                &assertion.loc.file,
+                                format!(
+                                    "assertion `{}` ({}): {message}; the rows that use it are errors (`failure_class: plugin_error`), as promptfoo makes them",
+                                    assertion.name, assertion.kind
+                                ),
+                            )
+                            .at(assertion.loc.pos)
+                            .key(assertion.loc.key.clone())
+                            .hint("give it a `value:`"),
+                        );
+                    }
+                    continue;
+                }
                 // Point at the key the message names; else at `value`, the
                 // usual culprit; else at the assertion.
                 let blamed = blamed_key(assertion, &message).or_else(|| {
