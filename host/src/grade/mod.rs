@@ -260,6 +260,17 @@ pub fn grade_assertion(
             start,
         );
     };
+    if let Some(message) = registry.invalid(assertion) {
+        return failed_row(
+            assertion,
+            &plugin.name,
+            &plugin.digest,
+            FailureClass::PluginError,
+            message.to_owned(),
+            None,
+            start,
+        );
+    }
     request.assertion_type.clone_from(&info.name);
     request.config_json.clear();
     request.config_json.push_str(&assertion.config_json);

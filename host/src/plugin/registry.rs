@@ -16,6 +16,14 @@ pub struct Registry {
     types: BTreeMap<String, (usize, usize)>,
     /// Plugins named by single assertions (`wasm:`), by path.
     by_path: BTreeMap<std::path::PathBuf, Arc<LoadedPlugin>>,
+    /// Assertions whose config their plugin refused, graded as that
+    /// plugin's error without a call (a promptfoo config's assertion
+    /// without a `value`, which promptfoo errors while grading), by the
+    /// place they were written.
+    invalid: std::collections::HashMap<
+        (Arc<std::path::PathBuf>, evalhost_suite::source_map::KeyPath),
+        Arc<str>,
+    >,
 }
 
 /// Two plugins claim the same assertion type.
@@ -31,6 +39,24 @@ pub struct DuplicateType {
 }
 
 impl Registry {
+    /// Marks the assertion written at `loc` as refused by its plugin's
+    /// config check with `message`: graded as a plugin error, never called.
+    pub fn mark_invalid(&mut self, loc: &crate::suite::Loc, message: &str) {
+        self.invalid
+            .insert((loc.file.clone(), loc.key.clone()), message.into());
+    }
+
+    /// Why the plugin refused `assertion`'s config, when it did
+    /// ([`Registry::mark_invalid`]).
+    pub fn invalid(&self, assertion: &crate::suite::Assertion) -> Option<&str> {
+        if self.invalid.is_empty() {
+            return None;
+        }
+        self.invalid
+            .get(&(assertion.loc.file.clone(), assertion.loc.key.clone()))
+            .map(|m| &**m)
+    }
+
     /// Loads every built-in plugin: those to compile in parallel (seconds
     /// each), those in the compile cache one after another on this thread
     /// (milliseconds each, and the suite is being read on another core).

@@ -18,7 +18,7 @@ use crate::suite::source_map::Pos;
 /// assertions get one warning instead of an "unknown type" error each.
 pub fn check_assertions(
     suite: &Suite,
-    registry: &Registry,
+    registry: &mut Registry,
     unloaded: &std::collections::HashSet<std::path::PathBuf>,
 ) -> Diagnostics {
     let mut diags = Diagnostics::default();
@@ -32,6 +32,7 @@ pub fn check_assertions(
     let mut schemas = Schemas::default();
     let promptfoo = suite.dialect == evalhost_suite::dialect::Dialect::Promptfoo;
     let mut warned_missing = std::collections::HashSet::new();
+    let mut invalid = Vec::new();
     for test in &suite.tests {
         // Groups (`composite`, `assert-set`) are the host's; their members
         // are checked like any assertion.
@@ -124,14 +125,17 @@ pub fn check_assertions(
             if let Err(message) = verdict {
                 // promptfoo does not check an assertion's `value` before the
                 // call: one that has none throws while grading, and the
-                // row is an error. So does evalhost's (the plugin's grade
-                // says the same), said here once per place.
+                // row is an error. So is evalhost's, said here once per
+                // place.
                 if promptfoo
                     && matches!(
                         assertion.config.get("value"),
                         None | Some(serde_json::Value::Null)
                     )
                 {
+                    // Graded as this error, without a call: what the
+                    // plugin would make of a missing value is its own.
+                    invalid.push((assertion.loc.clone(), message.clone()));
                     if warned_missing
                         .insert((assertion.loc.file.clone(), assertion.loc.key.clone()))
                     {
@@ -175,6 +179,9 @@ pub fn check_assertions(
                 );
             }
         }
+    }
+    for (loc, message) in invalid {
+        registry.mark_invalid(&loc, &message);
     }
     if !unchecked.is_empty() {
         let (_, first) = unchecked.values().next().expect("not empty");

@@ -278,7 +278,7 @@ pub fn prepare_with(
     super::python_runner::provide(&suite, engine, &mut registry, &mut diags);
     super::custom_types::discover(&mut suite, engine, &mut registry, &mut diags);
     super::script_bundles::bundle(&mut suite, &mut diags);
-    let checked = super::check::check_assertions(&suite, &registry, &unloaded);
+    let checked = super::check::check_assertions(&suite, &mut registry, &unloaded);
     diags.0.extend(checked.0);
     diags.dedup();
     if diags.has_errors() {
