@@ -25,8 +25,11 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "tests" / "data" / "promptfoo-conformance"
-PROMPTFOO = ROOT / "target" / "promptfoo"
-VERSION = "0.121.20"
+# PROMPTFOO_VERSION records with another version (0.123.1 needs Node >= 22
+# on PATH), installed into target/promptfoo-<version> (or PROMPTFOO_DIR).
+VERSION = os.environ.get("PROMPTFOO_VERSION", "0.121.20")
+PROMPTFOO = pathlib.Path(os.environ.get("PROMPTFOO_DIR") or (
+    ROOT / "target" / ("promptfoo" if VERSION == "0.121.20" else f"promptfoo-{VERSION}")))
 # promptfoo's meteor loads natural with `import()`, which sees none of
 # natural's CommonJS exports: stock 0.121.20 errors on every meteor
 # assertion. This hook exposes them, so the recording holds what promptfoo's

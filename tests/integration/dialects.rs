@@ -173,6 +173,7 @@ fn promptfoo_configs_score_as_promptfoo() {
     configs.sort();
     assert!(configs.len() >= 3);
     let (mut rows, mut components, mut metrics, mut differ) = (0, 0, 0, Vec::new());
+    let mut versions = std::collections::BTreeSet::new();
     // `python` assertions: evalhost builds its sandboxed runner with the
     // pinned componentize-py (installed into the target directory).
     let componentize = crate::support::componentize_py();
@@ -411,6 +412,7 @@ fn promptfoo_configs_score_as_promptfoo() {
             serde_json::from_str(&std::fs::read_to_string(config.join("promptfoo.json")).unwrap())
                 .unwrap();
         let name = config.file_name().unwrap().to_string_lossy().into_owned();
+        versions.insert(recorded["promptfoo"].as_str().unwrap_or("?").to_owned());
         // The graders are asked as promptfoo asks them: its default model,
         // JSON replies for llm-rubric, text for model-graded-closedqa.
         if name == "llm-rubric" {
@@ -630,8 +632,9 @@ fn promptfoo_configs_score_as_promptfoo() {
         }
     }
     eprintln!(
-        "promptfoo conformance: {} configs, {rows} rows, {components} assertion scores and {metrics} named or derived metrics compared with promptfoo 0.121.20; {} differ",
+        "promptfoo conformance: {} configs, {rows} rows, {components} assertion scores and {metrics} named or derived metrics compared with promptfoo {}; {} differ",
         configs.len(),
+        versions.into_iter().collect::<Vec<_>>().join(", "),
         differ.len()
     );
     assert!(differ.is_empty(), "{}", differ.join("\n"));

@@ -399,9 +399,11 @@ fn a_csv_rows_error_points_at_its_csv_line() {
         "promptfooconfig.yaml",
         "prompts: ['{{q}}']\nproviders: [echo]\n\n\n\n\n\n\n\n\n\n\n\n\ntests: file://tests.csv\n",
     );
+    // `word-count(5)` is a word-count with a threshold and no value, as
+    // promptfoo reads it: an error row there and here, warned at its line.
     let r = run_config(&project, &[]);
-    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("tests.csv:2:"), "{}", r.stderr);
+    assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("tests.csv:2:1: warning"), "{}", r.stderr);
     assert!(!r.stderr.contains("tests.csv:15"), "{}", r.stderr);
 }
 
@@ -691,4 +693,108 @@ tests:
     );
     let r = run_config(&project, &[]);
     assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+}
+
+/// The user-written set (`runwai-baseline`): a reply of promptfoo's
+/// Anthropic provider is priced at promptfoo's own table (0.123.1's:
+/// `claude-sonnet-5` $2/$10 per million tokens; cache reads a tenth, cache
+/// writes 1.25 times), so a `cost` assertion grades as promptfoo grades it
+/// — it was an error (no cost) for a model pi-ai does not list. A model
+/// promptfoo's table does not list has no cost, as in promptfoo, whatever
+/// `cost:` the config gives.
+#[test]
+fn an_anthropic_reply_costs_what_promptfoo_charges() {
+    let reply = |model: &str| {
+        crate::support::Reply::json(
+            200,
+            serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant", "model": model,
+                "content": [{"type": "text", "text": "hi there"}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": 1000, "output_tokens": 200,
+                          "cache_read_input_tokens": 5000, "cache_creation_input_tokens": 100}}),
+        )
+    };
+    let server = crate::support::FakeServer::start(vec![reply("claude-sonnet-5"), reply("x")]);
+    let project = Project::with_mock("x");
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts: ['Say {{q}}']\nproviders:\n  - id: anthropic:messages:claude-sonnet-5\n  - id: anthropic:messages:claude-unlisted-9\n    config: {cost: 0.000001}\ntests:\n  - vars: {q: hi}\n    assert: [{type: cost, threshold: 0.01}]\n",
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("ANTHROPIC_BASE_URL", &server.url)
+        .env("ANTHROPIC_API_KEY", "sk-loopback")
+        .args(["run", "promptfooconfig.yaml", "-o", "out", "--no-cache"])
+        .output()
+        .unwrap()
+        .into();
+    let rows = project.rows();
+    assert_eq!(rows.len(), 2, "{}\n{}", r.stdout, r.stderr);
+    let row = |t: &str| {
+        rows.iter()
+            .find(|r| r["target"].as_str().unwrap().contains(t))
+            .unwrap_or_else(|| panic!("no row of {t}: {rows:?}"))
+    };
+    let listed = row("claude-sonnet-5");
+    // 1000 × 2e-6 + 5000 × 2e-6 × 0.1 + 100 × 2e-6 × 1.25 + 200 × 1e-5
+    let want = 1000.0 * 2e-6 + 5000.0 * 2e-6 * 0.1 + 100.0 * 2e-6 * 1.25 + 200.0 * 1e-5;
+    assert_eq!(listed["cost_usd"].as_f64(), Some(want), "{listed}");
+    assert_eq!(listed["status"], "passed", "{listed}");
+    let unlisted = row("claude-unlisted-9");
+    assert!(unlisted["cost_usd"].is_null(), "{unlisted}");
+    assert_eq!(
+        unlisted["execution_status"], "execution_error",
+        "{unlisted}"
+    );
+}
+
+/// The user-written set (`anteroom-regression`): an OpenAI provider's
+/// `headers` are sent with each call, an `Authorization` there over the
+/// key's (it was refused as a field evalhost does not send); a header
+/// naming an unset variable is sent as written, as promptfoo sends it,
+/// warned.
+#[test]
+fn an_openai_providers_headers_are_sent() {
+    let server = crate::support::FakeServer::start(vec![crate::support::Reply::chat("hi")]);
+    let project = Project::with_mock("x");
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts: ['Say {{q}}']\nproviders:\n  - id: openai:chat:gpt-4o\n    config:\n      headers:\n        Authorization: 'Bearer {{env.EVH_TEST_UNSET_TOKEN}}'\n        X-Team: evals\ntests:\n  - vars: {q: hi}\n    assert: [{type: contains, value: hi}]\n",
+    );
+    let r: crate::support::Run = crate::support::evalhost()
+        .current_dir(project.path())
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .env("OPENAI_API_KEY", "sk-loopback")
+        .env_remove("EVH_TEST_UNSET_TOKEN")
+        .args(["run", "promptfooconfig.yaml", "-o", "out"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains(
+            "`EVH_TEST_UNSET_TOKEN` is not set; promptfoo sends the template text as written"
+        ),
+        "{}",
+        r.stderr
+    );
+    let req = &server.requests()[0];
+    let auth: Vec<&String> = req
+        .headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(
+        auth,
+        ["Bearer {{env.EVH_TEST_UNSET_TOKEN}}"],
+        "{:?}",
+        req.headers
+    );
+    assert!(
+        req.headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("x-team") && v == "evals"),
+        "{:?}",
+        req.headers
+    );
 }

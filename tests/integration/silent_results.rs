@@ -391,7 +391,8 @@ fn a_ragged_promptfoo_csv_is_refused_with_its_line() {
 
 /// Item 6: `{{ env.X }}` in a promptfoo provider's config is rendered as
 /// promptfoo renders it when the provider loads (it was sent as the
-/// template text); an unset variable is refused, never sent; `outputPath`
+/// template text); an unset variable leaves the template as promptfoo
+/// leaves it, warned; `outputPath`
 /// writes promptfoo's JSON there, and a format evalhost does not write is
 /// refused.
 #[test]
@@ -444,17 +445,27 @@ fn promptfoo_provider_config_env_templates_and_output_path() {
         "{exported}"
     );
 
+    // Unset, the template stays as written and is sent so, as promptfoo's
+    // `renderEnvOnlyInObject` leaves it and its provider sends it: warned
+    // at its key (it was refused, and the config did not run at all).
     let r = run(&[("SUPPORT_BASE_URL", &server.url)]);
-    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(
-        r.stderr.contains("`MY_TEAM_KEY` is not set"),
+        r.stderr.contains("warning")
+            && r.stderr
+                .contains("`MY_TEAM_KEY` is not set; promptfoo sends the template text as written"),
         "{}",
         r.stderr
     );
-    assert_eq!(
-        server.requests().len(),
-        1,
-        "no request went out with the template"
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        requests[1]
+            .headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("authorization")
+                && v == "Bearer {{ env.MY_TEAM_KEY }}"),
+        "{:?}",
+        requests[1].headers
     );
 
     project.write(

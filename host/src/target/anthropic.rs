@@ -48,6 +48,74 @@ pub struct AnthropicConfig {
     pub promptfoo: Option<bool>,
     /// promptfoo's request fields (`output_style: promptfoo` only).
     pub request_params: Map<String, Value>,
+    /// promptfoo's price of a reply (`output_style: promptfoo` only;
+    /// `pricing:`): without it, such a reply has no cost, as in promptfoo.
+    pub pricing: Option<PromptfooPricing>,
+}
+
+/// What promptfoo charges for a reply of its Anthropic provider
+/// (`calculateAnthropicCost`): USD per input and output token; cache reads
+/// and writes at these factors of the input price (none: a flat `cost`,
+/// which prices cache tokens at nothing).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PromptfooPricing {
+    /// USD per uncached input token.
+    pub input_per_token: f64,
+    /// USD per output token.
+    pub output_per_token: f64,
+    /// Cache read and cache write prices, as factors of the input price.
+    pub cache_factors: Option<(f64, f64)>,
+}
+
+impl PromptfooPricing {
+    fn parse(v: &Value) -> Result<Self, (String, String)> {
+        let bad = |what: &str| {
+            (
+                "pricing".to_owned(),
+                format!("`pricing.{what}` must be a number"),
+            )
+        };
+        let num = |k: &str| v.get(k).and_then(Value::as_f64);
+        let factor = |k: &str| match v.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(x) => x.as_f64().map(Some).ok_or_else(|| bad(k)),
+        };
+        let input_per_token = num("input_per_token").ok_or_else(|| bad("input_per_token"))?;
+        let output_per_token = num("output_per_token").ok_or_else(|| bad("output_per_token"))?;
+        let cache_factors = match (factor("cache_read_factor")?, factor("cache_write_factor")?) {
+            (Some(r), Some(w)) => Some((r, w)),
+            (None, None) => None,
+            _ => {
+                return Err((
+                    "pricing".to_owned(),
+                    "`pricing` needs both `cache_read_factor` and `cache_write_factor`, or neither"
+                        .to_owned(),
+                ));
+            }
+        };
+        Ok(Self {
+            input_per_token,
+            output_per_token,
+            cache_factors,
+        })
+    }
+
+    /// The cost of a reply, in promptfoo's order of operations (so the same
+    /// double): `input` uncached tokens, `output` tokens, cache reads and
+    /// writes.
+    pub fn cost(&self, input: u64, output: u64, cache_read: u64, cache_write: u64) -> f64 {
+        let (i, o) = (input as f64, output as f64);
+        match self.cache_factors {
+            Some((read, write)) if cache_read > 0 || cache_write > 0 => {
+                let rate = self.input_per_token;
+                i * rate
+                    + cache_read as f64 * rate * read
+                    + cache_write as f64 * rate * write
+                    + o * self.output_per_token
+            }
+            _ => self.input_per_token * i + self.output_per_token * o,
+        }
+    }
 }
 
 impl AnthropicConfig {
@@ -93,6 +161,10 @@ impl AnthropicConfig {
                         "`output_style` must be `content` or `promptfoo`".to_owned(),
                     ));
                 }
+            },
+            pricing: match entry.get("pricing") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(PromptfooPricing::parse(v)?),
             },
             request_params: match entry.get("request_params") {
                 None | Some(Value::Null) => Map::new(),
@@ -445,6 +517,7 @@ mod tests {
             temperature: Some(0.2),
             promptfoo: None,
             request_params: Map::new(),
+            pricing: None,
             max_output_tokens: None,
             thinking_budget: thinking,
             timeout: Duration::from_secs(1),

@@ -356,6 +356,15 @@ pub fn call(
         ("anthropic", &config.model),
         doc["stop_reason"].as_str().map(str::to_owned),
     );
+    // promptfoo's price, not pi-ai's: its own table, read by the suite.
+    out.cost_usd = config.pricing.map(|p| {
+        p.cost(
+            u64_at("/usage/input_tokens"),
+            u64_at("/usage/output_tokens"),
+            u64_at("/usage/cache_read_input_tokens"),
+            u64_at("/usage/cache_creation_input_tokens"),
+        )
+    });
     out.output_json = parsed;
     Ok(out)
 }

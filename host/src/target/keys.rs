@@ -56,6 +56,8 @@ const OPENAI: &[&str] = &[
     "max_output_tokens",
     "timeout_seconds",
     "pricing",
+    // Sent with every call, over the key's header of the same name.
+    "headers",
     // evalhost's: more request fields, and promptfoo's output rules.
     "request_params",
     "output_style",
@@ -90,6 +92,7 @@ const ANTHROPIC: &[&str] = &[
     "request_params",
     "output_style",
     "show_thinking",
+    "pricing",
 ];
 
 const GEMINI: &[&str] = &[

@@ -29,6 +29,9 @@ pub struct OpenAiConfig {
     pub model: String,
     /// API key.
     pub api_key: Option<String>,
+    /// Headers sent with every call (`headers:`), over the key's header of
+    /// the same name.
+    pub headers: Vec<(String, String)>,
     /// Sampling temperature.
     pub temperature: Option<f64>,
     /// Cap on the reply's tokens.
@@ -117,7 +120,27 @@ impl OpenAiConfig {
             }
         };
         let pricing = entry.get("pricing").and_then(Value::as_object);
+        let headers = match entry.get("headers") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Object(o)) => o
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => Ok((k.clone(), s.clone())),
+                    _ => Err((
+                        "headers".to_owned(),
+                        format!("`headers.{k}` must be a string"),
+                    )),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => {
+                return Err((
+                    "headers".to_owned(),
+                    "`headers` must be a mapping of header names to values".to_owned(),
+                ));
+            }
+        };
         Ok(Self {
+            headers,
             provider: provider.to_owned(),
             base_url,
             model,
@@ -229,6 +252,14 @@ pub(super) fn post(
             None => ("Authorization", format!("Bearer {key}")),
         });
     }
+    // The entry's own headers, over the key's when they name the same one.
+    headers.retain(|(name, _)| {
+        !config
+            .headers
+            .iter()
+            .any(|(h, _)| h.eq_ignore_ascii_case(name))
+    });
+    headers.extend(config.headers.iter().map(|(k, v)| (k.as_str(), v.clone())));
     let response = super::api::send(url, &headers, body, timeout)?;
     super::api::json(url, response)
 }

@@ -82,10 +82,13 @@ impl Reader {
                 params.insert(from.into(), n);
             }
         }
+        if let Some(pricing) = self.anthropic_pricing(model, config, at) {
+            entry.insert("pricing".into(), pricing);
+        }
         for (k, v) in config {
             let kat = at.key("config").key(k);
             match k.as_str() {
-                "apiKey" | "apiBaseUrl" => {}
+                "apiKey" | "apiBaseUrl" | "cost" | "inputCost" | "outputCost" => {}
                 "showThinking" => {
                     entry.insert(
                         "show_thinking".into(),
@@ -177,6 +180,66 @@ impl Reader {
         }
         Some(entry)
     }
+}
+
+impl Reader {
+    /// How promptfoo prices a reply of `model` (`calculateAnthropicCost`):
+    /// a model its table lists, at the config's `inputCost`/`outputCost`/
+    /// `cost` (USD per token) else the table's; cache reads at a tenth of
+    /// the input price (a fortieth for Fable/Mythos 5.1), cache writes at
+    /// 1.25 times, unless a flat `cost` alone is given. A model the table
+    /// does not list has no cost, whatever the config says.
+    fn anthropic_pricing(
+        &mut self,
+        model: &str,
+        config: &Map<String, Value>,
+        at: &KeyPath,
+    ) -> Option<Value> {
+        let mut rate = |k: &str| match config.get(k) {
+            None | Some(Value::Null) => Some(None),
+            Some(Value::Number(n)) => Some(n.as_f64()),
+            Some(other) => {
+                self.error(
+                    &at.key("config").key(k),
+                    format!("`config.{k}` must be a number, USD per token (got {other})"),
+                );
+                None
+            }
+        };
+        let (cost, input, output) = (rate("cost")?, rate("inputCost")?, rate("outputCost")?);
+        let normalized = normalize_anthropic_model(model);
+        if normalized != model {
+            self.warning(at, format!("`{model}`: promptfoo prices a regional model name with a premium evalhost does not compute; its rows have no cost, and a `cost` assertion on them is an error"));
+            return None;
+        }
+        let (_, listed_in, listed_out) = super::anthropic_prices::ANTHROPIC_PRICES
+            .iter()
+            .find(|(m, ..)| *m == model)?;
+        let flat = cost.is_some() && input.is_none() && output.is_none();
+        let mut pricing = serde_json::json!({
+            "input_per_token": input.or(cost).unwrap_or(*listed_in),
+            "output_per_token": output.or(cost).unwrap_or(*listed_out),
+        });
+        if !flat {
+            let fable_51 = ["claude-fable-5-1", "claude-mythos-5-1"]
+                .iter()
+                .any(|f| model.to_ascii_lowercase().contains(f));
+            pricing["cache_read_factor"] = serde_json::json!(if fable_51 { 0.025 } else { 0.1 });
+            pricing["cache_write_factor"] = serde_json::json!(1.25);
+        }
+        Some(pricing)
+    }
+}
+
+/// promptfoo's `normalizeAnthropicModelName`: a Bedrock-style
+/// `[region.]anthropic.` prefix removed.
+fn normalize_anthropic_model(model: &str) -> &str {
+    let rest = ["global.", "us.", "eu.", "jp.", "au."]
+        .iter()
+        .find_map(|r| model.strip_prefix(r))
+        .filter(|r| r.starts_with("anthropic."))
+        .unwrap_or(model);
+    rest.strip_prefix("anthropic.").unwrap_or(model)
 }
 
 /// The config keys promptfoo 0.121's Anthropic Messages provider reads,

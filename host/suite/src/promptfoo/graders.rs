@@ -6,8 +6,8 @@ use super::*;
 
 impl Reader {
     /// The model that grades `llm-rubric` (promptfoo's grading provider):
-    /// `defaultTest.options.provider`, else promptfoo 0.121's default OpenAI
-    /// grader (`gpt-5.5-2026-04-23`, JSON replies) on the OpenAI endpoint
+    /// `defaultTest.options.provider`, else promptfoo's default OpenAI
+    /// grader (0.121.20's `gpt-5.5-2026-04-23`, JSON replies; see docs/dialects.md on 0.123.1's) on the OpenAI endpoint
     /// the environment names. It becomes the judge of every provider.
     pub(super) fn grader_target(&mut self, inline: &mut Vec<InlineTarget>, renderer: &Renderer) {
         let top = KeyPath::default();

@@ -33,6 +33,7 @@ use crate::model::{
 use crate::source_map::{KeyPath, SourceMap};
 
 mod anthropic;
+mod anthropic_prices;
 mod assertions;
 mod case;
 mod code;

@@ -226,6 +226,34 @@ impl Reader {
                         );
                     }
                 },
+                // Sent with every call, over promptfoo's own (its
+                // `Authorization` included), as its provider spreads them.
+                "headers" => match v {
+                    Value::Object(o) => {
+                        let mut headers = Map::new();
+                        for (name, value) in o {
+                            let text = match value {
+                                Value::String(s) => s.clone(),
+                                Value::Number(_) | Value::Bool(_) => value.to_string(),
+                                _ => {
+                                    self.error(
+                                        &kat.key(name),
+                                        format!("`config.headers.{name}` must be a string"),
+                                    );
+                                    continue;
+                                }
+                            };
+                            headers.insert(name.clone(), Value::String(text));
+                        }
+                        entry.insert("headers".into(), Value::Object(headers));
+                    }
+                    _ => {
+                        self.error(
+                            &kat,
+                            "`config.headers` must be a mapping of header names to values",
+                        );
+                    }
+                },
                 // The model a bare `openai:chat` runs (above); with a model
                 // in the id, promptfoo sends the id's.
                 "model" => {}
@@ -236,11 +264,11 @@ impl Reader {
                 // never dropped quietly.
                 other if PROMPTFOO_OPENAI_READS.contains(&other) => {
                     self.error(&kat, format!("`config.{other}` of an OpenAI provider is not read by this version of evalhost"))
-                        .hint = Some("evalhost sends temperature, max_tokens, top_p, presence_penalty, frequency_penalty, stop, seed, tools, tool_choice, functions, function_call, response_format, max_completion_tokens, reasoning_effort, user, logit_bias, store, metadata, prompt_cache_key and passthrough".into());
+                        .hint = Some("evalhost sends temperature, max_tokens, top_p, presence_penalty, frequency_penalty, stop, seed, tools, tool_choice, functions, function_call, response_format, max_completion_tokens, reasoning_effort, user, logit_bias, store, metadata, prompt_cache_key, passthrough and headers".into());
                 }
                 other => {
                     self.warning(&kat, format!("`config.{other}` is not an OpenAI request field promptfoo reads: promptfoo does not send it, and neither does evalhost"))
-                        .hint = Some("evalhost sends temperature, max_tokens, top_p, presence_penalty, frequency_penalty, stop, seed, tools, tool_choice, functions, function_call, response_format, max_completion_tokens, reasoning_effort, user, logit_bias, store, metadata, prompt_cache_key and passthrough; the endpoint is `apiBaseUrl`".into());
+                        .hint = Some("evalhost sends temperature, max_tokens, top_p, presence_penalty, frequency_penalty, stop, seed, tools, tool_choice, functions, function_call, response_format, max_completion_tokens, reasoning_effort, user, logit_bias, store, metadata, prompt_cache_key, passthrough and headers; the endpoint is `apiBaseUrl`".into());
                 }
             }
         }

@@ -257,7 +257,9 @@ impl Reader {
     ) -> Option<Map<String, Value>> {
         // promptfoo renders `{{ env.X }}` in a provider's config when it
         // loads the provider (`renderEnvOnlyInObject`); a variable that is
-        // not set would be sent as the template text, so it is refused.
+        // not set leaves the template text as written, and promptfoo sends
+        // that: so does evalhost, warned (it is what the user's config
+        // says, and refusing would make rows promptfoo errors into no run).
         let Value::Object(rendered) = fill_env_refs(&Value::Object(config.clone()), renderer)
         else {
             unreachable!("an object stays an object");
@@ -265,16 +267,15 @@ impl Reader {
         for (key, value) in &rendered {
             let unset = unset_env_refs(value);
             if let Some(name) = unset.first() {
-                self.error(
+                self.warning(
                     &at.key("config").key(key),
-                    format!("`config.{key}` names `{{{{ env.{name} }}}}`, and `{name}` is not set; promptfoo would send the template text as written"),
+                    format!("`config.{key}` names `{{{{ env.{name} }}}}`, and `{name}` is not set; promptfoo sends the template text as written, and so does evalhost"),
                 )
                 .hint = Some(if self.options.untrusted {
                     "under --sandbox strict a config sees only its own `env:`; give the value in a targets file you trust".into()
                 } else {
                     format!("set {name} in the environment (or in the config's `env:`)")
                 });
-                return None;
             }
         }
         let written = config;
