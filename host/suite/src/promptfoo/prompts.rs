@@ -206,7 +206,12 @@ impl Reader {
                 .unwrap_or("")
                 .to_ascii_lowercase();
             let parts: Vec<String> = match fext.as_str() {
-                "json" => vec![text.trim().to_owned()],
+                // promptfoo's `processJsonFile`: the JSON re-serialised
+                // as `JSON.stringify` writes it (compact), else the text.
+                "json" => vec![match serde_json::from_str::<Value>(&text) {
+                    Ok(v) => crate::nunjucks::json_stringify(&v),
+                    Err(_) => text.clone(),
+                }],
                 "yaml" | "yml" => match crate::yaml::parse(&text) {
                     Ok(v) => vec![match v {
                         Value::String(s) => s,
@@ -379,13 +384,28 @@ impl Reader {
     }
 }
 
-/// promptfoo's `maybeFilePath`: no newline, and `file://`, a `/`, `\` or
-/// `*`, a dot 3rd or 4th from the end, or a prompt file extension.
+/// promptfoo's `maybeFilePath`: no newline (nor a prompt-manager URL),
+/// and `file://`, a prompt file's extension ending the last or the
+/// second-to-last `:`-separated part (`prompt.json`, `p.py:fn`), a dot 3rd
+/// or 4th from the end, or a `/`, `\` or `*`.
 pub(super) fn maybe_file_path(s: &str) -> bool {
-    if s.contains('\n') {
+    const EXTENSIONS: &[&str] = &[
+        ".cjs", ".cts", ".j2", ".js", ".json", ".jsonl", ".md", ".mjs", ".mts", ".py", ".ts",
+        ".txt", ".yml", ".yaml",
+    ];
+    if ["\n", "portkey://", "langfuse://", "helicone://"]
+        .iter()
+        .any(|f| s.contains(f))
+    {
         return false;
     }
-    if s.starts_with("file://") || s.contains(['/', '\\', '*']) {
+    let tokens: Vec<&str> = s.split(':').collect();
+    let last = tokens.last().copied();
+    let before = tokens.len().checked_sub(2).map(|i| tokens[i]);
+    let extension = EXTENSIONS.iter().any(|ext| {
+        last.is_some_and(|t| t.ends_with(ext)) || before.is_some_and(|t| t.ends_with(ext))
+    });
+    if s.starts_with("file://") || extension || s.contains(['/', '\\', '*']) {
         return true;
     }
     let chars: Vec<char> = s.chars().collect();
