@@ -81,4 +81,6 @@ mod everyday;
 mod isolation;
 mod sandbox_value;
 // Issue 48: same file, same number, round three.
+// Issue 52: promptfoo configs as their users write them.
+mod promptfoo_as_written;
 mod same_number3;

@@ -13,16 +13,7 @@ impl Reader {
         if self.provider_prompts.iter().all(|(_, l)| l.is_none()) {
             return None;
         }
-        let id = prompt.id.as_deref();
-        let matches = |r: &String| {
-            prompt.label == *r
-                || id == Some(r.as_str())
-                || r.strip_suffix('*').is_some_and(|p| {
-                    prompt.label.starts_with(p) || id.is_some_and(|i| i.starts_with(p))
-                })
-                || prompt.label.starts_with(&format!("{r}:"))
-                || id.is_some_and(|i| i.starts_with(&format!("{r}:")))
-        };
+        let matches = |r: &String| super::rows::prompt_ref_matches(r, prompt);
         Some(
             self.provider_prompts
                 .iter()

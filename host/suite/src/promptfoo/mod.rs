@@ -209,6 +209,9 @@ struct Row {
     /// The other `options` (`response_format`, `temperature`, …): promptfoo
     /// merges them into each provider's config for this test's calls.
     provider_options: Map<String, Value>,
+    /// `prompts:` — the prompts this test runs (labels, ids, `prefix*`
+    /// patterns, as a provider's), with where it was written; `None`: all.
+    prompts: Option<(Vec<String>, KeyPath)>,
     at: KeyPath,
     file: Arc<PathBuf>,
     /// Where the row starts in `file` when it came from a tests file (a

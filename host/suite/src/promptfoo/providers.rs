@@ -151,7 +151,8 @@ impl Reader {
                             self.error(&oat.key("prompts"), format!("`prompts` of a provider must be a list of prompt labels or ids, got {}", crate::agentv4::kind(other)));
                         }
                     },
-                    other => {
+                    // Read by promptfoo, not (yet) by evalhost: refused.
+                    other @ ("transform" | "env" | "inputs") => {
                         self.error(
                             &oat.key(other),
                             format!(
@@ -160,6 +161,17 @@ impl Reader {
                         )
                         .hint =
                             Some("a provider takes `id`, `label`, `config` and `prompts`".into());
+                    }
+                    // promptfoo's provider schema drops any other key
+                    // (`provider: openai` beside `id`): so does evalhost,
+                    // said.
+                    other => {
+                        self.warning(
+                            &oat.key(other),
+                            format!(
+                                "`{other}` of a provider is not read by promptfoo (a provider takes `id`, `label`, `config`, `prompts`, `transform`, `delay`, `env`, `inputs`), nor by evalhost"
+                            ),
+                        );
                     }
                 }
             }

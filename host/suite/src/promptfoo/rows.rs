@@ -282,7 +282,28 @@ impl Reader {
         {
             self.error(at, "a test needs at least one of assert, vars, options, metadata, provider, providerOutput, threshold (promptfoo refuses it too)");
         }
-        for key in ["provider", "providers", "prompts", "assertScoringFunction"] {
+        // promptfoo's `prompts` of a test: a list of prompt references.
+        let prompts = match t.get("prompts") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(refs)) if refs.iter().all(Value::is_string) => Some((
+                refs.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect(),
+                at.key("prompts"),
+            )),
+            Some(other) => {
+                self.error(
+                    &at.key("prompts"),
+                    format!(
+                        "a test's `prompts` must be a list of prompt labels or ids, got {}",
+                        crate::agentv4::kind(other)
+                    ),
+                );
+                None
+            }
+        };
+        for key in ["provider", "providers", "assertScoringFunction"] {
             if t.contains_key(key) {
                 self.error(
                     &at.key(key),
@@ -386,6 +407,7 @@ impl Reader {
             transform_vars,
             grading,
             provider_options,
+            prompts,
             at: at.clone(),
             file: self.file.clone(),
             pos: None,
@@ -456,6 +478,18 @@ impl Reader {
     }
 }
 
+/// promptfoo's `doesPromptRefMatch`: a prompt's label or id equal to the
+/// reference, starting with it before a `*`, or with `ref:`.
+pub(super) fn prompt_ref_matches(r: &str, prompt: &Prompt) -> bool {
+    let id = prompt.id.as_deref();
+    prompt.label == r
+        || id == Some(r)
+        || r.strip_suffix('*')
+            .is_some_and(|p| prompt.label.starts_with(p) || id.is_some_and(|i| i.starts_with(p)))
+        || prompt.label.starts_with(&format!("{r}:"))
+        || id.is_some_and(|i| i.starts_with(&format!("{r}:")))
+}
+
 /// `defaultTest` merged into a test, as promptfoo does: vars, metadata
 /// shallow (the test's win), the default's assertions first, its threshold
 /// when the test has none.
@@ -488,6 +522,9 @@ pub(super) fn merge_default(d: &Row, mut row: Row) -> Row {
     }
     if row.grading.factuality.is_none() {
         row.grading.factuality = d.grading.factuality.clone();
+    }
+    if row.prompts.is_none() {
+        row.prompts = d.prompts.clone();
     }
     row
 }
@@ -585,6 +622,37 @@ impl Reader {
             std::collections::HashMap::new();
         let mut overlays = std::collections::HashMap::new();
         let mut failed_transforms = std::collections::HashSet::new();
+        // Every reference must name a prompt, or promptfoo refuses the
+        // config (`validateTestPromptReferences`).
+        let mut checked = std::collections::HashSet::new();
+        for row in rows.iter().chain(default_test) {
+            let Some((refs, at)) = &row.prompts else {
+                continue;
+            };
+            if !checked.insert(at.clone()) {
+                continue;
+            }
+            for r in refs {
+                if !prompts.iter().any(|p| prompt_ref_matches(r, p)) {
+                    let mut available: Vec<&str> = prompts
+                        .iter()
+                        .flat_map(|p| [Some(p.label.as_str()), p.id.as_deref()])
+                        .flatten()
+                        .filter(|s| !s.is_empty())
+                        .collect();
+                    available.sort_unstable();
+                    available.dedup();
+                    self.error(
+                        at,
+                        format!(
+                            "references prompt \"{r}\" which does not exist (promptfoo refuses it too). Available prompts: [{}]",
+                            available.join(", ")
+                        ),
+                    )
+                    .hint = Some("a test's `prompts` names prompts by label or id, `name*` for a prefix, or `group` for labels starting `group:`".into());
+                }
+            }
+        }
         for (n, row) in rows.into_iter().enumerate() {
             let mut row = match &default_test {
                 Some(d) => merge_default(d, row),
@@ -620,6 +688,12 @@ impl Reader {
                 let unread = self.load_file_vars(&mut vars, &row.at.key("vars"), &mut var_files);
                 let vars = &vars;
                 for (p, prompt) in prompts.iter().enumerate() {
+                    // promptfoo's `isAllowedPrompt` of the test's `prompts`.
+                    if let Some((refs, _)) = &row.prompts
+                        && !refs.iter().any(|r| prompt_ref_matches(r, prompt))
+                    {
+                        continue;
+                    }
                     let base = row
                         .description
                         .clone()
