@@ -416,6 +416,25 @@ impl Judge {
                     openai::chat(config, messages, &params, timeout)
                         .map(|out| CachedCompletion::of(out, &config.model))
                 }
+                // A promptfoo config's Anthropic grader: the grading prompt
+                // (the messages as the JSON chat promptfoo renders) sent as
+                // its Messages provider sends any prompt — one request,
+                // `stream: false`, its `max_tokens` and `temperature`.
+                Provider::Anthropic(config) if config.promptfoo.is_some() => {
+                    let chat: Vec<serde_json::Value> = messages
+                        .iter()
+                        .map(
+                            |(role, content)| serde_json::json!({"role": role, "content": content}),
+                        )
+                        .collect();
+                    crate::target::anthropic_promptfoo::call(
+                        config,
+                        &serde_json::Value::Array(chat).to_string(),
+                        config.promptfoo.unwrap_or(true),
+                        timeout.map_or(config.timeout, |t| t.min(config.timeout)),
+                    )
+                    .map(|out| CachedCompletion::of(out, &config.model))
+                }
                 Provider::Anthropic(config) => {
                     use crate::target::anthropic::chat;
                     chat(config, messages, temperature, max_tokens, timeout)

@@ -19,7 +19,7 @@ pub use crate::results::output::{
 mod acp;
 pub mod agent;
 pub mod anthropic;
-mod anthropic_promptfoo;
+pub(crate) mod anthropic_promptfoo;
 mod api;
 mod claude_sdk;
 pub mod cli;
