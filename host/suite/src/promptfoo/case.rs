@@ -138,6 +138,9 @@ impl Reader {
             if !row.metadata.is_empty() {
                 t.insert("metadata".into(), Value::Object(row.metadata.clone()));
             }
+            for (k, v) in &row.extra {
+                t.entry(k.clone()).or_insert_with(|| v.clone());
+            }
             Value::Object(t)
         };
         for a in &mut assertions {

@@ -212,6 +212,9 @@ struct Row {
     /// `prompts:` — the prompts this test runs (labels, ids, `prefix*`
     /// patterns, as a provider's), with where it was written; `None`: all.
     prompts: Option<(Vec<String>, KeyPath)>,
+    /// Keys promptfoo does not read for itself (`expected:` beside
+    /// `vars:`): kept, as promptfoo keeps them, in `context.test`.
+    extra: Map<String, Value>,
     at: KeyPath,
     file: Arc<PathBuf>,
     /// Where the row starts in `file` when it came from a tests file (a

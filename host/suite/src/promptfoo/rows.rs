@@ -257,14 +257,29 @@ impl Reader {
 
     /// One test mapping (or `defaultTest`).
     pub(super) fn row(&mut self, t: &Map<String, Value>, at: &KeyPath, default: bool) -> Row {
-        for key in t.keys() {
+        // A key promptfoo does not read for itself is kept in the test, and
+        // so in `context.test` of its assertions (`expected:` beside
+        // `vars:`, read by a javascript assertion): said only when it looks
+        // like a typo of one it reads.
+        let mut extra = Map::new();
+        for (key, v) in t {
             if !TEST_KEYS.contains(&key.as_str()) {
-                self.warning(
-                    &at.key(key),
-                    format!("unknown test key `{key}`; promptfoo ignores it, and so does evalhost"),
-                )
-                .hint = crate::diag::nearest(key, TEST_KEYS.iter().copied())
-                    .map(|n| format!("did you mean `{n}`?"));
+                extra.insert(key.clone(), v.clone());
+                let near = crate::diag::typo_of(key, TEST_KEYS.iter().copied());
+                if default {
+                    // A default's own are dropped: not even in `context.test`.
+                    self.warning(
+                        &at.key(key),
+                        format!("unknown key `{key}`: promptfoo ignores it here (it reaches no test, not even `context.test`), and so does evalhost"),
+                    )
+                    .hint = near.map(|n| format!("did you mean `{n}`?"));
+                } else if let Some(near) = near {
+                    self.warning(
+                        &at.key(key),
+                        format!("unknown test key `{key}`: promptfoo does not read it (it is only in `context.test` of the assertions), and neither does evalhost"),
+                    )
+                    .hint = Some(format!("did you mean `{near}`?"));
+                }
             }
         }
         if !default
@@ -408,6 +423,7 @@ impl Reader {
             grading,
             provider_options,
             prompts,
+            extra,
             at: at.clone(),
             file: self.file.clone(),
             pos: None,
@@ -526,6 +542,8 @@ pub(super) fn merge_default(d: &Row, mut row: Row) -> Row {
     if row.prompts.is_none() {
         row.prompts = d.prompts.clone();
     }
+    // A default's own unread keys do not reach the test (promptfoo
+    // merges the keys it knows).
     row
 }
 
