@@ -945,7 +945,7 @@ fn hostile_dialect_files_are_refused_with_a_reason() {
     let validate = |file: &str| -> crate::support::Run {
         crate::support::evalhost()
             .current_dir(project.path().join("proj"))
-            .args(["validate", file])
+            .args(["validate", "--sandbox", "strict", file])
             .output()
             .unwrap()
             .into()

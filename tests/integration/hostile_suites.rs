@@ -35,10 +35,24 @@ fn project(suite: &str) -> (tempfile::TempDir, std::path::PathBuf) {
 /// Validates and runs the suite in `root`: both exit 2 without a panic and
 /// print every `needle`; nothing is run, and no secret is echoed.
 fn refused(root: &Path, needles: &[&str]) {
-    for args in [
+    refused_with(root, needles, &[]);
+}
+
+/// [`refused`] under `--sandbox strict`: leaving the project root is a
+/// strict-mode refusal (a trusted suite may read a file outside, as
+/// promptfoo does; it never reads a secret).
+fn refused_strict(root: &Path, needles: &[&str]) {
+    refused_with(root, needles, &["--sandbox", "strict"]);
+}
+
+fn refused_with(root: &Path, needles: &[&str], extra: &[&str]) {
+    for base in [
         &["validate", "EVAL.yaml"][..],
         &["run", "EVAL.yaml", "-o", "out"][..],
     ] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        let args = &args[..];
         let r = run_in(root, args);
         assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
         assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
@@ -206,7 +220,25 @@ tests:
       - {type: llm-grader, prompt: 'file://../secret.txt'}
 ";
     let (outer, root) = project(suite);
-    refused(
+    // A trusted suite reads a file outside its project (promptfoo's
+    // `../prompts/x.txt`), never a secret there.
+    std::fs::write(
+        root.join("EVAL.yaml"),
+        "tests:\n  - {id: t, input: [{role: user, content: [{type: file, value: ../secret.txt}]}], assertions: [{type: contains, value: x}]}\n",
+    )
+    .unwrap();
+    let r = run_in(&root, &["validate", "EVAL.yaml"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    std::fs::create_dir_all(outer.path().join("other/.git")).unwrap();
+    std::fs::write(outer.path().join("other/.git/config"), "[core]").unwrap();
+    std::fs::write(
+        root.join("EVAL.yaml"),
+        "tests:\n  - {id: t, input: [{role: user, content: [{type: file, value: ../other/.git/config}]}], assertions: [{type: contains, value: x}]}\n",
+    )
+    .unwrap();
+    refused(&root, &["EVAL.yaml:2:", "one of the project's secrets"]);
+    std::fs::write(root.join("EVAL.yaml"), suite).unwrap();
+    refused_strict(
         &root,
         &[
             "EVAL.yaml:3:",
@@ -218,7 +250,7 @@ tests:
         ],
     );
     std::fs::write(root.join("EVAL.yaml"), "tests:\n  - file://../secret.txt\n").unwrap();
-    refused(&root, &["EVAL.yaml:2:", "outside the suite's project root"]);
+    refused_strict(&root, &["EVAL.yaml:2:", "outside the suite's project root"]);
     // An `include:` template that links out: named as outside, not "not found".
     std::fs::create_dir_all(root.join(".agentv/templates")).unwrap();
     std::os::unix::fs::symlink(
@@ -231,7 +263,7 @@ tests:
         "tests:\n  - {id: t, input: q, assertions: [{include: evil}]}\n",
     )
     .unwrap();
-    refused(&root, &["EVAL.yaml:2:", "outside the suite's project root"]);
+    refused_strict(&root, &["EVAL.yaml:2:", "outside the suite's project root"]);
     // Globs: the walk starts at the literal prefix, which must be inside the
     // project; nothing outside is even listed. (Found by the fuzzer: an
     // absolute glob used to walk the whole file system.)
@@ -240,7 +272,7 @@ tests:
         "tests:\n  - file://../outside-case/*.yaml\n  - file:///./*X\n  - file:///etc/**/*.yaml\n",
     )
     .unwrap();
-    refused(
+    refused_strict(
         &root,
         &[
             "EVAL.yaml:2:",
@@ -258,7 +290,7 @@ fn a_workspace_template_cannot_leave_the_project() {
     let (_d, root) = project(
         "workspace: {template: ../}\ntests:\n  - {id: t, input: q, assertions: [{type: contains, value: x}]}\n",
     );
-    refused(
+    refused_strict(
         &root,
         &[
             "EVAL.yaml:1:",
@@ -279,12 +311,12 @@ fn a_case_directory_that_is_a_symlink_out_of_the_project_is_refused() {
     )
     .unwrap();
     std::os::unix::fs::symlink(outer.path().join("outside-case"), root.join("cases/evil")).unwrap();
-    refused(&root, &["evil", "outside the suite's project root"]);
+    refused_strict(&root, &["evil", "outside the suite's project root"]);
     // A symlinked cases file too.
     std::fs::remove_file(root.join("cases/evil")).unwrap();
     std::os::unix::fs::symlink(outer.path().join("secret.txt"), root.join("cases.yaml")).unwrap();
     std::fs::write(root.join("EVAL.yaml"), "tests: ./cases.yaml\n").unwrap();
-    refused(&root, &["EVAL.yaml:1:", "outside the suite's project root"]);
+    refused_strict(&root, &["EVAL.yaml:1:", "outside the suite's project root"]);
 }
 
 #[test]
@@ -406,7 +438,7 @@ fn a_repo_cannot_smuggle_git_options_or_come_from_outside_the_project() {
     let (outer, root) = project(
         "workspace:\n  repos:\n    - path: a\n      source: {type: local, path: .}\n      checkout: {ref: '--upload-pack=touch PWNED; git-upload-pack'}\ntests:\n  - {id: t, input: q, assertions: [{type: contains, value: hi}]}\n",
     );
-    refused(
+    refused_strict(
         &root,
         &[
             "EVAL.yaml:5:",
@@ -423,7 +455,7 @@ fn a_repo_cannot_smuggle_git_options_or_come_from_outside_the_project() {
         ),
     )
     .unwrap();
-    refused(
+    refused_strict(
         &root,
         &[
             "EVAL.yaml:3:",
@@ -446,7 +478,7 @@ fn links_out_of_the_project_are_refused_wherever_a_file_is_implied() {
         root.join("cases/c1/case.yaml"),
     )
     .unwrap();
-    refused(&root, &["case.yaml", "outside the suite's project root"]);
+    refused_strict(&root, &["case.yaml", "outside the suite's project root"]);
 
     std::fs::remove_file(root.join("cases/c1/case.yaml")).unwrap();
     std::fs::write(
@@ -455,7 +487,7 @@ fn links_out_of_the_project_are_refused_wherever_a_file_is_implied() {
     )
     .unwrap();
     std::os::unix::fs::symlink(outer.path(), root.join("cases/c1/workspace")).unwrap();
-    refused(&root, &["workspace", "outside the suite's project root"]);
+    refused_strict(&root, &["workspace", "outside the suite's project root"]);
 
     std::fs::write(
         root.join("suite.jsonl"),
@@ -463,7 +495,7 @@ fn links_out_of_the_project_are_refused_wherever_a_file_is_implied() {
     )
     .unwrap();
     std::os::unix::fs::symlink(outer.path().join("secret.txt"), root.join("suite.yaml")).unwrap();
-    let r = run_in(&root, &["validate", "suite.jsonl"]);
+    let r = run_in(&root, &["validate", "--sandbox", "strict", "suite.jsonl"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("the JSONL sidecar"), "{}", r.stderr);
     assert!(!r.stderr.contains("TOP SECRET"), "{}", r.stderr);

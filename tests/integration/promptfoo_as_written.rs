@@ -57,3 +57,61 @@ fn a_bare_json_prompt_file_is_read() {
         rows[0]
     );
 }
+
+/// A config outside a git checkout naming `../prompts/x.txt`: promptfoo
+/// reads it, and so does a trusted run; `--sandbox strict` keeps a suite
+/// inside its project, refused at the prompt's line. A secret outside is
+/// never read.
+#[test]
+fn a_prompt_file_beside_the_configs_folder_is_read_outside_strict() {
+    let project = Project::with_mock("x");
+    project.write("prompts/greet.txt", "Greet {{name}} warmly.\n");
+    project.write(
+        "evals/promptfooconfig.yaml",
+        "prompts: [file://../prompts/greet.txt]\nproviders: [echo]\ntests:\n  - vars: {name: Ada}\n    assert: [{type: contains, value: Ada}]\n",
+    );
+    let dir = project.path().join("evals");
+    let r = run_in(&dir, &["run", "promptfooconfig.yaml", "-o", "out"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("out/results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0]["output"], "Greet Ada warmly.", "{}", rows[0]);
+
+    let r = run_in(
+        &dir,
+        &[
+            "run",
+            "promptfooconfig.yaml",
+            "-o",
+            "out2",
+            "--sandbox",
+            "strict",
+        ],
+    );
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("promptfooconfig.yaml:1:")
+            && r.stderr.contains("outside the suite's project root"),
+        "{}",
+        r.stderr
+    );
+    let r = run_in(
+        &dir,
+        &["validate", "--sandbox", "strict", "promptfooconfig.yaml"],
+    );
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+
+    // Never a secret: another folder's `.env`.
+    project.write("prompts/.env", "OPENAI_API_KEY=sk-secret\n");
+    project.write(
+        "evals/promptfooconfig.yaml",
+        "prompts: [file://../prompts/.env]\nproviders: [echo]\ntests:\n  - vars: {name: Ada}\n    assert: [{type: contains, value: Ada}]\n",
+    );
+    let r = run_in(&dir, &["run", "promptfooconfig.yaml", "-o", "out3"]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(!r.stderr.contains("sk-secret"), "{}", r.stderr);
+    assert!(r.stderr.contains("secrets"), "{}", r.stderr);
+}

@@ -29,6 +29,11 @@ pub struct ValidateArgs {
     /// A warning fails the check (exit 2), for CI.
     #[arg(long)]
     pub deny_warnings: bool,
+    /// Check the suite as a run with this sandbox policy loads it: `strict`
+    /// refuses what a strict run refuses (files outside the project root,
+    /// commands the suite defines).
+    #[arg(long, value_enum, default_value = "default")]
+    pub sandbox: SandboxKind,
 }
 
 pub(super) fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {
@@ -63,7 +68,7 @@ pub(super) fn validate_command(args: &ValidateArgs, err: &mut dyn Write) -> u8 {
         agentv: args.agentv,
         print_warnings: true,
         check: crate::run::targets::Check::Validate,
-        strict: false,
+        strict: args.sandbox == SandboxKind::Strict,
         locked: false,
     };
     let (mut tests, mut ok, mut warnings) = (0usize, 0usize, 0usize);

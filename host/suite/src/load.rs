@@ -51,7 +51,10 @@ pub fn load_as_with(
     forced: Option<Dialect>,
     code: Option<crate::code::Runner>,
 ) -> (Option<Suite>, Diagnostics) {
-    let roots = Roots::for_eval(path);
+    let mut roots = Roots::for_eval(path);
+    // Outside `--sandbox strict`, a suite reads files outside its project
+    // root too (never a secret).
+    roots.confined = untrusted;
     let env = if untrusted {
         Env::load_files_only(&roots.eval_dir, &roots.project_root, &roots.cwd)
     } else {

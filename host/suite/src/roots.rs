@@ -1,12 +1,17 @@
 //! Where a suite may read files from, and how relative paths are found.
 //!
-//! **The rule:** a suite reads files only inside its *project root* — the
-//! nearest ancestor of the eval file that contains `.git`, or, outside a
-//! repository, the eval file's own directory. Every referenced path (test
-//! files, `file://` entries, case directories, input files, templates,
-//! plugins) is resolved with symlinks followed and refused when it lands
-//! outside, so `../../etc/passwd` or a case directory that is a symlink out
-//! of the suite is an error, not a read.
+//! **The rule:** under `--sandbox strict` a suite reads files only inside
+//! its *project root* — the nearest ancestor of the eval file that contains
+//! `.git`, or, outside a repository, the eval file's own directory. Every
+//! referenced path (test files, `file://` entries, case directories, input
+//! files, templates, plugins) is resolved with symlinks followed and
+//! refused when it lands outside, so `../../etc/passwd` or a case directory
+//! that is a symlink out of the suite is an error, not a read. A trusted
+//! suite (no `--sandbox strict`: it may run commands on the host anyway)
+//! reads a file outside too (`../prompts/x.txt` of a config outside a git
+//! checkout, as promptfoo reads it), [`Roots::confined`] false. The
+//! project's secrets are never read, wherever they are; a directory the run
+//! creates (a static workspace) stays inside the project in both modes.
 //!
 //! Relative paths are searched as AgentV does (§1.9): the eval file's
 //! directory, then each ancestor up to the project root, then the current
@@ -23,6 +28,9 @@ pub struct Roots {
     pub project_root: PathBuf,
     /// The current directory.
     pub cwd: PathBuf,
+    /// True when files outside the project root are refused
+    /// (`--sandbox strict`); else only secrets are.
+    pub confined: bool,
 }
 
 /// Why a path could not be used.
@@ -116,6 +124,7 @@ impl Roots {
             eval_dir,
             project_root,
             cwd: cwd.canonicalize().unwrap_or(cwd),
+            confined: true,
         }
     }
 
@@ -188,7 +197,7 @@ impl Roots {
                 self.cwd.join(&path)
             };
             let lexical = normalize(&absolute);
-            if !lexical.starts_with(&self.project_root) {
+            if self.confined && !lexical.starts_with(&self.project_root) {
                 return Err(PathError::Outside {
                     resolved: lexical,
                     root: self.project_root.clone(),
@@ -204,7 +213,12 @@ impl Roots {
     pub fn relative_dir(&self, value: &str, base: &Path) -> Result<PathBuf, PathError> {
         let path = base.join(value);
         if path.exists() {
-            return self.contain(&path);
+            // Confined in every mode: the run creates and writes here.
+            let confined = Self {
+                confined: true,
+                ..self.clone()
+            };
+            return confined.contain(&path);
         }
         let absolute = if path.is_absolute() {
             path
@@ -258,6 +272,16 @@ impl Roots {
         match resolved.strip_prefix(&self.project_root) {
             Ok(relative) if is_secret(relative) => Err(PathError::Secret { resolved }),
             Ok(_) => Ok(resolved),
+            // A trusted suite's file outside the project: read, unless it
+            // is a secret of wherever it is (another checkout's `.git/`,
+            // `.env`).
+            Err(_) if !self.confined => {
+                if is_secret(&resolved) {
+                    Err(PathError::Secret { resolved })
+                } else {
+                    Ok(resolved)
+                }
+            }
             Err(_) => Err(PathError::Outside {
                 resolved,
                 root: self.project_root.clone(),
@@ -369,6 +393,7 @@ mod tests {
             eval_dir: root.clone(),
             project_root: root.clone(),
             cwd: root,
+            confined: true,
         };
         assert!(matches!(
             roots.relative("missing.yaml", Path::new("")),
