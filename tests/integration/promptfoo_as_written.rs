@@ -115,3 +115,55 @@ fn a_prompt_file_beside_the_configs_folder_is_read_outside_strict() {
     assert!(!r.stderr.contains("sk-secret"), "{}", r.stderr);
     assert!(r.stderr.contains("secrets"), "{}", r.stderr);
 }
+
+/// The clock: a config's code reads the wall clock as in Node (the
+/// conformance config `clock` checks it against promptfoo); under
+/// `--sandbox strict` it is frozen at 1970, said at load and in each row
+/// whose code ran without it.
+#[test]
+fn code_reads_the_clock_except_under_strict_where_it_says_so() {
+    let project = Project::with_mock("x");
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts: ['hi']\nproviders: [echo]\ntests:\n  - assert: [{type: javascript, value: 'new Date().getFullYear() >= 2026'}]\n",
+    );
+    let r = run_in(
+        project.path(),
+        &["run", "promptfooconfig.yaml", "-o", "out"],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(!r.stderr.contains("frozen clock"), "{}", r.stderr);
+    let r = run_in(
+        project.path(),
+        &[
+            "run",
+            "promptfooconfig.yaml",
+            "-o",
+            "out2",
+            "--sandbox",
+            "strict",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains(
+            "under --sandbox strict the suite's JavaScript and Python see a frozen clock"
+        ),
+        "{}",
+        r.stderr
+    );
+    let row: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(project.path().join("out2/results.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        row["scores"][0]["details"]["clock"]
+            .as_str()
+            .is_some_and(|c| c.contains("1970-01-01")),
+        "{row}"
+    );
+}

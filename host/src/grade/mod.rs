@@ -237,6 +237,11 @@ pub fn call_limits(assertion: &Assertion, suite: LimitOverrides) -> CallLimits {
     }
 }
 
+/// The built-in engines of a suite's own code (JavaScript, Python): their
+/// users write for Node and CPython, which have a clock, so they are given
+/// the wall clock (not under `--sandbox strict`).
+pub const CLOCKED: &[&str] = &["builtin:javascript", "builtin:python-runner"];
+
 /// Grades one assertion. Never fails: a plugin failure is a failed score with
 /// its class.
 pub fn grade_assertion(
@@ -285,8 +290,10 @@ pub fn grade_assertion(
         &plugin.digest,
         crate::judge_proxy::requested_calls(&assertion.kind, &assertion.config),
     );
+    let clocked = CLOCKED.contains(&plugin.label.as_str());
     let grants = crate::plugin::Grants {
         response: request.response.clone(),
+        clock: clocked && !policy.strict,
         ..grants
     };
     crate::judge::defer_cache_writes();
@@ -379,8 +386,23 @@ pub fn grade_assertion(
         ),
     };
     row.judge = judge_usage;
+    // Said in the row whose code ran without the clock (`--sandbox strict`).
+    if clocked && policy.strict {
+        let note = serde_json::Value::String(FROZEN_CLOCK.into());
+        match &mut row.details {
+            Some(serde_json::Value::Object(d)) => {
+                d.insert("clock".into(), note);
+            }
+            None => row.details = Some(serde_json::json!({"clock": note})),
+            Some(_) => {}
+        }
+    }
     row
 }
+
+/// What a row graded by code under `--sandbox strict` says of its clock.
+pub const FROZEN_CLOCK: &str =
+    "frozen under --sandbox strict: the code read 1970-01-01T00:00:00Z as the time";
 
 impl ScoreRow {
     /// The results a grader nested in its own (`details.componentResults`:

@@ -45,6 +45,11 @@ pub struct Grants {
     /// the `response` interface. Not a capability: the case's own data,
     /// like the request.
     pub response: std::sync::Arc<ResponseInfo>,
+    /// The wall clock, read-only: given to the built-in engines that run a
+    /// suite's JavaScript and Python (whose tools, Node and CPython, have
+    /// one), never under `--sandbox strict`. Without it the clock reads
+    /// 1970-01-01T00:00:00Z. The monotonic clock stays frozen either way.
+    pub clock: bool,
 }
 
 /// What a target reported about its answer beyond its messages.
@@ -65,6 +70,7 @@ impl Default for Grants {
             exec: Err("its assertion type does not declare it".into()),
             workspace: None,
             response: std::sync::Arc::default(),
+            clock: false,
         }
     }
 }
@@ -232,6 +238,20 @@ impl ResourceLimiter for Limiter {
 
 struct FrozenClock;
 
+/// The host's wall clock, for a plugin granted [`Grants::clock`].
+struct WallClock;
+
+impl HostWallClock for WallClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_millis(1)
+    }
+    fn now(&self) -> Duration {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+    }
+}
+
 impl HostWallClock for FrozenClock {
     fn resolution(&self) -> Duration {
         Duration::from_secs(1)
@@ -286,7 +306,6 @@ impl HostState {
         builder
             .stdout(stdout.clone())
             .stderr(stderr.clone())
-            .wall_clock(FrozenClock)
             .monotonic_clock(FrozenClock)
             .secure_random(StdRng::seed_from_u64(0x5eed))
             .insecure_random(StdRng::seed_from_u64(0x5eed + 1))
@@ -294,6 +313,11 @@ impl HostState {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
+        if grants.clock {
+            builder.wall_clock(WallClock);
+        } else {
+            builder.wall_clock(FrozenClock);
+        }
         if let Some(dir) = &grants.workspace {
             // Read-only: the plugin may read the case workspace, never write.
             let _ = builder.preopened_dir(dir, "/workspace", wasmtime_wasi::FsPerms::ReadOnly);

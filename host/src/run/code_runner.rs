@@ -3,7 +3,8 @@
 //! filters; `evalhost_suite::code`): JavaScript in the built-in JavaScript
 //! plugin (Boa), Python in the Python runner (CPython), each call a fresh
 //! instance under the default deadline and memory cap, with no files,
-//! network, environment or clock — the same sandbox as promptfoo's
+//! network or environment, and the wall clock only outside `--sandbox
+//! strict` — the same sandbox as promptfoo's
 //! `javascript` and `python` assertions, so `--sandbox strict` holds: a
 //! config's code never runs on the host. Each engine loads on first use.
 //!
@@ -35,6 +36,10 @@ pub struct SandboxCode {
     /// The deadline or memory failure of each piece of code that had one,
     /// by [`code_key`].
     exhausted: Mutex<HashMap<String, String>>,
+    /// The wall clock, given to the code (not under `--sandbox strict`).
+    clock: bool,
+    /// Set once any code ran.
+    used: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Which code a call runs (not its arguments): its language and text.
@@ -57,14 +62,23 @@ fn code_key(call: &CodeCall) -> String {
 }
 
 impl SandboxCode {
-    /// A runner on `engine`, shared by the reader.
-    pub fn runner(engine: &Arc<PluginEngine>) -> Runner {
-        Runner(Arc::new(Self {
+    /// A runner on `engine`, shared by the reader; `clock`: the code sees
+    /// the wall clock (else 1970-01-01).
+    /// With it, whether any code ran (set by the first call).
+    pub fn runner(
+        engine: &Arc<PluginEngine>,
+        clock: bool,
+    ) -> (Runner, Arc<std::sync::atomic::AtomicBool>) {
+        let used = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let runner = Runner(Arc::new(Self {
             engine: Arc::clone(engine),
             javascript: OnceLock::new(),
             python: OnceLock::new(),
             exhausted: Mutex::new(HashMap::new()),
-        }))
+            clock,
+            used: Arc::clone(&used),
+        }));
+        (runner, used)
     }
 
     fn plugin(&self, language: Language) -> Result<&LoadedPlugin, String> {
@@ -116,6 +130,7 @@ impl CodeRunner for SandboxCode {
             return Err(error.clone());
         }
         let plugin = self.plugin(call.language)?;
+        self.used.store(true, std::sync::atomic::Ordering::Relaxed);
         let mut config = Map::new();
         match &call.code {
             Code::Inline { text, params } => {
@@ -167,7 +182,11 @@ impl CodeRunner for SandboxCode {
             timeout: CallLimits::DEFAULT_TIMEOUT,
             memory: CallLimits::DEFAULT_MEMORY,
         };
-        let (result, _) = plugin.grade(&request, limits, Grants::default());
+        let grants = Grants {
+            clock: self.clock,
+            ..Grants::default()
+        };
+        let (result, _) = plugin.grade(&request, limits, grants);
         let graded = result.map_err(|f| {
             if matches!(
                 f.class,

@@ -77,7 +77,7 @@ pub fn prepare_with(
     });
     // The code a config computes values with while it is read runs in
     // the plugin sandbox.
-    let code = super::code_runner::SandboxCode::runner(engine);
+    let (code, code_ran) = super::code_runner::SandboxCode::runner(engine, !strict);
     let (suite, mut diags) = suite::load::load_as_with(eval, strict, dialect, Some(code));
     let load_time = started.elapsed();
     super::note_peak("load");
@@ -280,6 +280,29 @@ pub fn prepare_with(
     super::script_bundles::bundle(&mut suite, &mut diags);
     let checked = super::check::check_assertions(&suite, &mut registry, &unloaded);
     diags.0.extend(checked.0);
+    // The suite's code gets the wall clock, as Node's and CPython's has
+    // one; under strict it is frozen: said once here, and in each row.
+    if strict {
+        let clocked = suite
+            .tests
+            .iter()
+            .flat_map(|t| t.every_assertion())
+            .flat_map(suite::Assertion::walk)
+            .any(|a| {
+                registry
+                    .resolve_for(a)
+                    .is_some_and(|(p, _)| crate::grade::CLOCKED.contains(&p.label.as_str()))
+            });
+        if clocked || code_ran.load(std::sync::atomic::Ordering::Relaxed) {
+            diags.push(
+                crate::diag::Diagnostic::warning(
+                    &suite.file,
+                    "under --sandbox strict the suite's JavaScript and Python see a frozen clock (`new Date()` is 1970-01-01T00:00:00Z), where promptfoo's and AgentV's see the time: a result that reads the clock can differ, and each such row says so (`details.clock`)",
+                )
+                .hint("without --sandbox strict the code reads the wall clock (read-only; no files, network or environment)"),
+            );
+        }
+    }
     diags.dedup();
     if diags.has_errors() {
         return Err(RunError::Invalid(diags));
