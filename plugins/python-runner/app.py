@@ -35,6 +35,10 @@ TYPE = "promptfoo-python"
 # (promptfoo's `transformVars`, `get_var` files, prompt functions), the
 # result in the details (`output`).
 CALL = "promptfoo-python-call"
+# promptfoo's `transform: file://x.py[:fn]`: the output rewritten by a
+# Python function (`get_transform` by default), called with the output and
+# `{vars, prompt}`; the result in details.output.
+TRANSFORM = "promptfoo-python-transform"
 
 
 def _camel(key):
@@ -207,6 +211,13 @@ class Grader(exports.Grader):
                     capabilities=[],
                 ),
                 types.AssertionType(
+                    name=TRANSFORM,
+                    description="promptfoo's Python output transform (`transform: file://x.py`): the new output in details.output",
+                    config_schema=json.dumps({"type": "object"}),
+                    default_threshold=0.0,
+                    capabilities=[],
+                ),
+                types.AssertionType(
                     name=CALL,
                     description="a suite's Python called while the suite is read (transformVars, var files, prompt functions): the result in details.output",
                     config_schema=json.dumps({"type": "object"}),
@@ -221,7 +232,7 @@ class Grader(exports.Grader):
         )
 
     def check_config(self, assertion_type, config_json):
-        if assertion_type == CALL:
+        if assertion_type in (CALL, TRANSFORM):
             return
         if assertion_type != TYPE:
             raise Err("unknown assertion type `%s`" % assertion_type)
@@ -233,6 +244,15 @@ class Grader(exports.Grader):
         config = json.loads(request.config_json)
         if request.assertion_type == CALL:
             return self.call(config)
+        if request.assertion_type == TRANSFORM:
+            metadata = json.loads(request.metadata_json or "{}")
+            vars_ = metadata.get("vars", {}) if isinstance(metadata, dict) else {}
+            prompt = request.input[0].content if request.input else ""
+            output_json = response.output_json()
+            output = json.loads(output_json) if output_json is not None else request.output
+            script = dict(config["__script"])
+            script["function"] = script.get("function") or "get_transform"
+            return _call_result({"__script": script, "args": [output, {"vars": vars_, "prompt": {"raw": prompt}}]})
         threshold = config.get("threshold")
         inverse = bool(config.get("inverse", False))
         metadata = json.loads(request.metadata_json or "{}")

@@ -18,6 +18,8 @@ use crate::suite::Suite;
 
 /// The plugin type of promptfoo's `python` assertions.
 pub const TYPE: &str = "promptfoo-python";
+/// The plugin type of a Python output transform.
+pub const TRANSFORM: &str = "promptfoo-python-transform";
 
 /// The runner's source.
 const APP: &str = include_str!("../../../plugins/python-runner/app.py");
@@ -38,12 +40,17 @@ pub fn provide(
     if registry.resolve(TYPE).is_some() {
         return;
     }
+    // A `python` assertion, or a Python transform (of an assertion, or of
+    // the test's output).
+    let python =
+        |a: &&crate::suite::Assertion| matches!(a.plugin_type.as_deref(), Some(TYPE | TRANSFORM));
     let Some(first) = suite
         .tests
         .iter()
-        .flat_map(|t| t.every_assertion())
+        .flat_map(|t| t.every_assertion().chain(t.output_transform.as_deref()))
         .flat_map(crate::suite::Assertion::walk)
-        .find(|a| a.plugin_type.as_deref() == Some(TYPE))
+        .flat_map(|a| std::iter::once(a).chain(a.transform.as_deref()))
+        .find(python)
     else {
         return;
     };

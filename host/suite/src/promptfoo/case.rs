@@ -218,6 +218,19 @@ impl Reader {
     ) -> Option<Assertion> {
         let mut config = Map::new();
         match v {
+            // promptfoo runs a `.py` transform with its Python runner
+            // (`get_transform` unless named): so does evalhost, sandboxed.
+            Value::String(s)
+                if s.starts_with("file://") && file_and_function(s).0.ends_with(".py") =>
+            {
+                let script = self.python_file(s, at)?;
+                config.insert("__script".into(), script);
+                return Some(Assertion {
+                    weight: 0.0,
+                    plugin_type: Some("promptfoo-python-transform".into()),
+                    ..self.made(name.into(), "transform", config, at, file)
+                });
+            }
             Value::String(s) if s.starts_with("file://") => {
                 let script = self.javascript_file(s, at)?;
                 config.insert("__script".into(), script);
