@@ -167,3 +167,41 @@ fn code_reads_the_clock_except_under_strict_where_it_says_so() {
         "{row}"
     );
 }
+
+/// Node's runtime in a `javascript` assertion: Intl, `toLocaleString`,
+/// `Buffer`, `structuredClone` answer as Node answers (the conformance
+/// config `javascript-runtime`, recorded with promptfoo); what Boa would
+/// format differently from Node — dates, currency/percent/unit numbers —
+/// throws a RangeError saying so, warned at load at the assertion's line,
+/// never a different string.
+#[test]
+fn what_boa_formats_differently_from_node_is_refused_loudly() {
+    let project = Project::with_mock("x");
+    project.write(
+        "promptfooconfig.yaml",
+        "prompts: ['x']\nproviders: [echo]\ntests:\n  - assert:\n      - type: javascript\n        value: \"new Intl.NumberFormat('en-US', {style: 'percent'}).format(0.256) === '26%'\"\n      - type: javascript\n        value: \"new Date(0).toLocaleDateString('en-US') === '1/1/1970'\"\n      - type: javascript\n        value: \"(1234.5).toLocaleString() === '1,234.5' && Buffer.from('hi').toString('base64') === 'aGk='\"\n",
+    );
+    let r = run_in(
+        project.path(),
+        &["run", "promptfooconfig.yaml", "-o", "out"],
+    );
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("promptfooconfig.yaml:6:9: warning: this assertion calls `Intl.NumberFormat` with a currency, percent or unit style")
+            && r.stderr.contains("promptfooconfig.yaml:8:9: warning: this assertion calls `toLocaleDateString`"),
+        "{}",
+        r.stderr
+    );
+    let rows = project.rows();
+    let scores = rows[0]["scores"].as_array().unwrap();
+    for s in &scores[..2] {
+        assert!(
+            s["assertions"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("is not formatted as Node formats it by the evalhost sandbox's engine"),
+            "{s}"
+        );
+    }
+    assert_eq!(scores[2]["score"], 1.0, "{}", scores[2]);
+}

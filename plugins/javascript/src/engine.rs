@@ -1,5 +1,7 @@
 //! The Boa engine of a plugin instance: its realm (the `console`,
-//! `require` and `process` shims), compiled snippets and modules, promises
+//! `require` and `process` shims, boa_runtime's `structuredClone`,
+//! `TextEncoder`/`TextDecoder` and `atob`/`btoa`, and `prelude.js`: `Buffer`
+//! and Intl as Node answers it), compiled snippets and modules, promises
 //! settled, thrown values as promptfoo shows them.
 
 use std::cell::RefCell;
@@ -20,6 +22,9 @@ use crate::snippet::Script;
 /// Calls deeper than this throw `RangeError` (well inside the plugin's
 /// stack, so unbounded recursion fails the assertion instead of trapping).
 const RECURSION_LIMIT: usize = 1000;
+
+/// Node's globals Boa lacks, in JavaScript (`prelude.js`).
+const PRELUDE: &str = include_str!("prelude.js");
 
 /// Most compiled snippets and modules kept per instance.
 const CACHE_CAP: usize = 256;
@@ -55,6 +60,17 @@ impl Engine {
         let mut ctx = Context::default();
         ctx.runtime_limits_mut()
             .set_recursion_limit(RECURSION_LIMIT);
+        // Node's `structuredClone`, `TextEncoder`/`TextDecoder` and
+        // `atob`/`btoa`, from Boa's own runtime (pure: no I/O).
+        boa_runtime::register_extensions(
+            (
+                boa_runtime::extensions::Base64Extension,
+                boa_runtime::extensions::EncodingExtension,
+                boa_runtime::extensions::StructuredCloneExtension,
+            ),
+            None,
+            &mut ctx,
+        )?;
         let console = {
             let mut init = ObjectInitializer::new(&mut ctx);
             for name in ["log", "info", "warn", "error", "debug", "trace"] {
@@ -75,6 +91,9 @@ impl Engine {
         let process = ctx.eval(Source::from_bytes(
             "({ env: Object.freeze({}), argv: [], platform: 'wasi', mainModule: { require: globalThis.require, exports: {} } })",
         ))?;
+        // What Node gives an assertion that Boa does not (`Buffer`), and
+        // Intl as Node answers it: pure JavaScript.
+        ctx.eval(Source::from_bytes(PRELUDE))?;
         let baseline = ctx
             .global_object()
             .own_property_keys(&mut ctx)?

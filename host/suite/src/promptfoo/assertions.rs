@@ -368,6 +368,7 @@ impl Reader {
             Value::String(sv) if sv.starts_with("file://") && base == "javascript" => {
                 let script = self.javascript_file(sv, vat)?;
                 self.note_env_reads(&script.to_string(), vat);
+                self.note_refused_runtime(&script.to_string(), vat);
                 config.insert("__script".into(), script);
                 return Some(());
             }
@@ -421,6 +422,7 @@ impl Reader {
             && let Value::String(code) = &value
         {
             self.note_env_reads(code, vat);
+            self.note_refused_runtime(code, vat);
         }
         config.insert("value".into(), value);
         Some(())

@@ -24,6 +24,30 @@ impl Reader {
     /// read now (relative to the config, inside the project), for the
     /// sandboxed engine to evaluate as an ES module (`.mjs`, or `import` /
     /// `export` statements) or CommonJS.
+    /// Warns when JavaScript `code` calls what evalhost's engine refuses
+    /// because Boa would format it differently from Node (dates, and
+    /// numbers as currency, percent or unit): the assertion fails with the
+    /// reason where promptfoo formats it, so it is said at load, at its
+    /// line.
+    pub(super) fn note_refused_runtime(&mut self, code: &str, at: &KeyPath) {
+        let dates = ["DateTimeFormat", "toLocaleDateString", "toLocaleTimeString"]
+            .iter()
+            .find(|n| code.contains(*n));
+        let styles = code.contains("style")
+            && ["currency", "percent", "unit"]
+                .iter()
+                .any(|s| code.contains(&format!("'{s}'")) || code.contains(&format!("\"{s}\"")));
+        let what = match (dates, styles) {
+            (Some(n), _) => format!("`{n}`"),
+            (None, true) => "`Intl.NumberFormat` with a currency, percent or unit style".to_owned(),
+            (None, false) => return,
+        };
+        self.warn_once(
+            at,
+            format!("this assertion calls {what}, which evalhost's JavaScript engine (Boa) formats differently from Node: the call throws a RangeError saying so, and the assertion fails where promptfoo formats it"),
+        );
+    }
+
     /// Notes the `process.env` names JavaScript `code` reads.
     pub(super) fn note_env_reads(&mut self, code: &str, at: &KeyPath) {
         let mut rest = code;

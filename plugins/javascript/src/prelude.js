@@ -1,0 +1,340 @@
+// What Node gives a promptfoo assertion that Boa and boa_runtime do not:
+// a `Buffer` (the common part of Node's: from/alloc/concat/byteLength/
+// isBuffer/compare, toString, equals, indexOf and write in utf8, base64,
+// base64url, hex, latin1, ascii and utf16le), and Intl as Node answers it
+// (the default locale `en-US`, not Boa's `und`; the formats Boa would get
+// wrong refused with a reason, never a different string). Pure functions of
+// their arguments: no files, network or environment. Evaluated once per
+// realm, before the realm's globals are recorded.
+(function () {
+  'use strict';
+  const define = (name, value) =>
+    Object.defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false });
+
+  // --- UTF-8 (Buffer's; Node's decoder: WHATWG's replacement rule) -----------
+  function utf8Encode(str) {
+    str = String(str);
+    const out = [];
+    for (let i = 0; i < str.length; i++) {
+      let c = str.charCodeAt(i);
+      if (c >= 0xd800 && c <= 0xdbff && i + 1 < str.length) {
+        const d = str.charCodeAt(i + 1);
+        if (d >= 0xdc00 && d <= 0xdfff) {
+          c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
+          i++;
+        } else {
+          c = 0xfffd;
+        }
+      } else if (c >= 0xd800 && c <= 0xdfff) {
+        c = 0xfffd;
+      }
+      if (c < 0x80) out.push(c);
+      else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
+      else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+      else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+    }
+    return out;
+  }
+
+  // WHATWG's UTF-8 decoder: each maximal invalid subpart is one U+FFFD.
+  function utf8Decode(bytes, fatal) {
+    let out = '';
+    let i = 0;
+    const n = bytes.length;
+    const bad = () => {
+      if (fatal) throw new TypeError('The encoded data was not valid for encoding utf-8');
+      out += '\ufffd';
+    };
+    while (i < n) {
+      const b = bytes[i];
+      if (b < 0x80) {
+        out += String.fromCharCode(b);
+        i++;
+        continue;
+      }
+      let need = 0;
+      let cp = 0;
+      let lower = 0x80;
+      let upper = 0xbf;
+      if (b >= 0xc2 && b <= 0xdf) { need = 1; cp = b & 0x1f; }
+      else if (b >= 0xe0 && b <= 0xef) {
+        need = 2; cp = b & 0xf;
+        if (b === 0xe0) lower = 0xa0;
+        if (b === 0xed) upper = 0x9f;
+      } else if (b >= 0xf0 && b <= 0xf4) {
+        need = 3; cp = b & 0x7;
+        if (b === 0xf0) lower = 0x90;
+        if (b === 0xf4) upper = 0x8f;
+      } else { bad(); i++; continue; }
+      let j = 1;
+      for (; j <= need; j++) {
+        const c = bytes[i + j];
+        if (i + j >= n || c < lower || c > upper) break;
+        lower = 0x80;
+        upper = 0xbf;
+        cp = (cp << 6) | (c & 0x3f);
+      }
+      if (j <= need) { bad(); i += j; continue; }
+      out += String.fromCodePoint(cp);
+      i += need + 1;
+    }
+    return out;
+  }
+
+  // --- structuredClone's error, named as Node names it ------------------------
+  const clone = globalThis.structuredClone;
+  if (typeof clone === 'function') {
+    define('structuredClone', function structuredClone(value, options) {
+      try {
+        return clone(value, options);
+      } catch (e) {
+        if (e instanceof Error && /^DataCloneError\b/.test(e.message)) {
+          const err = new Error(
+            typeof value === 'function' || typeof value === 'symbol'
+              ? String(value) + ' could not be cloned.'
+              : e.message.replace(/^DataCloneError:\s*/, ''),
+          );
+          err.name = 'DataCloneError';
+          throw err;
+        }
+        throw e;
+      }
+    });
+  }
+
+  // --- Buffer ----------------------------------------------------------------
+  const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  function normEncoding(enc) {
+    const e = enc === undefined ? 'utf8' : String(enc).toLowerCase();
+    switch (e) {
+      case 'utf8': case 'utf-8': return 'utf8';
+      case 'hex': return 'hex';
+      case 'base64': return 'base64';
+      case 'base64url': return 'base64url';
+      case 'latin1': case 'binary': return 'latin1';
+      case 'ascii': return 'ascii';
+      case 'ucs2': case 'ucs-2': case 'utf16le': case 'utf-16le': return 'utf16le';
+      default: throw new TypeError('Unknown encoding: ' + enc);
+    }
+  }
+  function decodeBase64(str) {
+    const clean = String(str).replace(/[^A-Za-z0-9+/\-_]/g, '').replace(/-/g, '+').replace(/_/g, '/');
+    const out = [];
+    let bits = 0;
+    let acc = 0;
+    for (const ch of clean) {
+      acc = (acc << 6) | B64.indexOf(ch);
+      bits += 6;
+      if (bits >= 8) {
+        bits -= 8;
+        out.push((acc >> bits) & 0xff);
+      }
+    }
+    return out;
+  }
+  function encodeBase64(bytes, url) {
+    let out = '';
+    let i = 0;
+    for (; i + 2 < bytes.length; i += 3) {
+      const n = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+      out += B64[n >> 18] + B64[(n >> 12) & 63] + B64[(n >> 6) & 63] + B64[n & 63];
+    }
+    if (i < bytes.length) {
+      const n = (bytes[i] << 16) | ((i + 1 < bytes.length ? bytes[i + 1] : 0) << 8);
+      out += B64[n >> 18] + B64[(n >> 12) & 63];
+      out += i + 1 < bytes.length ? B64[(n >> 6) & 63] : '=';
+      out += '=';
+    }
+    if (url) out = out.replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+    return out;
+  }
+  function bytesOf(string, enc) {
+    const s = String(string);
+    switch (normEncoding(enc)) {
+      case 'utf8': return utf8Encode(s);
+      case 'hex': {
+        const out = [];
+        for (let i = 0; i + 1 < s.length; i += 2) {
+          const b = parseInt(s.slice(i, i + 2), 16);
+          if (Number.isNaN(b)) break;
+          out.push(b);
+        }
+        return out;
+      }
+      case 'base64': case 'base64url': return decodeBase64(s);
+      case 'latin1': case 'ascii': return Array.from(s, (c) => c.charCodeAt(0) & 0xff);
+      case 'utf16le': {
+        const out = [];
+        for (let i = 0; i < s.length; i++) { const c = s.charCodeAt(i); out.push(c & 0xff, c >> 8); }
+        return out;
+      }
+    }
+  }
+  class Buffer extends Uint8Array {
+    static from(value, encodingOrOffset, length) {
+      if (typeof value === 'string') return Buffer._of(bytesOf(value, encodingOrOffset));
+      if (value instanceof ArrayBuffer) {
+        const offset = encodingOrOffset === undefined ? 0 : Number(encodingOrOffset);
+        const len = length === undefined ? value.byteLength - offset : Number(length);
+        return new Buffer(value, offset, len);
+      }
+      if (ArrayBuffer.isView(value) || Array.isArray(value)) return Buffer._of(Array.from(value, (x) => Number(x) & 0xff));
+      if (value && value.type === 'Buffer' && Array.isArray(value.data)) return Buffer._of(value.data);
+      throw new TypeError('The first argument must be of type string or an instance of Buffer, ArrayBuffer, or Array or an Array-like Object.');
+    }
+    static _of(bytes) {
+      const b = new Buffer(bytes.length);
+      for (let i = 0; i < bytes.length; i++) b[i] = bytes[i];
+      return b;
+    }
+    static alloc(size, fill, encoding) {
+      const b = new Buffer(size);
+      if (fill !== undefined && fill !== 0) {
+        const pattern = typeof fill === 'string' ? bytesOf(fill, encoding) : [Number(fill) & 0xff];
+        if (pattern.length) for (let i = 0; i < size; i++) b[i] = pattern[i % pattern.length];
+      }
+      return b;
+    }
+    static allocUnsafe(size) { return new Buffer(size); }
+    static isBuffer(x) { return x instanceof Buffer; }
+    static isEncoding(e) { try { normEncoding(e); return true; } catch (_) { return false; } }
+    static byteLength(value, encoding) {
+      if (typeof value === 'string') return bytesOf(value, encoding).length;
+      return value.byteLength;
+    }
+    static concat(list, totalLength) {
+      const total = totalLength === undefined ? list.reduce((n, b) => n + b.length, 0) : totalLength;
+      const out = Buffer.alloc(total);
+      let at = 0;
+      for (const b of list) {
+        for (let i = 0; i < b.length && at < total; i++) out[at++] = b[i];
+      }
+      return out;
+    }
+    static compare(a, b) { return a.compare(b); }
+    toString(encoding, start = 0, end = this.length) {
+      const bytes = Array.prototype.slice.call(this, Math.max(0, start), Math.min(this.length, end));
+      switch (normEncoding(encoding)) {
+        case 'utf8': return utf8Decode(bytes, false);
+        case 'hex': return bytes.map((b) => (b < 16 ? '0' : '') + b.toString(16)).join('');
+        case 'base64': return encodeBase64(bytes, false);
+        case 'base64url': return encodeBase64(bytes, true);
+        case 'latin1': return String.fromCharCode.apply(null, bytes);
+        case 'ascii': return String.fromCharCode.apply(null, bytes.map((b) => b & 0x7f));
+        case 'utf16le': {
+          let s = '';
+          for (let i = 0; i + 1 < bytes.length; i += 2) s += String.fromCharCode(bytes[i] | (bytes[i + 1] << 8));
+          return s;
+        }
+      }
+    }
+    toJSON() { return { type: 'Buffer', data: Array.from(this) }; }
+    equals(other) { return this.compare(other) === 0; }
+    compare(other) {
+      const n = Math.min(this.length, other.length);
+      for (let i = 0; i < n; i++) {
+        if (this[i] !== other[i]) return this[i] < other[i] ? -1 : 1;
+      }
+      return this.length === other.length ? 0 : this.length < other.length ? -1 : 1;
+    }
+    slice(start, end) { return this.subarray(start, end); }
+    subarray(start, end) {
+      const v = Uint8Array.prototype.subarray.call(this, start, end);
+      return new Buffer(v.buffer, v.byteOffset, v.length);
+    }
+    write(string, offset = 0, length, encoding) {
+      if (typeof offset === 'string') { encoding = offset; offset = 0; }
+      const bytes = bytesOf(string, encoding);
+      const n = Math.min(bytes.length, this.length - offset, length === undefined ? Infinity : length);
+      for (let i = 0; i < n; i++) this[offset + i] = bytes[i];
+      return n;
+    }
+    includes(value, byteOffset, encoding) { return this.indexOf(value, byteOffset, encoding) !== -1; }
+    indexOf(value, byteOffset = 0, encoding) {
+      const needle = typeof value === 'number' ? [value & 0xff] : typeof value === 'string' ? bytesOf(value, encoding) : Array.from(value);
+      for (let i = Math.max(0, byteOffset); i + needle.length <= this.length; i++) {
+        let k = 0;
+        while (k < needle.length && this[i + k] === needle[k]) k++;
+        if (k === needle.length) return i;
+      }
+      return -1;
+    }
+  }
+  define('Buffer', Buffer);
+
+  // --- Intl as Node answers it ------------------------------------------------
+  // Boa's default locale is `und` (no locale is found inside the sandbox);
+  // Node's, with no LANG, is `en-US`: a call without a locale gets that.
+  const DEFAULT_LOCALE = 'en-US';
+  const withLocale = (locales) => (locales === undefined ? DEFAULT_LOCALE : locales);
+  const refuse = (what) => {
+    throw new RangeError(what + ' is not formatted as Node formats it by the evalhost sandbox\'s engine (Boa), so it is refused rather than answered differently');
+  };
+  // The number styles Boa does not format as Node: currency throws in Boa,
+  // percent is silently wrong ("0" for 0.256), unit is unchecked.
+  const checkNumberOptions = (options) => {
+    const style = options && options.style;
+    if (style === 'currency' || style === 'percent' || style === 'unit') {
+      refuse('Intl.NumberFormat with style "' + style + '"');
+    }
+  };
+  if (typeof Intl === 'object') {
+    const NF = Intl.NumberFormat;
+    const NumberFormat = function NumberFormat(locales, options) {
+      checkNumberOptions(options);
+      return new NF(withLocale(locales), options);
+    };
+    Object.defineProperty(NumberFormat, 'prototype', { value: NF.prototype });
+    NumberFormat.supportedLocalesOf = NF.supportedLocalesOf;
+    Intl.NumberFormat = NumberFormat;
+    for (const name of ['Collator', 'Segmenter', 'PluralRules', 'ListFormat']) {
+      const Orig = Intl[name];
+      if (typeof Orig !== 'function') continue;
+      const Wrapped = function (locales, options) {
+        if (new.target === undefined && name !== 'Collator') {
+          throw new TypeError('Constructor Intl.' + name + " requires 'new'");
+        }
+        return new Orig(withLocale(locales), options);
+      };
+      Object.defineProperty(Wrapped, 'name', { value: name });
+      Object.defineProperty(Wrapped, 'prototype', { value: Orig.prototype });
+      Wrapped.supportedLocalesOf = Orig.supportedLocalesOf;
+      Intl[name] = Wrapped;
+    }
+    // Dates: Boa's patterns differ from Node's (`1/1/70` for `1/1/1970`, no
+    // zone name, hours not padded): refused with the reason.
+    Intl.DateTimeFormat = function DateTimeFormat() {
+      refuse('Intl.DateTimeFormat');
+    };
+    const numberToLocale = Number.prototype.toLocaleString;
+    Number.prototype.toLocaleString = function toLocaleString(locales, options) {
+      checkNumberOptions(options);
+      return numberToLocale.call(this, withLocale(locales), options);
+    };
+    if (typeof BigInt === 'function') {
+      const bigToLocale = BigInt.prototype.toLocaleString;
+      BigInt.prototype.toLocaleString = function toLocaleString(locales, options) {
+        checkNumberOptions(options);
+        return bigToLocale.call(this, withLocale(locales), options);
+      };
+    }
+    const compare = String.prototype.localeCompare;
+    String.prototype.localeCompare = function localeCompare(that, locales, options) {
+      return compare.call(this, that, withLocale(locales), options);
+    };
+    for (const name of ['toLocaleString', 'toLocaleDateString', 'toLocaleTimeString']) {
+      Date.prototype[name] = function () {
+        refuse('Date.prototype.' + name);
+      };
+    }
+    // Arrays format each element with its own toLocaleString (above),
+    // joined by "," as Node joins them (Boa puts ", ").
+    Array.prototype.toLocaleString = function toLocaleString(locales, options) {
+      return Array.prototype.map
+        .call(this, (x) => (x === null || x === undefined ? '' : x.toLocaleString(locales, options)))
+        .join(',');
+    };
+  }
+  // Node 20 has no Temporal (Boa's intl build brings one).
+  delete globalThis.Temporal;
+})();
