@@ -1,7 +1,7 @@
 //! The Boa engine of a plugin instance: its realm (the `console`,
 //! `require` and `process` shims, boa_runtime's `structuredClone`,
-//! `TextEncoder`/`TextDecoder` and `atob`/`btoa`, and `prelude.js`: `Buffer`
-//! and Intl as Node answers it), compiled snippets and modules, promises
+//! `TextEncoder`/`TextDecoder` and `atob`/`btoa`, and, on first use,
+//! `buffer.js` and `intl.js`: `Buffer` and Intl as Node answers it), compiled snippets and modules, promises
 //! settled, thrown values as promptfoo shows them.
 
 use std::cell::RefCell;
@@ -22,9 +22,6 @@ use crate::snippet::Script;
 /// Calls deeper than this throw `RangeError` (well inside the plugin's
 /// stack, so unbounded recursion fails the assertion instead of trapping).
 const RECURSION_LIMIT: usize = 1000;
-
-/// Node's globals Boa lacks, in JavaScript (`prelude.js`).
-const PRELUDE: &str = include_str!("prelude.js");
 
 /// Most compiled snippets and modules kept per instance.
 const CACHE_CAP: usize = 256;
@@ -92,8 +89,9 @@ impl Engine {
             "({ env: Object.freeze({}), argv: [], platform: 'wasi', mainModule: { require: globalThis.require, exports: {} } })",
         ))?;
         // What Node gives an assertion that Boa does not (`Buffer`), and
-        // Intl as Node answers it: pure JavaScript.
-        ctx.eval(Source::from_bytes(PRELUDE))?;
+        // Intl as Node answers it: pure JavaScript, evaluated on first use
+        // (a realm is made for every call; most never read them).
+        lazy::install(&mut ctx)?;
         let baseline = ctx
             .global_object()
             .own_property_keys(&mut ctx)?
@@ -338,4 +336,142 @@ pub(crate) fn with_engine<T>(
         engine.reset_globals();
         result
     })
+}
+
+/// `buffer.js` and `intl.js`, each evaluated the first time a script reads
+/// one of the properties it defines or replaces: until then each is an
+/// accessor whose getter puts the originals back, evaluates the file (which
+/// replaces them with data properties) and returns what the script asked
+/// for. Parsing them for every realm cost ~4 ms a call.
+mod lazy {
+    use std::cell::RefCell;
+
+    use boa_engine::object::FunctionObjectBuilder;
+    use boa_engine::property::PropertyDescriptor;
+    use boa_engine::{Context, JsObject, JsResult, JsString, JsValue, NativeFunction, Source};
+
+    const BUFFER: &str = include_str!("buffer.js");
+    const INTL: &str = include_str!("intl.js");
+
+    /// The lazy properties: (file, the object's path, the property).
+    const PROPS: &[(usize, &str, &str)] = &[
+        (0, "globalThis", "Buffer"),
+        (0, "globalThis", "structuredClone"),
+        (1, "globalThis", "Intl"),
+        (1, "Number.prototype", "toLocaleString"),
+        (1, "BigInt.prototype", "toLocaleString"),
+        (1, "String.prototype", "localeCompare"),
+        (1, "Array.prototype", "toLocaleString"),
+        (1, "Date.prototype", "toLocaleString"),
+        (1, "Date.prototype", "toLocaleDateString"),
+        (1, "Date.prototype", "toLocaleTimeString"),
+    ];
+
+    thread_local! {
+        /// Per property: its object and original value, while lazy.
+        static ORIGINALS: RefCell<Vec<Option<(JsObject, Option<JsValue>)>>> =
+            const { RefCell::new(Vec::new()) };
+    }
+
+    /// Makes every property of [`PROPS`] lazy.
+    pub(super) fn install(ctx: &mut Context) -> JsResult<()> {
+        // Node 20 has no Temporal (Boa's intl build brings one).
+        ctx.global_object()
+            .delete_property_or_throw(JsString::from("Temporal"), ctx)?;
+        let mut originals = Vec::new();
+        for (i, &(_, path, name)) in PROPS.iter().enumerate() {
+            let target = ctx
+                .eval(Source::from_bytes(path))?
+                .as_object()
+                .expect("a built-in object")
+                .clone();
+            let key = JsString::from(name);
+            let original = target
+                .has_own_property(key.clone(), ctx)?
+                .then(|| target.get(key.clone(), ctx))
+                .transpose()?;
+            let getter = FunctionObjectBuilder::new(
+                ctx.realm(),
+                NativeFunction::from_copy_closure(move |_, _, ctx| get(i, ctx)),
+            )
+            .length(0)
+            .build();
+            let setter = FunctionObjectBuilder::new(
+                ctx.realm(),
+                NativeFunction::from_copy_closure(move |_, args, ctx| {
+                    // Assigned before read: the script's value wins.
+                    get(i, ctx)?;
+                    let (_, path, name) = PROPS[i];
+                    let target = ctx.eval(Source::from_bytes(path))?;
+                    if let Some(t) = target.as_object() {
+                        t.set(
+                            JsString::from(name),
+                            args.first().cloned().unwrap_or_default(),
+                            true,
+                            ctx,
+                        )?;
+                    }
+                    Ok(JsValue::undefined())
+                }),
+            )
+            .length(1)
+            .build();
+            target.define_property_or_throw(
+                key,
+                PropertyDescriptor::builder()
+                    .get(getter)
+                    .set(setter)
+                    .enumerable(false)
+                    .configurable(true),
+                ctx,
+            )?;
+            originals.push(Some((target, original)));
+        }
+        ORIGINALS.with(|o| *o.borrow_mut() = originals);
+        Ok(())
+    }
+
+    /// The getter of property `i`: its file evaluated (once), then its
+    /// value.
+    fn get(i: usize, ctx: &mut Context) -> JsResult<JsValue> {
+        let file = PROPS[i].0;
+        // Put back the originals of the file's properties, then run it.
+        let restore: Vec<(usize, JsObject, Option<JsValue>)> = ORIGINALS.with(|o| {
+            let mut o = o.borrow_mut();
+            PROPS
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.0 == file)
+                .filter_map(|(j, _)| o.get_mut(j).and_then(Option::take).map(|(t, v)| (j, t, v)))
+                .collect()
+        });
+        if !restore.is_empty() {
+            for (j, target, original) in restore {
+                let key = JsString::from(PROPS[j].2);
+                match original {
+                    Some(v) => {
+                        target.define_property_or_throw(
+                            key,
+                            PropertyDescriptor::builder()
+                                .value(v)
+                                .writable(true)
+                                .enumerable(false)
+                                .configurable(true),
+                            ctx,
+                        )?;
+                    }
+                    None => {
+                        target.delete_property_or_throw(key, ctx)?;
+                    }
+                }
+            }
+            ctx.eval(Source::from_bytes(if file == 0 { BUFFER } else { INTL }))?;
+        }
+        let (_, path, name) = PROPS[i];
+        let target = ctx.eval(Source::from_bytes(path))?;
+        match target.as_object() {
+            Some(t) => t.get(JsString::from(name), ctx),
+            None => Ok(JsValue::undefined()),
+        }
+    }
 }
