@@ -367,10 +367,13 @@ mod lazy {
         (1, "Date.prototype", "toLocaleTimeString"),
     ];
 
+    /// A lazy property's object, and its own value before (none: it had
+    /// none).
+    type Original = (JsObject, Option<JsValue>);
+
     thread_local! {
-        /// Per property: its object and original value, while lazy.
-        static ORIGINALS: RefCell<Vec<Option<(JsObject, Option<JsValue>)>>> =
-            const { RefCell::new(Vec::new()) };
+        /// Per property of [`PROPS`], while it is lazy.
+        static ORIGINALS: RefCell<Vec<Option<Original>>> = const { RefCell::new(Vec::new()) };
     }
 
     /// Makes every property of [`PROPS`] lazy.
