@@ -189,6 +189,53 @@ fn digests<'a>(scores: &'a [results::ScoreRow], out: &mut Vec<(&'a str, &'a str)
     }
 }
 
+/// The plugin digests a row names: each a sha256, a built-in's this
+/// build's own (when the shard ran this version), and the same plugin's the
+/// same in every shard (`known`: the first digest seen, and where).
+fn check_digests(
+    row: &ResultRow,
+    s: &ShardDir,
+    builtins: &HashMap<&'static str, String>,
+    known: &mut BTreeMap<String, (String, PathBuf)>,
+) -> Result<(), String> {
+    let mut named = Vec::new();
+    digests(&row.scores, &mut named);
+    for (plugin, digest) in named {
+        if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!(
+                "refused {}: test `{}` names plugin `{plugin}` with digest {digest:?}, which is not a sha256",
+                s.dir.display(),
+                row.test_id
+            ));
+        }
+        if s.record.evalhost_version == env!("CARGO_PKG_VERSION")
+            && let Some(own) = builtins.get(plugin)
+            && own != digest
+        {
+            return Err(format!(
+                "refused {}: test `{}` says the built-in plugin `{plugin}` has digest {digest}, but evalhost {}'s is {own}",
+                s.dir.display(),
+                row.test_id,
+                env!("CARGO_PKG_VERSION")
+            ));
+        }
+        match known.get(plugin) {
+            Some((first, dir)) if first != digest => {
+                return Err(format!(
+                    "refused {}: plugin `{plugin}` has digest {digest} there but {first} in {}: the shards did not grade with the same plugins",
+                    s.dir.display(),
+                    dir.display()
+                ));
+            }
+            Some(_) => {}
+            None => {
+                known.insert(plugin.to_owned(), (digest.to_owned(), s.dir.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Merges `dirs` into `output`. The inner `Err` is a usage problem or a
 /// refused shard: nothing is written then.
 pub fn merge(
@@ -288,41 +335,8 @@ pub fn merge(
                 None => suite = Some((row.suite.clone(), s.dir.clone())),
                 _ => {}
             }
-            let mut named = Vec::new();
-            digests(&row.scores, &mut named);
-            for (plugin, digest) in named {
-                if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return Ok(Err(format!(
-                        "refused {}: test `{}` names plugin `{plugin}` with digest {digest:?}, which is not a sha256",
-                        s.dir.display(),
-                        row.test_id
-                    )));
-                }
-                if s.record.evalhost_version == env!("CARGO_PKG_VERSION")
-                    && let Some(own) = builtins.get(plugin)
-                    && own != digest
-                {
-                    return Ok(Err(format!(
-                        "refused {}: test `{}` says the built-in plugin `{plugin}` has digest {digest}, but evalhost {}'s is {own}",
-                        s.dir.display(),
-                        row.test_id,
-                        env!("CARGO_PKG_VERSION")
-                    )));
-                }
-                match plugin_digests.get(plugin) {
-                    Some((known, dir)) if known != digest => {
-                        return Ok(Err(format!(
-                            "refused {}: plugin `{plugin}` has digest {digest} there but {known} in {}: the shards did not grade with the same plugins",
-                            s.dir.display(),
-                            dir.display()
-                        )));
-                    }
-                    Some(_) => {}
-                    None => {
-                        plugin_digests
-                            .insert(plugin.to_owned(), (digest.to_owned(), s.dir.clone()));
-                    }
-                }
+            if let Err(e) = check_digests(&row, s, &builtins, &mut plugin_digests) {
+                return Ok(Err(e));
             }
             let key = (
                 row.test_index,

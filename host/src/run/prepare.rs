@@ -280,28 +280,8 @@ pub fn prepare_with(
     super::script_bundles::bundle(&mut suite, &mut diags);
     let checked = super::check::check_assertions(&suite, &mut registry, &unloaded);
     diags.0.extend(checked.0);
-    // The suite's code gets the wall clock, as Node's and CPython's has
-    // one; under strict it is frozen: said once here, and in each row.
     if strict {
-        let clocked = suite
-            .tests
-            .iter()
-            .flat_map(|t| t.every_assertion())
-            .flat_map(suite::Assertion::walk)
-            .any(|a| {
-                registry
-                    .resolve_for(a)
-                    .is_some_and(|(p, _)| crate::grade::CLOCKED.contains(&p.label.as_str()))
-            });
-        if clocked || code_ran.load(std::sync::atomic::Ordering::Relaxed) {
-            diags.push(
-                crate::diag::Diagnostic::warning(
-                    &suite.file,
-                    "under --sandbox strict the suite's JavaScript and Python see a frozen clock (`new Date()` is 1970-01-01T00:00:00Z), where promptfoo's and AgentV's see the time: a result that reads the clock can differ, and each such row says so (`details.clock`)",
-                )
-                .hint("without --sandbox strict the code reads the wall clock (read-only; no files, network or environment)"),
-            );
-        }
+        warn_frozen_clock(&suite, &registry, &code_ran, &mut diags);
     }
     diags.dedup();
     if diags.has_errors() {
@@ -317,6 +297,38 @@ pub fn prepare_with(
             started.elapsed().saturating_sub(load_time)
         },
     })
+}
+
+/// Under `--sandbox strict` the suite's code sees a frozen clock (its
+/// JavaScript and Python get the wall clock otherwise, as Node's and
+/// CPython's has one): said once at load when it has any — assertions
+/// graded by those engines, or code that ran while the suite was read —
+/// and in each such row (`grade::FROZEN_CLOCK`).
+fn warn_frozen_clock(
+    suite: &suite::Suite,
+    registry: &Registry,
+    code_ran: &std::sync::atomic::AtomicBool,
+    diags: &mut Diagnostics,
+) {
+    let clocked = suite
+        .tests
+        .iter()
+        .flat_map(|t| t.every_assertion())
+        .flat_map(suite::Assertion::walk)
+        .any(|a| {
+            registry
+                .resolve_for(a)
+                .is_some_and(|(p, _)| crate::grade::CLOCKED.contains(&p.label.as_str()))
+        });
+    if clocked || code_ran.load(std::sync::atomic::Ordering::Relaxed) {
+        diags.push(
+            crate::diag::Diagnostic::warning(
+                &suite.file,
+                "under --sandbox strict the suite's JavaScript and Python see a frozen clock (`new Date()` is 1970-01-01T00:00:00Z), where promptfoo's and AgentV's see the time: a result that reads the clock can differ, and each such row says so (`details.clock`)",
+            )
+            .hint("without --sandbox strict the code reads the wall clock (read-only; no files, network or environment)"),
+        );
+    }
 }
 
 /// Every assertion type a suite has graded by a registered plugin (as
