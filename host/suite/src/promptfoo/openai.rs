@@ -16,18 +16,7 @@ impl Reader {
         at: &KeyPath,
         renderer: &Renderer,
     ) -> Option<Map<String, Value>> {
-        // A bare `openai:chat` (or `openai:responses`, `openai:embedding`)
-        // names no model: promptfoo takes `config.model`, else its default
-        // (`modelName || configuredModel || …` in its OpenAI loader).
-        let configured = config
-            .get("model")
-            .and_then(Value::as_str)
-            .filter(|m| !m.trim().is_empty());
-        let model = match model {
-            "chat" | "responses" | "" => configured.unwrap_or("gpt-4.1-2025-04-14"),
-            "embedding" | "embeddings" => configured.unwrap_or("text-embedding-3-large"),
-            m => m,
-        };
+        let model = openai_model(model, config);
         let mut entry = Map::new();
         let env = |name: &str| renderer.env_value(name);
         let key_var = config
@@ -228,32 +217,11 @@ impl Reader {
                 },
                 // Sent with every call, over promptfoo's own (its
                 // `Authorization` included), as its provider spreads them.
-                "headers" => match v {
-                    Value::Object(o) => {
-                        let mut headers = Map::new();
-                        for (name, value) in o {
-                            let text = match value {
-                                Value::String(s) => s.clone(),
-                                Value::Number(_) | Value::Bool(_) => value.to_string(),
-                                _ => {
-                                    self.error(
-                                        &kat.key(name),
-                                        format!("`config.headers.{name}` must be a string"),
-                                    );
-                                    continue;
-                                }
-                            };
-                            headers.insert(name.clone(), Value::String(text));
-                        }
+                "headers" => {
+                    if let Some(headers) = self.provider_headers(v, &kat) {
                         entry.insert("headers".into(), Value::Object(headers));
                     }
-                    _ => {
-                        self.error(
-                            &kat,
-                            "`config.headers` must be a mapping of header names to values",
-                        );
-                    }
-                },
+                }
                 // The model a bare `openai:chat` runs (above); with a model
                 // in the id, promptfoo sends the id's.
                 "model" => {}
@@ -279,6 +247,36 @@ impl Reader {
             entry.insert("pricing".into(), pricing);
         }
         Some(entry)
+    }
+}
+
+impl Reader {
+    /// A provider's `config.headers`: names to text (a number or boolean
+    /// as JavaScript writes it), sent with each call over promptfoo's own.
+    fn provider_headers(&mut self, v: &Value, at: &KeyPath) -> Option<Map<String, Value>> {
+        let Value::Object(o) = v else {
+            self.error(
+                at,
+                "`config.headers` must be a mapping of header names to values",
+            );
+            return None;
+        };
+        let mut headers = Map::new();
+        for (name, value) in o {
+            let text = match value {
+                Value::String(s) => s.clone(),
+                Value::Number(_) | Value::Bool(_) => value.to_string(),
+                _ => {
+                    self.error(
+                        &at.key(name),
+                        format!("`config.headers.{name}` must be a string"),
+                    );
+                    continue;
+                }
+            };
+            headers.insert(name.clone(), Value::String(text));
+        }
+        Some(headers)
     }
 }
 
@@ -332,6 +330,22 @@ const PROMPTFOO_OPENAI_READS: &[&str] = &[
     "user",
     "verbosity",
 ];
+
+/// The model of `openai:<model>`: a bare `openai:chat` (or
+/// `openai:responses`, `openai:embedding`) names none, and promptfoo takes
+/// `config.model`, else its default (`modelName || configuredModel || …` in
+/// its OpenAI loader).
+fn openai_model<'a>(model: &'a str, config: &'a Map<String, Value>) -> &'a str {
+    let configured = config
+        .get("model")
+        .and_then(Value::as_str)
+        .filter(|m| !m.trim().is_empty());
+    match model {
+        "chat" | "responses" | "" => configured.unwrap_or("gpt-4.1-2025-04-14"),
+        "embedding" | "embeddings" => configured.unwrap_or("text-embedding-3-large"),
+        m => m,
+    }
+}
 
 /// promptfoo's `isReasoningModel` of its OpenAI provider: o1, o3, o4 and
 /// gpt-5 models (a fine-tune's `ft:` prefix aside).
