@@ -11,75 +11,9 @@
   const define = (name, value) =>
     Object.defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false });
 
-  // --- UTF-8 (Buffer's; Node's decoder: WHATWG's replacement rule) -----------
-  function utf8Encode(str) {
-    str = String(str);
-    const out = [];
-    for (let i = 0; i < str.length; i++) {
-      let c = str.charCodeAt(i);
-      if (c >= 0xd800 && c <= 0xdbff && i + 1 < str.length) {
-        const d = str.charCodeAt(i + 1);
-        if (d >= 0xdc00 && d <= 0xdfff) {
-          c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
-          i++;
-        } else {
-          c = 0xfffd;
-        }
-      } else if (c >= 0xd800 && c <= 0xdfff) {
-        c = 0xfffd;
-      }
-      if (c < 0x80) out.push(c);
-      else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
-      else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
-      else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
-    }
-    return out;
-  }
-
-  // WHATWG's UTF-8 decoder: each maximal invalid subpart is one U+FFFD.
-  function utf8Decode(bytes, fatal) {
-    let out = '';
-    let i = 0;
-    const n = bytes.length;
-    const bad = () => {
-      if (fatal) throw new TypeError('The encoded data was not valid for encoding utf-8');
-      out += '\ufffd';
-    };
-    while (i < n) {
-      const b = bytes[i];
-      if (b < 0x80) {
-        out += String.fromCharCode(b);
-        i++;
-        continue;
-      }
-      let need = 0;
-      let cp = 0;
-      let lower = 0x80;
-      let upper = 0xbf;
-      if (b >= 0xc2 && b <= 0xdf) { need = 1; cp = b & 0x1f; }
-      else if (b >= 0xe0 && b <= 0xef) {
-        need = 2; cp = b & 0xf;
-        if (b === 0xe0) lower = 0xa0;
-        if (b === 0xed) upper = 0x9f;
-      } else if (b >= 0xf0 && b <= 0xf4) {
-        need = 3; cp = b & 0x7;
-        if (b === 0xf0) lower = 0x90;
-        if (b === 0xf4) upper = 0x8f;
-      } else { bad(); i++; continue; }
-      let j = 1;
-      for (; j <= need; j++) {
-        const c = bytes[i + j];
-        if (i + j >= n || c < lower || c > upper) break;
-        lower = 0x80;
-        upper = 0xbf;
-        cp = (cp << 6) | (c & 0x3f);
-      }
-      if (j <= need) { bad(); i += j; continue; }
-      out += String.fromCodePoint(cp);
-      i += need + 1;
-    }
-    return out;
-  }
+  // --- UTF-8: boa_runtime's TextEncoder/TextDecoder (WHATWG's, as Node's) --
+  const utf8Encode = (str) => Array.from(new TextEncoder().encode(String(str)));
+  const utf8Decode = (bytes) => new TextDecoder().decode(Uint8Array.from(bytes));
 
   // --- structuredClone's error, named as Node names it ------------------------
   const clone = globalThis.structuredClone;
@@ -215,7 +149,7 @@
     toString(encoding, start = 0, end = this.length) {
       const bytes = Array.prototype.slice.call(this, Math.max(0, start), Math.min(this.length, end));
       switch (normEncoding(encoding)) {
-        case 'utf8': return utf8Decode(bytes, false);
+        case 'utf8': return utf8Decode(bytes);
         case 'hex': return bytes.map((b) => (b < 16 ? '0' : '') + b.toString(16)).join('');
         case 'base64': return encodeBase64(bytes, false);
         case 'base64url': return encodeBase64(bytes, true);
